@@ -1,0 +1,382 @@
+//! The host side: loading a plugin `.so` and calling it with typed requests.
+//!
+//! All `unsafe` of the project lives here and in nothing else the host uses. The loader goes
+//! through abi_stable's raw-library API at an explicit path, because
+//! `RootModule::load_from_file` caches one module per root-module type and would silently hand
+//! the second plugin the first plugin's module.
+
+use std::path::{Path, PathBuf};
+
+use abi_stable::library::{lib_header_from_raw_library, LibraryError, RawLibrary, RootModule};
+use abi_stable::sabi_types::VersionNumber;
+use abi_stable::std_types::RString;
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::abi::{ErrorKind, HostContext, ProviderError, ProviderPluginRef};
+use crate::protocol::{
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, GetAttributeRequest,
+    GetAttributeResult, ImportRequest, PluginManifest, ReadCurrentStateRequest,
+    ReadCurrentStateResult, UpdateRequest, UpdateResult,
+};
+
+/// Why a plugin could not be loaded; every message fits on one line and names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The path does not exist.
+    #[error("file not found: {}", path.display())]
+    NotFound {
+        /// The path that was tried.
+        path: PathBuf,
+    },
+    /// The file is not a loadable shared library.
+    #[error("not a shared library ({reason}): {}", path.display())]
+    NotALibrary {
+        /// The file.
+        path: PathBuf,
+        /// The dynamic loader's explanation.
+        reason: String,
+    },
+    /// The library does not export a cdkd root module (not a cdkd plugin, or not a cdylib).
+    #[error("no cdkd root module (is it a cdkd provider plugin built as a cdylib?): {}", path.display())]
+    NoRootModule {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The plugin was built against a provider-api this host cannot load.
+    #[error("incompatible ABI: built against provider-api {plugin_api}, host has {host_api}; rebuild the plugin against provider-api {host_api}: {}", path.display())]
+    IncompatibleApi {
+        /// The file.
+        path: PathBuf,
+        /// The provider-api version the plugin was built with.
+        plugin_api: String,
+        /// The host's provider-api version.
+        host_api: String,
+    },
+    /// Same API version, different type layouts: the plugin was built from a modified API crate.
+    #[error("ABI layout mismatch: built against provider-api {plugin_api}, host has {host_api}, and the type layouts differ ({first_difference}); rebuild the plugin against the published provider-api: {}", path.display())]
+    LayoutMismatch {
+        /// The file.
+        path: PathBuf,
+        /// The provider-api version the plugin claims.
+        plugin_api: String,
+        /// The host's provider-api version.
+        host_api: String,
+        /// The first line of abi_stable's report that names a difference.
+        first_difference: String,
+        /// abi_stable's whole report, for `--verbose`.
+        report: String,
+    },
+    /// The plugin's root-module constructor or `describe` failed.
+    #[error("the plugin failed to start: {reason}: {}", path.display())]
+    Broken {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// The provider-api version this host was built with.
+pub fn host_api_version() -> VersionNumber {
+    ProviderPluginRef::VERSION_STRINGS
+        .parsed()
+        .expect("provider-api's own version parses")
+}
+
+/// Whether a plugin built against `plugin` can be loaded by a host built against `host`.
+///
+/// Same rule as cargo's caret: the same major, or for 0.x the same minor; patch levels may
+/// differ in both directions because the frozen surface only grows by optional fields.
+pub fn api_versions_compatible(host: VersionNumber, plugin: VersionNumber) -> bool {
+    if host.major == 0 || plugin.major == 0 {
+        host.major == plugin.major && host.minor == plugin.minor
+    } else {
+        host.major == plugin.major
+    }
+}
+
+/// A loaded plugin library: its manifest and its frozen entry points.
+pub struct PluginLibrary {
+    module: ProviderPluginRef,
+    manifest: PluginManifest,
+    api_version: VersionNumber,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for PluginLibrary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginLibrary")
+            .field("manifest", &self.manifest)
+            .field("api_version", &self.api_version.to_string())
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+/// Loads the plugin at `path`. The library is never unloaded: its vtables and statics must
+/// outlive every value that came from it.
+pub fn load(path: &Path) -> Result<PluginLibrary, LoadError> {
+    if !path.is_file() {
+        return Err(LoadError::NotFound {
+            path: path.to_path_buf(),
+        });
+    }
+    let raw = RawLibrary::load_at(path).map_err(|err| LoadError::NotALibrary {
+        path: path.to_path_buf(),
+        reason: one_line(&library_error_reason(&err)),
+    })?;
+    // Leaked on purpose: unloading would leave dangling vtables (see the function docs).
+    let raw: &'static RawLibrary = Box::leak(Box::new(raw));
+    // SAFETY: `raw` is 'static, so the header's 'static references into the library stay valid;
+    // the symbol is abi_stable's root-module header, whose type abi_stable itself checks below.
+    let header = unsafe { lib_header_from_raw_library(raw) }.map_err(|err| match err {
+        LibraryError::GetSymbolError { .. } => LoadError::NoRootModule {
+            path: path.to_path_buf(),
+        },
+        other => LoadError::Broken {
+            path: path.to_path_buf(),
+            reason: one_line(&other.to_string()),
+        },
+    })?;
+
+    let host_api = host_api_version();
+    let plugin_api = header
+        .version_strings()
+        .parsed()
+        .map_err(|err| LoadError::Broken {
+            path: path.to_path_buf(),
+            reason: format!("unreadable provider-api version: {err}"),
+        })?;
+    if !api_versions_compatible(host_api, plugin_api) {
+        return Err(LoadError::IncompatibleApi {
+            path: path.to_path_buf(),
+            plugin_api: plugin_api.to_string(),
+            host_api: host_api.to_string(),
+        });
+    }
+    // abi_stable's own `init_root_module` would also require plugin patch >= host patch, which
+    // rejects an older plugin of the same minor; we check the version above and only the layout
+    // here (prefix types make a host with more optional fields compatible with an older plugin).
+    let module = header
+        .check_layout::<ProviderPluginRef>()
+        .map_err(|err| match err {
+            LibraryError::AbiInstability(report) => {
+                let report = report.to_string();
+                LoadError::LayoutMismatch {
+                    path: path.to_path_buf(),
+                    plugin_api: plugin_api.to_string(),
+                    host_api: host_api.to_string(),
+                    first_difference: first_difference(&report),
+                    report,
+                }
+            }
+            other => LoadError::Broken {
+                path: path.to_path_buf(),
+                reason: one_line(&other.to_string()),
+            },
+        })?;
+
+    let described = (module.describe())();
+    let manifest: PluginManifest =
+        serde_json::from_str(described.as_str()).map_err(|err| LoadError::Broken {
+            path: path.to_path_buf(),
+            reason: format!("describe returned an unreadable manifest: {err}"),
+        })?;
+    Ok(PluginLibrary {
+        module,
+        manifest,
+        api_version: plugin_api,
+        path: path.to_path_buf(),
+    })
+}
+
+fn library_error_reason(err: &LibraryError) -> String {
+    match err {
+        LibraryError::OpenError { err, .. } => err.to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Picks the most telling line of abi_stable's multi-hundred-line layout report.
+fn first_difference(report: &str) -> String {
+    let lines: Vec<&str> = report.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let error_at = lines.iter().position(|line| line.starts_with("Error:"));
+    let mut summary = error_at
+        .map(|i| {
+            lines[i..]
+                .iter()
+                .take(3)
+                .map(|l| l.trim_start_matches("Error:").trim())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|| lines.first().copied().unwrap_or("no details").to_string());
+    if summary.len() > 200 {
+        summary.truncate(200);
+        summary.push_str("...");
+    }
+    summary
+}
+
+impl PluginLibrary {
+    /// The plugin's self-description.
+    pub fn manifest(&self) -> &PluginManifest {
+        &self.manifest
+    }
+
+    /// The provider-api version the plugin was built against.
+    pub fn api_version(&self) -> String {
+        self.api_version.to_string()
+    }
+
+    /// The file it was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Starts the plugin with the host's configuration and callbacks.
+    pub fn init(&self, context: HostContext) -> Result<(), ProviderError> {
+        (self.module.init())(context).into_result()
+    }
+
+    /// Whether the plugin exports `shutdown` (added in provider-api 0.1.1).
+    pub fn has_shutdown(&self) -> bool {
+        self.module.shutdown().is_some()
+    }
+
+    /// Lets the plugin flush; a plugin built before 0.1.1 has nothing to call.
+    pub fn shutdown(&self) {
+        if let Some(shutdown) = self.module.shutdown() {
+            shutdown();
+        }
+    }
+
+    /// Creates a resource.
+    pub async fn create(
+        &self,
+        resource_type: &str,
+        request: &CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let call = (self.module.create())(resource_type.into(), encode(request)?);
+        decode(call.await.into_result()?)
+    }
+
+    /// Updates a resource.
+    pub async fn update(
+        &self,
+        resource_type: &str,
+        request: &UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        let call = (self.module.update())(resource_type.into(), encode(request)?);
+        decode(call.await.into_result()?)
+    }
+
+    /// Deletes a resource.
+    pub async fn delete(
+        &self,
+        resource_type: &str,
+        request: &DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        let call = (self.module.delete())(resource_type.into(), encode(request)?);
+        decode(call.await.into_result()?)
+    }
+
+    /// Reads the AWS-current properties.
+    pub async fn read_current_state(
+        &self,
+        resource_type: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        self.invoke(operation::READ_CURRENT_STATE, resource_type, request).await
+    }
+
+    /// Adopts an existing resource.
+    pub async fn import(
+        &self,
+        resource_type: &str,
+        request: &ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        self.invoke(operation::IMPORT, resource_type, request).await
+    }
+
+    /// Reads one attribute.
+    pub async fn get_attribute(
+        &self,
+        resource_type: &str,
+        request: &GetAttributeRequest,
+    ) -> Result<GetAttributeResult, ProviderError> {
+        self.invoke(operation::GET_ATTRIBUTE, resource_type, request).await
+    }
+
+    /// Calls any operation by name: the way new operations reach older plugins.
+    pub async fn invoke<Req: Serialize, Res: DeserializeOwned>(
+        &self,
+        operation: &str,
+        resource_type: &str,
+        request: &Req,
+    ) -> Result<Res, ProviderError> {
+        let call = (self.module.invoke())(operation.into(), resource_type.into(), encode(request)?);
+        decode(call.await.into_result()?)
+    }
+}
+
+fn encode<T: Serialize>(request: &T) -> Result<RString, ProviderError> {
+    serde_json::to_string(request)
+        .map(RString::from)
+        .map_err(|err| ProviderError::other(format!("cannot encode the request: {err}")))
+}
+
+fn decode<T: DeserializeOwned>(answer: RString) -> Result<T, ProviderError> {
+    serde_json::from_str(answer.as_str()).map_err(|err| {
+        ProviderError::new(
+            ErrorKind::OTHER,
+            format!("the plugin answered a document the host cannot read: {err}"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(major: u32, minor: u32, patch: u32) -> VersionNumber {
+        VersionNumber {
+            major,
+            minor,
+            patch,
+        }
+    }
+
+    #[test]
+    fn same_minor_loads_in_both_directions() {
+        assert!(api_versions_compatible(v(0, 1, 1), v(0, 1, 0)));
+        assert!(api_versions_compatible(v(0, 1, 0), v(0, 1, 7)));
+    }
+
+    #[test]
+    fn another_minor_or_major_is_refused() {
+        assert!(!api_versions_compatible(v(0, 1, 1), v(0, 2, 0)));
+        assert!(!api_versions_compatible(v(1, 0, 0), v(0, 1, 0)));
+        assert!(!api_versions_compatible(v(1, 4, 0), v(2, 0, 0)));
+        assert!(api_versions_compatible(v(1, 4, 0), v(1, 0, 3)));
+    }
+
+    #[test]
+    fn the_layout_report_becomes_one_line() {
+        let report = "\n\nError:Mismatched field name\n  expected: message\n  found: kind\n  ... 300 more lines\n";
+        assert_eq!(
+            first_difference(report),
+            "Mismatched field name expected: message found: kind"
+        );
+    }
+
+    #[test]
+    fn a_missing_file_names_the_path() {
+        let err = load(Path::new("/nonexistent/libnothing.so")).unwrap_err();
+        assert_eq!(err.to_string(), "file not found: /nonexistent/libnothing.so");
+    }
+}

@@ -1,0 +1,312 @@
+//! The JSON documents that travel through the frozen FFI surface.
+//!
+//! These types may grow within a minor version: every new field has a default, and readers
+//! ignore fields they do not know, so an older plugin and a newer host still understand each
+//! other. Field names are camelCase, like the state file.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Names of the optional operations a resource type can implement (sent through `invoke`).
+pub mod operation {
+    /// Read the AWS-current property bag of a resource (drift, `observedProperties`).
+    pub const READ_CURRENT_STATE: &str = "read_current_state";
+    /// Adopt an existing resource by physical id.
+    pub const IMPORT: &str = "import";
+    /// Read one `Fn::GetAtt` attribute.
+    pub const GET_ATTRIBUTE: &str = "get_attribute";
+}
+
+/// What a plugin says about itself; returned by `describe`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginManifest {
+    /// The plugin's name (its crate name by default).
+    pub name: String,
+    /// The plugin's own semver version, independent of the host's and the API's.
+    pub version: String,
+    /// One line for `cdkd providers list`.
+    #[serde(default)]
+    pub description: String,
+    /// The provider-api version the plugin was built against.
+    pub provider_api_version: String,
+    /// The resource types the plugin handles, sorted by type name.
+    #[serde(default)]
+    pub resource_types: Vec<ResourceTypeSchema>,
+}
+
+/// What a plugin declares for one CloudFormation resource type.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceTypeSchema {
+    /// The CloudFormation type name, e.g. `AWS::S3::Bucket`.
+    pub type_name: String,
+    /// Template properties the provider applies; any other property routes the resource to
+    /// Cloud Control (the "silent drop" check).
+    #[serde(default)]
+    pub handled_properties: Vec<String>,
+    /// Properties whose change needs a replacement.
+    #[serde(default)]
+    pub create_only_properties: Vec<String>,
+    /// The optional operations implemented (see [`operation`]).
+    #[serde(default)]
+    pub operations: Vec<String>,
+    /// Present when the physical id is composite (`a|b|c`): the names of its segments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub composite_id: Option<CompositeId>,
+}
+
+impl ResourceTypeSchema {
+    /// Whether `operation` is listed as implemented.
+    pub fn supports(&self, operation: &str) -> bool {
+        self.operations.iter().any(|op| op == operation)
+    }
+}
+
+/// The shape of a composite (pipe-delimited) physical id.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompositeId {
+    /// Segment names in order, e.g. `["internetGatewayId", "vpcId"]`.
+    pub segments: Vec<String>,
+}
+
+/// AWS credentials as the host resolved them.
+#[derive(Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Credentials {
+    /// The access key id.
+    pub access_key_id: String,
+    /// The secret access key.
+    pub secret_access_key: String,
+    /// The session token of temporary credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_token: Option<String>,
+    /// When temporary credentials expire, in seconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at_epoch_secs: Option<u64>,
+}
+
+impl std::fmt::Debug for Credentials {
+    // Secrets never reach a log line, even at trace level.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &"** redacted **")
+            .field("session_token", &self.session_token.as_ref().map(|_| "** redacted **"))
+            .field("expires_at_epoch_secs", &self.expires_at_epoch_secs)
+            .finish()
+    }
+}
+
+/// The host's configuration for a plugin, sent once in `init`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostConfig {
+    /// The name under which `plugins.toml` registered the plugin (used in log lines).
+    pub plugin_name: String,
+    /// The resolved AWS region.
+    pub region: String,
+    /// Credentials, when the host could resolve any.
+    #[serde(default)]
+    pub credentials: Option<Credentials>,
+    /// An endpoint override for every AWS service (the local emulator in tests).
+    #[serde(default)]
+    pub endpoint_url: Option<String>,
+    /// Address S3 buckets in the path rather than the host name.
+    #[serde(default)]
+    pub s3_force_path_style: bool,
+    /// Worker threads for the plugin's runtime (1 or 2).
+    #[serde(default = "default_worker_threads")]
+    pub worker_threads: usize,
+}
+
+fn default_worker_threads() -> usize {
+    2
+}
+
+/// Names of the calls a plugin can make into the host through `host_call`.
+pub mod host_call {
+    /// Returns fresh [`super::Credentials`] (payload `{}`).
+    pub const CREDENTIALS: &str = "credentials";
+}
+
+/// Creates a resource.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateRequest {
+    /// The logical id in the template.
+    pub logical_id: String,
+    /// The stack the resource belongs to (for generated physical names).
+    #[serde(default)]
+    pub stack_name: String,
+    /// The resolved template properties.
+    #[serde(default)]
+    pub properties: Map<String, Value>,
+}
+
+/// The outcome of a create.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateResult {
+    /// The physical id recorded in state (composite ids as `a|b|c`).
+    pub physical_id: String,
+    /// `Fn::GetAtt` attributes known after the create.
+    #[serde(default)]
+    pub attributes: Map<String, Value>,
+}
+
+/// Updates a resource.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateRequest {
+    /// The logical id in the template.
+    pub logical_id: String,
+    /// The stack the resource belongs to.
+    #[serde(default)]
+    pub stack_name: String,
+    /// The physical id from state.
+    pub physical_id: String,
+    /// The desired properties.
+    #[serde(default)]
+    pub properties: Map<String, Value>,
+    /// The properties last applied.
+    #[serde(default)]
+    pub previous_properties: Map<String, Value>,
+}
+
+/// The outcome of an update.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateResult {
+    /// The physical id after the update (new when replaced).
+    pub physical_id: String,
+    /// Whether the provider replaced the resource rather than updating it in place.
+    #[serde(default)]
+    pub replaced: bool,
+    /// Attributes after the update.
+    #[serde(default)]
+    pub attributes: Map<String, Value>,
+}
+
+/// Deletes a resource.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteRequest {
+    /// The logical id in the template.
+    pub logical_id: String,
+    /// The physical id from state.
+    pub physical_id: String,
+    /// The properties last applied (some deletes need them, e.g. a policy's role).
+    #[serde(default)]
+    pub properties: Map<String, Value>,
+}
+
+/// The outcome of a delete.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "outcome")]
+pub enum DeleteResult {
+    /// The resource is gone (including: it was already gone).
+    Deleted,
+    /// The provider left the resource in place on purpose.
+    Skipped {
+        /// Why, for the user.
+        reason: String,
+    },
+}
+
+/// Reads what AWS currently has for a resource.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadCurrentStateRequest {
+    /// The logical id in the template.
+    pub logical_id: String,
+    /// The physical id from state.
+    pub physical_id: String,
+    /// The properties last applied, as a hint for what to read.
+    #[serde(default)]
+    pub properties: Map<String, Value>,
+}
+
+/// The AWS-current property bag; `None` when the resource no longer exists.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadCurrentStateResult {
+    /// The properties as AWS reports them, in template shape.
+    pub properties: Option<Map<String, Value>>,
+}
+
+/// Adopts an existing resource.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportRequest {
+    /// The logical id in the template.
+    pub logical_id: String,
+    /// The physical id of the existing resource.
+    pub physical_id: String,
+    /// The template properties, to locate the resource when the id alone is not enough.
+    #[serde(default)]
+    pub properties: Map<String, Value>,
+}
+
+/// Reads one attribute.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetAttributeRequest {
+    /// The logical id in the template.
+    pub logical_id: String,
+    /// The physical id from state.
+    pub physical_id: String,
+    /// The attribute name, e.g. `Arn`.
+    pub attribute: String,
+    /// The properties last applied.
+    #[serde(default)]
+    pub properties: Map<String, Value>,
+}
+
+/// One attribute's value; `None` when it cannot be read (omitted rather than stored as "").
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetAttributeResult {
+    /// The attribute's typed JSON value.
+    pub value: Option<Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readers_ignore_fields_from_a_newer_peer() {
+        let json = r#"{"name":"p","version":"1.2.3","providerApiVersion":"0.1.9",
+            "resourceTypes":[{"typeName":"A::B::C","futureField":true}],"alsoNew":1}"#;
+        let manifest: PluginManifest = serde_json::from_str(json).unwrap();
+        assert_eq!(manifest.resource_types[0].type_name, "A::B::C");
+        assert!(manifest.resource_types[0].operations.is_empty());
+    }
+
+    #[test]
+    fn delete_result_is_tagged_by_outcome() {
+        let skipped = DeleteResult::Skipped {
+            reason: "retained".into(),
+        };
+        let json = serde_json::to_value(&skipped).unwrap();
+        assert_eq!(json, serde_json::json!({"outcome":"skipped","reason":"retained"}));
+        let deleted: DeleteResult = serde_json::from_str(r#"{"outcome":"deleted"}"#).unwrap();
+        assert_eq!(deleted, DeleteResult::Deleted);
+    }
+
+    #[test]
+    fn credentials_debug_never_prints_secrets() {
+        let creds = Credentials {
+            access_key_id: "AKIDEXAMPLE".into(),
+            secret_access_key: "very-secret".into(),
+            session_token: Some("token-secret".into()),
+            expires_at_epoch_secs: None,
+        };
+        let printed = format!("{creds:?}");
+        assert!(printed.contains("AKIDEXAMPLE"));
+        assert!(!printed.contains("very-secret"));
+        assert!(!printed.contains("token-secret"));
+    }
+}
