@@ -1,1 +1,5 @@
-fn main(){}
+//! The `cdkd` command.
+
+fn main() -> std::process::ExitCode {
+    cdkd::cli::main()
+}

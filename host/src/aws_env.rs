@@ -1,0 +1,102 @@
+//! The AWS environment the host resolves once per run: region, credentials, endpoint.
+//!
+//! Plugins do not run the credential chain themselves: the host resolves credentials here and
+//! hands them over in `init`, refreshing them through a callback when they expire.
+
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_credential_types::provider::ProvideCredentials as _;
+use cdkd_provider_api::protocol::Credentials;
+
+/// The region used when neither flags nor the SDK's chain name one.
+pub const FALLBACK_REGION: &str = "us-east-1";
+
+/// What the user asked for on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct AwsOptions {
+    /// `--profile`.
+    pub profile: Option<String>,
+    /// `--region`.
+    pub region: Option<String>,
+    /// `--s3-force-path-style` / `CDKD_S3_FORCE_PATH_STYLE`.
+    pub s3_force_path_style: bool,
+}
+
+/// The resolved environment.
+#[derive(Debug, Clone)]
+pub struct AwsEnvironment {
+    sdk_config: SdkConfig,
+    s3_force_path_style: bool,
+}
+
+/// Credentials could not be resolved.
+#[derive(Debug, thiserror::Error)]
+#[error("no AWS credentials: {0}. Set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or pass --profile")]
+pub struct CredentialsError(String);
+
+impl AwsEnvironment {
+    /// Resolves the SDK configuration (no network call unless the chain needs one).
+    pub async fn load(options: &AwsOptions) -> AwsEnvironment {
+        let mut loader = aws_config::defaults(BehaviorVersion::latest());
+        if let Some(profile) = &options.profile {
+            loader = loader.profile_name(profile);
+        }
+        if let Some(region) = &options.region {
+            loader = loader.region(Region::new(region.clone()));
+        }
+        let mut sdk_config = loader.load().await;
+        if sdk_config.region().is_none() {
+            sdk_config = sdk_config
+                .into_builder()
+                .region(Region::from_static(FALLBACK_REGION))
+                .build();
+        }
+        AwsEnvironment {
+            sdk_config,
+            s3_force_path_style: options.s3_force_path_style,
+        }
+    }
+
+    /// The SDK configuration, for the host's own clients.
+    pub fn sdk_config(&self) -> &SdkConfig {
+        &self.sdk_config
+    }
+
+    /// The region to work in.
+    pub fn region(&self) -> String {
+        self.sdk_config
+            .region()
+            .map_or_else(|| FALLBACK_REGION.to_string(), ToString::to_string)
+    }
+
+    /// The endpoint override (`AWS_ENDPOINT_URL`), if any.
+    pub fn endpoint_url(&self) -> Option<String> {
+        self.sdk_config.endpoint_url().map(ToString::to_string)
+    }
+
+    /// Whether S3 is addressed path-style.
+    pub fn s3_force_path_style(&self) -> bool {
+        self.s3_force_path_style
+    }
+
+    /// Resolves credentials through the SDK's chain (cached by the SDK until they expire).
+    pub async fn credentials(&self) -> Result<Credentials, CredentialsError> {
+        let provider = self
+            .sdk_config
+            .credentials_provider()
+            .ok_or_else(|| CredentialsError("no credential provider is configured".into()))?;
+        let creds = provider
+            .provide_credentials()
+            .await
+            .map_err(|err| CredentialsError(err.to_string()))?;
+        Ok(Credentials {
+            access_key_id: creds.access_key_id().to_string(),
+            secret_access_key: creds.secret_access_key().to_string(),
+            session_token: creds.session_token().map(ToString::to_string),
+            expires_at_epoch_secs: creds.expiry().and_then(|at| {
+                at.duration_since(std::time::UNIX_EPOCH)
+                    .ok()
+                    .map(|d| d.as_secs())
+            }),
+        })
+    }
+}

@@ -1,0 +1,7 @@
+//! Provisioning: the registry of provider plugins and the host side of the plugin boundary.
+//!
+//! Later: the Cloud Control provider and the custom-resource path live here too.
+
+pub mod plugin_callbacks;
+pub mod plugins_file;
+pub mod registry;

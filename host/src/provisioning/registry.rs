@@ -1,0 +1,367 @@
+//! The registry of loaded plugins: which plugin handles which resource type.
+//!
+//! Loading never stops at a bad plugin: each failure (missing file, not a plugin, ABI mismatch,
+//! version outside the requirement) is recorded with a one-line reason naming the plugin and
+//! path, and the others load. Plugins are initialised lazily, on first use, so commands that
+//! only describe plugins never resolve AWS credentials.
+
+use std::collections::BTreeMap;
+
+use cdkd_provider_api::host::{self, PluginLibrary};
+use cdkd_provider_api::protocol::{HostConfig, ResourceTypeSchema};
+use cdkd_provider_api::ProviderError;
+use tokio::sync::OnceCell;
+
+use super::plugins_file::{PluginSpec, PluginsFile};
+use super::plugin_callbacks;
+use crate::aws_env::AwsEnvironment;
+
+/// One `plugins.toml` entry and what became of it.
+pub struct PluginSlot {
+    /// The entry as configured.
+    pub spec: PluginSpec,
+    /// Loaded, failed or disabled.
+    pub status: PluginStatus,
+}
+
+/// What became of a plugin entry.
+pub enum PluginStatus {
+    /// `enabled = false`.
+    Disabled,
+    /// Refused, with a one-line reason.
+    Failed(String),
+    /// Loaded; initialised on first use.
+    Loaded(LoadedPlugin),
+}
+
+/// A loaded plugin library and its lazily run `init`.
+pub struct LoadedPlugin {
+    library: PluginLibrary,
+    init: OnceCell<Result<(), ProviderError>>,
+}
+
+impl LoadedPlugin {
+    /// The library (manifest, versions, entry points).
+    pub fn library(&self) -> &PluginLibrary {
+        &self.library
+    }
+}
+
+/// Who handles a resource type among the plugins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TypeOwner {
+    /// Exactly one plugin (or the one `[owners]` chose), by slot index.
+    Plugin(usize),
+    /// Several plugins claim it and `[owners]` does not say which wins.
+    Contested(Vec<String>),
+}
+
+/// How a resource of some type would be provisioned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// By a loaded plugin.
+    Plugin {
+        /// The plugin's name in `plugins.toml`.
+        name: String,
+        /// The plugin's own version.
+        version: String,
+    },
+    /// By the AWS Cloud Control API.
+    CloudControl,
+    /// By the custom-resource path (Lambda-backed `Custom::*`).
+    CustomResource,
+    /// Nothing can handle it; the reason says what to do.
+    Unroutable(String),
+}
+
+/// The routing question could not be answered for a type.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// No plugin is loaded for the type.
+    #[error("no loaded plugin handles {0}; add one to plugins.toml (cdkd providers list shows what is loaded)")]
+    NoPlugin(String),
+    /// The type is contested.
+    #[error("{type_name} is claimed by plugins {claimants}; say which wins in plugins.toml: [owners] \"{type_name}\" = \"<plugin>\"")]
+    Contested {
+        /// The type.
+        type_name: String,
+        /// The plugins claiming it, comma-separated.
+        claimants: String,
+    },
+    /// The plugin's `init` failed.
+    #[error("plugin '{plugin}' failed to initialise: {source}")]
+    Init {
+        /// The plugin.
+        plugin: String,
+        /// Its error.
+        source: ProviderError,
+    },
+}
+
+/// All plugins of one `plugins.toml`, and the type → plugin table.
+pub struct Registry {
+    file: PluginsFile,
+    slots: Vec<PluginSlot>,
+    owners: BTreeMap<String, TypeOwner>,
+}
+
+/// Whether a type goes to the custom-resource path rather than a provider.
+pub fn is_custom_resource(type_name: &str) -> bool {
+    type_name.starts_with("Custom::") || type_name == "AWS::CloudFormation::CustomResource"
+}
+
+impl Registry {
+    /// Loads every enabled plugin of `file`, recording failures instead of stopping.
+    pub fn load(file: PluginsFile) -> Registry {
+        let slots: Vec<PluginSlot> = file
+            .plugins
+            .iter()
+            .map(|spec| PluginSlot {
+                status: load_one(spec),
+                spec: spec.clone(),
+            })
+            .collect();
+        let owners = assign_owners(&slots, &file.owners);
+        Registry {
+            file,
+            slots,
+            owners,
+        }
+    }
+
+    /// The plugins file the registry came from.
+    pub fn file(&self) -> &PluginsFile {
+        &self.file
+    }
+
+    /// Every entry, in file order.
+    pub fn slots(&self) -> &[PluginSlot] {
+        &self.slots
+    }
+
+    /// The type → owner table (only types some loaded plugin claims).
+    pub fn owners(&self) -> &BTreeMap<String, TypeOwner> {
+        &self.owners
+    }
+
+    /// Logs one warning per refused plugin; commands that do not print the table call this.
+    pub fn warn_about_failures(&self) {
+        for slot in &self.slots {
+            if let PluginStatus::Failed(reason) = &slot.status {
+                tracing::warn!("plugin '{}' not loaded: {reason}", slot.spec.name);
+            }
+        }
+    }
+
+    /// The schema a loaded plugin declares for `type_name`, when one plugin owns it.
+    pub fn schema(&self, type_name: &str) -> Option<&ResourceTypeSchema> {
+        match self.owners.get(type_name)? {
+            TypeOwner::Plugin(index) => match &self.slots[*index].status {
+                PluginStatus::Loaded(plugin) => plugin
+                    .library
+                    .manifest()
+                    .resource_types
+                    .iter()
+                    .find(|schema| schema.type_name == type_name),
+                _ => None,
+            },
+            TypeOwner::Contested(_) => None,
+        }
+    }
+
+    /// How a resource of `type_name` would be provisioned, ignoring its properties.
+    pub fn route(&self, type_name: &str) -> Route {
+        if is_custom_resource(type_name) {
+            return Route::CustomResource;
+        }
+        match self.owners.get(type_name) {
+            Some(TypeOwner::Plugin(index)) => {
+                let slot = &self.slots[*index];
+                let version = match &slot.status {
+                    PluginStatus::Loaded(plugin) => plugin.library.manifest().version.clone(),
+                    _ => String::new(),
+                };
+                Route::Plugin {
+                    name: slot.spec.name.clone(),
+                    version,
+                }
+            }
+            Some(TypeOwner::Contested(claimants)) => Route::Unroutable(
+                RegistryError::Contested {
+                    type_name: type_name.to_string(),
+                    claimants: claimants.join(", "),
+                }
+                .to_string(),
+            ),
+            None if type_name.starts_with("AWS::") => Route::CloudControl,
+            None => Route::Unroutable(RegistryError::NoPlugin(type_name.to_string()).to_string()),
+        }
+    }
+
+    /// The plugin that handles `type_name`, initialised (once) with the host's AWS environment.
+    pub async fn plugin_for(
+        &self,
+        type_name: &str,
+        aws: &AwsEnvironment,
+    ) -> Result<&PluginLibrary, RegistryError> {
+        let index = match self.owners.get(type_name) {
+            Some(TypeOwner::Plugin(index)) => *index,
+            Some(TypeOwner::Contested(claimants)) => {
+                return Err(RegistryError::Contested {
+                    type_name: type_name.to_string(),
+                    claimants: claimants.join(", "),
+                })
+            }
+            None => return Err(RegistryError::NoPlugin(type_name.to_string())),
+        };
+        let slot = &self.slots[index];
+        let PluginStatus::Loaded(plugin) = &slot.status else {
+            return Err(RegistryError::NoPlugin(type_name.to_string()));
+        };
+        let init = plugin
+            .init
+            .get_or_init(|| async {
+                let config = HostConfig {
+                    plugin_name: slot.spec.name.clone(),
+                    region: aws.region(),
+                    credentials: aws.credentials().await.ok(),
+                    endpoint_url: aws.endpoint_url(),
+                    s3_force_path_style: aws.s3_force_path_style(),
+                    worker_threads: 2,
+                };
+                let started = std::time::Instant::now();
+                let result = plugin
+                    .library
+                    .init(plugin_callbacks::host_context(&config, aws));
+                tracing::debug!(plugin = %slot.spec.name, elapsed = ?started.elapsed(), "plugin initialised");
+                result
+            })
+            .await;
+        match init {
+            Ok(()) => Ok(&plugin.library),
+            Err(err) => Err(RegistryError::Init {
+                plugin: slot.spec.name.clone(),
+                source: err.clone(),
+            }),
+        }
+    }
+
+    /// Lets every initialised plugin flush before the host exits.
+    pub fn shutdown(&self) {
+        for slot in &self.slots {
+            if let PluginStatus::Loaded(plugin) = &slot.status {
+                if plugin.init.initialized() {
+                    plugin.library.shutdown();
+                }
+            }
+        }
+    }
+}
+
+fn load_one(spec: &PluginSpec) -> PluginStatus {
+    if !spec.enabled {
+        return PluginStatus::Disabled;
+    }
+    let started = std::time::Instant::now();
+    let library = match host::load(&spec.path) {
+        Ok(library) => library,
+        Err(err) => return PluginStatus::Failed(err.to_string()),
+    };
+    tracing::debug!(plugin = %spec.name, elapsed = ?started.elapsed(), "plugin loaded");
+    let manifest = library.manifest();
+    let version = match semver::Version::parse(&manifest.version) {
+        Ok(version) => version,
+        Err(err) => {
+            return PluginStatus::Failed(format!(
+                "its version '{}' is not semver ({err}): {}",
+                manifest.version,
+                spec.path.display()
+            ))
+        }
+    };
+    if !spec.version.matches(&version) {
+        return PluginStatus::Failed(format!(
+            "version {version} does not meet the requirement {} in plugins.toml: {}",
+            spec.version,
+            spec.path.display()
+        ));
+    }
+    PluginStatus::Loaded(LoadedPlugin {
+        library,
+        init: OnceCell::new(),
+    })
+}
+
+fn assign_owners(slots: &[PluginSlot], preferred: &BTreeMap<String, String>) -> BTreeMap<String, TypeOwner> {
+    let mut claims: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (index, slot) in slots.iter().enumerate() {
+        if let PluginStatus::Loaded(plugin) = &slot.status {
+            for schema in &plugin.library.manifest().resource_types {
+                claims.entry(schema.type_name.clone()).or_default().push(index);
+            }
+        }
+    }
+    claims
+        .into_iter()
+        .map(|(type_name, claimants)| {
+            let owner = match claimants.as_slice() {
+                [only] => TypeOwner::Plugin(*only),
+                several => {
+                    let chosen = preferred.get(&type_name).and_then(|winner| {
+                        several
+                            .iter()
+                            .copied()
+                            .find(|&index| &slots[index].spec.name == winner)
+                    });
+                    match chosen {
+                        Some(index) => TypeOwner::Plugin(index),
+                        None => TypeOwner::Contested(
+                            several.iter().map(|&i| slots[i].spec.name.clone()).collect(),
+                        ),
+                    }
+                }
+            };
+            (type_name, owner)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provisioning::plugins_file::PluginsFileSource;
+    use std::path::Path;
+
+    fn registry_of(text: &str) -> Registry {
+        Registry::load(PluginsFile::parse(text, Path::new("/nowhere/plugins.toml"), PluginsFileSource::Flag).unwrap())
+    }
+
+    #[test]
+    fn a_missing_plugin_fails_alone_and_names_its_path() {
+        let registry = registry_of(
+            "[[plugin]]\nname = \"gone\"\npath = \"libgone.so\"\n[[plugin]]\nname = \"off\"\npath = \"x.so\"\nenabled = false\n",
+        );
+        match &registry.slots()[0].status {
+            PluginStatus::Failed(reason) => {
+                assert_eq!(reason, "file not found: /nowhere/libgone.so")
+            }
+            _ => panic!("expected a failure"),
+        }
+        assert!(matches!(registry.slots()[1].status, PluginStatus::Disabled));
+    }
+
+    #[test]
+    fn routes_without_plugins() {
+        let registry = registry_of("");
+        assert_eq!(registry.route("AWS::SQS::Queue"), Route::CloudControl);
+        assert_eq!(registry.route("Custom::S3AutoDeleteObjects"), Route::CustomResource);
+        assert_eq!(
+            registry.route("AWS::CloudFormation::CustomResource"),
+            Route::CustomResource
+        );
+        match registry.route("Acme::Echo::Thing") {
+            Route::Unroutable(reason) => assert!(reason.contains("no loaded plugin handles Acme::Echo::Thing")),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
