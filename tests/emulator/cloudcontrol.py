@@ -1,0 +1,320 @@
+"""A Cloud Control API for moto, driven by moto's own CloudFormation resource models.
+
+moto has no Cloud Control API. This module answers the JSON 1.0 calls
+(`X-Amz-Target: CloudApiService.<Action>`) in the same process as moto, so a resource created
+here is visible through the ordinary service API on the same port. Operations run when they are
+requested; their progress events report IN_PROGRESS until `operation_ms` has passed (0 by
+default: the first status poll already sees SUCCESS or FAILED), like the real, asynchronous
+service.
+
+Not modelled: resources deleted behind Cloud Control's back (GetResource still finds them),
+type schemas (DescribeType lives in CloudFormation), hooks, cancellation.
+"""
+
+import json
+import threading
+import time
+import uuid
+
+import jsonpatch
+from moto.cloudformation import parsing
+from moto.core.exceptions import JsonRESTError, ServiceException
+
+# Attribute names tried on every model, beyond the primary identifier; a model answers the ones
+# its `has_cfn_attr` knows. Enough for the types cdkd's tests provision through Cloud Control.
+ATTRIBUTE_CANDIDATES = [
+    "Arn", "Id", "Name", "QueueName", "QueueUrl", "TopicArn", "TopicName", "TableName",
+    "StreamArn", "LogGroupName", "RoleId", "GroupId", "VpcId", "KeyId", "DomainName",
+    "RegionalDomainName", "WebsiteURL", "Endpoint.Address", "Endpoint.Port", "ProviderName",
+]
+
+# moto raises these for requests a real handler would refuse; mapped to Cloud Control's
+# HandlerErrorCode values.
+ERROR_CODES = {
+    "ResourceNotFoundException": "NotFound",
+    "NoSuchEntity": "NotFound",
+    "NoSuchBucket": "NotFound",
+    "QueueDoesNotExist": "NotFound",
+    "ResourceInUseException": "AlreadyExists",
+    "EntityAlreadyExists": "AlreadyExists",
+    "BucketAlreadyExists": "AlreadyExists",
+    "QueueAlreadyExists": "AlreadyExists",
+    "ResourceAlreadyExistsException": "AlreadyExists",
+    "ValidationException": "InvalidRequest",
+    "ValidationError": "InvalidRequest",
+    "InvalidParameterValue": "InvalidRequest",
+    "InvalidParameterException": "InvalidRequest",
+}
+
+
+class ApiError(Exception):
+    """A 400 answer of the Cloud Control API itself (not a failed operation)."""
+
+    def __init__(self, code, message, status=400):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+class CloudControl:
+    """The Cloud Control request tracker and resource store; one per emulator."""
+
+    def __init__(self, operation_ms=0):
+        self.operation_ms = operation_ms
+        self._lock = threading.RLock()
+        self.reset()
+
+    def reset(self):
+        with self._lock:
+            self._requests = {}        # request token -> progress event (with private fields)
+            self._client_tokens = {}   # client token -> request token
+            self._resources = {}       # (type, identifier) -> {"model", "properties"}
+
+    # -- dispatch ---------------------------------------------------------------------------
+
+    def handle(self, action, body, account_id, region):
+        handler = {
+            "CreateResource": self._create,
+            "UpdateResource": self._update,
+            "DeleteResource": self._delete,
+            "GetResourceRequestStatus": self._status,
+            "GetResource": self._get,
+            "ListResources": self._list,
+            "ListResourceRequests": self._list_requests,
+        }.get(action)
+        if handler is None:
+            raise ApiError("UnsupportedActionException", f"the emulator does not implement {action}")
+        with self._lock:
+            return handler(body, account_id, region)
+
+    # -- operations -------------------------------------------------------------------------
+
+    def _create(self, body, account_id, region):
+        type_name = _required(body, "TypeName")
+        desired = json.loads(_required(body, "DesiredState"))
+        replay = self._replayed(body)
+        if replay:
+            return replay
+        model_class = _model_class(type_name)
+        identifier, model, error = None, None, None
+        try:
+            name = _physical_name(type_name, desired)
+            model = model_class.create_from_cloudformation_json(
+                name, {"Properties": dict(desired)}, account_id, region,
+                LogicalId="CloudControl", StackId="", ResourceType=type_name,
+            )
+            identifier = str(model.physical_resource_id)
+            self._resources[(type_name, identifier)] = {"model": model, "properties": desired}
+        except Exception as err:  # moto raises many types; each becomes a FAILED event
+            error = err
+        return self._record(body, "CREATE", type_name, identifier, model, desired, error)
+
+    def _update(self, body, account_id, region):
+        type_name = _required(body, "TypeName")
+        identifier = _required(body, "Identifier")
+        patch = json.loads(_required(body, "PatchDocument"))
+        replay = self._replayed(body)
+        if replay:
+            return replay
+        entry = self._find(type_name, identifier)
+        model, desired, error = entry["model"], entry["properties"], None
+        try:
+            desired = jsonpatch.apply_patch(entry["properties"], patch)
+            model_class = _model_class(type_name)
+            if hasattr(model_class.update_from_cloudformation_json, "__isabstractmethod__"):
+                raise _Failure("NotUpdatable", f"the emulator cannot update {type_name}")
+            model = model_class.update_from_cloudformation_json(
+                original_resource=entry["model"],
+                new_resource_name=_physical_name(type_name, desired, fallback=identifier),
+                cloudformation_json={"Properties": dict(desired)},
+                account_id=account_id,
+                region_name=region,
+            )
+            del self._resources[(type_name, identifier)]
+            identifier = str(model.physical_resource_id)
+            self._resources[(type_name, identifier)] = {"model": model, "properties": desired}
+        except jsonpatch.JsonPatchException as err:
+            error = _Failure("InvalidRequest", f"patch does not apply: {err}")
+        except Exception as err:
+            error = err
+        return self._record(body, "UPDATE", type_name, identifier, model, desired, error)
+
+    def _delete(self, body, account_id, region):
+        type_name = _required(body, "TypeName")
+        identifier = _required(body, "Identifier")
+        replay = self._replayed(body)
+        if replay:
+            return replay
+        entry = self._resources.get((type_name, identifier))
+        error = None
+        if entry is None:
+            error = _Failure("NotFound", f"{type_name} {identifier} not found")
+        else:
+            try:
+                _delete_model(type_name, identifier, entry, account_id, region)
+                del self._resources[(type_name, identifier)]
+            except Exception as err:
+                error = err
+        return self._record(body, "DELETE", type_name, identifier, None, None, error)
+
+    def _status(self, body, _account_id, _region):
+        token = _required(body, "RequestToken")
+        event = self._requests.get(token)
+        if event is None:
+            raise ApiError("RequestTokenNotFoundException", f"request token {token} not found")
+        return {"ProgressEvent": _public(event, self.operation_ms), "HooksProgressEvent": []}
+
+    def _get(self, body, _account_id, _region):
+        type_name = _required(body, "TypeName")
+        identifier = _required(body, "Identifier")
+        entry = self._find(type_name, identifier)
+        return {
+            "TypeName": type_name,
+            "ResourceDescription": {
+                "Identifier": identifier,
+                "Properties": json.dumps(_resource_model(entry["model"], entry["properties"], identifier)),
+            },
+        }
+
+    def _list(self, body, _account_id, _region):
+        type_name = _required(body, "TypeName")
+        descriptions = [
+            {
+                "Identifier": identifier,
+                "Properties": json.dumps(_resource_model(entry["model"], entry["properties"], identifier)),
+            }
+            for (kind, identifier), entry in sorted(self._resources.items(), key=lambda kv: kv[0])
+            if kind == type_name
+        ]
+        return {"TypeName": type_name, "ResourceDescriptions": descriptions}
+
+    def _list_requests(self, _body, _account_id, _region):
+        summaries = [_public(event, self.operation_ms) for event in self._requests.values()]
+        return {"ResourceRequestStatusSummaries": summaries}
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _find(self, type_name, identifier):
+        entry = self._resources.get((type_name, identifier))
+        if entry is None:
+            raise ApiError("ResourceNotFoundException", f"{type_name} with identifier {identifier} not found")
+        return entry
+
+    def _replayed(self, body):
+        token = body.get("ClientToken")
+        if token and token in self._client_tokens:
+            event = self._requests[self._client_tokens[token]]
+            return {"ProgressEvent": _public(event, self.operation_ms, initial=True)}
+        return None
+
+    def _record(self, body, operation, type_name, identifier, model, desired, error):
+        token = str(uuid.uuid4())
+        event = {
+            "TypeName": type_name,
+            "RequestToken": token,
+            "Operation": operation,
+            "EventTime": time.time(),
+            "_started": time.monotonic(),
+        }
+        if identifier:
+            event["Identifier"] = identifier
+        if error is None:
+            event["_final"] = "SUCCESS"
+            if model is not None:
+                event["ResourceModel"] = json.dumps(_resource_model(model, desired, identifier))
+        else:
+            code, message = _failure_of(error)
+            event["_final"] = "FAILED"
+            event["ErrorCode"] = code
+            event["StatusMessage"] = message
+        self._requests[token] = event
+        if body.get("ClientToken"):
+            self._client_tokens[body["ClientToken"]] = token
+        return {"ProgressEvent": _public(event, self.operation_ms, initial=True)}
+
+
+class _Failure(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _required(body, key):
+    value = body.get(key)
+    if value in (None, ""):
+        raise ApiError("ValidationException", f"{key} is required")
+    return value
+
+
+def _model_class(type_name):
+    model_class = parsing.resource_class_from_type(type_name)
+    if model_class is None:
+        raise ApiError("TypeNotFoundException", f"the emulator has no model for {type_name}")
+    return model_class
+
+
+def _physical_name(type_name, desired, fallback=None):
+    name_property = parsing.resource_name_property_from_type(type_name)
+    if name_property and desired.get(name_property):
+        return desired[name_property]
+    if fallback:
+        return fallback
+    # Cloud Control generates a name when the template gives none; mimic CloudFormation's shape.
+    return parsing.generate_resource_name(type_name, "CloudControl", "Resource")
+
+
+def _delete_model(type_name, identifier, entry, account_id, region):
+    model = entry["model"]
+    try:
+        model.delete(account_id, region)
+    except (TypeError, AttributeError, NotImplementedError):
+        model_class = _model_class(type_name)
+        if hasattr(model_class.delete_from_cloudformation_json, "__isabstractmethod__"):
+            raise _Failure("NotUpdatable", f"the emulator cannot delete {type_name}")
+        model_class.delete_from_cloudformation_json(
+            identifier, {"Properties": dict(entry["properties"])}, account_id, region
+        )
+
+
+def _resource_model(model, properties, identifier):
+    document = dict(properties or {})
+    if model is None:
+        return document
+    for attribute in ATTRIBUTE_CANDIDATES:
+        try:
+            if type(model).has_cfn_attr(attribute):
+                value = model.get_cfn_attribute(attribute)
+                if value is not None:
+                    document[attribute] = value
+        except Exception:
+            continue
+    return document
+
+
+def _failure_of(error):
+    if isinstance(error, _Failure):
+        return error.code, error.message
+    if isinstance(error, ApiError):
+        return "InvalidRequest", error.message
+    if isinstance(error, ServiceException):
+        return ERROR_CODES.get(error.code, "GeneralServiceException"), str(error)
+    if isinstance(error, JsonRESTError) or hasattr(error, "error_type"):
+        code = (getattr(error, "error_type", "") or type(error).__name__).split("#")[-1]
+        return ERROR_CODES.get(code, "GeneralServiceException"), f"{code}: {getattr(error, 'message', error)}"
+    return "GeneralServiceException", f"{type(error).__name__}: {error}"
+
+
+def _public(event, operation_ms, initial=False):
+    """The event as the API shows it now: IN_PROGRESS until the operation's time has passed."""
+    public = {k: v for k, v in event.items() if not k.startswith("_")}
+    elapsed_ms = (time.monotonic() - event["_started"]) * 1000
+    if initial or elapsed_ms < operation_ms:
+        public["OperationStatus"] = "IN_PROGRESS"
+        public.pop("ResourceModel", None)
+        public.pop("ErrorCode", None)
+        public.pop("StatusMessage", None)
+    else:
+        public["OperationStatus"] = event["_final"]
+    return public

@@ -1,0 +1,251 @@
+"""The local AWS emulator cdkd's tests and demo run against: moto plus a Cloud Control API.
+
+One process, one port on 127.0.0.1, every service (S3, STS, IAM, Lambda, EC2, CloudFormation,
+SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
+
+- `X-Amz-Target: CloudApiService.*` requests, answered by cloudcontrol.CloudControl;
+- a per-request latency (`EMU_LATENCY_MS`), to make benchmarks honest about round trips;
+- a fault injector: `EMU_FAULT_RATE` (a fraction of requests answered with throttling:
+  400 ThrottlingException for JSON and query services, 503 SlowDown for S3) and targeted rules
+  set at run time with `POST /_emulator/faults`;
+- `GET /_emulator/health`, `GET|POST /_emulator/config`, `GET /_emulator/stats` (requests
+  seen per service and action), and `POST /moto-api/reset` also resetting Cloud Control.
+
+Run: python server.py --port 0 --endpoint-file FILE   (port 0 picks a free port)
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import socket
+import sys
+import threading
+import time
+from urllib.parse import parse_qs
+
+os.environ.setdefault("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
+os.environ.setdefault("MOTO_ALLOW_NONEXISTENT_REGION", "true")
+
+from werkzeug.serving import make_server  # noqa: E402
+from moto.moto_server.werkzeug_app import (  # noqa: E402
+    DomainDispatcherApplication,
+    create_backend_app,
+)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cloudcontrol import ApiError, CloudControl  # noqa: E402
+
+CC_TARGET_PREFIX = "CloudApiService."
+DEFAULT_ACCOUNT = "123456789012"
+SCOPE = re.compile(r"Credential=([^/]+)/\d{8}/([^/]+)/([^/]+)/aws4_request")
+
+
+class FaultRule:
+    """Answer matching requests with an error, `count` times (or forever), with probability `rate`."""
+
+    def __init__(self, spec):
+        self.service = spec.get("service")
+        self.method = spec.get("method")
+        self.action = spec.get("action")
+        self.path_contains = spec.get("pathContains")
+        self.query_contains = spec.get("queryContains")
+        self.status = int(spec.get("status", 400))
+        self.code = spec.get("code", "ThrottlingException")
+        self.message = spec.get("message", "injected by the cdkd emulator")
+        self.rate = float(spec.get("rate", 1.0))
+        self.remaining = spec.get("count")
+        self.hits = 0
+
+    def matches(self, request):
+        return (
+            (self.service is None or request["service"] == self.service)
+            and (self.method is None or request["method"] == self.method)
+            and (self.action is None or request["action"] == self.action)
+            and (self.path_contains is None or self.path_contains in request["path"])
+            and (self.query_contains is None or self.query_contains in request["query"])
+            and (self.remaining is None or self.remaining > 0)
+        )
+
+    def describe(self):
+        return {"status": self.status, "code": self.code, "hits": self.hits, "remaining": self.remaining}
+
+
+class Emulator:
+    """The WSGI application: moto's dispatcher behind the extras above."""
+
+    def __init__(self):
+        self.moto = DomainDispatcherApplication(create_backend_app)
+        self.cloudcontrol = CloudControl(operation_ms=int(os.environ.get("EMU_CC_OPERATION_MS", "0")))
+        self.latency_ms = float(os.environ.get("EMU_LATENCY_MS", "0"))
+        self.fault_rate = float(os.environ.get("EMU_FAULT_RATE", "0"))
+        self.random = random.Random(int(os.environ.get("EMU_FAULT_SEED", "0")) or None)
+        self.rules = []
+        self.stats = {}
+        self.lock = threading.Lock()
+
+    # -- WSGI -------------------------------------------------------------------------------
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/_emulator/"):
+            return self._control(environ, start_response, path)
+        if path == "/moto-api/reset" and environ.get("REQUEST_METHOD") == "POST":
+            self.cloudcontrol.reset()
+            with self.lock:
+                self.stats.clear()
+        request = self._describe(environ)
+        if not path.startswith("/moto-api"):
+            self._count(request)
+            if self.latency_ms > 0:
+                time.sleep(self.latency_ms / 1000.0)
+            fault = self._fault_for(request)
+            if fault is not None:
+                return self._error(start_response, request, *fault)
+        if request["target"].startswith(CC_TARGET_PREFIX):
+            return self._cloudcontrol(environ, start_response, request)
+        return self.moto(environ, start_response)
+
+    def _describe(self, environ):
+        auth = environ.get("HTTP_AUTHORIZATION", "")
+        query = environ.get("QUERY_STRING", "")
+        match = SCOPE.search(auth) or SCOPE.search(query.replace("%2F", "/"))
+        service = match.group(3) if match else ""
+        region = match.group(2) if match else "us-east-1"
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        action = target.split(".")[-1] if target else parse_qs(query).get("Action", [""])[0]
+        return {
+            "service": service,
+            "region": region,
+            "target": target,
+            "action": action,
+            "method": environ.get("REQUEST_METHOD", "GET"),
+            "path": environ.get("PATH_INFO", ""),
+            "query": query,
+        }
+
+    def _count(self, request):
+        key = f"{request['service'] or 'unknown'}:{request['action'] or request['method']}"
+        with self.lock:
+            self.stats[key] = self.stats.get(key, 0) + 1
+
+    def _fault_for(self, request):
+        with self.lock:
+            for rule in self.rules:
+                if rule.matches(request) and self.random.random() < rule.rate:
+                    rule.hits += 1
+                    if rule.remaining is not None:
+                        rule.remaining -= 1
+                    return rule.status, rule.code, rule.message
+            if self.fault_rate > 0 and self.random.random() < self.fault_rate:
+                if request["service"] == "s3":
+                    return 503, "SlowDown", "Please reduce your request rate (injected)"
+                return 400, "ThrottlingException", "Rate exceeded (injected)"
+        return None
+
+    def _error(self, start_response, request, status, code, message):
+        reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 409: "Conflict",
+                  412: "Precondition Failed", 500: "Internal Server Error", 501: "Not Implemented",
+                  503: "Service Unavailable"}.get(status, "Error")
+        if request["target"]:
+            body = json.dumps({"__type": code, "message": message})
+            content_type = "application/x-amz-json-1.0"
+        elif request["service"] == "s3":
+            body = f"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code><Message>{message}</Message><RequestId>emulator</RequestId></Error>"
+            content_type = "application/xml"
+        elif request["service"] == "ec2":
+            body = f"<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error></Errors><RequestID>emulator</RequestID></Response>"
+            content_type = "text/xml"
+        else:
+            body = f"<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>emulator</RequestId></ErrorResponse>"
+            content_type = "text/xml"
+        data = body.encode()
+        start_response(f"{status} {reason}", [
+            ("Content-Type", content_type),
+            ("Content-Length", str(len(data))),
+            ("x-amzn-ErrorType", code),
+        ])
+        return [data]
+
+    def _cloudcontrol(self, environ, start_response, request):
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        raw = environ["wsgi.input"].read(length) if length else b"{}"
+        try:
+            body = json.loads(raw or b"{}")
+            answer = self.cloudcontrol.handle(request["action"], body, DEFAULT_ACCOUNT, request["region"])
+            data = json.dumps(answer).encode()
+            status = "200 OK"
+        except ApiError as err:
+            data = json.dumps({"__type": err.code, "message": err.message}).encode()
+            status = f"{err.status} Bad Request"
+        except json.JSONDecodeError as err:
+            data = json.dumps({"__type": "ValidationException", "message": f"malformed JSON: {err}"}).encode()
+            status = "400 Bad Request"
+        start_response(status, [
+            ("Content-Type", "application/x-amz-json-1.0"),
+            ("Content-Length", str(len(data))),
+        ])
+        return [data]
+
+    # -- control endpoints ------------------------------------------------------------------
+
+    def _control(self, environ, start_response, path):
+        method = environ.get("REQUEST_METHOD", "GET")
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = json.loads(environ["wsgi.input"].read(length) or b"{}") if length else {}
+        if path == "/_emulator/health":
+            answer = {"ok": True}
+        elif path == "/_emulator/config":
+            if method == "POST":
+                if "latencyMs" in body:
+                    self.latency_ms = float(body["latencyMs"])
+                if "faultRate" in body:
+                    self.fault_rate = float(body["faultRate"])
+                if "ccOperationMs" in body:
+                    self.cloudcontrol.operation_ms = int(body["ccOperationMs"])
+            answer = {"latencyMs": self.latency_ms, "faultRate": self.fault_rate,
+                      "ccOperationMs": self.cloudcontrol.operation_ms}
+        elif path == "/_emulator/faults":
+            with self.lock:
+                if method == "POST":
+                    self.rules = [FaultRule(spec) for spec in body.get("rules", [])]
+                elif method == "DELETE":
+                    self.rules = []
+                answer = {"rules": [rule.describe() for rule in self.rules]}
+        elif path == "/_emulator/stats":
+            with self.lock:
+                answer = dict(self.stats)
+                if method == "DELETE":
+                    self.stats.clear()
+        else:
+            answer = {"error": f"unknown control path {path}"}
+        data = json.dumps(answer).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+        return [data]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--endpoint-file", help="write http://127.0.0.1:PORT here once listening")
+    args = parser.parse_args()
+    app = Emulator()
+    if not os.environ.get("EMU_LOG_REQUESTS"):
+        import logging
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    # Always loopback: the emulator is for this machine's tests only.
+    server = make_server("127.0.0.1", args.port, app, threaded=True)
+    endpoint = f"http://127.0.0.1:{server.socket.getsockname()[1]}"
+    if args.endpoint_file:
+        tmp = args.endpoint_file + ".tmp"
+        with open(tmp, "w") as handle:
+            handle.write(endpoint + "\n")
+        os.replace(tmp, args.endpoint_file)
+    print(f"cdkd emulator listening on {endpoint}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    socket.setdefaulttimeout(None)
+    main()

@@ -1,0 +1,194 @@
+"""The emulator's own tests: its Cloud Control API, latency, fault injection, and the moto
+behaviours cdkd's state layer relies on (S3 conditional writes)."""
+
+import json
+import time
+
+import botocore.exceptions
+import pytest
+
+
+def wait(cc, progress, timeout=10):
+    """Polls a request until it leaves IN_PROGRESS; returns the final event."""
+    token = progress["RequestToken"]
+    deadline = time.time() + timeout
+    while True:
+        event = cc.get_resource_request_status(RequestToken=token)["ProgressEvent"]
+        if event["OperationStatus"] not in ("PENDING", "IN_PROGRESS"):
+            return event
+        assert time.time() < deadline, f"request {token} still {event['OperationStatus']}"
+        time.sleep(0.05)
+
+
+def create(cc, type_name, desired):
+    started = cc.create_resource(TypeName=type_name, DesiredState=json.dumps(desired))["ProgressEvent"]
+    assert started["OperationStatus"] == "IN_PROGRESS"
+    return wait(cc, started)
+
+
+def test_sqs_queue_lifecycle_is_visible_through_the_sqs_api(emulator):
+    cc, sqs = emulator.client("cloudcontrol"), emulator.client("sqs")
+    done = create(cc, "AWS::SQS::Queue", {"QueueName": "orders", "VisibilityTimeout": 30})
+    assert done["OperationStatus"] == "SUCCESS", done
+    url = done["Identifier"]
+    assert url.endswith("/123456789012/orders")
+    model = json.loads(done["ResourceModel"])
+    assert model["QueueName"] == "orders"
+    assert model["Arn"] == "arn:aws:sqs:us-east-1:123456789012:orders"
+    # moto answers SQS URLs with the host that was asked; Cloud Control keeps the canonical one.
+    assert sqs.get_queue_url(QueueName="orders")["QueueUrl"].endswith("/123456789012/orders")
+
+    patch = [{"op": "replace", "path": "/VisibilityTimeout", "value": 45}]
+    updated = wait(cc, cc.update_resource(TypeName="AWS::SQS::Queue", Identifier=url,
+                                          PatchDocument=json.dumps(patch))["ProgressEvent"])
+    assert updated["OperationStatus"] == "SUCCESS", updated
+    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["VisibilityTimeout"])["Attributes"]
+    assert attrs["VisibilityTimeout"] == "45"
+    described = cc.get_resource(TypeName="AWS::SQS::Queue", Identifier=url)["ResourceDescription"]
+    assert json.loads(described["Properties"])["VisibilityTimeout"] == 45
+
+    listed = cc.list_resources(TypeName="AWS::SQS::Queue")["ResourceDescriptions"]
+    assert [d["Identifier"] for d in listed] == [url]
+
+    deleted = wait(cc, cc.delete_resource(TypeName="AWS::SQS::Queue", Identifier=url)["ProgressEvent"])
+    assert deleted["OperationStatus"] == "SUCCESS", deleted
+    assert "QueueUrls" not in sqs.list_queues()
+    with pytest.raises(cc.exceptions.ResourceNotFoundException):
+        cc.get_resource(TypeName="AWS::SQS::Queue", Identifier=url)
+
+
+@pytest.mark.parametrize("type_name,desired,check", [
+    ("AWS::SNS::Topic", {"TopicName": "alerts"},
+     lambda e: [t["TopicArn"] for t in e.client("sns").list_topics()["Topics"]]),
+    ("AWS::Logs::LogGroup", {"LogGroupName": "/app/logs", "RetentionInDays": 7},
+     lambda e: [g["logGroupName"] for g in e.client("logs").describe_log_groups()["logGroups"]]),
+    ("AWS::DynamoDB::Table", {
+        "TableName": "items",
+        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+        "BillingMode": "PAY_PER_REQUEST"},
+     lambda e: e.client("dynamodb").list_tables()["TableNames"]),
+])
+def test_other_types_are_created_and_deleted_in_their_services(emulator, type_name, desired, check):
+    cc = emulator.client("cloudcontrol")
+    done = create(cc, type_name, desired)
+    assert done["OperationStatus"] == "SUCCESS", done
+    assert len(check(emulator)) == 1
+    deleted = wait(cc, cc.delete_resource(TypeName=type_name, Identifier=done["Identifier"])["ProgressEvent"])
+    assert deleted["OperationStatus"] == "SUCCESS", deleted
+    assert check(emulator) == []
+
+
+def test_a_failed_create_reports_failed_with_an_error_code(emulator):
+    cc = emulator.client("cloudcontrol")
+    table = {"TableName": "dup", "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+             "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}], "BillingMode": "PAY_PER_REQUEST"}
+    assert create(cc, "AWS::DynamoDB::Table", table)["OperationStatus"] == "SUCCESS"
+    failed = create(cc, "AWS::DynamoDB::Table", table)
+    assert failed["OperationStatus"] == "FAILED"
+    assert failed["ErrorCode"] == "AlreadyExists", failed
+    assert "dup" in failed["StatusMessage"] or "exist" in failed["StatusMessage"].lower()
+
+
+def test_deleting_a_missing_resource_fails_with_not_found(emulator):
+    cc = emulator.client("cloudcontrol")
+    event = wait(cc, cc.delete_resource(TypeName="AWS::SQS::Queue", Identifier="nope")["ProgressEvent"])
+    assert event["OperationStatus"] == "FAILED"
+    assert event["ErrorCode"] == "NotFound"
+
+
+def test_unknown_types_are_refused(emulator):
+    cc = emulator.client("cloudcontrol")
+    with pytest.raises(botocore.exceptions.ClientError) as raised:
+        cc.create_resource(TypeName="AWS::Nope::Thing", DesiredState="{}")
+    assert raised.value.response["Error"]["Code"] == "TypeNotFoundException"
+
+
+def test_client_token_makes_create_idempotent(emulator):
+    cc = emulator.client("cloudcontrol")
+    first = cc.create_resource(TypeName="AWS::SNS::Topic", DesiredState='{"TopicName":"once"}', ClientToken="t-1")
+    again = cc.create_resource(TypeName="AWS::SNS::Topic", DesiredState='{"TopicName":"once"}', ClientToken="t-1")
+    assert first["ProgressEvent"]["RequestToken"] == again["ProgressEvent"]["RequestToken"]
+    assert len(emulator.client("sns").list_topics()["Topics"]) == 1
+
+
+def test_operations_stay_in_progress_for_the_configured_time(emulator):
+    emulator.post("/_emulator/config", {"ccOperationMs": 300})
+    cc = emulator.client("cloudcontrol")
+    started = cc.create_resource(TypeName="AWS::SNS::Topic", DesiredState='{"TopicName":"slow"}')["ProgressEvent"]
+    early = cc.get_resource_request_status(RequestToken=started["RequestToken"])["ProgressEvent"]
+    assert early["OperationStatus"] == "IN_PROGRESS"
+    time.sleep(0.35)
+    late = cc.get_resource_request_status(RequestToken=started["RequestToken"])["ProgressEvent"]
+    assert late["OperationStatus"] == "SUCCESS"
+
+
+def test_reset_forgets_cloud_control_resources(emulator):
+    cc = emulator.client("cloudcontrol")
+    create(cc, "AWS::SNS::Topic", {"TopicName": "gone-after-reset"})
+    emulator.post("/moto-api/reset", {})
+    assert cc.list_resources(TypeName="AWS::SNS::Topic")["ResourceDescriptions"] == []
+
+
+def test_latency_is_added_to_every_request(emulator):
+    sqs = emulator.client("sqs")
+    for _ in range(3):  # moto builds its backends lazily on the first calls
+        sqs.list_queues()
+    started = time.monotonic()
+    sqs.list_queues()
+    fast = time.monotonic() - started
+    emulator.post("/_emulator/config", {"latencyMs": 250})
+    started = time.monotonic()
+    sqs.list_queues()
+    slow = time.monotonic() - started
+    assert slow >= 0.25 > fast
+
+
+def test_fault_rate_throttles_json_and_s3_requests(emulator):
+    emulator.post("/_emulator/config", {"faultRate": 1.0})
+    with pytest.raises(botocore.exceptions.ClientError) as raised:
+        emulator.client("sqs").list_queues()
+    assert raised.value.response["Error"]["Code"] in ("ThrottlingException", "Throttling")
+    with pytest.raises(botocore.exceptions.ClientError) as raised:
+        emulator.client("s3").list_buckets()
+    assert raised.value.response["Error"]["Code"] == "SlowDown"
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+
+
+def test_targeted_fault_rules_hit_only_matching_requests_and_run_out(emulator):
+    s3 = emulator.client("s3")
+    s3.create_bucket(Bucket="state")
+    s3.put_object(Bucket="state", Key="a/lock.json", Body=b"{}")
+    emulator.post("/_emulator/faults", {"rules": [
+        {"service": "s3", "method": "DELETE", "pathContains": "lock.json",
+         "status": 403, "code": "AccessDenied", "count": 1},
+    ]})
+    with pytest.raises(botocore.exceptions.ClientError) as raised:
+        s3.delete_object(Bucket="state", Key="a/lock.json")
+    assert raised.value.response["Error"]["Code"] == "AccessDenied"
+    s3.head_object(Bucket="state", Key="a/lock.json")  # reads are untouched
+    s3.delete_object(Bucket="state", Key="a/lock.json")  # the rule ran out
+    rules = emulator.get("/_emulator/faults")["rules"]
+    assert rules[0]["hits"] == 1 and rules[0]["remaining"] == 0
+
+
+def test_s3_conditional_writes_answer_412(emulator):
+    s3 = emulator.client("s3")
+    s3.create_bucket(Bucket="cond")
+    first = s3.put_object(Bucket="cond", Key="state.json", Body=b"1", IfNoneMatch="*")
+    with pytest.raises(botocore.exceptions.ClientError) as raised:
+        s3.put_object(Bucket="cond", Key="state.json", Body=b"2", IfNoneMatch="*")
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
+    s3.put_object(Bucket="cond", Key="state.json", Body=b"3", IfMatch=first["ETag"])
+    with pytest.raises(botocore.exceptions.ClientError) as raised:
+        s3.put_object(Bucket="cond", Key="state.json", Body=b"4", IfMatch=first["ETag"])
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
+
+
+def test_stats_count_requests_per_service_and_action(emulator):
+    emulator.get("/_emulator/stats")
+    cc = emulator.client("cloudcontrol")
+    create(cc, "AWS::SNS::Topic", {"TopicName": "counted"})
+    stats = emulator.get("/_emulator/stats")
+    assert stats["cloudcontrolapi:CreateResource"] == 1
+    assert stats["cloudcontrolapi:GetResourceRequestStatus"] >= 1
