@@ -45,10 +45,8 @@ pub struct ProviderPlugin {
     /// A type lists the names it implements in its schema's `operations`; any other name
     /// answers an `unsupported` error.
     #[sabi(last_prefix_field)]
-    pub invoke: extern "C" fn(operation: RString, resource_type: RString, request: RString) -> FfiCall,
-    /// Added in provider-api 0.1.1: lets a plugin flush logs and stop its runtime at host exit.
-    /// Absent (`None`) in plugins built against 0.1.0.
-    pub shutdown: extern "C" fn(),
+    pub invoke:
+        extern "C" fn(operation: RString, resource_type: RString, request: RString) -> FfiCall,
 }
 
 impl RootModule for ProviderPluginRef {

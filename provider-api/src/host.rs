@@ -201,23 +201,54 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Picks the most telling line of abi_stable's multi-hundred-line layout report.
+/// Summarises abi_stable's multi-hundred-line layout report as "where: what (expected, found)".
+///
+/// The report lists, per error, the path of fields leading to it (`field_name:`/`type:` lines
+/// after "N error(s)inside:"), then `Error:<kind>` with `Expected:`/`Found:` values.
 fn first_difference(report: &str) -> String {
-    let lines: Vec<&str> = report.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    let error_at = lines.iter().position(|line| line.starts_with("Error:"));
-    let mut summary = error_at
-        .map(|i| {
-            lines[i..]
-                .iter()
-                .take(3)
-                .map(|l| l.trim_start_matches("Error:").trim())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_else(|| lines.first().copied().unwrap_or("no details").to_string());
-    if summary.len() > 200 {
-        summary.truncate(200);
-        summary.push_str("...");
+    let lines: Vec<&str> = report.lines().map(str::trim).collect();
+    let Some(error_at) = lines.iter().position(|line| line.starts_with("Error:")) else {
+        return lines
+            .iter()
+            .find(|l| !l.is_empty())
+            .copied()
+            .unwrap_or("no details")
+            .to_string();
+    };
+    let kind = lines[error_at].trim_start_matches("Error:").trim();
+    let value_after = |label: &str| {
+        lines[error_at..]
+            .iter()
+            .position(|line| *line == label)
+            .and_then(|i| lines.get(error_at + i + 1))
+            .map(|value| value.trim().to_string())
+            .unwrap_or_default()
+    };
+    let (expected, found) = (value_after("Expected:"), value_after("Found:"));
+    let path_start = lines[..error_at]
+        .iter()
+        .rposition(|line| line.ends_with("error(s)inside:"))
+        .unwrap_or(0);
+    let path_end = lines[path_start..error_at]
+        .iter()
+        .position(|line| line.starts_with("Layout of expected type:"))
+        .map_or(error_at, |i| path_start + i);
+    let mut path: Vec<String> = Vec::new();
+    let mut field = "";
+    for line in &lines[path_start..path_end] {
+        if let Some(name) = line.strip_prefix("field_name:") {
+            field = name.trim_end_matches(',');
+        } else if let Some(type_name) = line.strip_prefix("type:") {
+            path.push(match field {
+                "" | "0" => type_name.to_string(),
+                field => format!("{field}: {type_name}"),
+            });
+            field = "";
+        }
+    }
+    let mut summary = format!("{kind} at {}", path.join(" > "));
+    if !expected.is_empty() || !found.is_empty() {
+        summary.push_str(&format!(", host expects {expected}, plugin has {found}"));
     }
     summary
 }
@@ -241,18 +272,6 @@ impl PluginLibrary {
     /// Starts the plugin with the host's configuration and callbacks.
     pub fn init(&self, context: HostContext) -> Result<(), ProviderError> {
         (self.module.init())(context).into_result()
-    }
-
-    /// Whether the plugin exports `shutdown` (added in provider-api 0.1.1).
-    pub fn has_shutdown(&self) -> bool {
-        self.module.shutdown().is_some()
-    }
-
-    /// Lets the plugin flush; a plugin built before 0.1.1 has nothing to call.
-    pub fn shutdown(&self) {
-        if let Some(shutdown) = self.module.shutdown() {
-            shutdown();
-        }
     }
 
     /// Creates a resource.
@@ -291,7 +310,8 @@ impl PluginLibrary {
         resource_type: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<ReadCurrentStateResult, ProviderError> {
-        self.invoke(operation::READ_CURRENT_STATE, resource_type, request).await
+        self.invoke(operation::READ_CURRENT_STATE, resource_type, request)
+            .await
     }
 
     /// Adopts an existing resource.
@@ -309,7 +329,8 @@ impl PluginLibrary {
         resource_type: &str,
         request: &GetAttributeRequest,
     ) -> Result<GetAttributeResult, ProviderError> {
-        self.invoke(operation::GET_ATTRIBUTE, resource_type, request).await
+        self.invoke(operation::GET_ATTRIBUTE, resource_type, request)
+            .await
     }
 
     /// Calls any operation by name: the way new operations reach older plugins.
@@ -367,16 +388,23 @@ mod tests {
 
     #[test]
     fn the_layout_report_becomes_one_line() {
-        let report = "\n\nError:Mismatched field name\n  expected: message\n  found: kind\n  ... 300 more lines\n";
+        let report = "0 error(s)inside:\n  field_name:0\n  type:ProviderPlugin\n\n\
+            1 error(s)inside:\n    <other>\n    field_name:0\n    type:ProviderPlugin\n\
+            field_name:init\n    type:AFunctionPointer\n    field_name:context,\n    type:HostContext\n\
+            Layout of expected type:\n    type:HostContext\n    field_name:config\n\
+            Error:incompatible type size\nExpected:\n    88\nFound:\n    96\n2 error(s)inside:\n";
         assert_eq!(
             first_difference(report),
-            "Mismatched field name expected: message found: kind"
+            "incompatible type size at ProviderPlugin > init: AFunctionPointer > context: HostContext, host expects 88, plugin has 96"
         );
     }
 
     #[test]
     fn a_missing_file_names_the_path() {
         let err = load(Path::new("/nonexistent/libnothing.so")).unwrap_err();
-        assert_eq!(err.to_string(), "file not found: /nonexistent/libnothing.so");
+        assert_eq!(
+            err.to_string(),
+            "file not found: /nonexistent/libnothing.so"
+        );
     }
 }

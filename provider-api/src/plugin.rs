@@ -18,7 +18,9 @@ use async_ffi::FutureExt as _;
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
 
-use crate::abi::{ErrorKind, FfiCall, FfiResult, HostContext, LogLevel, ProviderError, ProviderPlugin};
+use crate::abi::{
+    ErrorKind, FfiCall, FfiResult, HostContext, LogLevel, ProviderError, ProviderPlugin,
+};
 use crate::protocol::{
     host_call, operation, CreateRequest, CreateResult, Credentials, DeleteRequest, DeleteResult,
     GetAttributeRequest, GetAttributeResult, HostConfig, ImportRequest, PluginManifest,
@@ -62,7 +64,10 @@ pub trait ResourceProvider: Send + Sync + 'static {
         _ctx: &PluginContext,
         _request: ReadCurrentStateRequest,
     ) -> Result<ReadCurrentStateResult, ProviderError> {
-        Err(unsupported_operation(&self.schema().type_name, operation::READ_CURRENT_STATE))
+        Err(unsupported_operation(
+            &self.schema().type_name,
+            operation::READ_CURRENT_STATE,
+        ))
     }
 
     /// Adopts an existing resource.
@@ -71,7 +76,10 @@ pub trait ResourceProvider: Send + Sync + 'static {
         _ctx: &PluginContext,
         _request: ImportRequest,
     ) -> Result<CreateResult, ProviderError> {
-        Err(unsupported_operation(&self.schema().type_name, operation::IMPORT))
+        Err(unsupported_operation(
+            &self.schema().type_name,
+            operation::IMPORT,
+        ))
     }
 
     /// Reads one attribute.
@@ -80,7 +88,10 @@ pub trait ResourceProvider: Send + Sync + 'static {
         _ctx: &PluginContext,
         _request: GetAttributeRequest,
     ) -> Result<GetAttributeResult, ProviderError> {
-        Err(unsupported_operation(&self.schema().type_name, operation::GET_ATTRIBUTE))
+        Err(unsupported_operation(
+            &self.schema().type_name,
+            operation::GET_ATTRIBUTE,
+        ))
     }
 
     /// Operations added to the protocol after this trait was written, by name.
@@ -172,8 +183,11 @@ impl PluginContext {
         match creds.expires_at_epoch_secs {
             None => Some(creds.clone()),
             Some(expiry) => {
-                let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-                (now + CREDENTIAL_REFRESH_MARGIN < Duration::from_secs(expiry)).then(|| creds.clone())
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap_or_default();
+                (now + CREDENTIAL_REFRESH_MARGIN < Duration::from_secs(expiry))
+                    .then(|| creds.clone())
             }
         }
     }
@@ -215,7 +229,6 @@ pub fn root_module(info: PluginInfo) -> crate::abi::ProviderPluginRef {
         update: ffi_update,
         delete: ffi_delete,
         invoke: ffi_invoke,
-        shutdown: ffi_shutdown,
     }
     .leak_into_prefix()
 }
@@ -227,8 +240,10 @@ pub fn manifest() -> PluginManifest {
         version: "0.0.0",
         description: "",
     });
-    let mut resource_types: Vec<ResourceTypeSchema> =
-        providers().values().map(|provider| provider.schema()).collect();
+    let mut resource_types: Vec<ResourceTypeSchema> = providers()
+        .values()
+        .map(|provider| provider.schema())
+        .collect();
     resource_types.sort_by(|a, b| a.type_name.cmp(&b.type_name));
     PluginManifest {
         name: info.name.to_string(),
@@ -253,7 +268,10 @@ fn panic_error(what: &str, payload: &(dyn std::any::Any + Send)) -> ProviderErro
     let plugin = INFO.get().map_or("unknown", |info| info.name);
     ProviderError::new(
         ErrorKind::PANIC,
-        format!("plugin {plugin} panicked in {what}: {}", panic_message(payload)),
+        format!(
+            "plugin {plugin} panicked in {what}: {}",
+            panic_message(payload)
+        ),
     )
 }
 
@@ -314,11 +332,6 @@ extern "C" fn ffi_invoke(operation: RString, resource_type: RString, request: RS
     dispatch_owned(operation.into_string(), resource_type, request)
 }
 
-extern "C" fn ffi_shutdown() {
-    // The runtime lives in a static and the library is never unloaded; there is nothing to
-    // free, but pending log lines are flushed by the forwarder on each event already.
-}
-
 fn dispatch(operation: &'static str, resource_type: RString, request: RString) -> FfiCall {
     dispatch_owned(operation.to_string(), resource_type, request)
 }
@@ -329,7 +342,9 @@ fn ready(result: Result<RString, ProviderError>) -> FfiCall {
 }
 
 fn dispatch_owned(operation: String, resource_type: RString, request: RString) -> FfiCall {
-    let spawned = catch_unwind(AssertUnwindSafe(|| spawn_call(operation, resource_type, request)));
+    let spawned = catch_unwind(AssertUnwindSafe(|| {
+        spawn_call(operation, resource_type, request)
+    }));
     match spawned {
         Ok(Ok(call)) => call,
         Ok(Err(err)) => ready(Err(err)),
@@ -345,11 +360,14 @@ fn spawn_call(
     let runtime = RUNTIME
         .get()
         .ok_or_else(|| ProviderError::other("plugin used before init"))?;
-    let provider = providers().get(resource_type.as_str()).cloned().ok_or_else(|| {
-        ProviderError::unsupported(format!(
-            "this plugin does not handle resource type {resource_type}"
-        ))
-    })?;
+    let provider = providers()
+        .get(resource_type.as_str())
+        .cloned()
+        .ok_or_else(|| {
+            ProviderError::unsupported(format!(
+                "this plugin does not handle resource type {resource_type}"
+            ))
+        })?;
     let context = Arc::clone(&runtime.context);
     let what = format!("{operation} of {resource_type}");
     // tokio catches a panic inside the task and reports it through the JoinHandle.
@@ -363,7 +381,10 @@ fn spawn_call(
             Err(join_error) if join_error.is_panic() => {
                 Err(panic_error(&what, &*join_error.into_panic()))
             }
-            Err(_) => Err(ProviderError::new(ErrorKind::TIMEOUT, format!("{what} was cancelled"))),
+            Err(_) => Err(ProviderError::new(
+                ErrorKind::TIMEOUT,
+                format!("{what} was cancelled"),
+            )),
         };
         FfiResult::from(outcome)
     }
@@ -394,15 +415,31 @@ async fn run_operation(
     request: &str,
 ) -> Result<RString, ProviderError> {
     let json = match operation {
-        "create" => encode(provider.create(context, decode(request, operation)?).await?),
-        "update" => encode(provider.update(context, decode(request, operation)?).await?),
-        "delete" => encode(provider.delete(context, decode(request, operation)?).await?),
+        "create" => encode(
+            provider
+                .create(context, decode(request, operation)?)
+                .await?,
+        ),
+        "update" => encode(
+            provider
+                .update(context, decode(request, operation)?)
+                .await?,
+        ),
+        "delete" => encode(
+            provider
+                .delete(context, decode(request, operation)?)
+                .await?,
+        ),
         operation::READ_CURRENT_STATE => encode(
             provider
                 .read_current_state(context, decode(request, operation)?)
                 .await?,
         ),
-        operation::IMPORT => encode(provider.import(context, decode(request, operation)?).await?),
+        operation::IMPORT => encode(
+            provider
+                .import(context, decode(request, operation)?)
+                .await?,
+        ),
         operation::GET_ATTRIBUTE => encode(
             provider
                 .get_attribute(context, decode(request, operation)?)

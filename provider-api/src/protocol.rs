@@ -93,7 +93,10 @@ impl std::fmt::Debug for Credentials {
         f.debug_struct("Credentials")
             .field("access_key_id", &self.access_key_id)
             .field("secret_access_key", &"** redacted **")
-            .field("session_token", &self.session_token.as_ref().map(|_| "** redacted **"))
+            .field(
+                "session_token",
+                &self.session_token.as_ref().map(|_| "** redacted **"),
+            )
             .field("expires_at_epoch_secs", &self.expires_at_epoch_secs)
             .finish()
     }
@@ -291,7 +294,10 @@ mod tests {
             reason: "retained".into(),
         };
         let json = serde_json::to_value(&skipped).unwrap();
-        assert_eq!(json, serde_json::json!({"outcome":"skipped","reason":"retained"}));
+        assert_eq!(
+            json,
+            serde_json::json!({"outcome":"skipped","reason":"retained"})
+        );
         let deleted: DeleteResult = serde_json::from_str(r#"{"outcome":"deleted"}"#).unwrap();
         assert_eq!(deleted, DeleteResult::Deleted);
     }

@@ -1,1 +1,190 @@
-//! x
+//! The harness cdkd's end-to-end tests share: where the binary and plugins are, how to build
+//! the fixture plugins, and how to run `cdkd` with a plugins file.
+//!
+//! The tests drive the real `cdkd` binary built by `cargo build --workspace`; they never link
+//! the host's code.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+/// The workspace root (the folder holding `Cargo.lock`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace")
+        .to_path_buf()
+}
+
+/// The cargo target folder the workspace builds into.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// The debug build output folder.
+pub fn debug_dir() -> PathBuf {
+    target_dir().join("debug")
+}
+
+/// The `cdkd` binary; the tests need `cargo build --workspace` to have run.
+pub fn cdkd_binary() -> PathBuf {
+    let path = debug_dir().join("cdkd");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build --workspace` before the end-to-end tests",
+        path.display()
+    );
+    path
+}
+
+/// A bundled plugin's shared library, e.g. `plugin_library("cdkd_provider_example_echo")`.
+pub fn plugin_library(lib_name: &str) -> PathBuf {
+    let path = debug_dir().join(format!("lib{lib_name}.so"));
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build --workspace` before the end-to-end tests",
+        path.display()
+    );
+    path
+}
+
+static CARGO: Mutex<()> = Mutex::new(());
+
+/// Builds `package` of the cargo workspace at `manifest` into the shared target folder, so its
+/// dependencies are the ones already compiled, and returns the path of its `.so`.
+pub fn build_plugin(manifest: &Path, package: &str) -> PathBuf {
+    let _one_at_a_time = CARGO.lock().unwrap_or_else(|e| e.into_inner());
+    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--quiet", "--manifest-path"])
+        .arg(manifest)
+        .arg("--target-dir")
+        .arg(target_dir())
+        .args(["-p", package])
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "building {package} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lib = debug_dir().join(format!("lib{}.so", package.replace('-', "_")));
+    assert!(lib.is_file(), "{} was not produced", lib.display());
+    lib
+}
+
+/// Builds a plugin of the compatibility fixtures (tests/fixtures/plugins).
+pub fn fixture_plugin(package: &str) -> PathBuf {
+    build_plugin(
+        &workspace_root().join("tests/fixtures/plugins/Cargo.toml"),
+        package,
+    )
+}
+
+/// Copies `library` into `dir` under `name`, so later rebuilds cannot change what a test loads.
+pub fn snapshot(library: &Path, dir: &Path, name: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("snapshot folder");
+    let copy = dir.join(name);
+    std::fs::copy(library, &copy).expect("copy the plugin");
+    copy
+}
+
+/// One `[[plugin]]` entry of a plugins file written by a test.
+pub struct PluginEntry<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// Its `.so`.
+    pub path: &'a Path,
+    /// Its version requirement.
+    pub version: &'a str,
+}
+
+/// Writes a plugins file into `dir` and returns its path.
+pub fn write_plugins_file(dir: &Path, entries: &[PluginEntry<'_>], extra: &str) -> PathBuf {
+    let mut text = String::new();
+    for entry in entries {
+        text.push_str(&format!(
+            "[[plugin]]\nname = \"{}\"\npath = \"{}\"\nversion = \"{}\"\n\n",
+            entry.name,
+            entry.path.display(),
+            entry.version
+        ));
+    }
+    text.push_str(extra);
+    let path = dir.join("plugins.toml");
+    std::fs::write(&path, text).expect("write plugins.toml");
+    path
+}
+
+/// A finished `cdkd` run.
+pub struct Run {
+    /// The exit code (`None` when killed by a signal: a crash).
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Run {
+    /// Parses stdout as JSON, failing the test with both streams when it is not.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|err| {
+            panic!(
+                "stdout is not JSON ({err}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Asserts exit code 0.
+    pub fn success(self) -> Run {
+        assert_eq!(
+            self.code,
+            Some(0),
+            "cdkd failed:\nstdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Run {
+        Run {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+/// Runs `cdkd args...` with `plugins` as its plugins file (none: the bundled one, found from
+/// the workspace root), fixed fake credentials and region, and no AWS endpoint of its own.
+pub fn cdkd(plugins: Option<&Path>, args: &[&str]) -> Run {
+    cdkd_with_env(plugins, args, &[])
+}
+
+/// Like [`cdkd`], with extra environment variables.
+pub fn cdkd_with_env(plugins: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut command = Command::new(cdkd_binary());
+    command
+        .current_dir(workspace_root())
+        .args(args)
+        .env_remove("CDKD_PLUGINS")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_ENDPOINT_URL")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_EC2_METADATA_DISABLED", "true");
+    if let Some(plugins) = plugins {
+        command.env("CDKD_PLUGINS", plugins);
+    }
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().expect("cdkd runs").into()
+}

@@ -112,7 +112,12 @@ impl CommandContext {
 }
 
 fn init_logging(verbose: bool) {
-    let default = if verbose { "cdkd=debug,info" } else { "cdkd=info,warn" };
+    // aws-config warns on every failed IMDS probe; the fallback region makes those harmless.
+    let default = if verbose {
+        "cdkd=debug,info"
+    } else {
+        "cdkd=info,aws_config=error,warn"
+    };
     let filter = EnvFilter::try_from_env("CDKD_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -5,9 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
-use cdkd_provider_api::protocol::{
-    CreateRequest, DeleteRequest, UpdateRequest,
-};
+use cdkd_provider_api::protocol::{CreateRequest, DeleteRequest, UpdateRequest};
 use clap::Subcommand;
 use serde_json::{json, Map, Value};
 
@@ -106,7 +104,6 @@ pub async fn run(context: &CommandContext, command: ProvidersCommand) -> anyhow:
                     }),
                 None => call.await,
             };
-            registry.shutdown();
             println!("{}", serde_json::to_string_pretty(&answer?)?);
             Ok(ExitCode::SUCCESS)
         }
@@ -145,11 +142,11 @@ async fn call(
     Ok(answer)
 }
 
-fn status_word(status: &PluginStatus) -> String {
+fn status_word(status: &PluginStatus) -> &'static str {
     match status {
-        PluginStatus::Disabled => "disabled".into(),
-        PluginStatus::Failed(reason) => format!("failed: {reason}"),
-        PluginStatus::Loaded(_) => "loaded".into(),
+        PluginStatus::Disabled => "disabled",
+        PluginStatus::Failed(_) => "failed",
+        PluginStatus::Loaded(_) => "loaded",
     }
 }
 
@@ -166,7 +163,11 @@ fn list_table(registry: &Registry) -> String {
                         .iter()
                         .map(|schema| schema.type_name.as_str())
                         .collect();
-                    (manifest.version.clone(), plugin.library().api_version(), types.join(","))
+                    (
+                        manifest.version.clone(),
+                        plugin.library().api_version(),
+                        types.join(","),
+                    )
                 }
                 _ => ("-".into(), "-".into(), "-".into()),
             };
@@ -174,13 +175,22 @@ fn list_table(registry: &Registry) -> String {
                 slot.spec.name.clone(),
                 version,
                 api,
-                status_word(&slot.status),
+                status_word(&slot.status).to_string(),
                 slot.spec.path.display().to_string(),
                 types,
             ]
         })
         .collect();
-    let mut out = table::render(&["NAME", "VERSION", "API", "STATUS", "PATH", "TYPES"], &rows);
+    let mut out = table::render(
+        &["NAME", "VERSION", "API", "STATUS", "PATH", "TYPES"],
+        &rows,
+    );
+    // Reasons are long (they name the file); one line each under the table keeps it readable.
+    for slot in registry.slots() {
+        if let PluginStatus::Failed(reason) = &slot.status {
+            out.push_str(&format!("failed: plugin '{}': {reason}\n", slot.spec.name));
+        }
+    }
     for (type_name, owner) in registry.owners() {
         if let TypeOwner::Contested(claimants) = owner {
             out.push_str(&format!(
@@ -229,7 +239,9 @@ fn list_json(registry: &Registry) -> Value {
         .owners()
         .iter()
         .filter_map(|(type_name, owner)| match owner {
-            TypeOwner::Contested(claimants) => Some(json!({"type": type_name, "plugins": claimants})),
+            TypeOwner::Contested(claimants) => {
+                Some(json!({"type": type_name, "plugins": claimants}))
+            }
             TypeOwner::Plugin(_) => None,
         })
         .collect();
@@ -255,7 +267,8 @@ fn show(registry: &Registry, type_name: &str, as_json: bool) -> anyhow::Result<E
         Route::Unroutable(reason) => ("none", "nothing".to_string(), Some(reason.clone())),
     };
     if as_json {
-        let mut doc = json!({"type": type_name, "provisionedBy": provisioned_by, "handler": handler});
+        let mut doc =
+            json!({"type": type_name, "provisionedBy": provisioned_by, "handler": handler});
         if let Route::Plugin { name, version } = &route {
             doc["plugin"] = json!({"name": name, "version": version});
             doc["schema"] = json!(registry.schema(type_name));
@@ -267,9 +280,15 @@ fn show(registry: &Registry, type_name: &str, as_json: bool) -> anyhow::Result<E
     } else {
         println!("{type_name}: {handler}");
         if let Some(schema) = registry.schema(type_name) {
-            println!("  handled properties:  {}", schema.handled_properties.join(", "));
+            println!(
+                "  handled properties:  {}",
+                schema.handled_properties.join(", ")
+            );
             if !schema.create_only_properties.is_empty() {
-                println!("  create-only:         {}", schema.create_only_properties.join(", "));
+                println!(
+                    "  create-only:         {}",
+                    schema.create_only_properties.join(", ")
+                );
             }
             if !schema.operations.is_empty() {
                 println!("  optional operations: {}", schema.operations.join(", "));

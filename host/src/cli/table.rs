@@ -31,8 +31,14 @@ mod tests {
     fn columns_align_to_the_widest_cell() {
         let text = super::render(
             &["NAME", "VERSION"],
-            &[vec!["s3".into(), "1.0.0".into()], vec!["example-echo".into(), "2".into()]],
+            &[
+                vec!["s3".into(), "1.0.0".into()],
+                vec!["example-echo".into(), "2".into()],
+            ],
         );
-        assert_eq!(text, "NAME          VERSION\ns3            1.0.0\nexample-echo  2\n");
+        assert_eq!(
+            text,
+            "NAME          VERSION\ns3            1.0.0\nexample-echo  2\n"
+        );
     }
 }

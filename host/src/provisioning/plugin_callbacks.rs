@@ -58,8 +58,12 @@ extern "C" fn plugin_log(level: u8, plugin: RStr<'_>, target: RStr<'_>, message:
 
 extern "C" fn host_call(name: RStr<'_>, _payload: RStr<'_>) -> FfiResult {
     // A panic here would unwind into the plugin's frames; contain it.
-    let answer = std::panic::catch_unwind(|| answer_host_call(name.as_str()))
-        .unwrap_or_else(|_| Err(ProviderError::other("the host panicked answering a plugin call")));
+    let answer =
+        std::panic::catch_unwind(|| answer_host_call(name.as_str())).unwrap_or_else(|_| {
+            Err(ProviderError::other(
+                "the host panicked answering a plugin call",
+            ))
+        });
     match answer {
         Ok(json) => RResult::ROk(RString::from(json)),
         Err(err) => RResult::RErr(err),
@@ -75,7 +79,9 @@ fn answer_host_call(name: &str) -> Result<String, ProviderError> {
             let creds = services
                 .runtime
                 .block_on(services.aws.credentials())
-                .map_err(|err| ProviderError::new(cdkd_provider_api::ErrorKind::ACCESS_DENIED, err.to_string()))?;
+                .map_err(|err| {
+                    ProviderError::new(cdkd_provider_api::ErrorKind::ACCESS_DENIED, err.to_string())
+                })?;
             Ok(serde_json::to_string(&creds).expect("credentials serialise"))
         }
         other => Err(ProviderError::unsupported(format!(

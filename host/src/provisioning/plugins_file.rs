@@ -176,7 +176,8 @@ impl PluginsFile {
             path: path.to_path_buf(),
             message,
         };
-        let raw: RawFile = toml::from_str(text).map_err(|err| invalid(one_line(&err.to_string())))?;
+        let raw: RawFile =
+            toml::from_str(text).map_err(|err| invalid(one_line(&err.to_string())))?;
         let folder = path.parent().unwrap_or(Path::new("."));
         let mut plugins: Vec<PluginSpec> = Vec::with_capacity(raw.plugin.len());
         for (index, entry) in raw.plugin.into_iter().enumerate() {
@@ -249,7 +250,11 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<PluginsFile, PluginsFileError> {
-        PluginsFile::parse(text, Path::new("/etc/cdkd/plugins.toml"), PluginsFileSource::Flag)
+        PluginsFile::parse(
+            text,
+            Path::new("/etc/cdkd/plugins.toml"),
+            PluginsFileSource::Flag,
+        )
     }
 
     #[test]
@@ -268,16 +273,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(file.plugins[0].path, PathBuf::from("/etc/lib/libs3.so"));
-        assert!(file.plugins[0].version.matches(&semver::Version::new(1, 3, 0)));
-        assert!(!file.plugins[0].version.matches(&semver::Version::new(2, 0, 0)));
+        assert!(file.plugins[0]
+            .version
+            .matches(&semver::Version::new(1, 3, 0)));
+        assert!(!file.plugins[0]
+            .version
+            .matches(&semver::Version::new(2, 0, 0)));
         assert_eq!(file.plugins[1].path, PathBuf::from("/opt/x.so"));
         assert!(!file.plugins[1].enabled);
-        assert!(file.plugins[1].version.matches(&semver::Version::new(9, 9, 9)));
+        assert!(file.plugins[1]
+            .version
+            .matches(&semver::Version::new(9, 9, 9)));
     }
 
     #[test]
     fn errors_name_the_file_and_the_key() {
-        let err = parse("[[plugin]]\nname = \"a\"\npath = \"a.so\"\nversion = \"one\"\n").unwrap_err();
+        let err =
+            parse("[[plugin]]\nname = \"a\"\npath = \"a.so\"\nversion = \"one\"\n").unwrap_err();
         let text = err.to_string();
         assert!(text.contains("/etc/cdkd/plugins.toml"), "{text}");
         assert!(text.contains("plugin 'a': version 'one'"), "{text}");
@@ -287,7 +299,11 @@ mod tests {
         assert!(err.to_string().contains("'a' is listed twice"), "{err}");
 
         let err = parse("[owners]\n\"X::Y::Z\" = \"ghost\"\n").unwrap_err();
-        assert!(err.to_string().contains("owners.\"X::Y::Z\" names plugin 'ghost'"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("owners.\"X::Y::Z\" names plugin 'ghost'"),
+            "{err}"
+        );
 
         let err = parse("[[plugin]]\nname = \"a\"\npath = \"a.so\"\nfoo = 1\n").unwrap_err();
         assert!(err.to_string().contains("foo"), "{err}");

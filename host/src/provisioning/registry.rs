@@ -12,8 +12,8 @@ use cdkd_provider_api::protocol::{HostConfig, ResourceTypeSchema};
 use cdkd_provider_api::ProviderError;
 use tokio::sync::OnceCell;
 
-use super::plugins_file::{PluginSpec, PluginsFile};
 use super::plugin_callbacks;
+use super::plugins_file::{PluginSpec, PluginsFile};
 use crate::aws_env::AwsEnvironment;
 
 /// One `plugins.toml` entry and what became of it.
@@ -31,7 +31,7 @@ pub enum PluginStatus {
     /// Refused, with a one-line reason.
     Failed(String),
     /// Loaded; initialised on first use.
-    Loaded(LoadedPlugin),
+    Loaded(Box<LoadedPlugin>),
 }
 
 /// A loaded plugin library and its lazily run `init`.
@@ -245,17 +245,6 @@ impl Registry {
             }),
         }
     }
-
-    /// Lets every initialised plugin flush before the host exits.
-    pub fn shutdown(&self) {
-        for slot in &self.slots {
-            if let PluginStatus::Loaded(plugin) = &slot.status {
-                if plugin.init.initialized() {
-                    plugin.library.shutdown();
-                }
-            }
-        }
-    }
 }
 
 fn load_one(spec: &PluginSpec) -> PluginStatus {
@@ -265,7 +254,12 @@ fn load_one(spec: &PluginSpec) -> PluginStatus {
     let started = std::time::Instant::now();
     let library = match host::load(&spec.path) {
         Ok(library) => library,
-        Err(err) => return PluginStatus::Failed(err.to_string()),
+        Err(err) => {
+            if let host::LoadError::LayoutMismatch { report, .. } = &err {
+                tracing::debug!(plugin = %spec.name, "abi_stable's layout report:\n{report}");
+            }
+            return PluginStatus::Failed(err.to_string());
+        }
     };
     tracing::debug!(plugin = %spec.name, elapsed = ?started.elapsed(), "plugin loaded");
     let manifest = library.manifest();
@@ -286,18 +280,24 @@ fn load_one(spec: &PluginSpec) -> PluginStatus {
             spec.path.display()
         ));
     }
-    PluginStatus::Loaded(LoadedPlugin {
+    PluginStatus::Loaded(Box::new(LoadedPlugin {
         library,
         init: OnceCell::new(),
-    })
+    }))
 }
 
-fn assign_owners(slots: &[PluginSlot], preferred: &BTreeMap<String, String>) -> BTreeMap<String, TypeOwner> {
+fn assign_owners(
+    slots: &[PluginSlot],
+    preferred: &BTreeMap<String, String>,
+) -> BTreeMap<String, TypeOwner> {
     let mut claims: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (index, slot) in slots.iter().enumerate() {
         if let PluginStatus::Loaded(plugin) = &slot.status {
             for schema in &plugin.library.manifest().resource_types {
-                claims.entry(schema.type_name.clone()).or_default().push(index);
+                claims
+                    .entry(schema.type_name.clone())
+                    .or_default()
+                    .push(index);
             }
         }
     }
@@ -316,7 +316,10 @@ fn assign_owners(slots: &[PluginSlot], preferred: &BTreeMap<String, String>) -> 
                     match chosen {
                         Some(index) => TypeOwner::Plugin(index),
                         None => TypeOwner::Contested(
-                            several.iter().map(|&i| slots[i].spec.name.clone()).collect(),
+                            several
+                                .iter()
+                                .map(|&i| slots[i].spec.name.clone())
+                                .collect(),
                         ),
                     }
                 }
@@ -333,7 +336,14 @@ mod tests {
     use std::path::Path;
 
     fn registry_of(text: &str) -> Registry {
-        Registry::load(PluginsFile::parse(text, Path::new("/nowhere/plugins.toml"), PluginsFileSource::Flag).unwrap())
+        Registry::load(
+            PluginsFile::parse(
+                text,
+                Path::new("/nowhere/plugins.toml"),
+                PluginsFileSource::Flag,
+            )
+            .unwrap(),
+        )
     }
 
     #[test]
@@ -354,13 +364,18 @@ mod tests {
     fn routes_without_plugins() {
         let registry = registry_of("");
         assert_eq!(registry.route("AWS::SQS::Queue"), Route::CloudControl);
-        assert_eq!(registry.route("Custom::S3AutoDeleteObjects"), Route::CustomResource);
+        assert_eq!(
+            registry.route("Custom::S3AutoDeleteObjects"),
+            Route::CustomResource
+        );
         assert_eq!(
             registry.route("AWS::CloudFormation::CustomResource"),
             Route::CustomResource
         );
         match registry.route("Acme::Echo::Thing") {
-            Route::Unroutable(reason) => assert!(reason.contains("no loaded plugin handles Acme::Echo::Thing")),
+            Route::Unroutable(reason) => {
+                assert!(reason.contains("no loaded plugin handles Acme::Echo::Thing"))
+            }
             other => panic!("unexpected {other:?}"),
         }
     }

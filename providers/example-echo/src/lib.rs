@@ -17,9 +17,7 @@ use cdkd_provider_api::protocol::{
     GetAttributeResult, ImportRequest, ReadCurrentStateRequest, ReadCurrentStateResult,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
-use cdkd_provider_api::{
-    async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider,
-};
+use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
 cdkd_provider_api::export_plugin!(description: "Example provider: Acme::Echo::Thing kept as local JSON files");
@@ -62,7 +60,10 @@ fn generated_name(stack: &str, logical_id: &str) -> String {
 }
 
 fn attributes(physical_id: &str, properties: &Map<String, Value>) -> Map<String, Value> {
-    let message = properties.get("Message").and_then(Value::as_str).unwrap_or("");
+    let message = properties
+        .get("Message")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let mut attrs = Map::new();
     attrs.insert("Id".into(), json!(physical_id));
     attrs.insert("Greeting".into(), json!(format!("{GREETING}, {message}")));
@@ -72,7 +73,10 @@ fn attributes(physical_id: &str, properties: &Map<String, Value>) -> Map<String,
 
 impl EchoThing {
     fn path(properties: &Map<String, Value>, physical_id: &str) -> Result<PathBuf, ProviderError> {
-        if physical_id.is_empty() || physical_id.contains(['/', '\\']) || physical_id.starts_with('.') {
+        if physical_id.is_empty()
+            || physical_id.contains(['/', '\\'])
+            || physical_id.starts_with('.')
+        {
             return Err(ProviderError::validation(format!(
                 "{THING_TYPE}: physical id '{physical_id}' is not a plain name"
             )));
@@ -103,7 +107,10 @@ impl EchoThing {
         let path = Self::path(properties, physical_id)?;
         match tokio::fs::read(&path).await {
             Ok(body) => serde_json::from_slice(&body).map(Some).map_err(|err| {
-                ProviderError::other(format!("{THING_TYPE} {physical_id}: corrupt file {}: {err}", path.display()))
+                ProviderError::other(format!(
+                    "{THING_TYPE} {physical_id}: corrupt file {}: {err}",
+                    path.display()
+                ))
             }),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(err) => Err(io_error(physical_id, "read the thing", err)),
@@ -123,7 +130,7 @@ impl ResourceProvider for EchoThing {
                 operation::IMPORT.into(),
                 operation::GET_ATTRIBUTE.into(),
             ],
-            composite_id: None,
+            ..ResourceTypeSchema::default()
         }
     }
 
@@ -136,10 +143,16 @@ impl ResourceProvider for EchoThing {
             Some(name) => name.to_string(),
             None => generated_name(&request.stack_name, &request.logical_id),
         };
-        if Self::read(&request.properties, &physical_id).await?.is_some() {
+        if Self::read(&request.properties, &physical_id)
+            .await?
+            .is_some()
+        {
             return Err(ProviderError::new(
                 ErrorKind::ALREADY_EXISTS,
-                format!("{THING_TYPE} {}: a thing named '{physical_id}' already exists", request.logical_id),
+                format!(
+                    "{THING_TYPE} {}: a thing named '{physical_id}' already exists",
+                    request.logical_id
+                ),
             ));
         }
         Self::write(&request.logical_id, &physical_id, &request.properties).await?;
@@ -155,13 +168,24 @@ impl ResourceProvider for EchoThing {
         _ctx: &PluginContext,
         request: UpdateRequest,
     ) -> Result<UpdateResult, ProviderError> {
-        if Self::read(&request.properties, &request.physical_id).await?.is_none() {
+        if Self::read(&request.properties, &request.physical_id)
+            .await?
+            .is_none()
+        {
             return Err(ProviderError::new(
                 ErrorKind::NOT_FOUND,
-                format!("{THING_TYPE} {}: '{}' does not exist", request.logical_id, request.physical_id),
+                format!(
+                    "{THING_TYPE} {}: '{}' does not exist",
+                    request.logical_id, request.physical_id
+                ),
             ));
         }
-        Self::write(&request.logical_id, &request.physical_id, &request.properties).await?;
+        Self::write(
+            &request.logical_id,
+            &request.physical_id,
+            &request.properties,
+        )
+        .await?;
         Ok(UpdateResult {
             attributes: attributes(&request.physical_id, &request.properties),
             physical_id: request.physical_id,
@@ -197,12 +221,17 @@ impl ResourceProvider for EchoThing {
         _ctx: &PluginContext,
         request: ImportRequest,
     ) -> Result<CreateResult, ProviderError> {
-        let found = Self::read(&request.properties, &request.physical_id).await?.ok_or_else(|| {
-            ProviderError::new(
-                ErrorKind::NOT_FOUND,
-                format!("{THING_TYPE} {}: nothing named '{}' to import", request.logical_id, request.physical_id),
-            )
-        })?;
+        let found = Self::read(&request.properties, &request.physical_id)
+            .await?
+            .ok_or_else(|| {
+                ProviderError::new(
+                    ErrorKind::NOT_FOUND,
+                    format!(
+                        "{THING_TYPE} {}: nothing named '{}' to import",
+                        request.logical_id, request.physical_id
+                    ),
+                )
+            })?;
         Ok(CreateResult {
             attributes: attributes(&request.physical_id, &found),
             physical_id: request.physical_id,
@@ -236,7 +265,6 @@ impl ResourceProvider for EchoThing {
                     "plugin": ctx.plugin_name(),
                     "region": ctx.region(),
                     "endpointUrl": ctx.endpoint_url(),
-                    "s3ForcePathStyle": ctx.s3_force_path_style(),
                     "accessKeyId": credentials.access_key_id,
                 }))
             }
@@ -247,7 +275,9 @@ impl ResourceProvider for EchoThing {
     }
 }
 
-/// `Acme::Echo::Fault`: fails on demand (`Panic`, `FailWith` = an error kind, `SleepMs`).
+/// `Acme::Echo::Fault`: misbehaves on demand. `SleepMs` stalls first, then `TouchFile` (a path)
+/// is written, so a test can tell whether a cancelled call kept running; then `Panic` panics
+/// with its message, or `FailWith` (an error kind name) fails.
 #[derive(Default)]
 pub struct EchoFault;
 
@@ -258,13 +288,23 @@ impl EchoFault {
         if let Some(ms) = properties.get("SleepMs").and_then(Value::as_u64) {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
+        if let Some(path) = properties.get("TouchFile").and_then(Value::as_str) {
+            tokio::fs::write(path, logical_id).await.map_err(|err| {
+                ProviderError::other(format!(
+                    "{FAULT_TYPE} {logical_id}: cannot write {path}: {err}"
+                ))
+            })?;
+        }
         if let Some(message) = properties.get("Panic").and_then(Value::as_str) {
             panic!("{FAULT_TYPE} {logical_id}: {message}");
         }
         if let Some(kind) = properties.get("FailWith").and_then(Value::as_str) {
             let kind = ErrorKind::from_name(kind).unwrap_or(ErrorKind::OTHER);
-            return Err(ProviderError::new(kind, format!("{FAULT_TYPE} {logical_id}: failing as asked"))
-                .with_aws_code("InjectedFault"));
+            return Err(ProviderError::new(
+                kind,
+                format!("{FAULT_TYPE} {logical_id}: failing as asked"),
+            )
+            .with_aws_code("InjectedFault"));
         }
         Ok(())
     }
@@ -275,7 +315,12 @@ impl ResourceProvider for EchoFault {
     fn schema(&self) -> ResourceTypeSchema {
         ResourceTypeSchema {
             type_name: FAULT_TYPE.into(),
-            handled_properties: vec!["Panic".into(), "FailWith".into(), "SleepMs".into()],
+            handled_properties: vec![
+                "Panic".into(),
+                "FailWith".into(),
+                "SleepMs".into(),
+                "TouchFile".into(),
+            ],
             ..ResourceTypeSchema::default()
         }
     }
