@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Prints the plugin boundary's figures from a release build: load/init time, FFI round trip,
+# .so sizes (debug and release), and cdkd's start-up time and peak memory.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+cargo build --release -p cdkd -p cdkd-provider-example-echo -p cdkd-tests --bin plugin-bench --bin cdkd
+echo
+./target/release/plugin-bench target/release/libcdkd_provider_example_echo.so target/release/cdkd "${1:-20000}"
+for profile in debug release; do
+  for lib in target/$profile/libcdkd_provider_*.so; do
+    [ -f "$lib" ] && printf '%-8s %-50s %6.1f MB\n' "$profile" "$(basename "$lib")" "$(echo "$(stat -c %s "$lib") / 1000000" | bc -l)"
+  done
+done
+printf 'cdkd release binary: %.1f MB\n' "$(echo "$(stat -c %s target/release/cdkd) / 1000000" | bc -l)"
+/usr/bin/time -f 'cdkd providers list: peak RSS %M KB, %e s wall' ./target/release/cdkd providers list >/dev/null

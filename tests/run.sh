@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The test command (README): installs the emulator if needed, builds the workspace (host and
+# every bundled plugin), then runs the Rust unit and end-to-end tests and the emulator's tests.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+bash tests/emulator/setup.sh
+cargo build --workspace
+cargo test --workspace
+.venv/bin/python -m pytest -q tests/emulator
