@@ -4,7 +4,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
-cargo build --release -p cdkd -p cdkd-provider-example-echo -p cdkd-tests --bin plugin-bench --bin cdkd
+cargo build --release -p cdkd -p cdkd-provider-example-echo
+cargo build --release -p cdkd-tests --bin plugin-bench
 echo
 ./target/release/plugin-bench target/release/libcdkd_provider_example_echo.so target/release/cdkd "${1:-20000}"
 for profile in debug release; do
