@@ -24,8 +24,14 @@ fn micros(duration: Duration) -> f64 {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let plugin = PathBuf::from(args.next().expect("usage: plugin-bench <plugin.so> <cdkd> [n]"));
-    let cdkd = PathBuf::from(args.next().expect("usage: plugin-bench <plugin.so> <cdkd> [n]"));
+    let plugin = PathBuf::from(
+        args.next()
+            .expect("usage: plugin-bench <plugin.so> <cdkd> [n]"),
+    );
+    let cdkd = PathBuf::from(
+        args.next()
+            .expect("usage: plugin-bench <plugin.so> <cdkd> [n]"),
+    );
     let round_trips: usize = args.next().map_or(20_000, |n| n.parse().expect("a count"));
 
     let started = Instant::now();
@@ -98,11 +104,20 @@ fn main() {
 
     let size = std::fs::metadata(&plugin).map(|m| m.len()).unwrap_or(0);
     println!("plugin                          {}", plugin.display());
-    println!("plugin .so size                 {:.1} MB", size as f64 / 1e6);
+    println!(
+        "plugin .so size                 {:.1} MB",
+        size as f64 / 1e6
+    );
     println!("load (dlopen + layout check)    {:.0} µs", micros(load));
     println!("init (runtime start)            {:.0} µs", micros(init));
-    println!("FFI round trip, sequential      {:.1} µs/call ({round_trips} calls)", micros(sequential));
-    println!("FFI round trip, all in flight   {:.1} µs/call", micros(concurrent));
+    println!(
+        "FFI round trip, sequential      {:.1} µs/call ({round_trips} calls)",
+        micros(sequential)
+    );
+    println!(
+        "FFI round trip, all in flight   {:.1} µs/call",
+        micros(concurrent)
+    );
     println!(
         "cdkd providers list --json      median {:.1} ms, min {:.1} ms ({runs} runs)",
         startup[runs / 2].as_secs_f64() * 1e3,
