@@ -9,3 +9,4 @@
 pub mod aws_env;
 pub mod cli;
 pub mod provisioning;
+pub mod state;

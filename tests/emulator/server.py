@@ -9,7 +9,8 @@ SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
   400 ThrottlingException for JSON and query services, 503 SlowDown for S3) and targeted rules
   set at run time with `POST /_emulator/faults`;
 - `GET /_emulator/health`, `GET|POST /_emulator/config`, `GET /_emulator/stats` (requests
-  seen per service and action), and `POST /moto-api/reset` also resetting Cloud Control.
+  seen per service and action), and `POST /moto-api/reset` also resetting Cloud Control;
+- bucket-policy statements with a `Condition` are not enforced (moto would deny every call).
 
 Run: python server.py --port 0 --endpoint-file FILE   (port 0 picks a free port)
 """
@@ -36,6 +37,23 @@ from moto.moto_server.werkzeug_app import (  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cloudcontrol import ApiError, CloudControl  # noqa: E402
+from moto.iam import access_control  # noqa: E402
+
+_moto_statement_check = access_control.IAMPolicyStatement.is_action_permitted
+
+
+def _statement_check_without_conditions(self, action, resource="*", principal=None, incoming_condition_values=None):
+    # moto evaluates a bucket-policy statement's Condition with no request context, so every
+    # conditional statement matches: a "deny other accounts" or "deny plain HTTP" statement then
+    # denies every object call of the owner itself. The emulator cannot know the request's
+    # account or transport either, so such a statement is treated as not applying. The policy
+    # is still stored and returned by GetBucketPolicy.
+    if "Condition" in self._statement and incoming_condition_values is None:
+        return access_control.PermissionResult.NEUTRAL
+    return _moto_statement_check(self, action, resource, principal, incoming_condition_values)
+
+
+access_control.IAMPolicyStatement.is_action_permitted = _statement_check_without_conditions
 
 CC_TARGET_PREFIX = "CloudApiService."
 DEFAULT_ACCOUNT = "123456789012"
@@ -56,6 +74,8 @@ class FaultRule:
         self.message = spec.get("message", "injected by the cdkd emulator")
         self.rate = float(spec.get("rate", 1.0))
         self.remaining = spec.get("count")
+        # Apply the request, then answer with the error: "the write landed, its answer was lost".
+        self.pass_through = bool(spec.get("passThrough", False))
         self.hits = 0
 
     def matches(self, request):
@@ -102,7 +122,15 @@ class Emulator:
                 time.sleep(self.latency_ms / 1000.0)
             fault = self._fault_for(request)
             if fault is not None:
-                return self._error(start_response, request, *fault)
+                status, code, message, pass_through = fault
+                if pass_through:
+                    handler = self._cloudcontrol if request["target"].startswith(CC_TARGET_PREFIX) else None
+                    if handler:
+                        handler(environ, lambda *_: None, request)
+                    else:
+                        for _ in self.moto(environ, lambda *_args, **_kw: None):
+                            pass
+                return self._error(start_response, request, status, code, message)
         if request["target"].startswith(CC_TARGET_PREFIX):
             return self._cloudcontrol(environ, start_response, request)
         return self.moto(environ, start_response)
@@ -137,11 +165,11 @@ class Emulator:
                     rule.hits += 1
                     if rule.remaining is not None:
                         rule.remaining -= 1
-                    return rule.status, rule.code, rule.message
+                    return rule.status, rule.code, rule.message, rule.pass_through
             if self.fault_rate > 0 and self.random.random() < self.fault_rate:
                 if request["service"] == "s3":
-                    return 503, "SlowDown", "Please reduce your request rate (injected)"
-                return 400, "ThrottlingException", "Rate exceeded (injected)"
+                    return 503, "SlowDown", "Please reduce your request rate (injected)", False
+                return 400, "ThrottlingException", "Rate exceeded (injected)", False
         return None
 
     def _error(self, start_response, request, status, code, message):
@@ -229,7 +257,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--endpoint-file", help="write http://127.0.0.1:PORT here once listening")
+    parser.add_argument("--exit-with-parent", action="store_true",
+                        help="exit when the process that started the emulator exits (test harnesses)")
     args = parser.parse_args()
+    if args.exit_with_parent:
+        parent = os.getppid()
+
+        def watch_parent():
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(0)
+
+        threading.Thread(target=watch_parent, daemon=True).start()
     app = Emulator()
     if not os.environ.get("EMU_LOG_REQUESTS"):
         import logging

@@ -192,3 +192,46 @@ def test_stats_count_requests_per_service_and_action(emulator):
     stats = emulator.get("/_emulator/stats")
     assert stats["cloudcontrolapi:CreateResource"] == 1
     assert stats["cloudcontrolapi:GetResourceRequestStatus"] >= 1
+
+
+def test_a_conditional_deny_policy_is_stored_but_does_not_lock_the_owner_out(emulator):
+    s3 = emulator.client("s3")
+    s3.create_bucket(Bucket="guarded")
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Sid": "DenyExternalAccess", "Effect": "Deny", "Principal": "*", "Action": "s3:*",
+            "Resource": ["arn:aws:s3:::guarded", "arn:aws:s3:::guarded/*"],
+            "Condition": {"StringNotEquals": {"aws:PrincipalAccount": "123456789012"}},
+        }],
+    }
+    s3.put_bucket_policy(Bucket="guarded", Policy=json.dumps(policy))
+    s3.put_object(Bucket="guarded", Key="k", Body=b"v")
+    assert s3.get_object(Bucket="guarded", Key="k")["Body"].read() == b"v"
+    assert json.loads(s3.get_bucket_policy(Bucket="guarded")["Policy"]) == policy
+    # An unconditional deny is still enforced.
+    policy["Statement"][0].pop("Condition")
+    s3.put_bucket_policy(Bucket="guarded", Policy=json.dumps(policy))
+    with pytest.raises(botocore.exceptions.ClientError):
+        s3.get_object(Bucket="guarded", Key="k")
+
+
+def test_a_pass_through_fault_applies_the_request_then_fails_it(emulator):
+    import urllib.error
+    import urllib.request
+    emulator.client("s3").create_bucket(Bucket="landed")
+    emulator.post("/_emulator/faults", {"rules": [
+        {"service": "s3", "method": "PUT", "pathContains": "landed/k", "status": 503,
+         "code": "SlowDown", "count": 1, "passThrough": True},
+    ]})
+    # A raw request: SDKs retry a 503 on their own, which would hide the injected answer.
+    request = urllib.request.Request(
+        emulator.endpoint + "/landed/k", data=b"it landed", method="PUT",
+        headers={"Content-Type": "application/octet-stream",
+                 "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20240101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=0"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(request)
+    assert raised.value.code == 503
+    body = emulator.client("s3").get_object(Bucket="landed", Key="k")["Body"].read()
+    assert body == b"it landed"

@@ -4,6 +4,10 @@
 //! The tests drive the real `cdkd` binary built by `cargo build --workspace`; they never link
 //! the host's code.
 
+pub mod emulator;
+
+pub use emulator::Emulator;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
@@ -161,6 +165,19 @@ impl From<Output> for Run {
     }
 }
 
+/// Runs `cdkd args...` against `emulator` (plugins: the bundled file).
+pub fn cdkd_on(emulator: &Emulator, args: &[&str]) -> Run {
+    cdkd_on_with_env(emulator, args, &[])
+}
+
+/// Like [`cdkd_on`], with extra environment variables.
+pub fn cdkd_on_with_env(emulator: &Emulator, args: &[&str], extra: &[(&str, &str)]) -> Run {
+    let env = emulator.env();
+    let mut all: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    all.extend_from_slice(extra);
+    cdkd_with_env(None, args, &all)
+}
+
 /// Runs `cdkd args...` with `plugins` as its plugins file (none: the bundled one, found from
 /// the workspace root), fixed fake credentials and region, and no AWS endpoint of its own.
 pub fn cdkd(plugins: Option<&Path>, args: &[&str]) -> Run {
@@ -176,6 +193,8 @@ pub fn cdkd_with_env(plugins: Option<&Path>, args: &[&str], env: &[(&str, &str)]
         .env_remove("CDKD_PLUGINS")
         .env_remove("AWS_PROFILE")
         .env_remove("AWS_ENDPOINT_URL")
+        .env_remove("CDKD_STATE_BUCKET")
+        .env_remove("CDKD_S3_FORCE_PATH_STYLE")
         .env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", "testing")
         .env("AWS_REGION", "us-east-1")

@@ -1,6 +1,9 @@
 //! The command line: parsing, logging set-up and dispatch to one module per command group.
 
+mod bootstrap;
+mod force_unlock;
 mod providers;
+mod state;
 mod table;
 
 use std::path::PathBuf;
@@ -9,9 +12,15 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-use crate::aws_env::AwsOptions;
+use std::path::Path;
+
+use crate::aws_env::{AwsEnvironment, AwsOptions};
 use crate::provisioning::plugins_file::{PluginsFile, PluginsFileSource};
 use crate::provisioning::registry::Registry;
+use crate::state::backend::StateBackend;
+use crate::state::bucket::{self, BucketChoice, StateBucket};
+use crate::state::keys::StateKeys;
+use crate::state::lock::{LockConfig, LockManager};
 
 /// Deploy AWS CDK apps without CloudFormation.
 #[derive(Debug, Parser)]
@@ -41,6 +50,16 @@ struct GlobalArgs {
     /// Print debug logs.
     #[arg(long, short = 'v', global = true)]
     verbose: bool,
+    /// The state bucket (default: CDKD_STATE_BUCKET, cdk.json context.cdkd.stateBucket, then
+    /// cdkd-state-{accountId}).
+    #[arg(long, global = true, value_name = "BUCKET")]
+    state_bucket: Option<String>,
+    /// The key prefix for stack records in the state bucket.
+    #[arg(long, global = true, default_value = crate::state::keys::DEFAULT_PREFIX, value_name = "PREFIX")]
+    state_prefix: String,
+    /// Answer yes to every confirmation.
+    #[arg(long, short = 'y', global = true)]
+    yes: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -48,6 +67,13 @@ enum Command {
     /// Inspect the provider plugins the host loads.
     #[command(subcommand)]
     Providers(providers::ProvidersCommand),
+    /// Inspect and manage the state records in the state bucket.
+    #[command(subcommand)]
+    State(state::StateCommand),
+    /// Create the state bucket and the region's asset storage (or tear them down).
+    Bootstrap(bootstrap::BootstrapArgs),
+    /// Remove a stack's lock, whoever holds it.
+    ForceUnlock(force_unlock::ForceUnlockArgs),
 }
 
 /// Runs the CLI and turns any error into a message on stderr and exit code 1.
@@ -74,15 +100,22 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let context = CommandContext { global: cli.global };
+    let context = CommandContext {
+        global: cli.global,
+        aws: tokio::sync::OnceCell::new(),
+    };
     match cli.command {
         Command::Providers(command) => providers::run(&context, command).await,
+        Command::State(command) => state::run(&context, command).await,
+        Command::Bootstrap(args) => bootstrap::run(&context, args).await,
+        Command::ForceUnlock(args) => force_unlock::run(&context, args).await,
     }
 }
 
 /// What every command gets: the global flags and ways to build shared services from them.
 pub struct CommandContext {
     global: GlobalArgs,
+    aws: tokio::sync::OnceCell<AwsEnvironment>,
 }
 
 impl CommandContext {
@@ -93,6 +126,35 @@ impl CommandContext {
             region: self.global.region.clone(),
             s3_force_path_style: self.global.s3_force_path_style,
         }
+    }
+
+    /// The AWS environment, resolved once per run.
+    async fn aws(&self) -> &AwsEnvironment {
+        self.aws
+            .get_or_init(|| async { AwsEnvironment::load(&self.aws_options()).await })
+            .await
+    }
+
+    /// The state bucket, its client and the stack-record store.
+    async fn state(&self) -> anyhow::Result<StateStore> {
+        let aws = self.aws().await;
+        let choice =
+            BucketChoice::from_environment(self.global.state_bucket.clone(), Path::new("cdk.json"));
+        let bucket = bucket::resolve(aws, &choice).await?;
+        let client = bucket::state_bucket_client(aws, &bucket.name).await;
+        // The name carries the account id: only --verbose shows it.
+        tracing::debug!(bucket = %bucket.name, source = bucket.source.as_str(), "state bucket");
+        let keys = StateKeys::new(&self.global.state_prefix);
+        Ok(StateStore {
+            backend: StateBackend::new(client.clone(), &bucket.name, keys.clone()),
+            locks: LockManager::new(client, &bucket.name, keys, LockConfig::from_env()),
+            bucket,
+        })
+    }
+
+    /// Whether the user pre-answered confirmations.
+    fn assume_yes(&self) -> bool {
+        self.global.yes
     }
 
     /// Loads the registry from the plugins file the flags and environment select.
@@ -109,6 +171,56 @@ impl CommandContext {
         }
         Ok(Registry::load(file))
     }
+}
+
+/// The state bucket as the commands use it.
+pub struct StateStore {
+    /// The resolved bucket.
+    pub bucket: StateBucket,
+    /// Stack records.
+    pub backend: StateBackend,
+    /// Stack locks.
+    pub locks: LockManager,
+}
+
+impl StateStore {
+    /// The region a stack's record lives in: `--stack-region`, else the only region holding a
+    /// record, else `fallback` when there is none.
+    pub async fn stack_region(
+        &self,
+        stack: &str,
+        flag: Option<&str>,
+        fallback: &str,
+    ) -> anyhow::Result<String> {
+        if let Some(region) = flag {
+            return Ok(region.to_string());
+        }
+        let regions = self.backend.regions_of(stack).await?;
+        match regions.as_slice() {
+            [] => Ok(fallback.to_string()),
+            [only] => Ok(only.clone()),
+            several => anyhow::bail!(
+                "stack {stack} has state in several regions ({}); pick one with --stack-region",
+                several.join(", ")
+            ),
+        }
+    }
+}
+
+/// Asks a yes/no question on the terminal; refuses when there is no terminal to ask on.
+fn confirm(question: &str, assume_yes: bool) -> anyhow::Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if assume_yes {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!("{question} needs confirmation, and there is no terminal to ask on; pass --yes to go ahead");
+    }
+    eprint!("{question} [y/N] ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "YES"))
 }
 
 fn init_logging(verbose: bool) {

@@ -94,8 +94,8 @@ pub async fn run(context: &CommandContext, command: ProvidersCommand) -> anyhow:
                 "properties": properties,
                 "attribute": attribute.unwrap_or_default(),
             });
-            let aws = AwsEnvironment::load(&context.aws_options()).await;
-            let call = call(&registry, &aws, &type_name, &operation, request);
+            let aws = context.aws().await;
+            let call = call(&registry, aws, &type_name, &operation, request);
             let answer = match timeout {
                 Some(seconds) => tokio::time::timeout(Duration::from_secs_f64(seconds), call)
                     .await

@@ -1,0 +1,273 @@
+//! Which bucket holds the state, where it lives, and an S3 client aimed at it.
+//!
+//! Name: `--state-bucket` > `CDKD_STATE_BUCKET` > cdk.json `context.cdkd.stateBucket` >
+//! `cdkd-state-{accountId}` > the legacy `cdkd-state-{accountId}-{region}` (with a deprecation
+//! warning) > an error asking for `cdkd bootstrap`. Region: `GetBucketLocation`, asked of the
+//! caller's own region, cached per bucket for the process when it succeeds.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+use aws_sdk_s3::config::Region;
+use aws_sdk_s3::Client;
+
+use super::s3_error::S3Failure;
+use super::StateError;
+use crate::aws_env::{AwsEnvironment, FALLBACK_REGION};
+
+/// Where the bucket name came from (shown by `cdkd state info`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BucketSource {
+    /// `--state-bucket`.
+    CliFlag,
+    /// `CDKD_STATE_BUCKET`.
+    Env,
+    /// cdk.json `context.cdkd.stateBucket`.
+    CdkJson,
+    /// `cdkd-state-{accountId}`.
+    Default,
+    /// `cdkd-state-{accountId}-{region}` (deprecated).
+    LegacyDefault,
+}
+
+impl BucketSource {
+    /// The spelling `state info` prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BucketSource::CliFlag => "cli-flag",
+            BucketSource::Env => "env",
+            BucketSource::CdkJson => "cdk.json",
+            BucketSource::Default => "default",
+            BucketSource::LegacyDefault => "legacy-default",
+        }
+    }
+}
+
+/// A resolved state bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateBucket {
+    /// The bucket name.
+    pub name: String,
+    /// Where the name came from.
+    pub source: BucketSource,
+}
+
+/// The explicit choices, before any AWS call.
+#[derive(Debug, Clone, Default)]
+pub struct BucketChoice {
+    /// `--state-bucket`.
+    pub flag: Option<String>,
+    /// `CDKD_STATE_BUCKET`.
+    pub env: Option<String>,
+    /// cdk.json `context.cdkd.stateBucket`.
+    pub cdk_json: Option<String>,
+}
+
+impl BucketChoice {
+    /// Reads `CDKD_STATE_BUCKET` and `./cdk.json` next to the flag's value.
+    pub fn from_environment(flag: Option<String>, cdk_json: &Path) -> BucketChoice {
+        let env = std::env::var("CDKD_STATE_BUCKET")
+            .ok()
+            .filter(|value| !value.is_empty());
+        let cdk_json = std::fs::read(cdk_json)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+            .and_then(|doc| {
+                doc.pointer("/context/cdkd/stateBucket")
+                    .and_then(|v| v.as_str())
+                    .map(ToString::to_string)
+            });
+        BucketChoice {
+            flag,
+            env,
+            cdk_json,
+        }
+    }
+
+    /// The explicitly chosen name, if any.
+    pub fn explicit(&self) -> Option<StateBucket> {
+        let pick =
+            |name: &Option<String>, source| name.clone().map(|name| StateBucket { name, source });
+        pick(&self.flag, BucketSource::CliFlag)
+            .or_else(|| pick(&self.env, BucketSource::Env))
+            .or_else(|| pick(&self.cdk_json, BucketSource::CdkJson))
+    }
+}
+
+/// The default bucket name for an account.
+pub fn default_bucket_name(account_id: &str) -> String {
+    format!("cdkd-state-{account_id}")
+}
+
+/// The pre-v0.8 default name.
+pub fn legacy_bucket_name(account_id: &str, region: &str) -> String {
+    format!("cdkd-state-{account_id}-{region}")
+}
+
+/// The deprecation warning for a legacy-named bucket, worded as the spec words it.
+pub fn legacy_bucket_warning(account_id: &str, region: &str) -> String {
+    format!(
+        "Using legacy state bucket name '{legacy}'.\nThe default has changed to '{new}'. To migrate, run:\n\n    cdkd state migrate --region {region}\n\n(add --remove-legacy to delete the legacy bucket after a successful\ncopy; legacy support will be dropped in a future release.)",
+        legacy = legacy_bucket_name(account_id, region),
+        new = default_bucket_name(account_id),
+    )
+}
+
+/// The caller's account id, from STS.
+pub async fn account_id(aws: &AwsEnvironment) -> Result<String, StateError> {
+    let sts = aws_sdk_sts::Client::new(aws.sdk_config());
+    let identity = sts.get_caller_identity().send().await.map_err(|err| {
+        StateError::Aws(format!(
+            "cannot find the AWS account (sts:GetCallerIdentity): {}",
+            aws_sdk_sts::error::DisplayErrorContext(&err)
+        ))
+    })?;
+    identity
+        .account()
+        .map(ToString::to_string)
+        .ok_or_else(|| StateError::Aws("sts:GetCallerIdentity returned no account".into()))
+}
+
+/// Resolves the state bucket: the explicit choice, else the default name if it exists, else
+/// the legacy name if that exists (warning), else an error asking for `cdkd bootstrap`.
+pub async fn resolve(
+    aws: &AwsEnvironment,
+    choice: &BucketChoice,
+) -> Result<StateBucket, StateError> {
+    if let Some(bucket) = choice.explicit() {
+        return Ok(bucket);
+    }
+    let account = account_id(aws).await?;
+    let name = default_bucket_name(&account);
+    if bucket_exists(aws, &name).await? {
+        return Ok(StateBucket {
+            name,
+            source: BucketSource::Default,
+        });
+    }
+    let region = aws.region();
+    let legacy = legacy_bucket_name(&account, &region);
+    if bucket_exists(aws, &legacy).await? {
+        tracing::warn!("{}", legacy_bucket_warning(&account, &region));
+        return Ok(StateBucket {
+            name: legacy,
+            source: BucketSource::LegacyDefault,
+        });
+    }
+    Err(StateError::NoBucket { name })
+}
+
+/// Whether a bucket exists (a 403 counts as existing: it is there, just not ours to read).
+pub async fn bucket_exists(aws: &AwsEnvironment, name: &str) -> Result<bool, StateError> {
+    let client = s3_client(aws, &aws.region());
+    match client.head_bucket().bucket(name).send().await {
+        Ok(_) => Ok(true),
+        Err(err) => {
+            let failure = S3Failure::from_sdk(&err);
+            match failure.status {
+                Some(404) => Ok(false),
+                Some(403) | Some(301) => Ok(true),
+                _ if failure.is_no_such_bucket() => Ok(false),
+                _ => Err(StateError::Aws(format!(
+                    "cannot check bucket {name}: {failure}"
+                ))),
+            }
+        }
+    }
+}
+
+/// An S3 client for `region` with the host's endpoint and addressing settings.
+pub fn s3_client(aws: &AwsEnvironment, region: &str) -> Client {
+    let config = aws_sdk_s3::config::Builder::from(aws.sdk_config())
+        .region(Region::new(region.to_string()))
+        .force_path_style(aws.s3_force_path_style())
+        .build();
+    Client::from_conf(config)
+}
+
+static BUCKET_REGIONS: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
+
+/// The bucket's region via `GetBucketLocation`, asked of the caller's region. A success is
+/// cached for the process; a failure is not (it degrades to the caller's region this once).
+pub async fn bucket_region(aws: &AwsEnvironment, bucket: &str) -> String {
+    if let Some(region) = BUCKET_REGIONS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|cache| cache.get(bucket).cloned())
+    {
+        return region;
+    }
+    let caller_region = aws.region();
+    let probe = s3_client(aws, &caller_region);
+    match probe.get_bucket_location().bucket(bucket).send().await {
+        Ok(answer) => {
+            let region = match answer.location_constraint().map(|c| c.as_str()) {
+                None | Some("") => FALLBACK_REGION.to_string(),
+                Some("EU") => "eu-west-1".to_string(),
+                Some(other) => other.to_string(),
+            };
+            BUCKET_REGIONS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(HashMap::new)
+                .insert(bucket.to_string(), region.clone());
+            region
+        }
+        Err(err) => {
+            tracing::debug!(
+                "GetBucketLocation failed ({}); using {caller_region} for the state bucket this time",
+                S3Failure::from_sdk(&err)
+            );
+            caller_region
+        }
+    }
+}
+
+/// An S3 client aimed at the state bucket's own region.
+pub async fn state_bucket_client(aws: &AwsEnvironment, bucket: &str) -> Client {
+    let region = bucket_region(aws, bucket).await;
+    s3_client(aws, &region)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_choices_win_in_order() {
+        let mut choice = BucketChoice {
+            flag: Some("flag".into()),
+            env: Some("env".into()),
+            cdk_json: Some("json".into()),
+        };
+        assert_eq!(choice.explicit().unwrap().source, BucketSource::CliFlag);
+        choice.flag = None;
+        assert_eq!(choice.explicit().unwrap().name, "env");
+        choice.env = None;
+        assert_eq!(choice.explicit().unwrap().source, BucketSource::CdkJson);
+        choice.cdk_json = None;
+        assert_eq!(choice.explicit(), None);
+    }
+
+    #[test]
+    fn cdk_json_context_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cdk.json");
+        std::fs::write(
+            &path,
+            r#"{"app":"node app.js","context":{"cdkd":{"stateBucket":"team-state"}}}"#,
+        )
+        .unwrap();
+        let choice = BucketChoice::from_environment(None, &path);
+        assert_eq!(choice.cdk_json.as_deref(), Some("team-state"));
+    }
+
+    #[test]
+    fn the_legacy_warning_is_worded_as_the_spec() {
+        let text = legacy_bucket_warning("123456789012", "us-east-1");
+        assert!(text.starts_with("Using legacy state bucket name 'cdkd-state-123456789012-us-east-1'.\nThe default has changed to 'cdkd-state-123456789012'. To migrate, run:\n\n    cdkd state migrate --region us-east-1\n"));
+        assert!(text.ends_with("legacy support will be dropped in a future release.)"));
+    }
+}

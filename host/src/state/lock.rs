@@ -1,0 +1,759 @@
+//! The stack lock: `lock.json` written with S3 conditional writes, renewed while held.
+//!
+//! - Acquire: `PutObject` with `If-None-Match: *`. A live foreign lock is retried (3 times,
+//!   2 s apart) and then reported with its owner and deadline. An expired one (its own
+//!   `expiresAt` has passed, or is not a finite number) is taken over by a conditional delete
+//!   (`If-Match` its ETag), so of two reapers exactly one wins.
+//! - Renew: every min(2 min, TTL/4), `PutObject` with `If-Match` the ETag this process last
+//!   wrote. A 412 is re-read: if the stored body is byte-for-byte what this process wrote,
+//!   the write had landed and the renewal is adopted; otherwise the lock is lost.
+//! - Release: `DeleteObject` with `If-Match`. Only 403/501 (the condition cannot be evaluated)
+//!   fall back to an unconditional delete, after re-reading that the lock is still ours.
+//!   A release never fails the command, and a second one is a no-op.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::Client;
+use tokio::task::JoinHandle;
+
+use super::keys::StateKeys;
+use super::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
+use super::s3_error::S3Failure;
+use super::schema::{now_millis, LockInfo};
+use super::StateError;
+
+/// Timing of acquisition and renewal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockConfig {
+    /// How long a lock lives without renewal.
+    pub ttl: Duration,
+    /// Retries when a live lock is held by someone else.
+    pub retries: u32,
+    /// The wait between retries.
+    pub retry_delay: Duration,
+    /// Overrides the renewal interval (tests); default min(2 min, TTL/4).
+    pub renew_every: Option<Duration>,
+}
+
+impl Default for LockConfig {
+    fn default() -> LockConfig {
+        LockConfig {
+            ttl: Duration::from_secs(30 * 60),
+            retries: 3,
+            retry_delay: Duration::from_secs(2),
+            renew_every: None,
+        }
+    }
+}
+
+impl LockConfig {
+    /// The default, with `CDKD_LOCK_TTL_SECONDS` applied when set (for tests and slow CI).
+    pub fn from_env() -> LockConfig {
+        let mut config = LockConfig::default();
+        if let Some(seconds) = std::env::var("CDKD_LOCK_TTL_SECONDS")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|v| *v > 0.0)
+        {
+            config.ttl = Duration::from_secs_f64(seconds);
+        }
+        config
+    }
+
+    /// How often a held lock is renewed.
+    pub fn renew_interval(&self) -> Duration {
+        self.renew_every
+            .unwrap_or_else(|| (self.ttl / 4).min(Duration::from_secs(120)))
+    }
+}
+
+/// `user@host:pid` for this process.
+pub fn default_owner() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("USERNAME"))
+        .unwrap_or_else(|_| "unknown".into());
+    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    format!("{user}@{host}:{}", std::process::id())
+}
+
+/// Takes and clears stack locks in one state bucket.
+#[derive(Debug, Clone)]
+pub struct LockManager {
+    client: Client,
+    bucket: String,
+    keys: StateKeys,
+    config: LockConfig,
+    owner: String,
+}
+
+/// What a release did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReleaseOutcome {
+    /// The lock was deleted.
+    Released,
+    /// This handle had already released.
+    AlreadyReleased,
+    /// The lock present belongs to someone else; left in place.
+    NotOwner,
+    /// The delete failed; the lock lapses at its deadline.
+    LeftInPlace(String),
+}
+
+struct Held {
+    etag: String,
+    body: Vec<u8>,
+    deadline: i64,
+    lost: bool,
+    released: bool,
+    warned_deadline: bool,
+}
+
+struct Shared {
+    client: Client,
+    bucket: String,
+    key: String,
+    stack: String,
+    region: String,
+    info: LockInfo,
+    ttl: Duration,
+    held: Mutex<Held>,
+}
+
+/// A held lock. Release it with [`LockHandle::release`]; dropping it only stops renewal.
+pub struct LockHandle {
+    shared: Arc<Shared>,
+    renewer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for LockHandle {
+    fn drop(&mut self) {
+        if let Some(renewer) = self
+            .renewer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            renewer.abort();
+        }
+    }
+}
+
+fn lock_body(info: &LockInfo) -> Vec<u8> {
+    serde_json::to_vec_pretty(info).expect("lock info serialises")
+}
+
+fn format_deadline(info: &LockInfo) -> String {
+    match info.expires_at_millis() {
+        Some(ms) => chrono::DateTime::from_timestamp_millis(ms).map_or_else(
+            || ms.to_string(),
+            |at| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        ),
+        None => "an invalid deadline".into(),
+    }
+}
+
+impl LockManager {
+    /// A manager acting as this process.
+    pub fn new(client: Client, bucket: &str, keys: StateKeys, config: LockConfig) -> LockManager {
+        LockManager::with_owner(client, bucket, keys, config, default_owner())
+    }
+
+    /// A manager acting as `owner` (tests use several in one process).
+    pub fn with_owner(
+        client: Client,
+        bucket: &str,
+        keys: StateKeys,
+        config: LockConfig,
+        owner: String,
+    ) -> LockManager {
+        LockManager {
+            client,
+            bucket: bucket.to_string(),
+            keys,
+            config,
+            owner,
+        }
+    }
+
+    /// The owner string this manager writes.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// Reads a stack's lock, `None` when there is none.
+    pub async fn read(
+        &self,
+        stack: &str,
+        region: &str,
+    ) -> Result<Option<(LockInfo, String)>, StateError> {
+        read_lock(&self.client, &self.bucket, &self.keys.lock(stack, region)).await
+    }
+
+    /// Acquires the stack's lock, retrying a live foreign lock, taking over an expired one.
+    pub async fn acquire(
+        &self,
+        stack: &str,
+        region: &str,
+        operation: &str,
+    ) -> Result<LockHandle, StateError> {
+        let key = self.keys.lock(stack, region);
+        let mut attempt = 0;
+        loop {
+            let now = now_millis();
+            let info = LockInfo {
+                owner: self.owner.clone(),
+                timestamp: now,
+                expires_at: serde_json::Value::from(now + self.config.ttl.as_millis() as i64),
+                operation: Some(operation.to_string()),
+            };
+            if let Some(handle) = self.try_put(&key, stack, region, &info).await? {
+                return Ok(handle);
+            }
+            match self.read(stack, region).await? {
+                // Released between our put and our read: try again straight away.
+                None => continue,
+                Some((current, etag)) if current.is_expired(now_millis()) => {
+                    if self.take_over(&key, &current, &etag).await? {
+                        continue;
+                    }
+                    // Another process reaped it first; what is there now is live.
+                }
+                Some((current, _)) => {
+                    if attempt >= self.config.retries {
+                        return Err(StateError::Locked {
+                            stack: stack.to_string(),
+                            region: region.to_string(),
+                            owner: current.owner.clone(),
+                            operation: current
+                                .operation
+                                .clone()
+                                .unwrap_or_else(|| "unknown".into()),
+                            expires: format_deadline(&current),
+                        });
+                    }
+                    tracing::info!(
+                        "stack {stack} ({region}) is locked by {} until {}; retrying in {:?}",
+                        current.owner,
+                        format_deadline(&current),
+                        self.config.retry_delay
+                    );
+                }
+            }
+            attempt += 1;
+            tokio::time::sleep(self.config.retry_delay).await;
+        }
+    }
+
+    async fn try_put(
+        &self,
+        key: &str,
+        stack: &str,
+        region: &str,
+        info: &LockInfo,
+    ) -> Result<Option<LockHandle>, StateError> {
+        let body = lock_body(info);
+        let put = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type("application/json")
+            .if_none_match("*")
+            .body(ByteStream::from(body.clone()))
+            .send()
+            .await;
+        match put {
+            Ok(output) => {
+                let shared = Arc::new(Shared {
+                    client: self.client.clone(),
+                    bucket: self.bucket.clone(),
+                    key: key.to_string(),
+                    stack: stack.to_string(),
+                    region: region.to_string(),
+                    info: info.clone(),
+                    ttl: self.config.ttl,
+                    held: Mutex::new(Held {
+                        etag: output.e_tag().unwrap_or_default().to_string(),
+                        body,
+                        deadline: info.expires_at_millis().unwrap_or_default(),
+                        lost: false,
+                        released: false,
+                        warned_deadline: false,
+                    }),
+                });
+                let renewer = tokio::spawn(renew_forever(
+                    Arc::clone(&shared),
+                    self.config.renew_interval(),
+                ));
+                Ok(Some(LockHandle {
+                    shared,
+                    renewer: Mutex::new(Some(renewer)),
+                }))
+            }
+            Err(err) => {
+                let failure = S3Failure::from_sdk(&err);
+                if failure.is_precondition_failed() {
+                    Ok(None)
+                } else {
+                    Err(StateError::from_failure(
+                        "acquire lock",
+                        key,
+                        &self.bucket,
+                        failure,
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Deletes an expired lock only if it is still the one we judged expired. `false` when
+    /// another process got there first.
+    async fn take_over(
+        &self,
+        key: &str,
+        expired: &LockInfo,
+        etag: &str,
+    ) -> Result<bool, StateError> {
+        let deleted = self
+            .client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .if_match(etag)
+            .send()
+            .await;
+        match deleted {
+            Ok(_) => {
+                tracing::warn!(
+                    "taking over the expired lock on {key} held by {} (operation {}, deadline {}); if that process is still running, two writers now share this stack",
+                    expired.owner,
+                    expired.operation.as_deref().unwrap_or("unknown"),
+                    format_deadline(expired)
+                );
+                purge_and_report(
+                    &self.client,
+                    &self.bucket,
+                    key,
+                    PurgedObject::Lock,
+                    PurgeLogLevel::Warn,
+                )
+                .await;
+                Ok(true)
+            }
+            Err(err) => {
+                let failure = S3Failure::from_sdk(&err);
+                if failure.is_precondition_failed() || failure.is_not_found() {
+                    Ok(false)
+                } else {
+                    Err(StateError::from_failure(
+                        "take over lock",
+                        key,
+                        &self.bucket,
+                        failure,
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Deletes the stack's lock whoever holds it (`cdkd force-unlock`). `false` when none.
+    pub async fn force_unlock(
+        &self,
+        stack: &str,
+        region: &str,
+    ) -> Result<Option<LockInfo>, StateError> {
+        let key = self.keys.lock(stack, region);
+        let existing = self.read(stack, region).await?;
+        let deleted = self
+            .client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(&key)
+            .send()
+            .await;
+        if let Err(err) = deleted {
+            let failure = S3Failure::from_sdk(&err);
+            if !failure.is_not_found() {
+                return Err(StateError::from_failure(
+                    "delete lock",
+                    &key,
+                    &self.bucket,
+                    failure,
+                ));
+            }
+        }
+        purge_and_report(
+            &self.client,
+            &self.bucket,
+            &key,
+            PurgedObject::Lock,
+            PurgeLogLevel::Warn,
+        )
+        .await;
+        Ok(existing.map(|(info, _)| info))
+    }
+}
+
+async fn read_lock(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+) -> Result<Option<(LockInfo, String)>, StateError> {
+    match client.get_object().bucket(bucket).key(key).send().await {
+        Ok(output) => {
+            let etag = output.e_tag().unwrap_or_default().to_string();
+            let bytes = output
+                .body
+                .collect()
+                .await
+                .map_err(|err| StateError::s3("read lock", key, err.to_string()))?
+                .into_bytes();
+            // An unreadable lock counts as expired rather than pinning the stack forever.
+            let info = serde_json::from_slice::<LockInfo>(&bytes).unwrap_or(LockInfo {
+                owner: "(unreadable lock)".into(),
+                timestamp: 0,
+                expires_at: serde_json::Value::Null,
+                operation: None,
+            });
+            Ok(Some((info, etag)))
+        }
+        Err(err) => {
+            let failure = S3Failure::from_sdk(&err);
+            if failure.is_not_found() && !failure.is_no_such_bucket() {
+                Ok(None)
+            } else {
+                Err(StateError::from_failure("read lock", key, bucket, failure))
+            }
+        }
+    }
+}
+
+async fn read_raw(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+) -> Result<Option<(Vec<u8>, String)>, S3Failure> {
+    match client.get_object().bucket(bucket).key(key).send().await {
+        Ok(output) => {
+            let etag = output.e_tag().unwrap_or_default().to_string();
+            let bytes = output.body.collect().await.map_err(|err| S3Failure {
+                status: None,
+                code: None,
+                message: err.to_string(),
+            })?;
+            Ok(Some((bytes.into_bytes().to_vec(), etag)))
+        }
+        Err(err) => {
+            let failure = S3Failure::from_sdk(&err);
+            if failure.is_not_found() && !failure.is_no_such_bucket() {
+                Ok(None)
+            } else {
+                Err(failure)
+            }
+        }
+    }
+}
+
+async fn renew_forever(shared: Arc<Shared>, every: Duration) {
+    loop {
+        tokio::time::sleep(every).await;
+        if !renew_once(&shared).await {
+            return;
+        }
+    }
+}
+
+/// One renewal; `false` when renewing must stop (lost or released).
+async fn renew_once(shared: &Shared) -> bool {
+    let (etag, info) = {
+        let held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
+        if held.lost || held.released {
+            return false;
+        }
+        let mut info = shared.info.clone();
+        info.expires_at = serde_json::Value::from(now_millis() + shared.ttl.as_millis() as i64);
+        (held.etag.clone(), info)
+    };
+    let body = lock_body(&info);
+    let put = shared
+        .client
+        .put_object()
+        .bucket(&shared.bucket)
+        .key(&shared.key)
+        .content_type("application/json")
+        .if_match(&etag)
+        .body(ByteStream::from(body.clone()))
+        .send()
+        .await;
+    let deadline = info.expires_at_millis().unwrap_or_default();
+    match put {
+        Ok(output) => {
+            let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
+            held.etag = output.e_tag().unwrap_or_default().to_string();
+            held.body = body;
+            held.deadline = deadline;
+            true
+        }
+        Err(err) => {
+            let failure = S3Failure::from_sdk(&err);
+            if failure.is_precondition_failed() {
+                // The write may have landed with its answer lost: adopt it if the stored body is
+                // exactly what we sent.
+                match read_raw(&shared.client, &shared.bucket, &shared.key).await {
+                    Ok(Some((stored, stored_etag))) if stored == body => {
+                        let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
+                        held.etag = stored_etag;
+                        held.body = body;
+                        held.deadline = deadline;
+                        return true;
+                    }
+                    Ok(found) => {
+                        let holder = found
+                            .and_then(|(bytes, _)| serde_json::from_slice::<LockInfo>(&bytes).ok())
+                            .map_or_else(|| "nobody".to_string(), |info| info.owner);
+                        tracing::warn!(
+                            "lost the lock on stack {} ({}): it is now held by {holder}; another process may be changing this stack",
+                            shared.stack, shared.region
+                        );
+                        shared.held.lock().unwrap_or_else(|e| e.into_inner()).lost = true;
+                        return false;
+                    }
+                    Err(read_failure) => {
+                        tracing::debug!("lock renewal check failed: {read_failure}");
+                    }
+                }
+            } else {
+                tracing::debug!("lock renewal failed, retrying next time: {failure}");
+            }
+            let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
+            if now_millis() > held.deadline && !held.warned_deadline {
+                held.warned_deadline = true;
+                tracing::warn!(
+                    "could not renew the lock on stack {} ({}) before its deadline; another process may now take it over",
+                    shared.stack, shared.region
+                );
+            }
+            true
+        }
+    }
+}
+
+impl LockHandle {
+    /// The lock's key.
+    pub fn key(&self) -> &str {
+        &self.shared.key
+    }
+
+    /// Whether another process took the lock over.
+    pub fn is_lost(&self) -> bool {
+        self.shared
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .lost
+    }
+
+    /// The ETag last written.
+    pub fn etag(&self) -> String {
+        self.shared
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .etag
+            .clone()
+    }
+
+    /// Renews once now (tests; the background task does this on its own).
+    pub async fn renew_now(&self) -> bool {
+        renew_once(&self.shared).await
+    }
+
+    /// Stops the background renewal without releasing (tests simulate a stalled holder).
+    pub fn stop_renewing(&self) {
+        if let Some(renewer) = self
+            .renewer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            renewer.abort();
+        }
+    }
+
+    /// Releases the lock if it is still ours. Never fails; logs what it could not do.
+    pub async fn release(&self) -> ReleaseOutcome {
+        {
+            let mut held = self.shared.held.lock().unwrap_or_else(|e| e.into_inner());
+            if held.released {
+                return ReleaseOutcome::AlreadyReleased;
+            }
+            held.released = true;
+        }
+        let renewer = self
+            .renewer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(renewer) = renewer {
+            renewer.abort();
+            let _ = renewer.await;
+        }
+        let shared = &self.shared;
+        let (etag, lost) = {
+            let held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
+            (held.etag.clone(), held.lost)
+        };
+        if lost {
+            tracing::warn!(
+                "not releasing the lock on {}: it is held by another process now",
+                shared.key
+            );
+            return ReleaseOutcome::NotOwner;
+        }
+        let deleted = shared
+            .client
+            .delete_object()
+            .bucket(&shared.bucket)
+            .key(&shared.key)
+            .if_match(&etag)
+            .send()
+            .await;
+        let outcome = match deleted {
+            Ok(_) => ReleaseOutcome::Released,
+            Err(err) => {
+                let failure = S3Failure::from_sdk(&err);
+                release_after_failure(shared, &failure).await
+            }
+        };
+        if outcome == ReleaseOutcome::Released {
+            purge_and_report(
+                &shared.client,
+                &shared.bucket,
+                &shared.key,
+                PurgedObject::Lock,
+                PurgeLogLevel::Debug,
+            )
+            .await;
+        }
+        outcome
+    }
+}
+
+/// Decides what a failed conditional release does. Only 403/501 mean "the condition could
+/// not be evaluated" and may fall back to an unconditional delete, after re-reading that the
+/// lock is still ours; 412 is someone else's lock; 409/503 and the rest never fall back.
+async fn release_after_failure(shared: &Shared, failure: &S3Failure) -> ReleaseOutcome {
+    if failure.is_precondition_failed() {
+        tracing::warn!(
+            "not releasing the lock on {}: it is held by another process now",
+            shared.key
+        );
+        return ReleaseOutcome::NotOwner;
+    }
+    if failure.is_not_found() {
+        return ReleaseOutcome::Released;
+    }
+    match decide_fallback(failure.status_or_zero()) {
+        Fallback::Never => {
+            let reason = format!("could not release the lock on {}: {failure}; it will lapse at its deadline, or run `cdkd force-unlock {} --stack-region {}`", shared.key, shared.stack, shared.region);
+            tracing::warn!("{reason}");
+            ReleaseOutcome::LeftInPlace(reason)
+        }
+        Fallback::AfterOwnershipCheck => {
+            match read_raw(&shared.client, &shared.bucket, &shared.key).await {
+                Err(read_failure) => {
+                    let reason = format!(
+                    "could not release the lock on {} ({failure}) and could not re-read it to check ownership ({read_failure}); leaving it to lapse at its deadline",
+                    shared.key
+                );
+                    tracing::warn!("{reason}");
+                    ReleaseOutcome::LeftInPlace(reason)
+                }
+                Ok(None) => ReleaseOutcome::Released,
+                Ok(Some((bytes, _))) => {
+                    let ours = serde_json::from_slice::<LockInfo>(&bytes).is_ok_and(|info| {
+                        info.owner == shared.info.owner && info.timestamp == shared.info.timestamp
+                    });
+                    if !ours {
+                        tracing::warn!(
+                            "not releasing the lock on {}: it is held by another process now",
+                            shared.key
+                        );
+                        return ReleaseOutcome::NotOwner;
+                    }
+                    match shared
+                        .client
+                        .delete_object()
+                        .bucket(&shared.bucket)
+                        .key(&shared.key)
+                        .send()
+                        .await
+                    {
+                        Ok(_) => ReleaseOutcome::Released,
+                        Err(err) => {
+                            let reason = format!(
+                                "could not release the lock on {}: {}",
+                                shared.key,
+                                S3Failure::from_sdk(&err)
+                            );
+                            tracing::warn!("{reason}");
+                            ReleaseOutcome::LeftInPlace(reason)
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether a failed conditional delete may be retried without its condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fallback {
+    /// 403 (a policy that cannot evaluate the condition) or 501 (an endpoint without it).
+    AfterOwnershipCheck,
+    /// Everything else, notably 409 (contended) and 503 (maybe already applied).
+    Never,
+}
+
+/// The release fallback rule by HTTP status.
+pub fn decide_fallback(status: u16) -> Fallback {
+    match status {
+        403 | 501 => Fallback::AfterOwnershipCheck,
+        _ => Fallback::Never,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_403_and_501_may_drop_the_condition() {
+        assert_eq!(decide_fallback(403), Fallback::AfterOwnershipCheck);
+        assert_eq!(decide_fallback(501), Fallback::AfterOwnershipCheck);
+        for status in [409, 503, 500, 400, 0] {
+            assert_eq!(decide_fallback(status), Fallback::Never, "{status}");
+        }
+    }
+
+    #[test]
+    fn renewal_interval_is_the_smaller_of_two_minutes_and_a_quarter_ttl() {
+        let default = LockConfig::default();
+        assert_eq!(default.renew_interval(), Duration::from_secs(120));
+        let short = LockConfig {
+            ttl: Duration::from_secs(4),
+            ..LockConfig::default()
+        };
+        assert_eq!(short.renew_interval(), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn the_owner_is_user_at_host_colon_pid() {
+        let owner = default_owner();
+        let (user_host, pid) = owner.rsplit_once(':').unwrap();
+        assert_eq!(pid, std::process::id().to_string());
+        assert!(user_host.contains('@'), "{owner}");
+    }
+}

@@ -1,0 +1,125 @@
+//! A private emulator per test process: started on first use, gone when the process exits.
+//!
+//! Each test binary gets its own moto (on a free 127.0.0.1 port), so binaries never see each
+//! other's buckets or fault rules. Tests inside one binary share it and use unique names.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::workspace_root;
+
+/// A running emulator.
+pub struct Emulator {
+    endpoint: String,
+    _process: Mutex<Child>,
+}
+
+static SHARED: OnceLock<Emulator> = OnceLock::new();
+static UNIQUE: AtomicUsize = AtomicUsize::new(0);
+
+impl Emulator {
+    /// This process's emulator, started (and its venv installed) on first use.
+    pub fn shared() -> &'static Emulator {
+        SHARED.get_or_init(Emulator::start)
+    }
+
+    fn start() -> Emulator {
+        let root = workspace_root();
+        let setup = Command::new("bash")
+            .arg(root.join("tests/emulator/setup.sh"))
+            .status()
+            .expect("bash runs");
+        assert!(setup.success(), "tests/emulator/setup.sh failed");
+        let dir = tempfile::tempdir().expect("temp dir").keep();
+        let endpoint_file: PathBuf = dir.join("endpoint");
+        let log = std::fs::File::create(dir.join("emulator.log")).expect("log file");
+        let process = Command::new(root.join(".venv/bin/python"))
+            .arg(root.join("tests/emulator/server.py"))
+            .args(["--port", "0", "--exit-with-parent", "--endpoint-file"])
+            .arg(&endpoint_file)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("the emulator starts");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !endpoint_file.exists() {
+            assert!(Instant::now() < deadline, "the emulator did not start; see {}", dir.join("emulator.log").display());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let endpoint = std::fs::read_to_string(&endpoint_file).unwrap().trim().to_string();
+        let emulator = Emulator {
+            endpoint,
+            _process: Mutex::new(process),
+        };
+        emulator.post("/moto-api/config", &serde_json::json!({"lambda": {"use_docker": false}}));
+        emulator
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// POSTs JSON to a control path (`/_emulator/faults`, `/moto-api/reset`, ...).
+    pub fn post(&self, path: &str, body: &Value) -> Value {
+        http("POST", &format!("{}{path}", self.endpoint), Some(body))
+    }
+
+    /// GETs a control path.
+    pub fn get(&self, path: &str) -> Value {
+        http("GET", &format!("{}{path}", self.endpoint), None)
+    }
+
+    /// Environment variables that point cdkd (and the AWS SDK) at this emulator.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
+            ("AWS_ACCESS_KEY_ID", "testing".into()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_EC2_METADATA_DISABLED", "true".into()),
+            ("CDKD_S3_FORCE_PATH_STYLE", "true".into()),
+        ]
+    }
+
+    /// The AWS environment the host library would resolve against this emulator.
+    pub async fn aws(&self) -> cdkd::aws_env::AwsEnvironment {
+        for (key, value) in self.env() {
+            std::env::set_var(key, value);
+        }
+        cdkd::aws_env::AwsEnvironment::load(&cdkd::aws_env::AwsOptions {
+            s3_force_path_style: true,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// A name no other test in this process uses (lowercase, bucket-safe).
+    pub fn unique(prefix: &str) -> String {
+        format!("{prefix}-{}-{}", std::process::id(), UNIQUE.fetch_add(1, Ordering::SeqCst))
+    }
+}
+
+/// A tiny HTTP/1.1 client for the emulator's control endpoints (no dependency needed).
+fn http(method: &str, url: &str, body: Option<&Value>) -> Value {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").expect("http URL");
+    let (host, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
+    let mut stream = std::net::TcpStream::connect(host).expect("connect to the emulator");
+    let payload = body.map(|b| b.to_string()).unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
+        payload.len()
+    )
+    .expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read");
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str(body).unwrap_or(Value::Null)
+}
