@@ -26,7 +26,11 @@ async fn bucket() -> (aws_sdk_s3::Client, String) {
     client
         .put_bucket_versioning()
         .bucket(&name)
-        .versioning_configuration(VersioningConfiguration::builder().status(BucketVersioningStatus::Enabled).build())
+        .versioning_configuration(
+            VersioningConfiguration::builder()
+                .status(BucketVersioningStatus::Enabled)
+                .build(),
+        )
         .send()
         .await
         .unwrap();
@@ -52,7 +56,9 @@ async fn get(client: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Option<Vec
 }
 
 fn fixture(version: u32) -> Vec<u8> {
-    let path = cdkd_tests::workspace_root().join(format!("host/src/state/testdata/roundtrip/v{version}.in.json"));
+    let path = cdkd_tests::workspace_root().join(format!(
+        "host/src/state/testdata/roundtrip/v{version}.in.json"
+    ));
     std::fs::read(path).unwrap()
 }
 
@@ -62,17 +68,44 @@ async fn every_schema_version_loads_from_the_bucket_and_saves_as_v9() {
     let backend = StateBackend::new(client.clone(), &name, StateKeys::new("cdkd"));
     for version in 2..=9 {
         let stack = format!("Stack{version}");
-        put(&client, &name, &format!("cdkd/{stack}/us-east-1/state.json"), &fixture(version)).await;
-        let mut stored = backend.load(&stack, "us-east-1").await.unwrap().expect("found");
+        put(
+            &client,
+            &name,
+            &format!("cdkd/{stack}/us-east-1/state.json"),
+            &fixture(version),
+        )
+        .await;
+        let mut stored = backend
+            .load(&stack, "us-east-1")
+            .await
+            .unwrap()
+            .expect("found");
         assert_eq!(stored.location, StateLocation::Current);
         assert_eq!(stored.state.version, 9);
         let before = stored.clone();
-        backend.save(&stack, "us-east-1", &mut stored.state, Some(&before)).await.unwrap();
-        let raw: serde_json::Value =
-            serde_json::from_slice(&get(&client, &name, &format!("cdkd/{stack}/us-east-1/state.json")).await.unwrap()).unwrap();
+        backend
+            .save(&stack, "us-east-1", &mut stored.state, Some(&before))
+            .await
+            .unwrap();
+        let raw: serde_json::Value = serde_json::from_slice(
+            &get(
+                &client,
+                &name,
+                &format!("cdkd/{stack}/us-east-1/state.json"),
+            )
+            .await
+            .unwrap(),
+        )
+        .unwrap();
         assert_eq!(raw["version"], 9, "v{version}");
-        assert_eq!(raw["resources"]["MyEip"]["physicalId"], "52.1.2.3|eipalloc-0abc123def456789a");
-        assert_eq!(raw["outputs"]["NameServers"], json!(["ns-1.awsdns-00.com", "ns-2.awsdns-01.net"]));
+        assert_eq!(
+            raw["resources"]["MyEip"]["physicalId"],
+            "52.1.2.3|eipalloc-0abc123def456789a"
+        );
+        assert_eq!(
+            raw["outputs"]["NameServers"],
+            json!(["ns-1.awsdns-00.com", "ns-2.awsdns-01.net"])
+        );
     }
 }
 
@@ -80,9 +113,19 @@ async fn every_schema_version_loads_from_the_bucket_and_saves_as_v9() {
 async fn a_newer_record_fails_closed() {
     let (client, name) = bucket().await;
     let backend = StateBackend::new(client.clone(), &name, StateKeys::new("cdkd"));
-    put(&client, &name, "cdkd/Future/us-east-1/state.json", br#"{"version":10,"stackName":"Future","region":"us-east-1"}"#).await;
+    put(
+        &client,
+        &name,
+        "cdkd/Future/us-east-1/state.json",
+        br#"{"version":10,"stackName":"Future","region":"us-east-1"}"#,
+    )
+    .await;
     let err = backend.load("Future", "us-east-1").await.unwrap_err();
-    assert!(err.to_string().contains("Unsupported state schema version 10. Upgrade cdkd."), "{err}");
+    assert!(
+        err.to_string()
+            .contains("Unsupported state schema version 10. Upgrade cdkd."),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -91,18 +134,48 @@ async fn a_legacy_record_is_read_when_its_region_matches_and_moved_on_the_next_s
     let backend = StateBackend::new(client.clone(), &name, StateKeys::new("cdkd"));
     put(&client, &name, "cdkd/MyAppStack/state.json", &fixture(1)).await;
 
-    assert!(backend.load("MyAppStack", "eu-west-1").await.unwrap().is_none(), "another region's legacy record");
-    let mut stored = backend.load("MyAppStack", "us-east-1").await.unwrap().expect("legacy record");
+    assert!(
+        backend
+            .load("MyAppStack", "eu-west-1")
+            .await
+            .unwrap()
+            .is_none(),
+        "another region's legacy record"
+    );
+    let mut stored = backend
+        .load("MyAppStack", "us-east-1")
+        .await
+        .unwrap()
+        .expect("legacy record");
     assert_eq!(stored.location, StateLocation::Legacy);
     let listed = backend.list_stacks().await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].region.as_deref(), Some("us-east-1"));
 
     let previous = stored.clone();
-    backend.save("MyAppStack", "us-east-1", &mut stored.state, Some(&previous)).await.unwrap();
-    assert!(get(&client, &name, "cdkd/MyAppStack/us-east-1/state.json").await.is_some());
-    assert!(get(&client, &name, "cdkd/MyAppStack/state.json").await.is_none(), "the legacy key stayed");
-    let reloaded = backend.load("MyAppStack", "us-east-1").await.unwrap().unwrap();
+    backend
+        .save(
+            "MyAppStack",
+            "us-east-1",
+            &mut stored.state,
+            Some(&previous),
+        )
+        .await
+        .unwrap();
+    assert!(get(&client, &name, "cdkd/MyAppStack/us-east-1/state.json")
+        .await
+        .is_some());
+    assert!(
+        get(&client, &name, "cdkd/MyAppStack/state.json")
+            .await
+            .is_none(),
+        "the legacy key stayed"
+    );
+    let reloaded = backend
+        .load("MyAppStack", "us-east-1")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(reloaded.location, StateLocation::Current);
     assert_eq!(reloaded.state.resources.len(), 3);
 }
@@ -124,8 +197,12 @@ async fn unknown_fields_survive_a_read_modify_write() {
     let mut stored = backend.load("Keep", "us-east-1").await.unwrap().unwrap();
     stored.state.outputs.insert("Added".into(), json!(true));
     let previous = stored.clone();
-    backend.save("Keep", "us-east-1", &mut stored.state, Some(&previous)).await.unwrap();
-    let raw: serde_json::Value = serde_json::from_slice(&get(&client, &name, key).await.unwrap()).unwrap();
+    backend
+        .save("Keep", "us-east-1", &mut stored.state, Some(&previous))
+        .await
+        .unwrap();
+    let raw: serde_json::Value =
+        serde_json::from_slice(&get(&client, &name, key).await.unwrap()).unwrap();
     assert_eq!(raw["futureStackField"], json!([1, 2, 3]));
     assert_eq!(raw["resources"]["R"]["futureField"], json!({"a": 1}));
     assert_eq!(raw["outputs"]["Added"], json!(true));
@@ -136,25 +213,55 @@ async fn saves_are_conditional_on_what_was_read() {
     let (client, name) = bucket().await;
     let backend = StateBackend::new(client, &name, StateKeys::new("cdkd"));
     let mut first = StackState::new("Race", "us-east-1");
-    backend.save("Race", "us-east-1", &mut first, None).await.unwrap();
+    backend
+        .save("Race", "us-east-1", &mut first, None)
+        .await
+        .unwrap();
     // A second "first write" finds the key taken.
     let mut again = StackState::new("Race", "us-east-1");
-    let err = backend.save("Race", "us-east-1", &mut again, None).await.unwrap_err();
-    assert!(matches!(err, StateError::ConcurrentModification { .. }), "{err}");
+    let err = backend
+        .save("Race", "us-east-1", &mut again, None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StateError::ConcurrentModification { .. }),
+        "{err}"
+    );
 
     let a = backend.load("Race", "us-east-1").await.unwrap().unwrap();
     let b = backend.load("Race", "us-east-1").await.unwrap().unwrap();
-    assert!(a.etag.starts_with('"') && a.etag.ends_with('"'), "ETag kept with quotes: {}", a.etag);
-    backend.save("Race", "us-east-1", &mut a.state.clone(), Some(&a)).await.unwrap();
-    let err = backend.save("Race", "us-east-1", &mut b.state.clone(), Some(&b)).await.unwrap_err();
+    assert!(
+        a.etag.starts_with('"') && a.etag.ends_with('"'),
+        "ETag kept with quotes: {}",
+        a.etag
+    );
+    backend
+        .save("Race", "us-east-1", &mut a.state.clone(), Some(&a))
+        .await
+        .unwrap();
+    let err = backend
+        .save("Race", "us-east-1", &mut b.state.clone(), Some(&b))
+        .await
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "State was modified by another process (stack Race, region us-east-1). Re-run the command; if this repeats, another cdkd is working on the stack."
     );
 }
 
-fn manager(client: &aws_sdk_s3::Client, bucket: &str, owner: &str, config: LockConfig) -> LockManager {
-    LockManager::with_owner(client.clone(), bucket, StateKeys::new("cdkd"), config, owner.to_string())
+fn manager(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+    owner: &str,
+    config: LockConfig,
+) -> LockManager {
+    LockManager::with_owner(
+        client.clone(),
+        bucket,
+        StateKeys::new("cdkd"),
+        config,
+        owner.to_string(),
+    )
 }
 
 fn fast(ttl_ms: u64) -> LockConfig {
@@ -173,8 +280,15 @@ async fn sixteen_acquirers_one_winner_fifty_rounds() {
     for round in 0..50 {
         let mut attempts = Vec::new();
         for contender in 0..16 {
-            let manager = manager(&client, &name, &format!("contender-{contender}@test:{round}"), fast(60_000));
-            attempts.push(tokio::spawn(async move { manager.acquire("Contended", "us-east-1", "deploy").await }));
+            let manager = manager(
+                &client,
+                &name,
+                &format!("contender-{contender}@test:{round}"),
+                fast(60_000),
+            );
+            attempts.push(tokio::spawn(async move {
+                manager.acquire("Contended", "us-east-1", "deploy").await
+            }));
         }
         let mut winners = Vec::new();
         for attempt in attempts {
@@ -187,7 +301,10 @@ async fn sixteen_acquirers_one_winner_fifty_rounds() {
         assert_eq!(winners.len(), 1, "round {round}: {} winners", winners.len());
         assert_eq!(winners[0].release().await, ReleaseOutcome::Released);
     }
-    eprintln!("contention: 50 rounds x 16 acquirers in {:?}", started.elapsed());
+    eprintln!(
+        "contention: 50 rounds x 16 acquirers in {:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -200,10 +317,19 @@ async fn two_reapers_of_an_expired_lock_one_winner() {
             expires_at: json!(now_millis() - 1_000),
             operation: Some("deploy".into()),
         };
-        put(&client, &name, "cdkd/Reaped/us-east-1/lock.json", &serde_json::to_vec(&stale).unwrap()).await;
+        put(
+            &client,
+            &name,
+            "cdkd/Reaped/us-east-1/lock.json",
+            &serde_json::to_vec(&stale).unwrap(),
+        )
+        .await;
         let a = manager(&client, &name, "reaper-a@test:1", fast(60_000));
         let b = manager(&client, &name, "reaper-b@test:2", fast(60_000));
-        let (ra, rb) = tokio::join!(a.acquire("Reaped", "us-east-1", "deploy"), b.acquire("Reaped", "us-east-1", "deploy"));
+        let (ra, rb) = tokio::join!(
+            a.acquire("Reaped", "us-east-1", "deploy"),
+            b.acquire("Reaped", "us-east-1", "deploy")
+        );
         let winners: Vec<_> = [ra, rb].into_iter().filter_map(Result::ok).collect();
         assert_eq!(winners.len(), 1, "round {round}");
         winners[0].release().await;
@@ -214,16 +340,30 @@ async fn two_reapers_of_an_expired_lock_one_winner() {
 async fn a_process_whose_lock_was_taken_over_does_not_delete_the_new_owners_lock() {
     let (client, name) = bucket().await;
     let old = manager(&client, &name, "old@test:1", fast(800));
-    let held = old.acquire("TakenOver", "us-east-1", "deploy").await.unwrap();
+    let held = old
+        .acquire("TakenOver", "us-east-1", "deploy")
+        .await
+        .unwrap();
     held.stop_renewing(); // a stalled holder: no heartbeat
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     let new = manager(&client, &name, "new@test:2", fast(60_000));
-    let new_handle = new.acquire("TakenOver", "us-east-1", "deploy").await.expect("takeover");
+    let new_handle = new
+        .acquire("TakenOver", "us-east-1", "deploy")
+        .await
+        .expect("takeover");
     assert_eq!(held.release().await, ReleaseOutcome::NotOwner);
-    let (info, _) = new.read("TakenOver", "us-east-1").await.unwrap().expect("still locked");
+    let (info, _) = new
+        .read("TakenOver", "us-east-1")
+        .await
+        .unwrap()
+        .expect("still locked");
     assert_eq!(info.owner, "new@test:2");
     assert_eq!(new_handle.release().await, ReleaseOutcome::Released);
-    assert_eq!(new_handle.release().await, ReleaseOutcome::AlreadyReleased, "a second release is a no-op");
+    assert_eq!(
+        new_handle.release().await,
+        ReleaseOutcome::AlreadyReleased,
+        "a second release is a no-op"
+    );
     assert!(new.read("TakenOver", "us-east-1").await.unwrap().is_none());
 }
 
@@ -231,7 +371,10 @@ async fn a_process_whose_lock_was_taken_over_does_not_delete_the_new_owners_lock
 async fn renewal_keeps_a_lock_alive_past_several_ttls() {
     let (client, name) = bucket().await;
     let holder = manager(&client, &name, "holder@test:1", fast(1_200)); // renews every 300 ms
-    let held = holder.acquire("Renewed", "us-east-1", "deploy").await.unwrap();
+    let held = holder
+        .acquire("Renewed", "us-east-1", "deploy")
+        .await
+        .unwrap();
     let first_etag = held.etag();
     tokio::time::sleep(Duration::from_millis(4_000)).await;
     let other = manager(&client, &name, "other@test:2", fast(60_000));
@@ -243,14 +386,30 @@ async fn renewal_keeps_a_lock_alive_past_several_ttls() {
     assert_ne!(held.etag(), first_etag, "the lock was never rewritten");
     assert!(!held.is_lost());
     assert_eq!(held.release().await, ReleaseOutcome::Released);
-    other.acquire("Renewed", "us-east-1", "deploy").await.expect("free after release").release().await;
+    other
+        .acquire("Renewed", "us-east-1", "deploy")
+        .await
+        .expect("free after release")
+        .release()
+        .await;
 }
 
 #[tokio::test]
 async fn a_renewal_whose_answer_was_lost_is_adopted_not_declared_lost() {
     let (client, name) = bucket().await;
-    let holder = manager(&client, &name, "holder@test:1", LockConfig { renew_every: Some(Duration::from_secs(3600)), ..fast(60_000) });
-    let held = holder.acquire("Adopted", "us-east-1", "deploy").await.unwrap();
+    let holder = manager(
+        &client,
+        &name,
+        "holder@test:1",
+        LockConfig {
+            renew_every: Some(Duration::from_secs(3600)),
+            ..fast(60_000)
+        },
+    );
+    let held = holder
+        .acquire("Adopted", "us-east-1", "deploy")
+        .await
+        .unwrap();
     // The renewal lands, but its answer is a 503: the SDK retries with the same If-Match, which
     // now fails with 412 against our own write. The stored body is byte-for-byte ours.
     let rule_path = format!("{name}/cdkd/Adopted/us-east-1/lock.json");
@@ -262,17 +421,33 @@ async fn a_renewal_whose_answer_was_lost_is_adopted_not_declared_lost() {
     let before = held.etag();
     assert!(held.renew_now().await, "the renewal was declared lost");
     assert!(!held.is_lost());
-    assert_ne!(held.etag(), before, "the landed renewal's ETag was not adopted");
+    assert_ne!(
+        held.etag(),
+        before,
+        "the landed renewal's ETag was not adopted"
+    );
     let hits = Emulator::shared().get("/_emulator/faults")["rules"][0]["hits"].clone();
     Emulator::shared().post("/_emulator/faults", &json!({"rules": []}));
-    assert_eq!(hits, json!(1), "the fault never fired, so nothing was tested");
+    assert_eq!(
+        hits,
+        json!(1),
+        "the fault never fired, so nothing was tested"
+    );
     assert_eq!(held.release().await, ReleaseOutcome::Released);
 }
 
 #[tokio::test]
 async fn a_renewal_after_a_takeover_declares_the_lock_lost() {
     let (client, name) = bucket().await;
-    let holder = manager(&client, &name, "holder@test:1", LockConfig { renew_every: Some(Duration::from_secs(3600)), ..fast(60_000) });
+    let holder = manager(
+        &client,
+        &name,
+        "holder@test:1",
+        LockConfig {
+            renew_every: Some(Duration::from_secs(3600)),
+            ..fast(60_000)
+        },
+    );
     let held = holder.acquire("Lost", "us-east-1", "deploy").await.unwrap();
     let admin = manager(&client, &name, "admin@test:2", fast(60_000));
     admin.force_unlock("Lost", "us-east-1").await.unwrap();
@@ -280,7 +455,16 @@ async fn a_renewal_after_a_takeover_declares_the_lock_lost() {
     assert!(!held.renew_now().await);
     assert!(held.is_lost());
     assert_eq!(held.release().await, ReleaseOutcome::NotOwner);
-    assert_eq!(admin.read("Lost", "us-east-1").await.unwrap().unwrap().0.owner, "admin@test:2");
+    assert_eq!(
+        admin
+            .read("Lost", "us-east-1")
+            .await
+            .unwrap()
+            .unwrap()
+            .0
+            .owner,
+        "admin@test:2"
+    );
     thief.release().await;
 }
 
@@ -288,17 +472,42 @@ async fn a_renewal_after_a_takeover_declares_the_lock_lost() {
 async fn force_unlock_removes_any_lock_and_its_history() {
     let (client, name) = bucket().await;
     let holder = manager(&client, &name, "holder@test:1", fast(60_000));
-    let held = holder.acquire("Forced", "us-east-1", "deploy").await.unwrap();
+    let held = holder
+        .acquire("Forced", "us-east-1", "deploy")
+        .await
+        .unwrap();
     held.renew_now().await;
     held.stop_renewing();
     let admin = manager(&client, &name, "admin@test:2", fast(60_000));
-    let removed = admin.force_unlock("Forced", "us-east-1").await.unwrap().expect("there was a lock");
+    let removed = admin
+        .force_unlock("Forced", "us-east-1")
+        .await
+        .unwrap()
+        .expect("there was a lock");
     assert_eq!(removed.owner, "holder@test:1");
-    let versions = client.list_object_versions().bucket(&name).prefix("cdkd/Forced/us-east-1/lock.json").send().await.unwrap();
-    let noncurrent = versions.versions().iter().filter(|v| v.is_latest() == Some(false)).count()
-        + versions.delete_markers().iter().filter(|m| m.is_latest() == Some(false)).count();
+    let versions = client
+        .list_object_versions()
+        .bucket(&name)
+        .prefix("cdkd/Forced/us-east-1/lock.json")
+        .send()
+        .await
+        .unwrap();
+    let noncurrent = versions
+        .versions()
+        .iter()
+        .filter(|v| v.is_latest() == Some(false))
+        .count()
+        + versions
+            .delete_markers()
+            .iter()
+            .filter(|m| m.is_latest() == Some(false))
+            .count();
     assert_eq!(noncurrent, 0, "force-unlock left noncurrent versions");
-    assert!(admin.force_unlock("Forced", "us-east-1").await.unwrap().is_none());
+    assert!(admin
+        .force_unlock("Forced", "us-east-1")
+        .await
+        .unwrap()
+        .is_none());
 }
 
 #[tokio::test]
@@ -308,11 +517,23 @@ async fn purge_removes_only_noncurrent_versions_of_the_one_key() {
     for body in ["1", "2", "3"] {
         put(&client, &name, key, body.as_bytes()).await;
     }
-    client.delete_object().bucket(&name).key(key).send().await.unwrap(); // a delete marker
+    client
+        .delete_object()
+        .bucket(&name)
+        .key(key)
+        .send()
+        .await
+        .unwrap(); // a delete marker
     put(&client, &name, key, b"current").await;
     for body in ["a", "b"] {
         put(&client, &name, &format!("{key}.bak"), body.as_bytes()).await;
-        put(&client, &name, "cdkd/P/us-east-1/state.json", body.as_bytes()).await;
+        put(
+            &client,
+            &name,
+            "cdkd/P/us-east-1/state.json",
+            body.as_bytes(),
+        )
+        .await;
     }
     let report = purge_noncurrent_versions(&client, &name, key).await;
     assert!(report.failures.is_empty(), "{:?}", report.failures);
@@ -322,16 +543,48 @@ async fn purge_removes_only_noncurrent_versions_of_the_one_key() {
         let client = client.clone();
         let name = name.clone();
         async move {
-            let listed = client.list_object_versions().bucket(&name).prefix(prefix).send().await.unwrap();
-            let versions: Vec<_> = listed.versions().iter().filter(|v| v.key() == Some(prefix)).collect();
-            let markers = listed.delete_markers().iter().filter(|m| m.key() == Some(prefix)).count();
-            (versions.len(), markers, versions.iter().filter(|v| v.is_latest() == Some(true)).count())
+            let listed = client
+                .list_object_versions()
+                .bucket(&name)
+                .prefix(prefix)
+                .send()
+                .await
+                .unwrap();
+            let versions: Vec<_> = listed
+                .versions()
+                .iter()
+                .filter(|v| v.key() == Some(prefix))
+                .collect();
+            let markers = listed
+                .delete_markers()
+                .iter()
+                .filter(|m| m.key() == Some(prefix))
+                .count();
+            (
+                versions.len(),
+                markers,
+                versions
+                    .iter()
+                    .filter(|v| v.is_latest() == Some(true))
+                    .count(),
+            )
         }
     };
-    assert_eq!(count("cdkd/P/us-east-1/rollback-journal.json").await, (1, 0, 1));
+    assert_eq!(
+        count("cdkd/P/us-east-1/rollback-journal.json").await,
+        (1, 0, 1)
+    );
     assert_eq!(get(&client, &name, key).await.unwrap(), b"current");
-    assert_eq!(count("cdkd/P/us-east-1/rollback-journal.json.bak").await.0, 2, "a sibling key was touched");
-    assert_eq!(count("cdkd/P/us-east-1/state.json").await.0, 2, "state history was touched");
+    assert_eq!(
+        count("cdkd/P/us-east-1/rollback-journal.json.bak").await.0,
+        2,
+        "a sibling key was touched"
+    );
+    assert_eq!(
+        count("cdkd/P/us-east-1/state.json").await.0,
+        2,
+        "state history was touched"
+    );
 }
 
 #[tokio::test]
@@ -343,7 +596,10 @@ async fn lock_figures() {
     let mut release = Vec::new();
     for _ in 0..20 {
         let started = std::time::Instant::now();
-        let held = manager.acquire("Figures", "us-east-1", "deploy").await.unwrap();
+        let held = manager
+            .acquire("Figures", "us-east-1", "deploy")
+            .await
+            .unwrap();
         acquire.push(started.elapsed());
         let started = std::time::Instant::now();
         assert_eq!(held.release().await, ReleaseOutcome::Released);
@@ -351,5 +607,8 @@ async fn lock_figures() {
     }
     acquire.sort();
     release.sort();
-    eprintln!("lock acquire median {:?}, release (incl. purge) median {:?}", acquire[10], release[10]);
+    eprintln!(
+        "lock acquire median {:?}, release (incl. purge) median {:?}",
+        acquire[10], release[10]
+    );
 }

@@ -69,6 +69,7 @@ class FaultRule:
         self.action = spec.get("action")
         self.path_contains = spec.get("pathContains")
         self.query_contains = spec.get("queryContains")
+        self.header = spec.get("header")  # e.g. "If-Match": only requests carrying it
         self.status = int(spec.get("status", 400))
         self.code = spec.get("code", "ThrottlingException")
         self.message = spec.get("message", "injected by the cdkd emulator")
@@ -85,6 +86,7 @@ class FaultRule:
             and (self.action is None or request["action"] == self.action)
             and (self.path_contains is None or self.path_contains in request["path"])
             and (self.query_contains is None or self.query_contains in request["query"])
+            and (self.header is None or self.header.lower() in request["headers"])
             and (self.remaining is None or self.remaining > 0)
         )
 
@@ -151,6 +153,7 @@ class Emulator:
             "method": environ.get("REQUEST_METHOD", "GET"),
             "path": environ.get("PATH_INFO", ""),
             "query": query,
+            "headers": {key[5:].replace("_", "-").lower() for key in environ if key.startswith("HTTP_")},
         }
 
     def _count(self, request):

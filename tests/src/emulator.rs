@@ -16,8 +16,11 @@ use crate::workspace_root;
 /// A running emulator.
 pub struct Emulator {
     endpoint: String,
-    _process: Mutex<Child>,
+    _process: Option<Mutex<Child>>,
 }
+
+/// Set for a child test process so it uses its parent's emulator instead of starting one.
+pub const ATTACH_ENV: &str = "CDKD_TEST_EMULATOR_ENDPOINT";
 
 static SHARED: OnceLock<Emulator> = OnceLock::new();
 static UNIQUE: AtomicUsize = AtomicUsize::new(0);
@@ -29,6 +32,12 @@ impl Emulator {
     }
 
     fn start() -> Emulator {
+        if let Ok(endpoint) = std::env::var(ATTACH_ENV) {
+            return Emulator {
+                endpoint,
+                _process: None,
+            };
+        }
         let root = workspace_root();
         let setup = Command::new("bash")
             .arg(root.join("tests/emulator/setup.sh"))
@@ -48,15 +57,25 @@ impl Emulator {
             .expect("the emulator starts");
         let deadline = Instant::now() + Duration::from_secs(60);
         while !endpoint_file.exists() {
-            assert!(Instant::now() < deadline, "the emulator did not start; see {}", dir.join("emulator.log").display());
+            assert!(
+                Instant::now() < deadline,
+                "the emulator did not start; see {}",
+                dir.join("emulator.log").display()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
-        let endpoint = std::fs::read_to_string(&endpoint_file).unwrap().trim().to_string();
+        let endpoint = std::fs::read_to_string(&endpoint_file)
+            .unwrap()
+            .trim()
+            .to_string();
         let emulator = Emulator {
             endpoint,
-            _process: Mutex::new(process),
+            _process: Some(Mutex::new(process)),
         };
-        emulator.post("/moto-api/config", &serde_json::json!({"lambda": {"use_docker": false}}));
+        emulator.post(
+            "/moto-api/config",
+            &serde_json::json!({"lambda": {"use_docker": false}}),
+        );
         emulator
     }
 
@@ -101,7 +120,11 @@ impl Emulator {
 
     /// A name no other test in this process uses (lowercase, bucket-safe).
     pub fn unique(prefix: &str) -> String {
-        format!("{prefix}-{}-{}", std::process::id(), UNIQUE.fetch_add(1, Ordering::SeqCst))
+        format!(
+            "{prefix}-{}-{}",
+            std::process::id(),
+            UNIQUE.fetch_add(1, Ordering::SeqCst)
+        )
     }
 }
 
@@ -109,7 +132,9 @@ impl Emulator {
 fn http(method: &str, url: &str, body: Option<&Value>) -> Value {
     use std::io::{Read, Write};
     let rest = url.strip_prefix("http://").expect("http URL");
-    let (host, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
+    let (host, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
     let mut stream = std::net::TcpStream::connect(host).expect("connect to the emulator");
     let payload = body.map(|b| b.to_string()).unwrap_or_default();
     write!(
