@@ -6,7 +6,9 @@
 
 #![forbid(unsafe_code)]
 
+pub mod analyzer;
 pub mod aws_env;
 pub mod cli;
 pub mod provisioning;
 pub mod state;
+pub mod synthesis;

@@ -1,0 +1,8 @@
+//! The analysis layer: a template's model, its intrinsic resolution, the dependency graph of
+//! its resources, and the diff against a state record.
+//!
+//! It knows nothing of S3 or providers: state arrives as a record, create-only properties and
+//! cross-stack values through small traits the caller implements.
+
+pub mod intrinsics;
+pub mod template;

@@ -1,0 +1,313 @@
+//! The CloudFormation template as cdkd reads it: parameters, mappings, conditions, rules,
+//! resources and outputs, with property values kept as JSON for the resolver.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+/// The CDK bootstrap-version parameter, recognised and skipped (no SSM call).
+pub const BOOTSTRAP_VERSION_PARAMETER: &str = "BootstrapVersion";
+/// The CDK rule that checks it, skipped with it.
+pub const CHECK_BOOTSTRAP_VERSION_RULE: &str = "CheckBootstrapVersion";
+/// Metadata resources CloudFormation ignores and cdkd never provisions.
+pub const CDK_METADATA_TYPE: &str = "AWS::CDK::Metadata";
+
+/// A template that cannot be used, naming the place.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TemplateError {
+    /// Not a JSON object, or a section of the wrong shape.
+    #[error("template {path}: {message}")]
+    Shape {
+        /// JSON path, e.g. `Resources.MyBucket.Type`.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A transform (macro) is present; cdkd does not expand them yet.
+    #[error("template uses Transform {0}: macros are not supported yet; deploy this stack with the CDK CLI")]
+    Transform(String),
+}
+
+fn shape(path: impl Into<String>, message: impl Into<String>) -> TemplateError {
+    TemplateError::Shape {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+/// One template parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parameter {
+    /// `String`, `Number`, `CommaDelimitedList`, `List<Number>`, `AWS::SSM::Parameter::Value<…>`, …
+    pub kind: String,
+    /// The default, if any.
+    pub default: Option<Value>,
+    /// `NoEcho`.
+    pub no_echo: bool,
+}
+
+impl Parameter {
+    /// Whether the value is a list (split on commas).
+    pub fn is_list(&self) -> bool {
+        self.kind == "CommaDelimitedList"
+            || self.kind.starts_with("List<")
+            || self.kind.starts_with("AWS::SSM::Parameter::Value<List<")
+            || self.kind == "AWS::SSM::Parameter::Value<CommaDelimitedList>"
+    }
+
+    /// Whether the value is the name of an SSM parameter to read at deploy time.
+    pub fn is_ssm(&self) -> bool {
+        self.kind.starts_with("AWS::SSM::Parameter::Value<")
+    }
+}
+
+/// One resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resource {
+    /// The CloudFormation type.
+    pub kind: String,
+    /// The raw properties (intrinsics unresolved).
+    pub properties: Map<String, Value>,
+    /// Explicit `DependsOn`.
+    pub depends_on: Vec<String>,
+    /// The `Condition` gating it.
+    pub condition: Option<String>,
+    /// `DeletionPolicy`.
+    pub deletion_policy: Option<String>,
+    /// `UpdateReplacePolicy`.
+    pub update_replace_policy: Option<String>,
+    /// `Metadata`.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// One output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    /// The raw value.
+    pub value: Value,
+    /// `Export.Name` (raw: may be an intrinsic).
+    pub export_name: Option<Value>,
+    /// The `Condition` gating it.
+    pub condition: Option<String>,
+}
+
+/// A parsed template.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Template {
+    /// Parameters, minus CDK's bootstrap-version parameter.
+    pub parameters: BTreeMap<String, Parameter>,
+    /// `Mappings`.
+    pub mappings: Map<String, Value>,
+    /// `Conditions` (raw expressions).
+    pub conditions: Map<String, Value>,
+    /// `Rules`, minus CDK's bootstrap-version check (kept for completeness; not evaluated).
+    pub rules: Map<String, Value>,
+    /// Resources, minus `AWS::CDK::Metadata`.
+    pub resources: BTreeMap<String, Resource>,
+    /// Outputs.
+    pub outputs: BTreeMap<String, Output>,
+}
+
+fn as_object<'a>(value: &'a Value, path: &str) -> Result<&'a Map<String, Value>, TemplateError> {
+    value
+        .as_object()
+        .ok_or_else(|| shape(path, "must be an object"))
+}
+
+fn optional_string(
+    object: &Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Option<String>, TemplateError> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(shape(format!("{path}.{key}"), "must be a string")),
+    }
+}
+
+impl Template {
+    /// Parses a template document.
+    pub fn parse(document: &Value) -> Result<Template, TemplateError> {
+        let root = as_object(document, "(root)")?;
+        if let Some(transform) = root.get("Transform") {
+            let names = match transform {
+                Value::String(name) => name.clone(),
+                Value::Array(names) => names
+                    .iter()
+                    .map(|n| n.as_str().unwrap_or("?"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                other => other.to_string(),
+            };
+            return Err(TemplateError::Transform(names));
+        }
+        let section = |name: &str| -> Result<Map<String, Value>, TemplateError> {
+            match root.get(name) {
+                None | Some(Value::Null) => Ok(Map::new()),
+                Some(value) => Ok(as_object(value, name)?.clone()),
+            }
+        };
+        let mut template = Template {
+            mappings: section("Mappings")?,
+            conditions: section("Conditions")?,
+            rules: section("Rules")?,
+            ..Template::default()
+        };
+        template.rules.remove(CHECK_BOOTSTRAP_VERSION_RULE);
+        for (name, raw) in section("Parameters")? {
+            if name == BOOTSTRAP_VERSION_PARAMETER {
+                continue;
+            }
+            let path = format!("Parameters.{name}");
+            let object = as_object(&raw, &path)?;
+            let kind = optional_string(object, "Type", &path)?
+                .ok_or_else(|| shape(&path, "has no Type"))?;
+            template.parameters.insert(
+                name,
+                Parameter {
+                    kind,
+                    default: object.get("Default").cloned(),
+                    no_echo: matches!(object.get("NoEcho"), Some(Value::Bool(true)))
+                        || object.get("NoEcho").and_then(Value::as_str) == Some("true"),
+                },
+            );
+        }
+        for (logical_id, raw) in section("Resources")? {
+            let path = format!("Resources.{logical_id}");
+            let object = as_object(&raw, &path)?;
+            let kind = optional_string(object, "Type", &path)?
+                .ok_or_else(|| shape(&path, "has no Type"))?;
+            if kind == CDK_METADATA_TYPE {
+                continue;
+            }
+            let properties = match object.get("Properties") {
+                None | Some(Value::Null) => Map::new(),
+                Some(value) => as_object(value, &format!("{path}.Properties"))?.clone(),
+            };
+            let depends_on = match object.get("DependsOn") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::String(one)) => vec![one.clone()],
+                Some(Value::Array(many)) => many
+                    .iter()
+                    .map(|d| {
+                        d.as_str().map(ToString::to_string).ok_or_else(|| {
+                            shape(format!("{path}.DependsOn"), "must list logical ids")
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(_) => {
+                    return Err(shape(
+                        format!("{path}.DependsOn"),
+                        "must be a string or a list",
+                    ))
+                }
+            };
+            template.resources.insert(
+                logical_id,
+                Resource {
+                    kind,
+                    properties,
+                    depends_on,
+                    condition: optional_string(object, "Condition", &path)?,
+                    deletion_policy: optional_string(object, "DeletionPolicy", &path)?,
+                    update_replace_policy: optional_string(object, "UpdateReplacePolicy", &path)?,
+                    metadata: object.get("Metadata").and_then(Value::as_object).cloned(),
+                },
+            );
+        }
+        for (name, raw) in section("Outputs")? {
+            let path = format!("Outputs.{name}");
+            let object = as_object(&raw, &path)?;
+            let value = object
+                .get("Value")
+                .cloned()
+                .ok_or_else(|| shape(&path, "has no Value"))?;
+            let export_name = match object.get("Export") {
+                None | Some(Value::Null) => None,
+                Some(export) => Some(
+                    as_object(export, &format!("{path}.Export"))?
+                        .get("Name")
+                        .cloned()
+                        .ok_or_else(|| shape(format!("{path}.Export"), "has no Name"))?,
+                ),
+            };
+            template.outputs.insert(
+                name,
+                Output {
+                    value,
+                    export_name,
+                    condition: optional_string(object, "Condition", &path)?,
+                },
+            );
+        }
+        for (logical_id, resource) in &template.resources {
+            for dependency in &resource.depends_on {
+                if !template.resources.contains_key(dependency) {
+                    return Err(shape(
+                        format!("Resources.{logical_id}.DependsOn"),
+                        format!("names {dependency}, which is not a resource of this template"),
+                    ));
+                }
+            }
+        }
+        Ok(template)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cdk_boilerplate_is_recognised_and_skipped() {
+        let template = Template::parse(&json!({
+            "Parameters": {
+                "BootstrapVersion": {"Type": "AWS::SSM::Parameter::Value<String>", "Default": "/cdk-bootstrap/hnb659fds/version"},
+                "Env": {"Type": "String", "Default": "dev"},
+                "Subnets": {"Type": "CommaDelimitedList", "Default": "a,b"}
+            },
+            "Rules": {"CheckBootstrapVersion": {"Assertions": []}},
+            "Resources": {
+                "CDKMetadata": {"Type": "AWS::CDK::Metadata", "Properties": {"Analytics": "v2:deflate64:..."}},
+                "Queue": {"Type": "AWS::SQS::Queue", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
+            },
+            "Outputs": {"QueueUrl": {"Value": {"Ref": "Queue"}, "Export": {"Name": "Shared-QueueUrl"}}}
+        }))
+        .unwrap();
+        assert_eq!(
+            template.parameters.keys().collect::<Vec<_>>(),
+            ["Env", "Subnets"]
+        );
+        assert!(template.parameters["Subnets"].is_list());
+        assert!(template.rules.is_empty());
+        assert_eq!(template.resources.keys().collect::<Vec<_>>(), ["Queue"]);
+        assert_eq!(
+            template.resources["Queue"].deletion_policy.as_deref(),
+            Some("Retain")
+        );
+        assert_eq!(
+            template.outputs["QueueUrl"].export_name,
+            Some(json!("Shared-QueueUrl"))
+        );
+    }
+
+    #[test]
+    fn errors_name_the_path() {
+        let err = Template::parse(&json!({"Resources": {"A": {"Properties": {}}}})).unwrap_err();
+        assert_eq!(err.to_string(), "template Resources.A: has no Type");
+        let err =
+            Template::parse(&json!({"Resources": {"A": {"Type": "T", "DependsOn": "Ghost"}}}))
+                .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "template Resources.A.DependsOn: names Ghost, which is not a resource of this template"
+        );
+        let err =
+            Template::parse(&json!({"Transform": "AWS::Serverless-2016-10-31", "Resources": {}}))
+                .unwrap_err();
+        assert!(matches!(err, TemplateError::Transform(_)));
+        assert!(Template::parse(&json!([1])).is_err());
+    }
+}

@@ -1,0 +1,6 @@
+//! The synthesis layer: running the CDK app (or reading a `cdk.out`) and reading the cloud
+//! assembly it produced: stacks, templates, environments, assets, missing context.
+
+pub mod assembly;
+pub mod runner;
+pub mod selection;
