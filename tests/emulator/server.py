@@ -10,7 +10,8 @@ SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
   set at run time with `POST /_emulator/faults`;
 - `GET /_emulator/health`, `GET|POST /_emulator/config`, `GET /_emulator/stats` (requests
   seen per service and action), and `POST /moto-api/reset` also resetting Cloud Control;
-- bucket-policy statements with a `Condition` are not enforced (moto would deny every call).
+- bucket-policy statements with a `Condition` are not enforced (moto would deny every call);
+- S3 mutations run one at a time, so conditional writes are atomic as they are on AWS.
 
 Run: python server.py --port 0 --endpoint-file FILE   (port 0 picks a free port)
 """
@@ -106,6 +107,10 @@ class Emulator:
         self.rules = []
         self.stats = {}
         self.lock = threading.Lock()
+        # moto checks If-Match / If-None-Match and then writes, without a lock: two concurrent
+        # conditional PUTs can both succeed. S3 makes them atomic; so does the emulator, by
+        # running S3 mutations one at a time.
+        self.s3_writes = threading.Lock()
 
     # -- WSGI -------------------------------------------------------------------------------
 
@@ -135,6 +140,9 @@ class Emulator:
                 return self._error(start_response, request, status, code, message)
         if request["target"].startswith(CC_TARGET_PREFIX):
             return self._cloudcontrol(environ, start_response, request)
+        if request["service"] == "s3" and request["method"] in ("PUT", "POST", "DELETE"):
+            with self.s3_writes:
+                return list(self.moto(environ, start_response))
         return self.moto(environ, start_response)
 
     def _describe(self, environ):

@@ -235,3 +235,4 @@ def test_a_pass_through_fault_applies_the_request_then_fails_it(emulator):
     assert raised.value.code == 503
     body = emulator.client("s3").get_object(Bucket="landed", Key="k")["Body"].read()
     assert body == b"it landed"
+
