@@ -1,0 +1,284 @@
+//! Planning one stack: resolve every active resource at plan time in dependency order, build
+//! the graph, and diff against the state record.
+//!
+//! A reference to a resource that is being created or replaced is "known after deploy"; a
+//! reference to one that stays uses its recorded physical id and attributes.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use super::dag::{Graph, GraphError};
+use super::diff::{deletion, diff_resource, Action, Desired, ResourceChange};
+use super::intrinsics::{partition_of, url_suffix_of, Environment, Lookup, ResolveError, Resolver};
+use super::template::Template;
+use crate::state::schema::StackState;
+
+/// Values from outside the stack: other stacks' outputs and AWS lookups.
+pub trait ExternalValues {
+    /// `Fn::ImportValue`.
+    fn import_value(&self, export_name: &str) -> Lookup;
+    /// `Fn::GetStackOutput` (`region` defaults to the consumer's).
+    fn stack_output(&self, stack: &str, region: &str, output: &str) -> Lookup;
+    /// `Fn::GetAZs`.
+    fn availability_zones(&self, region: &str) -> Lookup;
+}
+
+/// Which properties of a type force a replacement when they change.
+pub trait CreateOnlyProperties {
+    /// The create-only properties of `resource_type` (empty: every change is in place).
+    fn create_only(&self, resource_type: &str) -> Vec<String>;
+}
+
+/// What a stack is and where it goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StackContext {
+    /// The stack (and state record) name.
+    pub stack_name: String,
+    /// The target region.
+    pub region: String,
+    /// The target account.
+    pub account: String,
+}
+
+impl StackContext {
+    /// The value of a pseudo parameter for this stack.
+    pub fn pseudo(&self, name: &str) -> Option<Value> {
+        let partition = partition_of(&self.region);
+        Some(match name {
+            "AWS::Region" => json!(self.region),
+            "AWS::AccountId" => json!(self.account),
+            "AWS::Partition" => json!(partition),
+            "AWS::URLSuffix" => json!(url_suffix_of(&self.region)),
+            "AWS::StackName" => json!(self.stack_name),
+            // cdkd has no CloudFormation stack; this stable, well-formed ARN stands in for it.
+            "AWS::StackId" => json!(format!(
+                "arn:{partition}:cloudformation:{}:{}:stack/{}/cdkd",
+                self.region, self.account, self.stack_name
+            )),
+            "AWS::NotificationARNs" => json!([]),
+            _ => return None,
+        })
+    }
+}
+
+/// A plan that cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// Resolution failed.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// The graph is broken.
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+}
+
+/// One stack's plan.
+#[derive(Debug, Clone)]
+pub struct StackPlan {
+    /// The dependency graph of the active resources.
+    pub graph: Graph,
+    /// Resolved (plan-time) properties of every active resource.
+    pub properties: BTreeMap<String, Map<String, Value>>,
+    /// Every change, in dependency order, deletions last.
+    pub changes: Vec<ResourceChange>,
+}
+
+impl StackPlan {
+    /// Whether anything would change.
+    pub fn has_changes(&self) -> bool {
+        self.changes.iter().any(|c| c.action != Action::NoChange)
+    }
+
+    /// Counts per action: create, update, delete, no-change.
+    pub fn summary(&self) -> (usize, usize, usize, usize) {
+        let count = |action| self.changes.iter().filter(|c| c.action == action).count();
+        (count(Action::Create), count(Action::Update), count(Action::Delete), count(Action::NoChange))
+    }
+}
+
+struct PlanEnvironment<'a> {
+    context: &'a StackContext,
+    state: Option<&'a StackState>,
+    external: &'a dyn ExternalValues,
+    /// Resources whose identity is new in this deploy (created or replaced).
+    renewed: std::cell::RefCell<std::collections::BTreeSet<String>>,
+}
+
+impl Environment for PlanEnvironment<'_> {
+    fn pseudo(&self, name: &str) -> Option<Value> {
+        self.context.pseudo(name)
+    }
+
+    fn resource_ref(&self, logical_id: &str) -> Lookup {
+        if self.renewed.borrow().contains(logical_id) {
+            return Lookup::Unknown;
+        }
+        match self.state.and_then(|s| s.resources.get(logical_id)) {
+            Some(record) => Lookup::Known(Value::String(record.physical_id.clone())),
+            None => Lookup::Unknown,
+        }
+    }
+
+    fn resource_attribute(&self, logical_id: &str, attribute: &str) -> Lookup {
+        if self.renewed.borrow().contains(logical_id) {
+            return Lookup::Unknown;
+        }
+        match self
+            .state
+            .and_then(|s| s.resources.get(logical_id))
+            .and_then(|record| record.attributes.as_ref())
+            .and_then(|attributes| attributes.get(attribute))
+        {
+            Some(value) => Lookup::Known(value.clone()),
+            None => Lookup::Unknown,
+        }
+    }
+
+    fn import_value(&self, export_name: &str) -> Lookup {
+        self.external.import_value(export_name)
+    }
+
+    fn stack_output(&self, stack: &str, region: Option<&str>, output: &str) -> Lookup {
+        self.external.stack_output(stack, region.unwrap_or(&self.context.region), output)
+    }
+
+    fn availability_zones(&self, region: &str) -> Lookup {
+        self.external.availability_zones(region)
+    }
+}
+
+/// Plans one stack.
+pub fn plan(
+    template: &Template,
+    state: Option<&StackState>,
+    context: &StackContext,
+    parameters: &BTreeMap<String, Value>,
+    external: &dyn ExternalValues,
+    create_only: &dyn CreateOnlyProperties,
+) -> Result<StackPlan, PlanError> {
+    let env = PlanEnvironment {
+        context,
+        state,
+        external,
+        renewed: std::cell::RefCell::new(Default::default()),
+    };
+    let resolver = Resolver::new(template, &env, parameters)?;
+    let graph = Graph::build(template, &resolver)?;
+    let mut properties = BTreeMap::new();
+    let mut changes = Vec::with_capacity(template.resources.len());
+    for logical_id in graph.order() {
+        let resource = &template.resources[logical_id];
+        let resolved = resolver.resolve_properties(logical_id, &resource.properties)?;
+        let recorded = state.and_then(|s| s.resources.get(logical_id));
+        let change = diff_resource(
+            &Desired {
+                logical_id,
+                resource_type: &resource.kind,
+                properties: &resolved,
+                deletion_policy: resource.deletion_policy.as_deref(),
+                update_replace_policy: resource.update_replace_policy.as_deref(),
+            },
+            recorded,
+            &create_only.create_only(&resource.kind),
+        );
+        if change.action == Action::Create || change.replacement {
+            env.renewed.borrow_mut().insert(logical_id.clone());
+        }
+        properties.insert(logical_id.clone(), resolved);
+        changes.push(change);
+    }
+    if let Some(state) = state {
+        for (logical_id, recorded) in &state.resources {
+            if graph.node(logical_id).is_none() {
+                changes.push(deletion(logical_id, recorded));
+            }
+        }
+    }
+    Ok(StackPlan {
+        graph,
+        properties,
+        changes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyzer::intrinsics::unknown;
+
+    struct NoExternal;
+    impl ExternalValues for NoExternal {
+        fn import_value(&self, name: &str) -> Lookup {
+            Lookup::Missing(format!("no export {name}"))
+        }
+        fn stack_output(&self, _: &str, _: &str, _: &str) -> Lookup {
+            Lookup::Unknown
+        }
+        fn availability_zones(&self, _: &str) -> Lookup {
+            Lookup::Unknown
+        }
+    }
+    struct QueueNamesAreCreateOnly;
+    impl CreateOnlyProperties for QueueNamesAreCreateOnly {
+        fn create_only(&self, resource_type: &str) -> Vec<String> {
+            if resource_type == "AWS::SQS::Queue" { vec!["QueueName".into()] } else { vec![] }
+        }
+    }
+
+    fn context() -> StackContext {
+        StackContext { stack_name: "Demo".into(), region: "us-east-1".into(), account: "123456789012".into() }
+    }
+
+    fn template() -> Template {
+        Template::parse(&json!({"Resources": {
+            "Queue": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "jobs", "VisibilityTimeout": 30}},
+            "Topic": {"Type": "AWS::SNS::Topic", "Properties": {"DisplayName": {"Fn::GetAtt": ["Queue", "Arn"]}}}
+        }}))
+        .unwrap()
+    }
+
+    #[test]
+    fn against_empty_state_everything_is_created_and_references_are_pending() {
+        let plan = plan(&template(), None, &context(), &BTreeMap::new(), &NoExternal, &QueueNamesAreCreateOnly).unwrap();
+        assert_eq!(plan.summary(), (2, 0, 0, 0));
+        assert_eq!(plan.properties["Topic"]["DisplayName"], unknown("Queue.Arn"));
+        assert_eq!(plan.changes.iter().map(|c| c.logical_id.as_str()).collect::<Vec<_>>(), ["Queue", "Topic"]);
+    }
+
+    fn deployed() -> StackState {
+        serde_json::from_value(json!({
+            "version": 9, "stackName": "Demo", "region": "us-east-1", "outputs": {}, "lastModified": 1,
+            "resources": {
+                "Queue": {"physicalId": "https://q/jobs", "resourceType": "AWS::SQS::Queue",
+                          "properties": {"QueueName": "jobs", "VisibilityTimeout": 30},
+                          "attributes": {"Arn": "arn:aws:sqs:us-east-1:123456789012:jobs"}},
+                "Topic": {"physicalId": "arn:topic", "resourceType": "AWS::SNS::Topic",
+                          "properties": {"DisplayName": "arn:aws:sqs:us-east-1:123456789012:jobs"}},
+                "Gone": {"physicalId": "x", "resourceType": "AWS::Logs::LogGroup", "properties": {}}
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn against_its_own_state_nothing_changes_but_removed_resources_are_deleted() {
+        let state = deployed();
+        let plan = plan(&template(), Some(&state), &context(), &BTreeMap::new(), &NoExternal, &QueueNamesAreCreateOnly).unwrap();
+        assert_eq!(plan.summary(), (0, 0, 1, 2));
+        assert_eq!(plan.changes.last().unwrap().logical_id, "Gone");
+    }
+
+    #[test]
+    fn a_replacement_makes_its_dependents_pending() {
+        let mut template = template();
+        template.resources.get_mut("Queue").unwrap().properties.insert("QueueName".into(), json!("jobs-v2"));
+        let state = deployed();
+        let plan = plan(&template, Some(&state), &context(), &BTreeMap::new(), &NoExternal, &QueueNamesAreCreateOnly).unwrap();
+        let queue = plan.changes.iter().find(|c| c.logical_id == "Queue").unwrap();
+        assert!(queue.replacement);
+        let topic = plan.changes.iter().find(|c| c.logical_id == "Topic").unwrap();
+        assert_eq!(topic.action, Action::Update);
+        assert_eq!(topic.properties[0].after, Some(unknown("Queue.Arn")));
+    }
+}
