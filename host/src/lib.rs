@@ -9,6 +9,7 @@
 pub mod analyzer;
 pub mod aws_env;
 pub mod cli;
+pub mod deployment;
 pub mod provisioning;
 pub mod state;
 pub mod synthesis;

@@ -104,7 +104,11 @@ impl Graph {
                     id.clone(),
                     Node {
                         logical_id: id.clone(),
-                        dependencies: deps.iter().filter(|d| edges.contains_key(*d) && *d != id).cloned().collect(),
+                        dependencies: deps
+                            .iter()
+                            .filter(|d| edges.contains_key(*d) && *d != id)
+                            .cloned()
+                            .collect(),
                         dependents: BTreeSet::new(),
                         priority: 0,
                     },
@@ -117,7 +121,11 @@ impl Graph {
     fn from_nodes(mut nodes: BTreeMap<String, Node>) -> Result<Graph, GraphError> {
         let edges: Vec<(String, String)> = nodes
             .values()
-            .flat_map(|n| n.dependencies.iter().map(move |d| (d.clone(), n.logical_id.clone())))
+            .flat_map(|n| {
+                n.dependencies
+                    .iter()
+                    .map(move |d| (d.clone(), n.logical_id.clone()))
+            })
             .collect();
         for (dependency, dependent) in edges {
             if let Some(node) = nodes.get_mut(&dependency) {
@@ -125,14 +133,23 @@ impl Graph {
             }
         }
         // Kahn's algorithm: what is left over sits on a cycle.
-        let mut waiting: BTreeMap<&str, usize> = nodes.values().map(|n| (n.logical_id.as_str(), n.dependencies.len())).collect();
-        let mut ready: Vec<&str> = waiting.iter().filter(|(_, c)| **c == 0).map(|(id, _)| *id).collect();
+        let mut waiting: BTreeMap<&str, usize> = nodes
+            .values()
+            .map(|n| (n.logical_id.as_str(), n.dependencies.len()))
+            .collect();
+        let mut ready: Vec<&str> = waiting
+            .iter()
+            .filter(|(_, c)| **c == 0)
+            .map(|(id, _)| *id)
+            .collect();
         ready.reverse();
         let mut order = Vec::with_capacity(nodes.len());
         while let Some(id) = ready.pop() {
             order.push(id.to_string());
             for dependent in &nodes[id].dependents {
-                let count = waiting.get_mut(dependent.as_str()).expect("dependents are nodes");
+                let count = waiting
+                    .get_mut(dependent.as_str())
+                    .expect("dependents are nodes");
                 *count -= 1;
                 if *count == 0 {
                     ready.push(dependent.as_str());
@@ -140,11 +157,19 @@ impl Graph {
             }
         }
         if order.len() < nodes.len() {
-            let stuck: BTreeSet<&str> = waiting.iter().filter(|(_, c)| **c > 0).map(|(id, _)| *id).collect();
+            let stuck: BTreeSet<&str> = waiting
+                .iter()
+                .filter(|(_, c)| **c > 0)
+                .map(|(id, _)| *id)
+                .collect();
             return Err(GraphError::Cycle(find_cycle(&nodes, &stuck)));
         }
         // Transitive dependents, in reverse topological order, as bit sets.
-        let index: BTreeMap<&str, usize> = order.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
+        let index: BTreeMap<&str, usize> = order
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.as_str(), i))
+            .collect();
         let words = order.len().div_ceil(64);
         let mut reach: Vec<Vec<u64>> = vec![vec![0; words]; order.len()];
         for position in (0..order.len()).rev() {
@@ -160,8 +185,10 @@ impl Graph {
             reach[position] = bits;
         }
         for (position, id) in order.iter().enumerate() {
-            nodes.get_mut(id).expect("ordered ids are nodes").priority =
-                reach[position].iter().map(|w| w.count_ones() as usize).sum();
+            nodes.get_mut(id).expect("ordered ids are nodes").priority = reach[position]
+                .iter()
+                .map(|w| w.count_ones() as usize)
+                .sum();
         }
         Ok(Graph { nodes, order })
     }
@@ -185,7 +212,12 @@ impl Graph {
     pub fn longest_chain(&self) -> usize {
         let mut depth: BTreeMap<&str, usize> = BTreeMap::new();
         for id in &self.order {
-            let own = 1 + self.nodes[id].dependencies.iter().map(|d| depth[d.as_str()]).max().unwrap_or(0);
+            let own = 1 + self.nodes[id]
+                .dependencies
+                .iter()
+                .map(|d| depth[d.as_str()])
+                .max()
+                .unwrap_or(0);
             depth.insert(id.as_str(), own);
         }
         depth.values().copied().max().unwrap_or(0)
@@ -259,7 +291,10 @@ mod tests {
             "Alarm": {"Type": "T", "DependsOn": "Perm"}
         }}))
         .unwrap();
-        assert_eq!(g.node("Fn").unwrap().dependencies, ["Bucket", "Role"].into_iter().map(String::from).collect());
+        assert_eq!(
+            g.node("Fn").unwrap().dependencies,
+            ["Bucket", "Role"].into_iter().map(String::from).collect()
+        );
         assert_eq!(g.node("Role").unwrap().priority, 3);
         assert_eq!(g.node("Alarm").unwrap().priority, 0);
         let order = g.order();
@@ -306,8 +341,15 @@ mod tests {
     fn a_long_chain_is_fine() {
         let mut resources = serde_json::Map::new();
         for i in 0..3000 {
-            let properties = if i == 0 { json!({}) } else { json!({"Prev": {"Ref": format!("R{}", i - 1)}}) };
-            resources.insert(format!("R{i}"), json!({"Type": "T", "Properties": properties}));
+            let properties = if i == 0 {
+                json!({})
+            } else {
+                json!({"Prev": {"Ref": format!("R{}", i - 1)}})
+            };
+            resources.insert(
+                format!("R{i}"),
+                json!({"Type": "T", "Properties": properties}),
+            );
         }
         let g = graph(json!({ "Resources": resources })).unwrap();
         assert_eq!(g.longest_chain(), 3000);

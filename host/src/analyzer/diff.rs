@@ -76,7 +76,11 @@ fn changed(before: Option<&Value>, after: Option<&Value>) -> bool {
 }
 
 /// Compares a desired resource with its record (`None`: not deployed yet).
-pub fn diff_resource(desired: &Desired<'_>, recorded: Option<&ResourceState>, create_only: &[String]) -> ResourceChange {
+pub fn diff_resource(
+    desired: &Desired<'_>,
+    recorded: Option<&ResourceState>,
+    create_only: &[String],
+) -> ResourceChange {
     let Some(recorded) = recorded else {
         return ResourceChange {
             logical_id: desired.logical_id.to_string(),
@@ -96,12 +100,21 @@ pub fn diff_resource(desired: &Desired<'_>, recorded: Option<&ResourceState>, cr
             policies_only: false,
         };
     };
-    let mut names: Vec<&String> = desired.properties.keys().chain(recorded.properties.keys()).collect();
+    let mut names: Vec<&String> = desired
+        .properties
+        .keys()
+        .chain(recorded.properties.keys())
+        .collect();
     names.sort();
     names.dedup();
     let properties: Vec<PropertyChange> = names
         .into_iter()
-        .filter(|name| changed(recorded.properties.get(*name), desired.properties.get(*name)))
+        .filter(|name| {
+            changed(
+                recorded.properties.get(*name),
+                desired.properties.get(*name),
+            )
+        })
         .map(|name| PropertyChange {
             name: name.clone(),
             before: recorded.properties.get(name).cloned(),
@@ -147,7 +160,10 @@ mod tests {
     use serde_json::json;
 
     fn record(resource_type: &str, properties: Value) -> ResourceState {
-        serde_json::from_value(json!({"physicalId": "p", "resourceType": resource_type, "properties": properties})).unwrap()
+        serde_json::from_value(
+            json!({"physicalId": "p", "resourceType": resource_type, "properties": properties}),
+        )
+        .unwrap()
     }
 
     fn desired<'a>(properties: &'a Map<String, Value>, resource_type: &'a str) -> Desired<'a> {
@@ -162,42 +178,100 @@ mod tests {
 
     #[test]
     fn classification() {
-        let props = json!({"QueueName": "a", "VisibilityTimeout": 30}).as_object().unwrap().clone();
+        let props = json!({"QueueName": "a", "VisibilityTimeout": 30})
+            .as_object()
+            .unwrap()
+            .clone();
         let create_only = vec!["QueueName".to_string()];
-        assert_eq!(diff_resource(&desired(&props, "AWS::SQS::Queue"), None, &create_only).action, Action::Create);
+        assert_eq!(
+            diff_resource(&desired(&props, "AWS::SQS::Queue"), None, &create_only).action,
+            Action::Create
+        );
 
-        let same = record("AWS::SQS::Queue", json!({"QueueName": "a", "VisibilityTimeout": 30}));
-        assert_eq!(diff_resource(&desired(&props, "AWS::SQS::Queue"), Some(&same), &create_only).action, Action::NoChange);
+        let same = record(
+            "AWS::SQS::Queue",
+            json!({"QueueName": "a", "VisibilityTimeout": 30}),
+        );
+        assert_eq!(
+            diff_resource(
+                &desired(&props, "AWS::SQS::Queue"),
+                Some(&same),
+                &create_only
+            )
+            .action,
+            Action::NoChange
+        );
 
-        let in_place = record("AWS::SQS::Queue", json!({"QueueName": "a", "VisibilityTimeout": 60}));
-        let change = diff_resource(&desired(&props, "AWS::SQS::Queue"), Some(&in_place), &create_only);
+        let in_place = record(
+            "AWS::SQS::Queue",
+            json!({"QueueName": "a", "VisibilityTimeout": 60}),
+        );
+        let change = diff_resource(
+            &desired(&props, "AWS::SQS::Queue"),
+            Some(&in_place),
+            &create_only,
+        );
         assert_eq!((change.action, change.replacement), (Action::Update, false));
         assert_eq!(change.properties[0].name, "VisibilityTimeout");
         assert_eq!(change.properties[0].before, Some(json!(60)));
 
-        let renamed = record("AWS::SQS::Queue", json!({"QueueName": "b", "VisibilityTimeout": 30}));
-        let change = diff_resource(&desired(&props, "AWS::SQS::Queue"), Some(&renamed), &create_only);
+        let renamed = record(
+            "AWS::SQS::Queue",
+            json!({"QueueName": "b", "VisibilityTimeout": 30}),
+        );
+        let change = diff_resource(
+            &desired(&props, "AWS::SQS::Queue"),
+            Some(&renamed),
+            &create_only,
+        );
         assert_eq!((change.action, change.replacement), (Action::Update, true));
 
-        let retyped = record("AWS::SNS::Topic", json!({"QueueName": "a", "VisibilityTimeout": 30}));
-        assert!(diff_resource(&desired(&props, "AWS::SQS::Queue"), Some(&retyped), &create_only).replacement);
+        let retyped = record(
+            "AWS::SNS::Topic",
+            json!({"QueueName": "a", "VisibilityTimeout": 30}),
+        );
+        assert!(
+            diff_resource(
+                &desired(&props, "AWS::SQS::Queue"),
+                Some(&retyped),
+                &create_only
+            )
+            .replacement
+        );
 
-        let removed = record("AWS::SQS::Queue", json!({"QueueName": "a", "VisibilityTimeout": 30, "DelaySeconds": 5}));
-        let change = diff_resource(&desired(&props, "AWS::SQS::Queue"), Some(&removed), &create_only);
+        let removed = record(
+            "AWS::SQS::Queue",
+            json!({"QueueName": "a", "VisibilityTimeout": 30, "DelaySeconds": 5}),
+        );
+        let change = diff_resource(
+            &desired(&props, "AWS::SQS::Queue"),
+            Some(&removed),
+            &create_only,
+        );
         assert_eq!(change.properties[0].after, None);
     }
 
     #[test]
     fn unknown_values_count_as_changes_and_policies_are_state_only_updates() {
-        let props = json!({"QueueName": unknown("Other.Name")}).as_object().unwrap().clone();
+        let props = json!({"QueueName": unknown("Other.Name")})
+            .as_object()
+            .unwrap()
+            .clone();
         let recorded = record("AWS::SQS::Queue", json!({"QueueName": "x"}));
-        let change = diff_resource(&desired(&props, "AWS::SQS::Queue"), Some(&recorded), &["QueueName".into()]);
+        let change = diff_resource(
+            &desired(&props, "AWS::SQS::Queue"),
+            Some(&recorded),
+            &["QueueName".into()],
+        );
         assert!(change.replacement);
 
         let props = json!({"QueueName": "x"}).as_object().unwrap().clone();
         let mut retained = desired(&props, "AWS::SQS::Queue");
         retained.deletion_policy = Some("Retain");
         let change = diff_resource(&retained, Some(&recorded), &[]);
-        assert_eq!((change.action, change.policies_only, change.replacement), (Action::Update, true, false));
+        assert_eq!(
+            (change.action, change.policies_only, change.replacement),
+            (Action::Update, true, false)
+        );
     }
 }

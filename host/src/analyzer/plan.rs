@@ -93,7 +93,12 @@ impl StackPlan {
     /// Counts per action: create, update, delete, no-change.
     pub fn summary(&self) -> (usize, usize, usize, usize) {
         let count = |action| self.changes.iter().filter(|c| c.action == action).count();
-        (count(Action::Create), count(Action::Update), count(Action::Delete), count(Action::NoChange))
+        (
+            count(Action::Create),
+            count(Action::Update),
+            count(Action::Delete),
+            count(Action::NoChange),
+        )
     }
 }
 
@@ -140,7 +145,8 @@ impl Environment for PlanEnvironment<'_> {
     }
 
     fn stack_output(&self, stack: &str, region: Option<&str>, output: &str) -> Lookup {
-        self.external.stack_output(stack, region.unwrap_or(&self.context.region), output)
+        self.external
+            .stack_output(stack, region.unwrap_or(&self.context.region), output)
     }
 
     fn availability_zones(&self, region: &str) -> Lookup {
@@ -222,12 +228,20 @@ mod tests {
     struct QueueNamesAreCreateOnly;
     impl CreateOnlyProperties for QueueNamesAreCreateOnly {
         fn create_only(&self, resource_type: &str) -> Vec<String> {
-            if resource_type == "AWS::SQS::Queue" { vec!["QueueName".into()] } else { vec![] }
+            if resource_type == "AWS::SQS::Queue" {
+                vec!["QueueName".into()]
+            } else {
+                vec![]
+            }
         }
     }
 
     fn context() -> StackContext {
-        StackContext { stack_name: "Demo".into(), region: "us-east-1".into(), account: "123456789012".into() }
+        StackContext {
+            stack_name: "Demo".into(),
+            region: "us-east-1".into(),
+            account: "123456789012".into(),
+        }
     }
 
     fn template() -> Template {
@@ -240,10 +254,27 @@ mod tests {
 
     #[test]
     fn against_empty_state_everything_is_created_and_references_are_pending() {
-        let plan = plan(&template(), None, &context(), &BTreeMap::new(), &NoExternal, &QueueNamesAreCreateOnly).unwrap();
+        let plan = plan(
+            &template(),
+            None,
+            &context(),
+            &BTreeMap::new(),
+            &NoExternal,
+            &QueueNamesAreCreateOnly,
+        )
+        .unwrap();
         assert_eq!(plan.summary(), (2, 0, 0, 0));
-        assert_eq!(plan.properties["Topic"]["DisplayName"], unknown("Queue.Arn"));
-        assert_eq!(plan.changes.iter().map(|c| c.logical_id.as_str()).collect::<Vec<_>>(), ["Queue", "Topic"]);
+        assert_eq!(
+            plan.properties["Topic"]["DisplayName"],
+            unknown("Queue.Arn")
+        );
+        assert_eq!(
+            plan.changes
+                .iter()
+                .map(|c| c.logical_id.as_str())
+                .collect::<Vec<_>>(),
+            ["Queue", "Topic"]
+        );
     }
 
     fn deployed() -> StackState {
@@ -264,7 +295,15 @@ mod tests {
     #[test]
     fn against_its_own_state_nothing_changes_but_removed_resources_are_deleted() {
         let state = deployed();
-        let plan = plan(&template(), Some(&state), &context(), &BTreeMap::new(), &NoExternal, &QueueNamesAreCreateOnly).unwrap();
+        let plan = plan(
+            &template(),
+            Some(&state),
+            &context(),
+            &BTreeMap::new(),
+            &NoExternal,
+            &QueueNamesAreCreateOnly,
+        )
+        .unwrap();
         assert_eq!(plan.summary(), (0, 0, 1, 2));
         assert_eq!(plan.changes.last().unwrap().logical_id, "Gone");
     }
@@ -272,12 +311,33 @@ mod tests {
     #[test]
     fn a_replacement_makes_its_dependents_pending() {
         let mut template = template();
-        template.resources.get_mut("Queue").unwrap().properties.insert("QueueName".into(), json!("jobs-v2"));
+        template
+            .resources
+            .get_mut("Queue")
+            .unwrap()
+            .properties
+            .insert("QueueName".into(), json!("jobs-v2"));
         let state = deployed();
-        let plan = plan(&template, Some(&state), &context(), &BTreeMap::new(), &NoExternal, &QueueNamesAreCreateOnly).unwrap();
-        let queue = plan.changes.iter().find(|c| c.logical_id == "Queue").unwrap();
+        let plan = plan(
+            &template,
+            Some(&state),
+            &context(),
+            &BTreeMap::new(),
+            &NoExternal,
+            &QueueNamesAreCreateOnly,
+        )
+        .unwrap();
+        let queue = plan
+            .changes
+            .iter()
+            .find(|c| c.logical_id == "Queue")
+            .unwrap();
         assert!(queue.replacement);
-        let topic = plan.changes.iter().find(|c| c.logical_id == "Topic").unwrap();
+        let topic = plan
+            .changes
+            .iter()
+            .find(|c| c.logical_id == "Topic")
+            .unwrap();
         assert_eq!(topic.action, Action::Update);
         assert_eq!(topic.properties[0].after, Some(unknown("Queue.Arn")));
     }

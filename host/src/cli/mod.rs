@@ -1,9 +1,12 @@
 //! The command line: parsing, logging set-up and dispatch to one module per command group.
 
+mod app;
 mod bootstrap;
+mod diff;
 mod force_unlock;
 mod providers;
 mod state;
+mod synth;
 mod table;
 
 use std::path::PathBuf;
@@ -74,6 +77,13 @@ enum Command {
     Bootstrap(bootstrap::BootstrapArgs),
     /// Remove a stack's lock, whoever holds it.
     ForceUnlock(force_unlock::ForceUnlockArgs),
+    /// Synthesize the app and print a stack's template.
+    Synth(synth::SynthArgs),
+    /// List the app's stacks.
+    #[command(alias = "ls")]
+    List(synth::ListArgs),
+    /// Compare the app's stacks with their deployed state.
+    Diff(diff::DiffArgs),
 }
 
 /// Runs the CLI and turns any error into a message on stderr and exit code 1.
@@ -103,12 +113,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let context = CommandContext {
         global: cli.global,
         aws: tokio::sync::OnceCell::new(),
+        account: tokio::sync::OnceCell::new(),
     };
     match cli.command {
         Command::Providers(command) => providers::run(&context, command).await,
         Command::State(command) => state::run(&context, command).await,
         Command::Bootstrap(args) => bootstrap::run(&context, args).await,
         Command::ForceUnlock(args) => force_unlock::run(&context, args).await,
+        Command::Synth(args) => synth::run_synth(&context, args).await,
+        Command::List(args) => synth::run_list(&context, args).await,
+        Command::Diff(args) => diff::run(&context, args).await,
     }
 }
 
@@ -116,6 +130,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 pub struct CommandContext {
     global: GlobalArgs,
     aws: tokio::sync::OnceCell<AwsEnvironment>,
+    account: tokio::sync::OnceCell<String>,
 }
 
 impl CommandContext {
@@ -133,6 +148,16 @@ impl CommandContext {
         self.aws
             .get_or_init(|| async { AwsEnvironment::load(&self.aws_options()).await })
             .await
+    }
+
+    /// The caller's account id (STS), resolved once per run.
+    async fn account(&self) -> anyhow::Result<String> {
+        let aws = self.aws().await;
+        Ok(self
+            .account
+            .get_or_try_init(|| async { bucket::account_id(aws).await })
+            .await?
+            .clone())
     }
 
     /// The state bucket, its client and the stack-record store.

@@ -2,6 +2,7 @@
 //!
 //! Later: the Cloud Control provider and the custom-resource path live here too.
 
+pub mod create_only;
 pub mod plugin_callbacks;
 pub mod plugins_file;
 pub mod registry;

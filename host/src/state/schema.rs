@@ -266,7 +266,11 @@ mod tests {
         let mut state = StackState::new("S", "r");
         state.outputs.insert("VpcId".into(), json!("vpc-1"));
         state.outputs.insert("Shared-VpcId".into(), json!("vpc-1"));
-        assert_eq!(state.importable_output_keys(), ["Shared-VpcId", "VpcId"]);
+        assert_eq!(
+            state.importable_output_keys(),
+            ["VpcId", "Shared-VpcId"],
+            "template order"
+        );
         state.export_names = Some(vec!["Shared-VpcId".into()]);
         assert_eq!(state.importable_output_keys(), ["Shared-VpcId"]);
         state.export_names = Some(vec![]);

@@ -398,7 +398,7 @@ mod tests {
             .iter()
             .map(|s| s.stack_name.as_str())
             .collect();
-        assert_eq!(names, ["AppStack", "ProducerStack"]);
+        assert_eq!(names, ["ProducerStack", "AppStack"], "manifest order");
         let app = assembly.stack("AppStack").unwrap();
         assert_eq!(app.dependencies, ["ProducerStack"]);
         assert_eq!(

@@ -213,7 +213,7 @@ mod tests {
             select(&assembly, &[], false, false)
                 .unwrap_err()
                 .to_string(),
-            "the app has 2 stacks (AppStack, ProducerStack); name the ones you mean, or pass --all"
+            "the app has 2 stacks (ProducerStack, AppStack); name the ones you mean, or pass --all"
         );
         assert!(select(&assembly, &["Nope".into()], false, false)
             .unwrap_err()

@@ -1,0 +1,91 @@
+//! What the app-driven commands (`synth`, `list`, `diff`, `deploy`, …) share: the app flags,
+//! synthesis, and each stack's target account and region.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::Value;
+
+use super::CommandContext;
+use crate::synthesis::assembly::{CloudAssembly, StackArtifact};
+use crate::synthesis::runner::{self, AppEnvironment, AppOptions, ContextLookups};
+
+/// Flags naming the app and its context.
+#[derive(Debug, Args, Clone, Default)]
+pub struct AppArgs {
+    /// The CDK app: a command (`node app.js`) or a synthesized cloud assembly folder
+    /// (default: CDKD_APP, then cdk.json "app").
+    #[arg(long, short = 'a', value_name = "APP")]
+    pub app: Option<String>,
+    /// Where the app writes its cloud assembly (default: cdk.json "output", then cdk.out).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// A context value for the app, `key=value` (repeatable).
+    #[arg(long = "context", short = 'c', value_name = "KEY=VALUE", value_parser = parse_context)]
+    pub context: Vec<(String, String)>,
+}
+
+fn parse_context(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("context '{text}' is not key=value"))
+}
+
+/// Context lookups cdkd can answer; others fail with the pre-fill hint.
+struct Lookups;
+
+#[async_trait::async_trait]
+impl ContextLookups for Lookups {
+    async fn lookup(&self, provider: &str, _props: &Value) -> Result<Value, String> {
+        Err(format!("cdkd cannot perform '{provider}' lookups yet"))
+    }
+}
+
+/// Synthesizes the app (or reads the assembly) for a command.
+pub async fn load_assembly(
+    context: &CommandContext,
+    args: &AppArgs,
+) -> anyhow::Result<CloudAssembly> {
+    let dir = Path::new(".");
+    let options = AppOptions {
+        app: args.app.clone(),
+        output: args.output.clone(),
+        context: args.context.clone(),
+    };
+    let source = runner::app_source(&options, dir)?;
+    let environment = match &source {
+        runner::AppSource::Assembly(_) => AppEnvironment::default(),
+        runner::AppSource::Command { .. } => {
+            let aws = context.aws().await;
+            // The account is announced when credentials reach STS quickly; an app runs without it.
+            let probe = crate::state::bucket::account_id(aws);
+            let account = tokio::time::timeout(std::time::Duration::from_secs(3), probe)
+                .await
+                .ok()
+                .and_then(Result::ok);
+            AppEnvironment {
+                account,
+                region: aws.region(),
+            }
+        }
+    };
+    Ok(runner::synthesize(&source, &options, &environment, dir, &Lookups).await?)
+}
+
+/// Where a stack deploys: its own environment, or the caller's for what the app left open.
+pub async fn stack_target(
+    context: &CommandContext,
+    stack: &StackArtifact,
+) -> anyhow::Result<(String, String)> {
+    let aws = context.aws().await;
+    let region = stack
+        .environment
+        .region
+        .clone()
+        .unwrap_or_else(|| aws.region());
+    let account = match &stack.environment.account {
+        Some(account) => account.clone(),
+        None => context.account().await?,
+    };
+    Ok((account, region))
+}

@@ -1,0 +1,222 @@
+//! `cdkd diff [stacks] [--all] [--json] [--fail]`: the app's stacks against their state.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use super::app::{load_assembly, stack_target, AppArgs};
+use super::CommandContext;
+use crate::analyzer::diff::{Action, ResourceChange};
+use crate::analyzer::intrinsics::{contains_unknown, is_unknown};
+use crate::analyzer::plan::{plan, StackContext, StackPlan};
+use crate::analyzer::template::Template;
+use crate::deployment::external::{SnapshotLookups, StateSnapshot};
+use crate::provisioning::create_only::KnownCreateOnly;
+use crate::state::StateError;
+use crate::synthesis::selection::select;
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// Stacks to compare (names or display paths; `*` wildcards).
+    stacks: Vec<String>,
+    #[command(flatten)]
+    app: AppArgs,
+    /// Every stack of the app.
+    #[arg(long)]
+    all: bool,
+    /// Print a JSON document instead.
+    #[arg(long)]
+    json: bool,
+    /// Exit with code 1 when there are changes.
+    #[arg(long)]
+    fail: bool,
+    /// Only the named stacks, not their dependencies.
+    #[arg(long, short = 'e')]
+    exclusively: bool,
+}
+
+struct Palette {
+    on: bool,
+}
+
+impl Palette {
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+fn show(value: Option<&Value>) -> String {
+    match value {
+        None => "(absent)".into(),
+        Some(v) if is_unknown(v) => "(known after deploy)".into(),
+        Some(v) if contains_unknown(v) => format!("{} (parts known after deploy)", render(v)),
+        Some(v) => render(v),
+    }
+}
+
+fn render(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn print_stack(name: &str, region: &str, plan: &StackPlan, palette: &Palette) {
+    println!("Stack {name} ({region})");
+    let changes: Vec<&ResourceChange> = plan
+        .changes
+        .iter()
+        .filter(|c| c.action != Action::NoChange)
+        .collect();
+    if changes.is_empty() {
+        println!("There were no differences");
+        println!();
+        return;
+    }
+    println!("Resources");
+    for change in changes {
+        let (mark, note) = match change.action {
+            Action::Create => (palette.paint("32", "[+]"), String::new()),
+            Action::Delete => (
+                palette.paint("31", "[-]"),
+                palette.paint("31", " (destroy)"),
+            ),
+            Action::Update if change.replacement => (
+                palette.paint("33", "[~]"),
+                palette.paint("31", " (replace)"),
+            ),
+            Action::Update if change.policies_only => (
+                palette.paint("33", "[~]"),
+                " (policy only, no AWS call)".to_string(),
+            ),
+            _ => (palette.paint("33", "[~]"), String::new()),
+        };
+        println!(
+            "{mark} {} {}{note}",
+            change.resource_type, change.logical_id
+        );
+        if change.action != Action::Update {
+            continue;
+        }
+        let count = change.properties.len();
+        for (index, property) in change.properties.iter().enumerate() {
+            let branch = if index + 1 == count {
+                " └─"
+            } else {
+                " ├─"
+            };
+            let stem = if index + 1 == count { "    " } else { " │  " };
+            let replace = if property.create_only {
+                palette.paint("31", " (requires replacement)")
+            } else {
+                String::new()
+            };
+            println!("{branch} [~] {}{replace}", property.name);
+            println!(
+                "{stem} ├─ {} {}",
+                palette.paint("31", "[-]"),
+                show(property.before.as_ref())
+            );
+            println!(
+                "{stem} └─ {} {}",
+                palette.paint("32", "[+]"),
+                show(property.after.as_ref())
+            );
+        }
+    }
+    let (create, update, delete, same) = plan.summary();
+    let replaced = plan.changes.iter().filter(|c| c.replacement).count();
+    println!();
+    println!("{create} to create, {update} to update ({replaced} replaced), {delete} to delete, {same} unchanged");
+    println!();
+}
+
+fn stack_json(name: &str, region: &str, plan: &StackPlan) -> Value {
+    let (create, update, delete, same) = plan.summary();
+    json!({
+        "stackName": name,
+        "region": region,
+        "changes": plan.changes,
+        "summary": {"create": create, "update": update, "delete": delete, "noChange": same},
+        "hasChanges": plan.has_changes(),
+    })
+}
+
+pub async fn run(context: &CommandContext, args: DiffArgs) -> anyhow::Result<ExitCode> {
+    let assembly = load_assembly(context, &args.app).await?;
+    let stacks = select(&assembly, &args.stacks, args.all, args.exclusively)?;
+    let registry = context.registry()?;
+    registry.warn_about_failures();
+    let create_only = KnownCreateOnly::new(&registry);
+    let store = match context.state().await {
+        Ok(store) => Some(store),
+        Err(err)
+            if matches!(
+                err.downcast_ref::<StateError>(),
+                Some(StateError::NoBucket { .. })
+            ) =>
+        {
+            tracing::warn!("{err}; comparing against empty state");
+            None
+        }
+        Err(err) => return Err(err),
+    };
+    let mut snapshot = match &store {
+        Some(store) => StateSnapshot::load(&store.backend).await?,
+        None => StateSnapshot::default(),
+    };
+    snapshot.pending = stacks.iter().map(|s| s.stack_name.clone()).collect();
+    let palette = Palette {
+        on: std::io::stdout().is_terminal() && !args.json,
+    };
+    let mut documents = Vec::new();
+    let mut any_change = false;
+    for stack in stacks {
+        let (account, region) = stack_target(context, stack).await?;
+        let template = Template::parse(&stack.template()?)
+            .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
+        let state = snapshot.record(&stack.stack_name, &region).cloned();
+        let stack_context = StackContext {
+            stack_name: stack.stack_name.clone(),
+            region: region.clone(),
+            account,
+        };
+        let lookups = SnapshotLookups {
+            snapshot: &snapshot,
+            region: &region,
+        };
+        let plan = plan(
+            &template,
+            state.as_ref(),
+            &stack_context,
+            &BTreeMap::new(),
+            &lookups,
+            &create_only,
+        )
+        .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
+        any_change |= plan.has_changes();
+        if args.json {
+            documents.push(stack_json(&stack.stack_name, &region, &plan));
+        } else {
+            print_stack(&stack.display_name, &region, &plan, &palette);
+        }
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"stacks": documents, "hasChanges": any_change}))?
+        );
+    }
+    Ok(if args.fail && any_change {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

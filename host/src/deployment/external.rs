@@ -1,0 +1,102 @@
+//! Values from other stacks' state records: `Fn::ImportValue` (through `exportNames`) and
+//! `Fn::GetStackOutput`, for planning and deploying.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::analyzer::intrinsics::Lookup;
+use crate::analyzer::plan::ExternalValues;
+use crate::state::backend::StateBackend;
+use crate::state::schema::StackState;
+use crate::state::StateError;
+
+/// Every stack record of the bucket, read once, answering cross-stack lookups.
+#[derive(Debug, Clone, Default)]
+pub struct StateSnapshot {
+    records: BTreeMap<(String, String), StackState>,
+    /// Stacks being deployed in this run that may not exist yet: their outputs are pending.
+    pub pending: BTreeSet<String>,
+}
+
+impl StateSnapshot {
+    /// Reads every record (cross-stack lookups are rare enough that one scan per run is fine).
+    pub async fn load(backend: &StateBackend) -> Result<StateSnapshot, StateError> {
+        let mut records = BTreeMap::new();
+        for found in backend.list_stacks().await? {
+            let Some(region) = found.region else { continue };
+            if let Some(stored) = backend.load(&found.stack, &region).await? {
+                records.insert((found.stack, region), stored.state);
+            }
+        }
+        Ok(StateSnapshot {
+            records,
+            pending: BTreeSet::new(),
+        })
+    }
+
+    /// Replaces (or adds) one record, e.g. a producer deployed earlier in the same run.
+    pub fn update(&mut self, state: StackState) {
+        let region = state.region.clone().unwrap_or_default();
+        self.records
+            .insert((state.stack_name.clone(), region), state);
+    }
+
+    /// The producer of an export in `region`, and its value.
+    pub fn export(&self, region: &str, name: &str) -> Option<(&str, &Value)> {
+        self.records
+            .iter()
+            .filter(|((_, r), _)| r == region)
+            .find_map(|((stack, _), state)| {
+                state
+                    .importable_output_keys()
+                    .contains(&name)
+                    .then(|| (stack.as_str(), &state.outputs[name]))
+            })
+    }
+
+    /// A stack's record.
+    pub fn record(&self, stack: &str, region: &str) -> Option<&StackState> {
+        self.records.get(&(stack.to_string(), region.to_string()))
+    }
+}
+
+/// The lookups of one consumer stack (its region) over a snapshot.
+pub struct SnapshotLookups<'a> {
+    /// The snapshot.
+    pub snapshot: &'a StateSnapshot,
+    /// The consumer's region.
+    pub region: &'a str,
+}
+
+impl ExternalValues for SnapshotLookups<'_> {
+    fn import_value(&self, export_name: &str) -> Lookup {
+        match self.snapshot.export(self.region, export_name) {
+            Some((_, value)) => Lookup::Known(value.clone()),
+            None if !self.snapshot.pending.is_empty() => Lookup::Unknown,
+            None => Lookup::Missing(format!(
+                "no deployed stack in {} exports {export_name}; deploy the producer first",
+                self.region
+            )),
+        }
+    }
+
+    fn stack_output(&self, stack: &str, region: &str, output: &str) -> Lookup {
+        match self.snapshot.record(stack, region) {
+            Some(state) => match state.outputs.get(output) {
+                Some(value) => Lookup::Known(value.clone()),
+                None if self.snapshot.pending.contains(stack) => Lookup::Unknown,
+                None => Lookup::Missing(format!("stack {stack} ({region}) has no output {output}")),
+            },
+            None if self.snapshot.pending.contains(stack) => Lookup::Unknown,
+            None => Lookup::Missing(format!(
+                "stack {stack} has no state in {region}; deploy it first"
+            )),
+        }
+    }
+
+    fn availability_zones(&self, _region: &str) -> Lookup {
+        // Answered by AWS at deploy time; a plan shows the zones as known after deploy.
+        Lookup::Unknown
+    }
+}
