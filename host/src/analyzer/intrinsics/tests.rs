@@ -442,7 +442,7 @@ impl Chaos {
                     "prod"
                 ])),
                 1 => json!(self.next() % 7),
-                2 => json!(self.next() % 2 == 0),
+                2 => json!(self.next().is_multiple_of(2)),
                 3 => Value::Null,
                 _ => {
                     json!({"Ref": self.pick(&["Env", "DoneBucket", "Pending", "AWS::Region", "AWS::NoValue", "Ghost"])})
