@@ -5,7 +5,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 cargo build --release -p cdkd -p cdkd-provider-example-echo
-cargo build --release -p cdkd-tests --bin plugin-bench
+cargo build --release -p cdkd-tests --bin plugin-bench --bin analysis-bench
 echo
 ./target/release/plugin-bench target/release/libcdkd_provider_example_echo.so target/release/cdkd "${1:-20000}"
 for profile in debug release; do
@@ -15,3 +15,12 @@ for profile in debug release; do
 done
 printf 'cdkd release binary: %.1f MB\n' "$(echo "$(stat -c %s target/release/cdkd) / 1000000" | bc -l)"
 /usr/bin/time -f 'cdkd providers list: peak RSS %M KB, %e s wall' ./target/release/cdkd providers list >/dev/null
+
+echo
+# Analysis: generated apps of 1000 and 5000 resources (4 stacks, chains of 10 references).
+work=$(mktemp -d)
+for n in 1000 5000; do
+  GEN_RESOURCES=$n GEN_STACKS=4 GEN_CHAIN=10 OUT="$work/gen$n" bash tests/fixtures/apps/regenerate.sh generator
+done
+./target/release/analysis-bench "$work/gen1000" "$work/gen5000"
+rm -rf "$work"

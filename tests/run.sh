@@ -5,6 +5,8 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 bash tests/emulator/setup.sh
+# aws-cdk-lib for the tests that run a real CDK app (pinned by package-lock.json).
+[ -d tests/fixtures/apps/node_modules/aws-cdk-lib ] || (cd tests/fixtures/apps && npm ci --no-audit --no-fund --silent)
 cargo build --workspace
 cargo test --workspace
 .venv/bin/python -m pytest -q tests/emulator
