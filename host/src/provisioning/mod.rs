@@ -2,7 +2,9 @@
 //!
 //! Later: the Cloud Control provider and the custom-resource path live here too.
 
+pub mod cloud_control;
 pub mod create_only;
 pub mod plugin_callbacks;
 pub mod plugins_file;
 pub mod registry;
+pub mod router;

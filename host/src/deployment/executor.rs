@@ -1,0 +1,202 @@
+//! The event-driven DAG executor: a task starts the moment its own dependencies are done (no
+//! level barrier), at most `concurrency` at a time, ready tasks with more transitive
+//! dependents first. On the first failure (or a stop request) nothing new starts, work in
+//! flight finishes, and every task that did not run is reported skipped. It knows nothing of
+//! AWS: a task is an id and a future.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::future::Future;
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+
+/// One unit of work and what it waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    /// The id (a logical id).
+    pub id: String,
+    /// Ids that must finish first (ids not in the task list are ignored).
+    pub dependencies: BTreeSet<String>,
+    /// Higher runs first among ready tasks.
+    pub priority: usize,
+}
+
+/// How a task ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// It ran and succeeded.
+    Done,
+    /// It ran and failed.
+    Failed(String),
+    /// It never ran; the reason says why.
+    Skipped(String),
+}
+
+/// Runs tasks in dependency order.
+#[derive(Debug, Clone, Copy)]
+pub struct Executor {
+    /// The most tasks in flight at once.
+    pub concurrency: usize,
+}
+
+impl Executor {
+    /// Runs every task through `work`; `stop` is checked before each dispatch.
+    pub async fn run<F, Fut>(
+        &self,
+        tasks: &[Task],
+        stop: &tokio::sync::watch::Receiver<bool>,
+        work: F,
+    ) -> BTreeMap<String, Outcome>
+    where
+        F: Fn(String) -> Fut,
+        Fut: Future<Output = Result<(), String>>,
+    {
+        let known: BTreeSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+        let mut waiting: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut dependents: BTreeMap<&str, Vec<&Task>> = BTreeMap::new();
+        let mut ready: BinaryHeap<(usize, Reverse<&str>)> = BinaryHeap::new();
+        for task in tasks {
+            let count = task.dependencies.iter().filter(|d| known.contains(d.as_str())).count();
+            for dependency in task.dependencies.iter().filter(|d| known.contains(d.as_str())) {
+                dependents.entry(dependency.as_str()).or_default().push(task);
+            }
+            waiting.insert(task.id.as_str(), count);
+            if count == 0 {
+                ready.push((task.priority, Reverse(task.id.as_str())));
+            }
+        }
+        let mut outcomes: BTreeMap<String, Outcome> = BTreeMap::new();
+        let mut running = FuturesUnordered::new();
+        let mut stopped: Option<String> = None;
+        loop {
+            while stopped.is_none() && running.len() < self.concurrency.max(1) {
+                if *stop.borrow() {
+                    stopped = Some("the run was interrupted".into());
+                    break;
+                }
+                let Some((_, Reverse(id))) = ready.pop() else { break };
+                let id = id.to_string();
+                let future = work(id.clone());
+                running.push(async move { (id, future.await) });
+            }
+            let Some((id, result)) = running.next().await else { break };
+            match result {
+                Ok(()) => {
+                    for dependent in dependents.get(id.as_str()).into_iter().flatten() {
+                        let count = waiting.get_mut(dependent.id.as_str()).expect("dependents are tasks");
+                        *count -= 1;
+                        if *count == 0 {
+                            ready.push((dependent.priority, Reverse(dependent.id.as_str())));
+                        }
+                    }
+                    outcomes.insert(id, Outcome::Done);
+                }
+                Err(message) => {
+                    stopped.get_or_insert_with(|| format!("{id} failed"));
+                    outcomes.insert(id, Outcome::Failed(message));
+                }
+            }
+        }
+        let reason = stopped.unwrap_or_else(|| "a dependency did not finish".into());
+        for task in tasks {
+            outcomes.entry(task.id.clone()).or_insert_with(|| Outcome::Skipped(reason.clone()));
+        }
+        outcomes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    fn task(id: &str, deps: &[&str], priority: usize) -> Task {
+        Task {
+            id: id.into(),
+            dependencies: deps.iter().map(|d| d.to_string()).collect(),
+            priority,
+        }
+    }
+
+    fn no_stop() -> tokio::sync::watch::Receiver<bool> {
+        let (sender, receiver) = tokio::sync::watch::channel(false);
+        std::mem::forget(sender);
+        receiver
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_task_starts_when_its_own_dependencies_finish_not_its_level() {
+        // A(10ms) -> B ; C(100ms) -> D. B must start at 10 ms, not after C.
+        let tasks = [task("A", &[], 1), task("B", &["A"], 0), task("C", &[], 1), task("D", &["C"], 0)];
+        let started: Arc<Mutex<BTreeMap<String, u128>>> = Arc::default();
+        let origin = tokio::time::Instant::now();
+        let outcomes = Executor { concurrency: 10 }
+            .run(&tasks, &no_stop(), |id| {
+                let started = Arc::clone(&started);
+                async move {
+                    started.lock().unwrap().insert(id.clone(), origin.elapsed().as_millis());
+                    let ms = match id.as_str() { "A" => 10, "C" => 100, _ => 1 };
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    Ok(())
+                }
+            })
+            .await;
+        assert!(outcomes.values().all(|o| *o == Outcome::Done));
+        let started = started.lock().unwrap();
+        assert_eq!(started["B"], 10);
+        assert_eq!(started["D"], 100);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn concurrency_bounds_and_priority_orders_ready_tasks() {
+        let tasks = [task("low", &[], 0), task("high", &[], 5), task("mid", &[], 2)];
+        let order: Arc<Mutex<Vec<String>>> = Arc::default();
+        Executor { concurrency: 1 }
+            .run(&tasks, &no_stop(), |id| {
+                let order = Arc::clone(&order);
+                async move {
+                    order.lock().unwrap().push(id);
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    Ok(())
+                }
+            })
+            .await;
+        assert_eq!(*order.lock().unwrap(), ["high", "mid", "low"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_first_failure_stops_dispatch_drains_in_flight_and_skips_the_rest() {
+        let tasks = [task("fails", &[], 9), task("slow", &[], 8), task("after", &["fails"], 0), task("later", &[], 0)];
+        let outcomes = Executor { concurrency: 2 }
+            .run(&tasks, &no_stop(), |id| async move {
+                match id.as_str() {
+                    "fails" => Err("boom".to_string()),
+                    "slow" => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        Ok(())
+                    }
+                    _ => Ok(()),
+                }
+            })
+            .await;
+        assert_eq!(outcomes["fails"], Outcome::Failed("boom".into()));
+        assert_eq!(outcomes["slow"], Outcome::Done, "in-flight work drains");
+        assert_eq!(outcomes["after"], Outcome::Skipped("fails failed".into()));
+        assert_eq!(outcomes["later"], Outcome::Skipped("fails failed".into()));
+    }
+
+    #[tokio::test]
+    async fn a_stop_request_prevents_new_dispatch() {
+        let (sender, receiver) = tokio::sync::watch::channel(false);
+        let tasks = [task("first", &[], 1), task("second", &["first"], 0)];
+        let outcomes = Executor { concurrency: 4 }
+            .run(&tasks, &receiver, |_id| {
+                let _ = sender.send(true);
+                async { Ok(()) }
+            })
+            .await;
+        assert_eq!(outcomes["first"], Outcome::Done);
+        assert_eq!(outcomes["second"], Outcome::Skipped("the run was interrupted".into()));
+    }
+}

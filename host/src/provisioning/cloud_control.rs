@@ -1,0 +1,350 @@
+//! The Cloud Control provider: any `AWS::` type no plugin handles.
+//!
+//! Create sends the desired state (nulls stripped) and polls the request until it leaves
+//! IN_PROGRESS: first immediately (fast resources finish within one round trip), then after
+//! 100 ms growing ×1.6 up to 2 s. The reference polls 1 s ×1.5 up to 10 s, which costs a
+//! second or more on every fast resource. A failed create that left a resource behind is
+//! deleted. Update sends an RFC 6902 patch of the top-level properties that changed (none: no
+//! call). Delete treats NotFound as deleted.
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_cloudcontrol::types::{OperationStatus, ProgressEvent};
+use aws_sdk_cloudcontrol::Client;
+use cdkd_provider_api::protocol::{CreateResult, DeleteResult, UpdateResult};
+use cdkd_provider_api::{ErrorKind, ProviderError};
+use serde_json::{json, Map, Value};
+
+use crate::aws_env::AwsEnvironment;
+
+/// Polling and timeouts.
+#[derive(Debug, Clone)]
+pub struct PollSchedule {
+    /// The wait before the second poll (the first is immediate).
+    pub first_delay: Duration,
+    /// Growth factor.
+    pub factor: f64,
+    /// The longest wait between polls.
+    pub max_delay: Duration,
+    /// The longest a single operation may take.
+    pub timeout: Duration,
+}
+
+impl Default for PollSchedule {
+    fn default() -> PollSchedule {
+        PollSchedule {
+            first_delay: Duration::from_millis(100),
+            factor: 1.6,
+            max_delay: Duration::from_secs(2),
+            timeout: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+impl PollSchedule {
+    /// The waits before polls 1, 2, 3, …: zero, then growing to the cap.
+    pub fn delays(&self) -> impl Iterator<Item = Duration> + '_ {
+        std::iter::once(Duration::ZERO).chain(std::iter::successors(Some(self.first_delay), move |d| {
+            Some(Duration::from_secs_f64((d.as_secs_f64() * self.factor).min(self.max_delay.as_secs_f64())))
+        }))
+    }
+}
+
+/// Cloud Control in one region.
+#[derive(Debug, Clone)]
+pub struct CloudControlProvider {
+    client: Client,
+    schedule: PollSchedule,
+}
+
+fn kind_of(code: &str) -> ErrorKind {
+    match code {
+        "NotFound" => ErrorKind::NOT_FOUND,
+        "AlreadyExists" => ErrorKind::ALREADY_EXISTS,
+        "Throttling" | "ServiceLimitExceeded" => ErrorKind::THROTTLED,
+        "AccessDenied" | "InvalidCredentials" => ErrorKind::ACCESS_DENIED,
+        "InvalidRequest" | "NotUpdatable" | "InvalidTypeConfiguration" => ErrorKind::VALIDATION,
+        "ResourceConflict" => ErrorKind::CONFLICT,
+        "NotStabilized" => ErrorKind::TIMEOUT,
+        _ => ErrorKind::OTHER,
+    }
+}
+
+fn sdk_error<E, R>(what: &str, err: aws_sdk_cloudcontrol::error::SdkError<E, R>) -> ProviderError
+where
+    E: aws_sdk_cloudcontrol::error::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    use aws_sdk_cloudcontrol::error::ProvideErrorMetadata;
+    let code = err.code().unwrap_or("").to_string();
+    let kind = match code.as_str() {
+        "ThrottlingException" => ErrorKind::THROTTLED,
+        "ResourceNotFoundException" => ErrorKind::NOT_FOUND,
+        "TypeNotFoundException" | "UnsupportedActionException" | "ValidationException" => ErrorKind::UNSUPPORTED,
+        "AlreadyExistsException" => ErrorKind::ALREADY_EXISTS,
+        _ => ErrorKind::OTHER,
+    };
+    let detail = err
+        .message()
+        .map(ToString::to_string)
+        .unwrap_or_else(|| aws_sdk_cloudcontrol::error::DisplayErrorContext(&err).to_string());
+    let error = ProviderError::new(kind, format!("{what}: {detail}"));
+    if code.is_empty() {
+        error
+    } else {
+        error.with_aws_code(code)
+    }
+}
+
+/// Removes `null` values (Cloud Control rejects them) at every depth.
+pub fn strip_nulls(value: &Value) -> Value {
+    match value {
+        Value::Object(object) => Value::Object(
+            object
+                .iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), strip_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(strip_nulls).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The RFC 6902 patch turning `previous` into `desired`, top-level properties only.
+pub fn top_level_patch(previous: &Map<String, Value>, desired: &Map<String, Value>) -> Vec<Value> {
+    let mut operations = Vec::new();
+    for (key, value) in desired {
+        let path = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
+        match previous.get(key) {
+            None => operations.push(json!({"op": "add", "path": path, "value": strip_nulls(value)})),
+            Some(old) if old != value => operations.push(json!({"op": "replace", "path": path, "value": strip_nulls(value)})),
+            Some(_) => {}
+        }
+    }
+    for key in previous.keys().filter(|k| !desired.contains_key(*k)) {
+        operations.push(json!({"op": "remove", "path": format!("/{}", key.replace('~', "~0").replace('/', "~1"))}));
+    }
+    operations
+}
+
+impl CloudControlProvider {
+    /// A provider for `region`.
+    pub fn new(aws: &AwsEnvironment, region: &str, schedule: PollSchedule) -> CloudControlProvider {
+        let config = aws_sdk_cloudcontrol::config::Builder::from(aws.sdk_config())
+            .region(aws_sdk_cloudcontrol::config::Region::new(region.to_string()))
+            .build();
+        CloudControlProvider {
+            client: Client::from_conf(config),
+            schedule,
+        }
+    }
+
+    async fn wait(&self, resource_type: &str, logical_id: &str, mut event: ProgressEvent) -> Result<ProgressEvent, ProviderError> {
+        let started = Instant::now();
+        let mut delays = self.schedule.delays();
+        loop {
+            match event.operation_status() {
+                Some(OperationStatus::Success) => return Ok(event),
+                Some(OperationStatus::Failed) | Some(OperationStatus::CancelComplete) => {
+                    let code = event.error_code().map(|c| c.as_str().to_string()).unwrap_or_default();
+                    let message = event.status_message().unwrap_or("no details").to_string();
+                    return Err(ProviderError::new(
+                        kind_of(&code),
+                        format!("{resource_type} {logical_id}: Cloud Control {} failed: {message}", event.operation().map(|o| o.as_str()).unwrap_or("operation")),
+                    )
+                    .with_aws_code(if code.is_empty() { "GeneralServiceException".into() } else { code }));
+                }
+                _ => {}
+            }
+            if started.elapsed() > self.schedule.timeout {
+                return Err(ProviderError::new(
+                    ErrorKind::TIMEOUT,
+                    format!("{resource_type} {logical_id}: Cloud Control did not finish within {:?}", self.schedule.timeout),
+                ));
+            }
+            tokio::time::sleep(delays.next().unwrap_or(self.schedule.max_delay)).await;
+            let token = event.request_token().unwrap_or_default().to_string();
+            event = self
+                .client
+                .get_resource_request_status()
+                .request_token(&token)
+                .send()
+                .await
+                .map_err(|err| sdk_error(&format!("{resource_type} {logical_id}: GetResourceRequestStatus"), err))?
+                .progress_event
+                .ok_or_else(|| ProviderError::other(format!("{resource_type} {logical_id}: Cloud Control returned no progress event")))?;
+        }
+    }
+
+    async fn model(&self, resource_type: &str, identifier: &str) -> Result<Map<String, Value>, ProviderError> {
+        let answer = self
+            .client
+            .get_resource()
+            .type_name(resource_type)
+            .identifier(identifier)
+            .send()
+            .await
+            .map_err(|err| sdk_error(&format!("{resource_type} {identifier}: GetResource"), err))?;
+        let properties = answer.resource_description().and_then(|d| d.properties()).unwrap_or("{}");
+        Ok(serde_json::from_str::<Value>(properties).ok().and_then(|v| v.as_object().cloned()).unwrap_or_default())
+    }
+
+    /// The model of a finished event, read back when the event carries none.
+    async fn attributes_of(&self, resource_type: &str, event: &ProgressEvent, identifier: &str) -> Result<Map<String, Value>, ProviderError> {
+        match event.resource_model().and_then(|m| serde_json::from_str::<Value>(m).ok()).and_then(|v| v.as_object().cloned()) {
+            Some(model) if !model.is_empty() => Ok(model),
+            _ => self.model(resource_type, identifier).await,
+        }
+    }
+
+    /// Creates a resource; returns its identifier and model as attributes.
+    pub async fn create(&self, resource_type: &str, logical_id: &str, properties: &Map<String, Value>) -> Result<CreateResult, ProviderError> {
+        let desired = strip_nulls(&Value::Object(properties.clone())).to_string();
+        let token = format!("cdkd-{logical_id}-{}", rand::random::<u64>());
+        let started = self
+            .client
+            .create_resource()
+            .type_name(resource_type)
+            .desired_state(desired)
+            .client_token(token.chars().take(128).collect::<String>())
+            .send()
+            .await
+            .map_err(|err| sdk_error(&format!("{resource_type} {logical_id}: CreateResource"), err))?
+            .progress_event
+            .ok_or_else(|| ProviderError::other(format!("{resource_type} {logical_id}: no progress event")))?;
+        match self.wait(resource_type, logical_id, started).await {
+            Ok(done) => {
+                let identifier = done
+                    .identifier()
+                    .ok_or_else(|| ProviderError::other(format!("{resource_type} {logical_id}: Cloud Control returned no identifier")))?
+                    .to_string();
+                let attributes = self.attributes_of(resource_type, &done, &identifier).await?;
+                Ok(CreateResult {
+                    physical_id: identifier,
+                    attributes,
+                })
+            }
+            Err(err) => {
+                // A failed create can leave a half-built resource behind; do not strand it.
+                if let Ok(status) = self.client.list_resource_requests().send().await {
+                    let leftovers: Vec<String> = status
+                        .resource_request_status_summaries()
+                        .iter()
+                        .filter(|s| s.type_name() == Some(resource_type) && s.operation().map(|o| o.as_str()) == Some("CREATE") && s.operation_status() == Some(&OperationStatus::Failed))
+                        .filter_map(|s| s.identifier().map(ToString::to_string))
+                        .collect();
+                    for identifier in leftovers.into_iter().take(1) {
+                        let _ = self.delete(resource_type, logical_id, &identifier).await;
+                    }
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Updates in place with a patch of what changed.
+    pub async fn update(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        identifier: &str,
+        previous: &Map<String, Value>,
+        desired: &Map<String, Value>,
+    ) -> Result<UpdateResult, ProviderError> {
+        let patch = top_level_patch(previous, desired);
+        if patch.is_empty() {
+            return Ok(UpdateResult {
+                physical_id: identifier.to_string(),
+                replaced: false,
+                attributes: self.model(resource_type, identifier).await?,
+            });
+        }
+        let started = self
+            .client
+            .update_resource()
+            .type_name(resource_type)
+            .identifier(identifier)
+            .patch_document(Value::Array(patch).to_string())
+            .send()
+            .await
+            .map_err(|err| sdk_error(&format!("{resource_type} {logical_id}: UpdateResource"), err))?
+            .progress_event
+            .ok_or_else(|| ProviderError::other(format!("{resource_type} {logical_id}: no progress event")))?;
+        let done = self.wait(resource_type, logical_id, started).await?;
+        let identifier = done.identifier().unwrap_or(identifier).to_string();
+        Ok(UpdateResult {
+            attributes: self.attributes_of(resource_type, &done, &identifier).await?,
+            physical_id: identifier,
+            replaced: false,
+        })
+    }
+
+    /// Deletes; a resource already gone counts as deleted.
+    pub async fn delete(&self, resource_type: &str, logical_id: &str, identifier: &str) -> Result<DeleteResult, ProviderError> {
+        let started = match self.client.delete_resource().type_name(resource_type).identifier(identifier).send().await {
+            Ok(answer) => answer.progress_event,
+            Err(err) => {
+                let err = sdk_error(&format!("{resource_type} {logical_id}: DeleteResource"), err);
+                if err.kind == ErrorKind::NOT_FOUND {
+                    return Ok(DeleteResult::Deleted);
+                }
+                return Err(err);
+            }
+        };
+        let Some(started) = started else {
+            return Ok(DeleteResult::Deleted);
+        };
+        match self.wait(resource_type, logical_id, started).await {
+            Ok(_) => Ok(DeleteResult::Deleted),
+            Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok(DeleteResult::Deleted),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// The AWS-current properties, `None` when the resource is gone.
+    pub async fn read_current_state(&self, resource_type: &str, identifier: &str) -> Result<Option<Map<String, Value>>, ProviderError> {
+        match self.model(resource_type, identifier).await {
+            Ok(model) => Ok(Some(model)),
+            Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schedule_polls_at_once_then_backs_off_to_a_cap() {
+        let schedule = PollSchedule::default();
+        let delays: Vec<u128> = schedule.delays().take(10).map(|d| d.as_millis()).collect();
+        assert_eq!(delays[0], 0);
+        assert_eq!(delays[1], 100);
+        assert_eq!(delays[2], 160);
+        assert_eq!(*delays.last().unwrap(), 2000);
+    }
+
+    #[test]
+    fn patches_cover_add_replace_remove_and_escape_paths() {
+        let previous = json!({"A": 1, "B": {"x": 1}, "Gone": true, "a/b": 1}).as_object().unwrap().clone();
+        let desired = json!({"A": 1, "B": {"x": 2}, "New": [1], "a/b": 2}).as_object().unwrap().clone();
+        let patch = top_level_patch(&previous, &desired);
+        assert_eq!(
+            patch,
+            vec![
+                json!({"op": "replace", "path": "/B", "value": {"x": 2}}),
+                json!({"op": "add", "path": "/New", "value": [1]}),
+                json!({"op": "replace", "path": "/a~1b", "value": 2}),
+                json!({"op": "remove", "path": "/Gone"}),
+            ]
+        );
+        assert!(top_level_patch(&previous, &previous).is_empty());
+    }
+
+    #[test]
+    fn nulls_are_stripped_at_every_depth() {
+        assert_eq!(strip_nulls(&json!({"a": null, "b": {"c": null, "d": 1}, "e": [null, {"f": null}]})), json!({"b": {"d": 1}, "e": [null, {}]}));
+    }
+}
