@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod analyzer;
+pub mod assets;
 pub mod aws_env;
 pub mod cli;
 pub mod deployment;

@@ -2,6 +2,7 @@
 
 mod app;
 mod bootstrap;
+mod deploy;
 mod diff;
 mod force_unlock;
 mod providers;
@@ -84,10 +85,30 @@ enum Command {
     List(synth::ListArgs),
     /// Compare the app's stacks with their deployed state.
     Diff(diff::DiffArgs),
+    /// Deploy the app's stacks.
+    Deploy(deploy::DeployArgs),
+    /// Delete the app's stacks and their resources.
+    Destroy(deploy::DestroyArgs),
+    /// Undo the last failed deploy of a stack, from its rollback journal (no synthesis).
+    Rollback(deploy::RollbackArgs),
 }
 
 /// Runs the CLI and turns any error into a message on stderr and exit code 1.
 pub fn main() -> ExitCode {
+    // A closed stdout (`cdkd state list | head -1`) ends the command quietly, as for any
+    // Unix tool, instead of a panic report.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") {
+            std::process::exit(0);
+        }
+        default_hook(info);
+    }));
     let cli = Cli::parse();
     init_logging(cli.global.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -123,6 +144,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Synth(args) => synth::run_synth(&context, args).await,
         Command::List(args) => synth::run_list(&context, args).await,
         Command::Diff(args) => diff::run(&context, args).await,
+        Command::Deploy(args) => deploy::deploy(&context, args).await,
+        Command::Destroy(args) => deploy::destroy(&context, args).await,
+        Command::Rollback(args) => deploy::rollback(&context, args).await,
     }
 }
 

@@ -78,6 +78,8 @@ pub enum StateCommand {
         #[arg(long, short = 'f')]
         force: bool,
     },
+    /// Destroy stacks from their state records alone (no CDK app needed).
+    Destroy(super::deploy::StateDestroyArgs),
     /// Copy state from a legacy `cdkd-state-{account}-{region}` bucket to the default bucket.
     Migrate {
         /// The region of the legacy bucket.
@@ -100,6 +102,9 @@ pub async fn run(context: &CommandContext, command: StateCommand) -> anyhow::Res
     } = command
     {
         return migrate(context, &region, dry_run, remove_legacy).await;
+    }
+    if let StateCommand::Destroy(args) = command {
+        return super::deploy::state_destroy(context, args).await;
     }
     let store = context.state().await?;
     match command {
@@ -131,7 +136,7 @@ pub async fn run(context: &CommandContext, command: StateCommand) -> anyhow::Res
             let region = resolve_region(context, &store, &stack, stack_region.as_deref()).await?;
             orphan(context, &store, &stack, &region, force).await
         }
-        StateCommand::Migrate { .. } => unreachable!("handled above"),
+        StateCommand::Migrate { .. } | StateCommand::Destroy(_) => unreachable!("handled above"),
     }
 }
 

@@ -56,9 +56,20 @@ impl Executor {
         let mut dependents: BTreeMap<&str, Vec<&Task>> = BTreeMap::new();
         let mut ready: BinaryHeap<(usize, Reverse<&str>)> = BinaryHeap::new();
         for task in tasks {
-            let count = task.dependencies.iter().filter(|d| known.contains(d.as_str())).count();
-            for dependency in task.dependencies.iter().filter(|d| known.contains(d.as_str())) {
-                dependents.entry(dependency.as_str()).or_default().push(task);
+            let count = task
+                .dependencies
+                .iter()
+                .filter(|d| known.contains(d.as_str()))
+                .count();
+            for dependency in task
+                .dependencies
+                .iter()
+                .filter(|d| known.contains(d.as_str()))
+            {
+                dependents
+                    .entry(dependency.as_str())
+                    .or_default()
+                    .push(task);
             }
             waiting.insert(task.id.as_str(), count);
             if count == 0 {
@@ -74,16 +85,22 @@ impl Executor {
                     stopped = Some("the run was interrupted".into());
                     break;
                 }
-                let Some((_, Reverse(id))) = ready.pop() else { break };
+                let Some((_, Reverse(id))) = ready.pop() else {
+                    break;
+                };
                 let id = id.to_string();
                 let future = work(id.clone());
                 running.push(async move { (id, future.await) });
             }
-            let Some((id, result)) = running.next().await else { break };
+            let Some((id, result)) = running.next().await else {
+                break;
+            };
             match result {
                 Ok(()) => {
                     for dependent in dependents.get(id.as_str()).into_iter().flatten() {
-                        let count = waiting.get_mut(dependent.id.as_str()).expect("dependents are tasks");
+                        let count = waiting
+                            .get_mut(dependent.id.as_str())
+                            .expect("dependents are tasks");
                         *count -= 1;
                         if *count == 0 {
                             ready.push((dependent.priority, Reverse(dependent.id.as_str())));
@@ -99,7 +116,9 @@ impl Executor {
         }
         let reason = stopped.unwrap_or_else(|| "a dependency did not finish".into());
         for task in tasks {
-            outcomes.entry(task.id.clone()).or_insert_with(|| Outcome::Skipped(reason.clone()));
+            outcomes
+                .entry(task.id.clone())
+                .or_insert_with(|| Outcome::Skipped(reason.clone()));
         }
         outcomes
     }
@@ -128,15 +147,27 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_task_starts_when_its_own_dependencies_finish_not_its_level() {
         // A(10ms) -> B ; C(100ms) -> D. B must start at 10 ms, not after C.
-        let tasks = [task("A", &[], 1), task("B", &["A"], 0), task("C", &[], 1), task("D", &["C"], 0)];
+        let tasks = [
+            task("A", &[], 1),
+            task("B", &["A"], 0),
+            task("C", &[], 1),
+            task("D", &["C"], 0),
+        ];
         let started: Arc<Mutex<BTreeMap<String, u128>>> = Arc::default();
         let origin = tokio::time::Instant::now();
         let outcomes = Executor { concurrency: 10 }
             .run(&tasks, &no_stop(), |id| {
                 let started = Arc::clone(&started);
                 async move {
-                    started.lock().unwrap().insert(id.clone(), origin.elapsed().as_millis());
-                    let ms = match id.as_str() { "A" => 10, "C" => 100, _ => 1 };
+                    started
+                        .lock()
+                        .unwrap()
+                        .insert(id.clone(), origin.elapsed().as_millis());
+                    let ms = match id.as_str() {
+                        "A" => 10,
+                        "C" => 100,
+                        _ => 1,
+                    };
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                     Ok(())
                 }
@@ -150,7 +181,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn concurrency_bounds_and_priority_orders_ready_tasks() {
-        let tasks = [task("low", &[], 0), task("high", &[], 5), task("mid", &[], 2)];
+        let tasks = [
+            task("low", &[], 0),
+            task("high", &[], 5),
+            task("mid", &[], 2),
+        ];
         let order: Arc<Mutex<Vec<String>>> = Arc::default();
         Executor { concurrency: 1 }
             .run(&tasks, &no_stop(), |id| {
@@ -167,7 +202,12 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_first_failure_stops_dispatch_drains_in_flight_and_skips_the_rest() {
-        let tasks = [task("fails", &[], 9), task("slow", &[], 8), task("after", &["fails"], 0), task("later", &[], 0)];
+        let tasks = [
+            task("fails", &[], 9),
+            task("slow", &[], 8),
+            task("after", &["fails"], 0),
+            task("later", &[], 0),
+        ];
         let outcomes = Executor { concurrency: 2 }
             .run(&tasks, &no_stop(), |id| async move {
                 match id.as_str() {
@@ -197,6 +237,9 @@ mod tests {
             })
             .await;
         assert_eq!(outcomes["first"], Outcome::Done);
-        assert_eq!(outcomes["second"], Outcome::Skipped("the run was interrupted".into()));
+        assert_eq!(
+            outcomes["second"],
+            Outcome::Skipped("the run was interrupted".into())
+        );
     }
 }

@@ -55,6 +55,13 @@ impl StateSnapshot {
             })
     }
 
+    /// Every record: (stack, region, record).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str, &StackState)> {
+        self.records
+            .iter()
+            .map(|((stack, region), state)| (stack.as_str(), region.as_str(), state))
+    }
+
     /// A stack's record.
     pub fn record(&self, stack: &str, region: &str) -> Option<&StackState> {
         self.records.get(&(stack.to_string(), region.to_string()))

@@ -1,5 +1,10 @@
-//! The deployment layer: turning plans into provider calls, and the cross-stack values
-//! they read from other stacks' state.
+//! The deployment layer: turning plans into provider calls (deploy, destroy, rollback), the
+//! state ledger and rollback journal they keep, and the cross-stack values they read.
 
+pub mod deploy;
+pub mod destroy;
 pub mod executor;
 pub mod external;
+pub mod journal;
+pub mod ledger;
+pub mod report;

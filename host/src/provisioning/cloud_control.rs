@@ -44,9 +44,14 @@ impl Default for PollSchedule {
 impl PollSchedule {
     /// The waits before polls 1, 2, 3, …: zero, then growing to the cap.
     pub fn delays(&self) -> impl Iterator<Item = Duration> + '_ {
-        std::iter::once(Duration::ZERO).chain(std::iter::successors(Some(self.first_delay), move |d| {
-            Some(Duration::from_secs_f64((d.as_secs_f64() * self.factor).min(self.max_delay.as_secs_f64())))
-        }))
+        std::iter::once(Duration::ZERO).chain(std::iter::successors(
+            Some(self.first_delay),
+            move |d| {
+                Some(Duration::from_secs_f64(
+                    (d.as_secs_f64() * self.factor).min(self.max_delay.as_secs_f64()),
+                ))
+            },
+        ))
     }
 }
 
@@ -80,7 +85,9 @@ where
     let kind = match code.as_str() {
         "ThrottlingException" => ErrorKind::THROTTLED,
         "ResourceNotFoundException" => ErrorKind::NOT_FOUND,
-        "TypeNotFoundException" | "UnsupportedActionException" | "ValidationException" => ErrorKind::UNSUPPORTED,
+        "TypeNotFoundException" | "UnsupportedActionException" | "ValidationException" => {
+            ErrorKind::UNSUPPORTED
+        }
         "AlreadyExistsException" => ErrorKind::ALREADY_EXISTS,
         _ => ErrorKind::OTHER,
     };
@@ -117,8 +124,12 @@ pub fn top_level_patch(previous: &Map<String, Value>, desired: &Map<String, Valu
     for (key, value) in desired {
         let path = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
         match previous.get(key) {
-            None => operations.push(json!({"op": "add", "path": path, "value": strip_nulls(value)})),
-            Some(old) if old != value => operations.push(json!({"op": "replace", "path": path, "value": strip_nulls(value)})),
+            None => {
+                operations.push(json!({"op": "add", "path": path, "value": strip_nulls(value)}))
+            }
+            Some(old) if old != value => {
+                operations.push(json!({"op": "replace", "path": path, "value": strip_nulls(value)}))
+            }
             Some(_) => {}
         }
     }
@@ -132,7 +143,9 @@ impl CloudControlProvider {
     /// A provider for `region`.
     pub fn new(aws: &AwsEnvironment, region: &str, schedule: PollSchedule) -> CloudControlProvider {
         let config = aws_sdk_cloudcontrol::config::Builder::from(aws.sdk_config())
-            .region(aws_sdk_cloudcontrol::config::Region::new(region.to_string()))
+            .region(aws_sdk_cloudcontrol::config::Region::new(
+                region.to_string(),
+            ))
             .build();
         CloudControlProvider {
             client: Client::from_conf(config),
@@ -140,27 +153,45 @@ impl CloudControlProvider {
         }
     }
 
-    async fn wait(&self, resource_type: &str, logical_id: &str, mut event: ProgressEvent) -> Result<ProgressEvent, ProviderError> {
+    async fn wait(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        mut event: ProgressEvent,
+    ) -> Result<ProgressEvent, ProviderError> {
         let started = Instant::now();
         let mut delays = self.schedule.delays();
         loop {
             match event.operation_status() {
                 Some(OperationStatus::Success) => return Ok(event),
                 Some(OperationStatus::Failed) | Some(OperationStatus::CancelComplete) => {
-                    let code = event.error_code().map(|c| c.as_str().to_string()).unwrap_or_default();
+                    let code = event
+                        .error_code()
+                        .map(|c| c.as_str().to_string())
+                        .unwrap_or_default();
                     let message = event.status_message().unwrap_or("no details").to_string();
                     return Err(ProviderError::new(
                         kind_of(&code),
-                        format!("{resource_type} {logical_id}: Cloud Control {} failed: {message}", event.operation().map(|o| o.as_str()).unwrap_or("operation")),
+                        format!(
+                            "{resource_type} {logical_id}: Cloud Control {} failed: {message}",
+                            event.operation().map(|o| o.as_str()).unwrap_or("operation")
+                        ),
                     )
-                    .with_aws_code(if code.is_empty() { "GeneralServiceException".into() } else { code }));
+                    .with_aws_code(if code.is_empty() {
+                        "GeneralServiceException".into()
+                    } else {
+                        code
+                    }));
                 }
                 _ => {}
             }
             if started.elapsed() > self.schedule.timeout {
                 return Err(ProviderError::new(
                     ErrorKind::TIMEOUT,
-                    format!("{resource_type} {logical_id}: Cloud Control did not finish within {:?}", self.schedule.timeout),
+                    format!(
+                        "{resource_type} {logical_id}: Cloud Control did not finish within {:?}",
+                        self.schedule.timeout
+                    ),
                 ));
             }
             tokio::time::sleep(delays.next().unwrap_or(self.schedule.max_delay)).await;
@@ -171,13 +202,26 @@ impl CloudControlProvider {
                 .request_token(&token)
                 .send()
                 .await
-                .map_err(|err| sdk_error(&format!("{resource_type} {logical_id}: GetResourceRequestStatus"), err))?
+                .map_err(|err| {
+                    sdk_error(
+                        &format!("{resource_type} {logical_id}: GetResourceRequestStatus"),
+                        err,
+                    )
+                })?
                 .progress_event
-                .ok_or_else(|| ProviderError::other(format!("{resource_type} {logical_id}: Cloud Control returned no progress event")))?;
+                .ok_or_else(|| {
+                    ProviderError::other(format!(
+                        "{resource_type} {logical_id}: Cloud Control returned no progress event"
+                    ))
+                })?;
         }
     }
 
-    async fn model(&self, resource_type: &str, identifier: &str) -> Result<Map<String, Value>, ProviderError> {
+    async fn model(
+        &self,
+        resource_type: &str,
+        identifier: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
         let answer = self
             .client
             .get_resource()
@@ -186,20 +230,40 @@ impl CloudControlProvider {
             .send()
             .await
             .map_err(|err| sdk_error(&format!("{resource_type} {identifier}: GetResource"), err))?;
-        let properties = answer.resource_description().and_then(|d| d.properties()).unwrap_or("{}");
-        Ok(serde_json::from_str::<Value>(properties).ok().and_then(|v| v.as_object().cloned()).unwrap_or_default())
+        let properties = answer
+            .resource_description()
+            .and_then(|d| d.properties())
+            .unwrap_or("{}");
+        Ok(serde_json::from_str::<Value>(properties)
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default())
     }
 
     /// The model of a finished event, read back when the event carries none.
-    async fn attributes_of(&self, resource_type: &str, event: &ProgressEvent, identifier: &str) -> Result<Map<String, Value>, ProviderError> {
-        match event.resource_model().and_then(|m| serde_json::from_str::<Value>(m).ok()).and_then(|v| v.as_object().cloned()) {
+    async fn attributes_of(
+        &self,
+        resource_type: &str,
+        event: &ProgressEvent,
+        identifier: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
+        match event
+            .resource_model()
+            .and_then(|m| serde_json::from_str::<Value>(m).ok())
+            .and_then(|v| v.as_object().cloned())
+        {
             Some(model) if !model.is_empty() => Ok(model),
             _ => self.model(resource_type, identifier).await,
         }
     }
 
     /// Creates a resource; returns its identifier and model as attributes.
-    pub async fn create(&self, resource_type: &str, logical_id: &str, properties: &Map<String, Value>) -> Result<CreateResult, ProviderError> {
+    pub async fn create(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        properties: &Map<String, Value>,
+    ) -> Result<CreateResult, ProviderError> {
         let desired = strip_nulls(&Value::Object(properties.clone())).to_string();
         let token = format!("cdkd-{logical_id}-{}", rand::random::<u64>());
         let started = self
@@ -210,16 +274,29 @@ impl CloudControlProvider {
             .client_token(token.chars().take(128).collect::<String>())
             .send()
             .await
-            .map_err(|err| sdk_error(&format!("{resource_type} {logical_id}: CreateResource"), err))?
+            .map_err(|err| {
+                sdk_error(
+                    &format!("{resource_type} {logical_id}: CreateResource"),
+                    err,
+                )
+            })?
             .progress_event
-            .ok_or_else(|| ProviderError::other(format!("{resource_type} {logical_id}: no progress event")))?;
+            .ok_or_else(|| {
+                ProviderError::other(format!("{resource_type} {logical_id}: no progress event"))
+            })?;
         match self.wait(resource_type, logical_id, started).await {
             Ok(done) => {
                 let identifier = done
                     .identifier()
-                    .ok_or_else(|| ProviderError::other(format!("{resource_type} {logical_id}: Cloud Control returned no identifier")))?
+                    .ok_or_else(|| {
+                        ProviderError::other(format!(
+                            "{resource_type} {logical_id}: Cloud Control returned no identifier"
+                        ))
+                    })?
                     .to_string();
-                let attributes = self.attributes_of(resource_type, &done, &identifier).await?;
+                let attributes = self
+                    .attributes_of(resource_type, &done, &identifier)
+                    .await?;
                 Ok(CreateResult {
                     physical_id: identifier,
                     attributes,
@@ -231,7 +308,11 @@ impl CloudControlProvider {
                     let leftovers: Vec<String> = status
                         .resource_request_status_summaries()
                         .iter()
-                        .filter(|s| s.type_name() == Some(resource_type) && s.operation().map(|o| o.as_str()) == Some("CREATE") && s.operation_status() == Some(&OperationStatus::Failed))
+                        .filter(|s| {
+                            s.type_name() == Some(resource_type)
+                                && s.operation().map(|o| o.as_str()) == Some("CREATE")
+                                && s.operation_status() == Some(&OperationStatus::Failed)
+                        })
                         .filter_map(|s| s.identifier().map(ToString::to_string))
                         .collect();
                     for identifier in leftovers.into_iter().take(1) {
@@ -268,24 +349,48 @@ impl CloudControlProvider {
             .patch_document(Value::Array(patch).to_string())
             .send()
             .await
-            .map_err(|err| sdk_error(&format!("{resource_type} {logical_id}: UpdateResource"), err))?
+            .map_err(|err| {
+                sdk_error(
+                    &format!("{resource_type} {logical_id}: UpdateResource"),
+                    err,
+                )
+            })?
             .progress_event
-            .ok_or_else(|| ProviderError::other(format!("{resource_type} {logical_id}: no progress event")))?;
+            .ok_or_else(|| {
+                ProviderError::other(format!("{resource_type} {logical_id}: no progress event"))
+            })?;
         let done = self.wait(resource_type, logical_id, started).await?;
         let identifier = done.identifier().unwrap_or(identifier).to_string();
         Ok(UpdateResult {
-            attributes: self.attributes_of(resource_type, &done, &identifier).await?,
+            attributes: self
+                .attributes_of(resource_type, &done, &identifier)
+                .await?,
             physical_id: identifier,
             replaced: false,
         })
     }
 
     /// Deletes; a resource already gone counts as deleted.
-    pub async fn delete(&self, resource_type: &str, logical_id: &str, identifier: &str) -> Result<DeleteResult, ProviderError> {
-        let started = match self.client.delete_resource().type_name(resource_type).identifier(identifier).send().await {
+    pub async fn delete(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        identifier: &str,
+    ) -> Result<DeleteResult, ProviderError> {
+        let started = match self
+            .client
+            .delete_resource()
+            .type_name(resource_type)
+            .identifier(identifier)
+            .send()
+            .await
+        {
             Ok(answer) => answer.progress_event,
             Err(err) => {
-                let err = sdk_error(&format!("{resource_type} {logical_id}: DeleteResource"), err);
+                let err = sdk_error(
+                    &format!("{resource_type} {logical_id}: DeleteResource"),
+                    err,
+                );
                 if err.kind == ErrorKind::NOT_FOUND {
                     return Ok(DeleteResult::Deleted);
                 }
@@ -303,7 +408,11 @@ impl CloudControlProvider {
     }
 
     /// The AWS-current properties, `None` when the resource is gone.
-    pub async fn read_current_state(&self, resource_type: &str, identifier: &str) -> Result<Option<Map<String, Value>>, ProviderError> {
+    pub async fn read_current_state(
+        &self,
+        resource_type: &str,
+        identifier: &str,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
         match self.model(resource_type, identifier).await {
             Ok(model) => Ok(Some(model)),
             Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok(None),
@@ -328,8 +437,14 @@ mod tests {
 
     #[test]
     fn patches_cover_add_replace_remove_and_escape_paths() {
-        let previous = json!({"A": 1, "B": {"x": 1}, "Gone": true, "a/b": 1}).as_object().unwrap().clone();
-        let desired = json!({"A": 1, "B": {"x": 2}, "New": [1], "a/b": 2}).as_object().unwrap().clone();
+        let previous = json!({"A": 1, "B": {"x": 1}, "Gone": true, "a/b": 1})
+            .as_object()
+            .unwrap()
+            .clone();
+        let desired = json!({"A": 1, "B": {"x": 2}, "New": [1], "a/b": 2})
+            .as_object()
+            .unwrap()
+            .clone();
         let patch = top_level_patch(&previous, &desired);
         assert_eq!(
             patch,
@@ -345,6 +460,9 @@ mod tests {
 
     #[test]
     fn nulls_are_stripped_at_every_depth() {
-        assert_eq!(strip_nulls(&json!({"a": null, "b": {"c": null, "d": 1}, "e": [null, {"f": null}]})), json!({"b": {"d": 1}, "e": [null, {}]}));
+        assert_eq!(
+            strip_nulls(&json!({"a": null, "b": {"c": null, "d": 1}, "e": [null, {"f": null}]})),
+            json!({"b": {"d": 1}, "e": [null, {}]})
+        );
     }
 }

@@ -6,5 +6,6 @@ pub mod cloud_control;
 pub mod create_only;
 pub mod plugin_callbacks;
 pub mod plugins_file;
+pub mod provider;
 pub mod registry;
 pub mod router;

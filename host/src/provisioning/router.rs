@@ -64,7 +64,9 @@ impl AllowedDrops {
     }
 
     fn allows(&self, resource_type: &str, property: &str) -> bool {
-        self.0.iter().any(|(t, p)| t == resource_type && p == property)
+        self.0
+            .iter()
+            .any(|(t, p)| t == resource_type && p == property)
     }
 }
 
@@ -82,7 +84,9 @@ pub fn decide(
             "{logical_id} ({resource_type}) is a Lambda-backed custom resource, which cdkd does not deploy yet"
         ));
     }
-    if recorded == Some(ProvisionedBy::CcApi) && !STICKY_CC_MIGRATION_EXEMPT.contains(&resource_type) {
+    if recorded == Some(ProvisionedBy::CcApi)
+        && !STICKY_CC_MIGRATION_EXEMPT.contains(&resource_type)
+    {
         return Decision::CloudControl(None);
     }
     match registry.route(resource_type) {
@@ -111,12 +115,20 @@ pub fn decide(
                 ))
             }
         }
-        Route::CloudControl if NOT_PROVISIONABLE.contains(&resource_type) => Decision::Refuse(match resource_type {
-            "AWS::CloudFormation::Stack" => format!("{logical_id} is a nested stack, which cdkd does not deploy yet"),
-            _ => format!("{logical_id} ({resource_type}) cannot be provisioned without CloudFormation"),
-        }),
+        Route::CloudControl if NOT_PROVISIONABLE.contains(&resource_type) => {
+            Decision::Refuse(match resource_type {
+                "AWS::CloudFormation::Stack" => {
+                    format!("{logical_id} is a nested stack, which cdkd does not deploy yet")
+                }
+                _ => format!(
+                    "{logical_id} ({resource_type}) cannot be provisioned without CloudFormation"
+                ),
+            })
+        }
         Route::CloudControl => Decision::CloudControl(None),
-        Route::CustomResource => Decision::Refuse(format!("{logical_id} ({resource_type}) is a custom resource, which cdkd does not deploy yet")),
+        Route::CustomResource => Decision::Refuse(format!(
+            "{logical_id} ({resource_type}) is a custom resource, which cdkd does not deploy yet"
+        )),
         Route::Unroutable(reason) => Decision::Refuse(format!("{logical_id}: {reason}")),
     }
 }
@@ -128,7 +140,14 @@ mod tests {
     use serde_json::json;
 
     fn empty_registry() -> Registry {
-        Registry::load(PluginsFile::parse("", std::path::Path::new("/x/plugins.toml"), PluginsFileSource::Flag).unwrap())
+        Registry::load(
+            PluginsFile::parse(
+                "",
+                std::path::Path::new("/x/plugins.toml"),
+                PluginsFileSource::Flag,
+            )
+            .unwrap(),
+        )
     }
 
     #[test]
@@ -136,16 +155,32 @@ mod tests {
         let registry = empty_registry();
         let props = json!({"QueueName": "q"}).as_object().unwrap().clone();
         let allowed = AllowedDrops::default();
-        assert_eq!(decide(&registry, "Q", "AWS::SQS::Queue", &props, None, &allowed), Decision::CloudControl(None));
-        assert!(matches!(decide(&registry, "C", "Custom::Thing", &props, None, &allowed), Decision::Refuse(r) if r.contains("custom resource")));
-        assert!(matches!(decide(&registry, "N", "AWS::CloudFormation::Stack", &props, None, &allowed), Decision::Refuse(r) if r.contains("nested stack")));
-        assert!(matches!(decide(&registry, "P", "Acme::X::Y", &props, None, &allowed), Decision::Refuse(r) if r.contains("no loaded plugin")));
+        assert_eq!(
+            decide(&registry, "Q", "AWS::SQS::Queue", &props, None, &allowed),
+            Decision::CloudControl(None)
+        );
+        assert!(
+            matches!(decide(&registry, "C", "Custom::Thing", &props, None, &allowed), Decision::Refuse(r) if r.contains("custom resource"))
+        );
+        assert!(
+            matches!(decide(&registry, "N", "AWS::CloudFormation::Stack", &props, None, &allowed), Decision::Refuse(r) if r.contains("nested stack"))
+        );
+        assert!(
+            matches!(decide(&registry, "P", "Acme::X::Y", &props, None, &allowed), Decision::Refuse(r) if r.contains("no loaded plugin"))
+        );
     }
 
     #[test]
     fn allowed_drops_parse_type_colon_property() {
-        let parsed = AllowedDrops::parse(&["AWS::S3::Bucket:AnalyticsConfigurations".into()]).unwrap();
-        assert_eq!(parsed.0, [("AWS::S3::Bucket".to_string(), "AnalyticsConfigurations".to_string())]);
+        let parsed =
+            AllowedDrops::parse(&["AWS::S3::Bucket:AnalyticsConfigurations".into()]).unwrap();
+        assert_eq!(
+            parsed.0,
+            [(
+                "AWS::S3::Bucket".to_string(),
+                "AnalyticsConfigurations".to_string()
+            )]
+        );
         assert!(AllowedDrops::parse(&["Bucket".into()]).is_err());
     }
 }

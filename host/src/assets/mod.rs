@@ -1,0 +1,281 @@
+//! The assets layer: publishing a stack's file assets before it deploys.
+//!
+//! A folder asset is zipped deterministically (sorted entries, fixed timestamps and
+//! permissions), so the same folder always yields the same bytes and the hash-named object is
+//! reproducible. A region with a cdkd bootstrap marker publishes to the cdkd asset bucket it
+//! names and rewrites the template's references to that bucket; without a marker the CDK
+//! bootstrap destinations are used as written. An object already present is not uploaded
+//! again. Container-image assets need the docker CLI and are refused with a clear error.
+
+use std::io::Write;
+use std::path::Path;
+
+use aws_sdk_s3::primitives::ByteStream;
+use serde_json::Value;
+
+use crate::analyzer::template::Template;
+use crate::aws_env::AwsEnvironment;
+use crate::cli::StateStore;
+use crate::state::bootstrap::{partition, read_marker};
+use crate::state::bucket;
+use crate::synthesis::assembly::{CloudAssembly, FileAsset, Packaging, StackArtifact};
+
+/// Zips a folder deterministically.
+pub fn zip_directory(dir: &Path) -> std::io::Result<Vec<u8>> {
+    let mut files = Vec::new();
+    collect_files(dir, dir, &mut files)?;
+    files.sort();
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for relative in files {
+        let path = dir.join(&relative);
+        let executable = is_executable(&path);
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .last_modified_time(zip::DateTime::default())
+            .unix_permissions(if executable { 0o755 } else { 0o644 });
+        writer
+            .start_file(relative.replace('\\', "/"), options)
+            .map_err(std::io::Error::other)?;
+        writer.write_all(&std::fs::read(&path)?)?;
+    }
+    Ok(writer.finish().map_err(std::io::Error::other)?.into_inner())
+}
+
+fn collect_files(root: &Path, dir: &Path, files: &mut Vec<String>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            collect_files(root, &path, files)?;
+        } else {
+            let relative = path
+                .strip_prefix(root)
+                .expect("under root")
+                .to_string_lossy()
+                .into_owned();
+            files.push(relative);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(_: &Path) -> bool {
+    false
+}
+
+/// Fills `${AWS::AccountId}`, `${AWS::Region}` and `${AWS::Partition}`.
+pub fn substitute(text: &str, account: &str, region: &str) -> String {
+    text.replace("${AWS::AccountId}", account)
+        .replace("${AWS::Region}", region)
+        .replace("${AWS::Partition}", partition(region))
+}
+
+/// Replaces every string equal to one of `from` (anywhere in `value`) by `to`.
+fn rewrite_strings(value: &mut Value, from: &[String], to: &str) {
+    match value {
+        Value::String(text) if from.iter().any(|f| f == text) => *text = to.to_string(),
+        Value::Array(items) => items.iter_mut().for_each(|v| rewrite_strings(v, from, to)),
+        Value::Object(object) => object
+            .values_mut()
+            .for_each(|v| rewrite_strings(v, from, to)),
+        _ => {}
+    }
+}
+
+async fn publish_file(
+    aws: &AwsEnvironment,
+    asset: &FileAsset,
+    bucket_name: &str,
+    key: &str,
+) -> anyhow::Result<bool> {
+    let client = bucket::state_bucket_client(aws, bucket_name).await;
+    if client
+        .head_object()
+        .bucket(bucket_name)
+        .key(key)
+        .send()
+        .await
+        .is_ok()
+    {
+        return Ok(false);
+    }
+    let body = match asset.packaging {
+        Packaging::Zip if asset.source.is_dir() => zip_directory(&asset.source),
+        _ => std::fs::read(&asset.source),
+    }
+    .map_err(|err| {
+        anyhow::anyhow!(
+            "asset {} ({}): cannot read {}: {err}",
+            asset.display_name,
+            asset.id,
+            asset.source.display()
+        )
+    })?;
+    client
+        .put_object()
+        .bucket(bucket_name)
+        .key(key)
+        .body(ByteStream::from(body))
+        .send()
+        .await
+        .map_err(|err| {
+            anyhow::anyhow!(
+                "asset {}: cannot upload to s3://{bucket_name}/{key}: {}",
+                asset.display_name,
+                crate::state::s3_error::S3Failure::from_sdk(&err)
+            )
+        })?;
+    Ok(true)
+}
+
+/// Publishes a stack's file assets and returns its template, rewritten for cdkd's asset
+/// bucket when the region opted in.
+pub async fn publish_for_stack(
+    assembly: &CloudAssembly,
+    stack: &StackArtifact,
+    template: Template,
+    aws: &AwsEnvironment,
+    store: &StateStore,
+    account: &str,
+    region: &str,
+) -> anyhow::Result<Template> {
+    let Some(manifest) = stack
+        .asset_manifest
+        .as_ref()
+        .and_then(|id| assembly.asset_manifests.get(id))
+    else {
+        return Ok(template);
+    };
+    if let Some(image) = manifest.docker_images.values().next() {
+        anyhow::bail!(
+            "stack {}: container image asset {} ({}) needs `docker build` and `docker push`, which cdkd does not run yet",
+            stack.display_name,
+            image.display_name,
+            image.id
+        );
+    }
+    let marker = read_marker(store.backend.client(), store.backend.bucket(), region).await?;
+    let template_file = stack
+        .template_file
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned());
+    let mut rewrites: Vec<(Vec<String>, String)> = Vec::new();
+    for asset in manifest.files.values() {
+        let source_name = asset
+            .source
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned());
+        // The stack's own template (and nested templates) are for CloudFormation, not cdkd.
+        if source_name == template_file
+            || source_name
+                .as_deref()
+                .is_some_and(|n| n.ends_with(".template.json"))
+        {
+            continue;
+        }
+        for destination in &asset.destinations {
+            let key = substitute(&destination.object_key, account, region);
+            let original = substitute(&destination.bucket_name, account, region);
+            let target = marker
+                .as_ref()
+                .map_or(original.clone(), |m| m.asset_bucket.clone());
+            let started = std::time::Instant::now();
+            let uploaded = publish_file(aws, asset, &target, &key).await?;
+            tracing::info!(
+                "asset {} {} s3://{target}/{key} in {:.2}s",
+                asset.display_name,
+                if uploaded {
+                    "published to"
+                } else {
+                    "already at"
+                },
+                started.elapsed().as_secs_f64()
+            );
+            if marker.is_some() && target != original {
+                rewrites.push((vec![destination.bucket_name.clone(), original], target));
+            }
+        }
+    }
+    if rewrites.is_empty() {
+        return Ok(template);
+    }
+    let mut document =
+        serde_json::to_value(TemplateResources(&template)).expect("resources serialise");
+    for (from, to) in &rewrites {
+        rewrite_strings(&mut document, from, to);
+    }
+    let mut template = template;
+    if let Value::Object(resources) = document {
+        for (id, properties) in resources {
+            if let (Some(resource), Value::Object(properties)) =
+                (template.resources.get_mut(&id), properties)
+            {
+                resource.properties = properties;
+            }
+        }
+    }
+    Ok(template)
+}
+
+/// The resources' properties as one JSON object, for rewriting.
+struct TemplateResources<'a>(&'a Template);
+
+impl serde::Serialize for TemplateResources<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.resources.len()))?;
+        for (id, resource) in &self.0.resources {
+            map.serialize_entry(id, &resource.properties)?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zips_are_byte_identical_whatever_the_timestamps() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("lib")).unwrap();
+        std::fs::write(dir.path().join("index.js"), "exports.handler = 1;").unwrap();
+        std::fs::write(dir.path().join("lib/util.js"), "module.exports = 2;").unwrap();
+        let first = zip_directory(dir.path()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        std::fs::write(dir.path().join("index.js"), "exports.handler = 1;").unwrap();
+        let second = zip_directory(dir.path()).unwrap();
+        assert_eq!(first, second);
+        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(first)).unwrap();
+        let names: Vec<String> = (0..archive.len())
+            .map(|i| archive.by_index(i).unwrap().name().to_string())
+            .collect();
+        assert_eq!(names, ["index.js", "lib/util.js"]);
+    }
+
+    #[test]
+    fn placeholders_and_rewrites() {
+        assert_eq!(
+            substitute(
+                "cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}",
+                "123456789012",
+                "eu-west-1"
+            ),
+            "cdk-hnb659fds-assets-123456789012-eu-west-1"
+        );
+        let mut value = serde_json::json!({"Code": {"S3Bucket": {"Fn::Sub": "cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}"}, "S3Key": "abc.zip"}});
+        rewrite_strings(
+            &mut value,
+            &["cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}".into()],
+            "cdkd-assets-1-r",
+        );
+        assert_eq!(value["Code"]["S3Bucket"]["Fn::Sub"], "cdkd-assets-1-r");
+    }
+}

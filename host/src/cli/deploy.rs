@@ -1,0 +1,379 @@
+//! `cdkd deploy`, `cdkd destroy`, `cdkd rollback` and `cdkd state destroy`.
+//!
+//! The first Ctrl-C or SIGTERM stops dispatching, lets calls in flight finish, saves state,
+//! writes the journal and releases the lock; a second one exits 130 at once.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::Value;
+
+use super::app::{load_assembly, stack_target, AppArgs};
+use super::{confirm, CommandContext};
+use crate::analyzer::plan::StackContext;
+use crate::analyzer::template::Template;
+use crate::deployment::deploy::{DeployOptions, Engine, StackInput};
+use crate::deployment::destroy::RollbackOutcome;
+use crate::deployment::external::StateSnapshot;
+use crate::deployment::report::Reporter;
+use crate::provisioning::router::AllowedDrops;
+use crate::synthesis::selection::select;
+
+/// Installs the Ctrl-C / SIGTERM handling and returns the stop signal.
+fn stop_signal(what: &'static str) -> tokio::sync::watch::Receiver<bool> {
+    let (sender, receiver) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut seen = 0;
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match terminate.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+            }
+            seen += 1;
+            if seen == 1 {
+                eprintln!("\nStopping the {what}: no new operations start; those in flight finish, state is saved and the lock released. Press Ctrl-C again to quit at once.");
+                let _ = sender.send(true);
+            } else {
+                eprintln!("\nQuitting at once. The stack lock may be left behind: it expires on its own, or run `cdkd force-unlock <stack>`.");
+                std::process::exit(130);
+            }
+        }
+    });
+    receiver
+}
+
+#[derive(Debug, Args)]
+pub struct DeployArgs {
+    /// Stacks to deploy (names or display paths; `*` wildcards).
+    stacks: Vec<String>,
+    #[command(flatten)]
+    app: AppArgs,
+    /// Every stack of the app.
+    #[arg(long)]
+    all: bool,
+    /// Only the named stacks, not their dependencies.
+    #[arg(long, short = 'e')]
+    exclusively: bool,
+    /// Resource operations in flight at once, per stack.
+    #[arg(long, default_value_t = 10)]
+    concurrency: usize,
+    /// Keep what succeeded when something fails (undo later with `cdkd rollback`).
+    #[arg(long)]
+    no_rollback: bool,
+    /// Delete a resource before creating its replacement (for names that must be reused).
+    #[arg(long)]
+    replace: bool,
+    /// Keep a resource on its plugin although the plugin drops this property (`Type:Property`).
+    #[arg(long, value_name = "TYPE:PROPERTY")]
+    allow_unsupported_properties: Vec<String>,
+    /// A template parameter value, `Name=Value` (repeatable).
+    #[arg(long = "parameters", value_name = "NAME=VALUE")]
+    parameters: Vec<String>,
+    /// The longest one resource operation may take, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
+    resource_timeout: u64,
+    /// Print one JSON object per event.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parameters(items: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
+    items
+        .iter()
+        .map(|item| {
+            item.split_once('=')
+                .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+                .ok_or_else(|| anyhow::anyhow!("--parameters {item}: write Name=Value"))
+        })
+        .collect()
+}
+
+pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Result<ExitCode> {
+    let assembly = load_assembly(context, &args.app).await?;
+    let stacks = select(&assembly, &args.stacks, args.all, args.exclusively)?;
+    let registry = context.registry()?;
+    registry.warn_about_failures();
+    let store = context.state().await?;
+    let mut snapshot = StateSnapshot::load(&store.backend).await?;
+    let options = DeployOptions {
+        concurrency: args.concurrency.max(1),
+        rollback: !args.no_rollback,
+        allowed: AllowedDrops::parse(&args.allow_unsupported_properties)
+            .map_err(anyhow::Error::msg)?,
+        replace_first: args.replace,
+        resource_timeout: std::time::Duration::from_secs(args.resource_timeout),
+    };
+    let parameters = parameters(&args.parameters)?;
+    let aws = context.aws().await;
+    let engine = Engine {
+        registry: &registry,
+        aws,
+        backend: &store.backend,
+        locks: &store.locks,
+        reporter: Reporter { json: args.json },
+        stop: stop_signal("deploy"),
+    };
+    for stack in stacks {
+        if *engine.stop.borrow() {
+            break;
+        }
+        let (account, region) = stack_target(context, stack).await?;
+        let template = Template::parse(&stack.template()?)
+            .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
+        let template = crate::assets::publish_for_stack(
+            &assembly, stack, template, aws, &store, &account, &region,
+        )
+        .await?;
+        let input = StackInput {
+            context: StackContext {
+                stack_name: stack.stack_name.clone(),
+                region,
+                account,
+            },
+            template,
+            parameters: parameters.clone(),
+        };
+        let state = engine.deploy(&input, &snapshot, &options).await?;
+        snapshot.update(state);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Args)]
+pub struct DestroyArgs {
+    /// Stacks to destroy (names or display paths; `*` wildcards).
+    stacks: Vec<String>,
+    #[command(flatten)]
+    app: AppArgs,
+    /// Every stack of the app.
+    #[arg(long)]
+    all: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'f')]
+    force: bool,
+    /// Resource deletions in flight at once, per stack.
+    #[arg(long, default_value_t = 10)]
+    concurrency: usize,
+    /// Print one JSON object per event.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Result<ExitCode> {
+    let assembly = load_assembly(context, &args.app).await?;
+    // Only the named stacks; consumers go before producers.
+    let mut stacks = select(&assembly, &args.stacks, args.all, true)?;
+    stacks.reverse();
+    let names: Vec<&str> = stacks.iter().map(|s| s.stack_name.as_str()).collect();
+    if !confirm(
+        &format!(
+            "Destroy {} and every resource they contain?",
+            names.join(", ")
+        ),
+        args.force || context.assume_yes(),
+    )? {
+        println!("Nothing destroyed.");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let registry = context.registry()?;
+    registry.warn_about_failures();
+    let store = context.state().await?;
+    let mut snapshot = StateSnapshot::load(&store.backend).await?;
+    let engine = Engine {
+        registry: &registry,
+        aws: context.aws().await,
+        backend: &store.backend,
+        locks: &store.locks,
+        reporter: Reporter { json: args.json },
+        stop: stop_signal("destroy"),
+    };
+    for stack in stacks {
+        let (_, region) = stack_target(context, stack).await?;
+        let template = Template::parse(&stack.template()?)
+            .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
+        let policies: BTreeMap<String, String> = template
+            .resources
+            .iter()
+            .filter_map(|(id, r)| r.deletion_policy.clone().map(|p| (id.clone(), p)))
+            .collect();
+        if engine
+            .destroy(
+                &stack.stack_name,
+                &region,
+                &policies,
+                &snapshot,
+                args.concurrency.max(1),
+            )
+            .await?
+        {
+            snapshot = StateSnapshot::load(&store.backend).await?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Args)]
+pub struct StateDestroyArgs {
+    /// The stacks to destroy (their state records name everything).
+    stacks: Vec<String>,
+    /// Every stack with a record.
+    #[arg(long)]
+    all: bool,
+    /// The stacks' region, when a stack has records in several.
+    #[arg(long, value_name = "REGION")]
+    stack_region: Option<String>,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'f')]
+    force: bool,
+    /// Print one JSON object per event.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn state_destroy(
+    context: &CommandContext,
+    args: StateDestroyArgs,
+) -> anyhow::Result<ExitCode> {
+    let registry = context.registry()?;
+    registry.warn_about_failures();
+    let store = context.state().await?;
+    let fallback = context.aws().await.region();
+    let mut targets: Vec<(String, String)> = Vec::new();
+    if args.all {
+        let snapshot = StateSnapshot::load(&store.backend).await?;
+        // Consumers first: a stack importing from another goes before it.
+        let mut all: Vec<(String, String, usize)> = snapshot
+            .iter()
+            .map(|(stack, region, state)| {
+                (
+                    stack.to_string(),
+                    region.to_string(),
+                    state.imports.as_ref().map_or(0, |i| i.len()),
+                )
+            })
+            .collect();
+        all.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        targets = all.into_iter().map(|(s, r, _)| (s, r)).collect();
+    } else {
+        for stack in &args.stacks {
+            targets.push((
+                stack.clone(),
+                store
+                    .stack_region(stack, args.stack_region.as_deref(), &fallback)
+                    .await?,
+            ));
+        }
+    }
+    if targets.is_empty() {
+        anyhow::bail!("name the stacks to destroy, or pass --all");
+    }
+    let names: Vec<String> = targets.iter().map(|(s, r)| format!("{s} ({r})")).collect();
+    if !confirm(
+        &format!(
+            "Destroy {} and every resource they contain?",
+            names.join(", ")
+        ),
+        args.force || context.assume_yes(),
+    )? {
+        println!("Nothing destroyed.");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let engine = Engine {
+        registry: &registry,
+        aws: context.aws().await,
+        backend: &store.backend,
+        locks: &store.locks,
+        reporter: Reporter { json: args.json },
+        stop: stop_signal("destroy"),
+    };
+    for (stack, region) in targets {
+        let snapshot = StateSnapshot::load(&store.backend).await?;
+        engine
+            .destroy(&stack, &region, &BTreeMap::new(), &snapshot, 10)
+            .await?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Args)]
+pub struct RollbackArgs {
+    /// The stack whose last failed deploy to undo (default: the only one with a journal).
+    stack: Option<String>,
+    /// The stack's region.
+    #[arg(long, value_name = "REGION")]
+    stack_region: Option<String>,
+    /// Also revert the operations that failed (re-apply their previous properties).
+    #[arg(long)]
+    revert_failed: bool,
+    /// Forget this resource instead of reverting it (repeatable).
+    #[arg(long, value_name = "LOGICAL_ID")]
+    orphan: Vec<String>,
+    /// Print one JSON object per event.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::Result<ExitCode> {
+    let registry = context.registry()?;
+    let store = context.state().await?;
+    let fallback = context.aws().await.region();
+    let (stack, region) = match &args.stack {
+        Some(stack) => (
+            stack.clone(),
+            store
+                .stack_region(stack, args.stack_region.as_deref(), &fallback)
+                .await?,
+        ),
+        None => {
+            let mut journaled = Vec::new();
+            for found in store.backend.list_stacks().await? {
+                let region = found.region.unwrap_or_default();
+                if store
+                    .backend
+                    .get_object(&store.backend.keys().journal(&found.stack, &region))
+                    .await?
+                    .is_some()
+                {
+                    journaled.push((found.stack, region));
+                }
+            }
+            match journaled.len() {
+                1 => journaled.remove(0),
+                0 => anyhow::bail!("no stack has a rollback journal; nothing to roll back"),
+                _ => anyhow::bail!(
+                    "several stacks have rollback journals ({}); name one",
+                    journaled
+                        .iter()
+                        .map(|(s, r)| format!("{s} ({r})"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
+        }
+    };
+    let engine = Engine {
+        registry: &registry,
+        aws: context.aws().await,
+        backend: &store.backend,
+        locks: &store.locks,
+        reporter: Reporter { json: args.json },
+        stop: stop_signal("rollback"),
+    };
+    match engine
+        .rollback(&stack, &region, args.revert_failed, &args.orphan)
+        .await?
+    {
+        RollbackOutcome::Clean => {
+            println!("Rolled back {stack} ({region}).");
+            Ok(ExitCode::SUCCESS)
+        }
+        RollbackOutcome::Nothing => Ok(ExitCode::SUCCESS),
+        RollbackOutcome::Partial => {
+            eprintln!("The rollback of {stack} ({region}) is partial: what could not be undone stays in the journal; fix the cause and run `cdkd rollback {stack}` again.");
+            Ok(ExitCode::from(2))
+        }
+    }
+}

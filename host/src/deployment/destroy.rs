@@ -1,0 +1,339 @@
+//! Destroying a stack from its state record (`cdkd destroy`, `cdkd state destroy`), and
+//! replaying its rollback journal (`cdkd rollback`).
+//!
+//! Destroy deletes in reverse dependency order, keeps resources whose `DeletionPolicy` is
+//! `Retain`/`RetainExceptOnCreate`, trims the record after each delete (outputs cleared,
+//! imports and outputReads dropped), deletes the record and journal on full success, and
+//! refuses a producer that live consumers still import from.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde_json::Map;
+
+use super::deploy::{deletion_tasks, revert_operations, Engine, Providers};
+use super::executor::{Executor, Outcome};
+use super::external::StateSnapshot;
+use super::journal::{self, Reason};
+use super::ledger::Ledger;
+use super::report::Summary;
+use crate::state::schema::ResourceState;
+
+/// How a rollback ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RollbackOutcome {
+    /// Everything reverted; the journal is gone.
+    Clean,
+    /// Some operations could not be reverted; they stay in the journal.
+    Partial,
+    /// There was nothing to roll back.
+    Nothing,
+}
+
+impl Engine<'_> {
+    /// Destroys one stack. `template_policies` supplies `DeletionPolicy` for records that
+    /// predate schema v5 (synth-driven destroy only).
+    pub async fn destroy(
+        &self,
+        stack: &str,
+        region: &str,
+        template_policies: &BTreeMap<String, String>,
+        snapshot: &StateSnapshot,
+        concurrency: usize,
+    ) -> anyhow::Result<bool> {
+        let lock = self.locks.acquire(stack, region, "destroy").await?;
+        let result = self
+            .destroy_locked(stack, region, template_policies, snapshot, concurrency)
+            .await;
+        lock.release().await;
+        result
+    }
+
+    async fn destroy_locked(
+        &self,
+        stack: &str,
+        region: &str,
+        template_policies: &BTreeMap<String, String>,
+        snapshot: &StateSnapshot,
+        concurrency: usize,
+    ) -> anyhow::Result<bool> {
+        let started = Instant::now();
+        let Some(stored) = self.backend.load(stack, region).await? else {
+            self.reporter
+                .stack(stack, &format!("no state in {region}; nothing to destroy"));
+            return Ok(false);
+        };
+        // Strong references: consumers importing this stack's exports block its destroy.
+        let consumers: Vec<String> = snapshot_consumers(snapshot, stack, region);
+        if !consumers.is_empty() {
+            anyhow::bail!(
+                "stack {stack} ({region}) exports values that {} still import (Fn::ImportValue); destroy or update those stacks first",
+                consumers.join(", ")
+            );
+        }
+        let records: Vec<&ResourceState> = stored.state.resources.values().collect();
+        let mut providers = Providers::prepare(
+            self.registry,
+            self.aws,
+            region,
+            &Default::default(),
+            std::time::Duration::from_secs(30 * 60),
+        )
+        .await?;
+        providers.add_owners(self.aws, &records).await?;
+        let doomed: BTreeMap<String, ResourceState> = stored.state.resources.clone();
+        let ledger = Ledger::new(self.backend.clone(), stack, region, Some(stored));
+        let saver = ledger.start_saver();
+        let summary = std::sync::Mutex::new(Summary::default());
+        let tasks = deletion_tasks(&doomed);
+        let work = |logical_id: String| {
+            let record = doomed[&logical_id].clone();
+            let (providers, ledger, summary) = (&providers, &ledger, &summary);
+            async move {
+                let began = Instant::now();
+                let policy = record
+                    .deletion_policy
+                    .clone()
+                    .or_else(|| template_policies.get(&logical_id).cloned());
+                let retained = matches!(policy.as_deref(), Some("Retain" | "RetainExceptOnCreate"));
+                if !retained {
+                    if let Err(err) = providers
+                        .for_record(&record)
+                        .delete(
+                            &record.resource_type,
+                            &logical_id,
+                            &record.physical_id,
+                            &record.properties,
+                        )
+                        .await
+                    {
+                        self.reporter.resource(
+                            stack,
+                            &logical_id,
+                            &record.resource_type,
+                            &format!("delete failed: {err}"),
+                            Some(began.elapsed()),
+                        );
+                        summary.lock().unwrap().failed += 1;
+                        return Err(err.to_string());
+                    }
+                }
+                ledger.change(|s| {
+                    s.resources.remove(&logical_id);
+                    // A partly destroyed stack advertises nothing.
+                    s.outputs = Map::new();
+                    s.imports = None;
+                    s.output_reads = None;
+                });
+                summary.lock().unwrap().deleted += 1;
+                let action = if retained {
+                    "kept in AWS (DeletionPolicy), removed from state"
+                } else {
+                    "deleted"
+                };
+                self.reporter.resource(
+                    stack,
+                    &logical_id,
+                    &record.resource_type,
+                    action,
+                    Some(began.elapsed()),
+                );
+                Ok(())
+            }
+        };
+        let outcomes = Executor { concurrency }.run(&tasks, &self.stop, work).await;
+        let failed: Vec<String> = outcomes
+            .iter()
+            .filter_map(|(id, o)| match o {
+                Outcome::Failed(message) => Some(format!("{id}: {message}")),
+                _ => None,
+            })
+            .collect();
+        let complete = outcomes.values().all(|o| *o == Outcome::Done);
+        if complete {
+            saver.abort();
+            ledger.delete().await?;
+            journal::remove(self.backend, stack, region).await?;
+            self.reporter.finish(
+                stack,
+                &summary.lock().unwrap(),
+                started.elapsed(),
+                &Map::new(),
+            );
+            return Ok(true);
+        }
+        ledger.flush().await?;
+        saver.abort();
+        self.reporter.finish(
+            stack,
+            &summary.lock().unwrap(),
+            started.elapsed(),
+            &Map::new(),
+        );
+        if failed.is_empty() {
+            anyhow::bail!("destroy of {stack} ({region}) was interrupted; the state lists what still exists; run it again to finish");
+        }
+        anyhow::bail!("destroy of {stack} ({region}) failed: {}; the state lists what still exists; fix the cause and run it again", failed.join("; "))
+    }
+
+    /// Replays the newest journal segment of a stack (without synthesis).
+    pub async fn rollback(
+        &self,
+        stack: &str,
+        region: &str,
+        revert_failed: bool,
+        orphan: &[String],
+    ) -> anyhow::Result<RollbackOutcome> {
+        let lock = self.locks.acquire(stack, region, "rollback").await?;
+        let result = self
+            .rollback_locked(stack, region, revert_failed, orphan)
+            .await;
+        lock.release().await;
+        result
+    }
+
+    async fn rollback_locked(
+        &self,
+        stack: &str,
+        region: &str,
+        revert_failed: bool,
+        orphan: &[String],
+    ) -> anyhow::Result<RollbackOutcome> {
+        let Some(mut journal) = journal::read(self.backend, stack, region).await? else {
+            self.reporter.stack(
+                stack,
+                &format!("no rollback journal in {region}; nothing to roll back"),
+            );
+            return Ok(RollbackOutcome::Nothing);
+        };
+        let stored = self.backend.load(stack, region).await?;
+        let ledger = Ledger::new(self.backend.clone(), stack, region, stored.clone());
+        let saver = ledger.start_saver();
+        let records: Vec<ResourceState> = stored
+            .map(|s| s.state.resources.into_values().collect())
+            .unwrap_or_default();
+        let mut involved: Vec<ResourceState> = records;
+        for segment in &journal.segments {
+            for operation in &segment.operations {
+                involved.extend(operation.after.iter().cloned());
+                involved.extend(operation.before.iter().cloned());
+            }
+        }
+        let refs: Vec<&ResourceState> = involved.iter().collect();
+        let mut providers = Providers::prepare(
+            self.registry,
+            self.aws,
+            region,
+            &Default::default(),
+            std::time::Duration::from_secs(30 * 60),
+        )
+        .await?;
+        providers.add_owners(self.aws, &refs).await?;
+
+        let mut partial = false;
+        while let Some(mut segment) = journal.segments.pop() {
+            // Orphaned ids are forgotten rather than reverted: their AWS side stays as is.
+            let (forget, replay): (Vec<_>, Vec<_>) = segment
+                .operations
+                .drain(..)
+                .partition(|op| orphan.contains(&op.logical_id));
+            for operation in forget {
+                let id = operation.logical_id.clone();
+                ledger.change(|s| {
+                    s.resources.remove(&id);
+                });
+                self.reporter.resource(
+                    stack,
+                    &id,
+                    &operation.resource_type,
+                    "orphaned (left in AWS, forgotten)",
+                    None,
+                );
+            }
+            let remaining =
+                revert_operations(self.reporter, stack, &ledger, &providers, replay).await;
+            if !remaining.is_empty() {
+                segment.operations = remaining;
+                journal.segments.push(segment);
+                partial = true;
+                break;
+            }
+            if revert_failed {
+                for failed in segment.failed_operations.drain(..) {
+                    if let Some(before) = failed.before {
+                        let id = failed.logical_id.clone();
+                        let result = providers
+                            .for_record(&before)
+                            .update(
+                                &before.resource_type,
+                                &id,
+                                stack,
+                                &before.physical_id,
+                                &failed.attempted_properties,
+                                &before.properties,
+                            )
+                            .await;
+                        match result {
+                            Ok(_) => {
+                                ledger.change(|s| {
+                                    s.resources.insert(id.clone(), before.clone());
+                                });
+                                self.reporter.resource(
+                                    stack,
+                                    &id,
+                                    &failed.resource_type,
+                                    "failed operation reverted",
+                                    None,
+                                );
+                            }
+                            Err(err) => {
+                                self.reporter.resource(
+                                    stack,
+                                    &id,
+                                    &failed.resource_type,
+                                    &format!("could not revert the failed operation: {err}"),
+                                    None,
+                                );
+                                partial = true;
+                            }
+                        }
+                    }
+                }
+            }
+            // Only the newest segment is replayed per run, except clean auto-rollback markers.
+            if segment.reason != Reason::AutoRollbackClean {
+                break;
+            }
+        }
+        ledger.flush().await?;
+        saver.abort();
+        if partial {
+            journal::write(self.backend, &journal).await?;
+            return Ok(RollbackOutcome::Partial);
+        }
+        if journal.segments.is_empty() {
+            journal::remove(self.backend, stack, region).await?;
+        } else {
+            journal::write(self.backend, &journal).await?;
+        }
+        Ok(RollbackOutcome::Clean)
+    }
+}
+
+fn snapshot_consumers(snapshot: &StateSnapshot, stack: &str, region: &str) -> Vec<String> {
+    let mut consumers = Vec::new();
+    for (consumer, consumer_region, state) in snapshot.iter() {
+        if consumer == stack && consumer_region == region {
+            continue;
+        }
+        if state
+            .imports
+            .iter()
+            .flatten()
+            .any(|import| import.source_stack == stack && import.source_region == region)
+        {
+            consumers.push(format!("{consumer} ({consumer_region})"));
+        }
+    }
+    consumers
+}

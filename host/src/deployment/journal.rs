@@ -1,0 +1,210 @@
+//! The rollback journal (`rollback-journal.json`): what a deploy that ended without a completed
+//! rollback had done, so `cdkd rollback` can undo it without synthesizing.
+//!
+//! One segment per failed attempt, each with the completed operations (popped as they are
+//! replayed) and the operations that failed (`failedOperations[]`: pre-op record and attempted
+//! properties). Reasons: `no-rollback-failure`, `interrupted`, `auto-rollback-started`,
+//! `auto-rollback-clean`. Every writer holds the stack lock, so writes are plain puts. It is
+//! deleted, with its noncurrent versions, by a successful deploy, a clean rollback or a destroy.
+
+use aws_sdk_s3::primitives::ByteStream;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::state::backend::StateBackend;
+use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
+use crate::state::schema::{now_millis, ResourceState};
+use crate::state::StateError;
+
+/// The journal format version.
+pub const JOURNAL_VERSION: u32 = 1;
+
+/// Why a segment was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// `--no-rollback` and a resource failed.
+    NoRollbackFailure,
+    /// Ctrl-C / SIGTERM.
+    Interrupted,
+    /// Written before an automatic rollback starts, so a rollback that dies is resumable.
+    AutoRollbackStarted,
+    /// The automatic rollback finished; only the failed operations remain.
+    AutoRollbackClean,
+}
+
+/// What a completed operation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OperationKind {
+    /// A resource was created.
+    Create,
+    /// A resource was updated in place.
+    Update,
+    /// A resource was replaced (the old one still exists until the deploy succeeds).
+    Replace,
+    /// Only `DeletionPolicy` / `UpdateReplacePolicy` changed in the record.
+    Policy,
+}
+
+/// One completed operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Operation {
+    /// The logical id.
+    pub logical_id: String,
+    /// What was done.
+    pub action: OperationKind,
+    /// The type.
+    pub resource_type: String,
+    /// The record before (none for a create).
+    pub before: Option<ResourceState>,
+    /// The record after.
+    pub after: Option<ResourceState>,
+}
+
+/// One operation that failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedOperation {
+    /// The logical id.
+    pub logical_id: String,
+    /// What was attempted.
+    pub action: OperationKind,
+    /// The type.
+    pub resource_type: String,
+    /// The record before (none for a create).
+    pub before: Option<ResourceState>,
+    /// The properties the failed call sent.
+    pub attempted_properties: Map<String, Value>,
+    /// The error.
+    pub error: String,
+}
+
+/// One failed attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Segment {
+    /// Why it was written.
+    pub reason: Reason,
+    /// When (Unix milliseconds).
+    pub created_at: i64,
+    /// Completed operations, in the order they completed.
+    pub operations: Vec<Operation>,
+    /// Operations that failed.
+    #[serde(default)]
+    pub failed_operations: Vec<FailedOperation>,
+}
+
+/// The journal document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Journal {
+    /// The format version.
+    pub journal_version: u32,
+    /// The stack.
+    pub stack_name: String,
+    /// The region.
+    pub region: String,
+    /// Failed attempts, oldest first.
+    pub segments: Vec<Segment>,
+}
+
+impl Journal {
+    /// An empty journal.
+    pub fn new(stack: &str, region: &str) -> Journal {
+        Journal {
+            journal_version: JOURNAL_VERSION,
+            stack_name: stack.to_string(),
+            region: region.to_string(),
+            segments: Vec::new(),
+        }
+    }
+}
+
+impl Segment {
+    /// A segment written now.
+    pub fn new(
+        reason: Reason,
+        operations: Vec<Operation>,
+        failed_operations: Vec<FailedOperation>,
+    ) -> Segment {
+        Segment {
+            reason,
+            created_at: now_millis(),
+            operations,
+            failed_operations,
+        }
+    }
+}
+
+/// Reads the stack's journal.
+pub async fn read(
+    backend: &StateBackend,
+    stack: &str,
+    region: &str,
+) -> Result<Option<Journal>, StateError> {
+    let key = backend.keys().journal(stack, region);
+    match backend.get_object(&key).await? {
+        None => Ok(None),
+        Some(object) => serde_json::from_slice(&object.body)
+            .map(Some)
+            .map_err(|err| StateError::s3("read", &key, format!("not a rollback journal: {err}"))),
+    }
+}
+
+/// Writes the journal (the caller holds the stack lock).
+pub async fn write(backend: &StateBackend, journal: &Journal) -> Result<(), StateError> {
+    let key = backend.keys().journal(&journal.stack_name, &journal.region);
+    let body = serde_json::to_vec_pretty(journal).expect("a journal serialises");
+    backend
+        .client()
+        .put_object()
+        .bucket(backend.bucket())
+        .key(&key)
+        .content_type("application/json")
+        .body(ByteStream::from(body))
+        .send()
+        .await
+        .map_err(|err| {
+            StateError::from_failure(
+                "write",
+                &key,
+                backend.bucket(),
+                crate::state::s3_error::S3Failure::from_sdk(&err),
+            )
+        })?;
+    Ok(())
+}
+
+/// Appends a segment to the stack's journal.
+pub async fn append(
+    backend: &StateBackend,
+    stack: &str,
+    region: &str,
+    segment: Segment,
+) -> Result<(), StateError> {
+    let mut journal = read(backend, stack, region)
+        .await?
+        .unwrap_or_else(|| Journal::new(stack, region));
+    journal.segments.push(segment);
+    write(backend, &journal).await
+}
+
+/// Deletes the journal and its noncurrent versions (it holds attempted properties verbatim).
+pub async fn remove(backend: &StateBackend, stack: &str, region: &str) -> Result<(), StateError> {
+    let key = backend.keys().journal(stack, region);
+    if backend.get_object(&key).await?.is_none() {
+        return Ok(());
+    }
+    backend.delete_object(&key).await?;
+    purge_and_report(
+        backend.client(),
+        backend.bucket(),
+        &key,
+        PurgedObject::RollbackJournal,
+        PurgeLogLevel::Warn,
+    )
+    .await;
+    Ok(())
+}

@@ -1,0 +1,267 @@
+//! One interface over the two provisioning layers (a plugin, or Cloud Control), with the
+//! retries every provider gets: throttling and timeouts with backoff and jitter, and IAM's
+//! eventual consistency (a role not yet assumable) on a dense schedule of about 50 s.
+
+use std::time::Duration;
+
+use cdkd_provider_api::host::PluginLibrary;
+use cdkd_provider_api::protocol::{
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    UpdateRequest, UpdateResult,
+};
+use cdkd_provider_api::{ErrorKind, ProviderError};
+use serde_json::{Map, Value};
+
+use super::cloud_control::CloudControlProvider;
+
+/// Where calls for one resource go.
+#[derive(Clone, Copy)]
+pub enum Provider<'a> {
+    /// A loaded plugin, by `plugins.toml` name.
+    Plugin(&'a PluginLibrary, &'a str),
+    /// Cloud Control.
+    CloudControl(&'a CloudControlProvider),
+}
+
+/// Messages AWS gives while a new IAM role or policy has not propagated yet.
+const PROPAGATION_HINTS: &[&str] = &[
+    "cannot be assumed",
+    "role defined for the function cannot be assumed",
+    "is not authorized to perform: sts:AssumeRole",
+    "The role defined for the function",
+    "does not have permissions to",
+    "Invalid principal in policy",
+];
+
+fn is_propagation(error: &ProviderError) -> bool {
+    PROPAGATION_HINTS
+        .iter()
+        .any(|hint| error.message.contains(hint))
+}
+
+/// Runs `call` again while it fails in a retryable way.
+pub async fn with_retries<T, F, Fut>(what: &str, mut call: F) -> Result<T, ProviderError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ProviderError>>,
+{
+    let started = tokio::time::Instant::now();
+    let mut attempt: u32 = 0;
+    loop {
+        match call().await {
+            Ok(value) => return Ok(value),
+            Err(error) => {
+                attempt += 1;
+                let wait = if is_propagation(&error) && started.elapsed() < Duration::from_secs(50)
+                {
+                    // Dense: IAM usually settles within seconds.
+                    Duration::from_millis(500 + u64::from(attempt.min(6)) * 250)
+                } else if error.kind.is_retryable() && attempt <= 6 {
+                    let base = 200u64 * 2u64.pow(attempt.min(6));
+                    Duration::from_millis(base / 2 + rand::random::<u64>() % base)
+                } else {
+                    return Err(error);
+                };
+                tracing::debug!("{what}: retrying in {wait:?} after: {error}");
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
+}
+
+impl Provider<'_> {
+    /// `sdk:<plugin>` or `cc-api`, for messages.
+    pub fn label(&self) -> String {
+        match self {
+            Provider::Plugin(_, name) => format!("plugin {name}"),
+            Provider::CloudControl(_) => "Cloud Control".into(),
+        }
+    }
+
+    /// Creates a resource.
+    pub async fn create(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        stack: &str,
+        properties: &Map<String, Value>,
+    ) -> Result<CreateResult, ProviderError> {
+        with_retries(&format!("create {logical_id}"), || async {
+            match self {
+                Provider::Plugin(plugin, _) => {
+                    plugin
+                        .create(
+                            resource_type,
+                            &CreateRequest {
+                                logical_id: logical_id.to_string(),
+                                stack_name: stack.to_string(),
+                                properties: properties.clone(),
+                            },
+                        )
+                        .await
+                }
+                Provider::CloudControl(cc) => {
+                    cc.create(resource_type, logical_id, properties).await
+                }
+            }
+        })
+        .await
+    }
+
+    /// Updates a resource (in place, or the plugin reports a replacement).
+    pub async fn update(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        stack: &str,
+        physical_id: &str,
+        previous: &Map<String, Value>,
+        desired: &Map<String, Value>,
+    ) -> Result<UpdateResult, ProviderError> {
+        with_retries(&format!("update {logical_id}"), || async {
+            match self {
+                Provider::Plugin(plugin, _) => {
+                    plugin
+                        .update(
+                            resource_type,
+                            &UpdateRequest {
+                                logical_id: logical_id.to_string(),
+                                stack_name: stack.to_string(),
+                                physical_id: physical_id.to_string(),
+                                properties: desired.clone(),
+                                previous_properties: previous.clone(),
+                            },
+                        )
+                        .await
+                }
+                Provider::CloudControl(cc) => {
+                    cc.update(resource_type, logical_id, physical_id, previous, desired)
+                        .await
+                }
+            }
+        })
+        .await
+    }
+
+    /// Deletes a resource; one already gone counts as deleted.
+    pub async fn delete(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        physical_id: &str,
+        properties: &Map<String, Value>,
+    ) -> Result<DeleteResult, ProviderError> {
+        let result = with_retries(&format!("delete {logical_id}"), || async {
+            match self {
+                Provider::Plugin(plugin, _) => {
+                    plugin
+                        .delete(
+                            resource_type,
+                            &DeleteRequest {
+                                logical_id: logical_id.to_string(),
+                                physical_id: physical_id.to_string(),
+                                properties: properties.clone(),
+                            },
+                        )
+                        .await
+                }
+                Provider::CloudControl(cc) => {
+                    cc.delete(resource_type, logical_id, physical_id).await
+                }
+            }
+        })
+        .await;
+        match result {
+            Err(error) if error.kind == ErrorKind::NOT_FOUND => Ok(DeleteResult::Deleted),
+            other => other,
+        }
+    }
+
+    /// The AWS-current properties, when the provider can read them.
+    pub async fn read_current_state(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        physical_id: &str,
+        properties: &Map<String, Value>,
+    ) -> Option<Map<String, Value>> {
+        match self {
+            Provider::Plugin(plugin, _) => {
+                let supports = plugin.manifest().resource_types.iter().any(|t| {
+                    t.type_name == resource_type
+                        && t.supports(cdkd_provider_api::protocol::operation::READ_CURRENT_STATE)
+                });
+                if !supports {
+                    return None;
+                }
+                plugin
+                    .read_current_state(
+                        resource_type,
+                        &ReadCurrentStateRequest {
+                            logical_id: logical_id.to_string(),
+                            physical_id: physical_id.to_string(),
+                            properties: properties.clone(),
+                        },
+                    )
+                    .await
+                    .ok()
+                    .and_then(|r| r.properties)
+            }
+            Provider::CloudControl(cc) => cc
+                .read_current_state(resource_type, physical_id)
+                .await
+                .ok()
+                .flatten(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[tokio::test(start_paused = true)]
+    async fn throttling_is_retried_and_validation_is_not() {
+        let calls = AtomicU32::new(0);
+        let result = with_retries("t", || async {
+            if calls.fetch_add(1, Ordering::SeqCst) < 2 {
+                Err(ProviderError::new(ErrorKind::THROTTLED, "slow down"))
+            } else {
+                Ok(7)
+            }
+        })
+        .await;
+        assert_eq!(result.unwrap(), 7);
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+
+        let calls = AtomicU32::new(0);
+        let result: Result<(), _> = with_retries("v", || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err(ProviderError::validation("bad"))
+        })
+        .await;
+        assert!(result.is_err());
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn iam_propagation_is_retried_for_about_fifty_seconds() {
+        let calls = AtomicU32::new(0);
+        let started = tokio::time::Instant::now();
+        let result: Result<(), _> = with_retries("p", || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err(ProviderError::validation(
+                "The role defined for the function cannot be assumed by Lambda.",
+            ))
+        })
+        .await;
+        assert!(result.is_err());
+        let elapsed = started.elapsed().as_secs();
+        assert!((50..=60).contains(&elapsed), "{elapsed}");
+        assert!(
+            calls.load(Ordering::SeqCst) > 20,
+            "the schedule is not dense"
+        );
+    }
+}
