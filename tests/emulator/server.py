@@ -106,6 +106,7 @@ class Emulator:
         self.random = random.Random(int(os.environ.get("EMU_FAULT_SEED", "0")) or None)
         self.rules = []
         self.stats = {}
+        self.stats_by_key = {}
         self.lock = threading.Lock()
         # moto checks If-Match / If-None-Match and then writes, without a lock: two concurrent
         # conditional PUTs can both succeed. S3 makes them atomic; so does the emulator, by
@@ -122,6 +123,7 @@ class Emulator:
             self.cloudcontrol.reset()
             with self.lock:
                 self.stats.clear()
+                self.stats_by_key.clear()
         request = self._describe(environ)
         if not path.startswith("/moto-api"):
             self._count(request)
@@ -150,11 +152,13 @@ class Emulator:
         query = environ.get("QUERY_STRING", "")
         match = SCOPE.search(auth) or SCOPE.search(query.replace("%2F", "/"))
         service = match.group(3) if match else ""
+        access_key = match.group(1) if match else ""
         region = match.group(2) if match else "us-east-1"
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         action = target.split(".")[-1] if target else parse_qs(query).get("Action", [""])[0]
         return {
             "service": service,
+            "access_key": access_key,
             "region": region,
             "target": target,
             "action": action,
@@ -168,6 +172,9 @@ class Emulator:
         key = f"{request['service'] or 'unknown'}:{request['action'] or request['method']}"
         with self.lock:
             self.stats[key] = self.stats.get(key, 0) + 1
+            # Per access key too, so parallel tests can each count their own calls.
+            per_key = self.stats_by_key.setdefault(request["access_key"], {})
+            per_key[key] = per_key.get(key, 0) + 1
 
     def _fault_for(self, request):
         with self.lock:
@@ -253,10 +260,12 @@ class Emulator:
                     self.rules = []
                 answer = {"rules": [rule.describe() for rule in self.rules]}
         elif path == "/_emulator/stats":
+            access_key = parse_qs(environ.get("QUERY_STRING", "")).get("accessKey", [None])[0]
             with self.lock:
-                answer = dict(self.stats)
+                answer = dict(self.stats_by_key.get(access_key, {}) if access_key else self.stats)
                 if method == "DELETE":
                     self.stats.clear()
+                    self.stats_by_key.clear()
         else:
             answer = {"error": f"unknown control path {path}"}
         data = json.dumps(answer).encode()

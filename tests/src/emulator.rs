@@ -118,6 +118,28 @@ impl Emulator {
         .await
     }
 
+    /// Evaluates a Python expression against the emulator's service APIs and returns its JSON
+    /// value. `c("sqs")` is a boto3 client; e.g. `c("sqs").list_queues().get("QueueUrls", [])`.
+    pub fn boto(&self, expression: &str) -> Value {
+        let script = format!(
+            "import boto3, json, sys\n\
+             def c(service):\n    return boto3.client(service, endpoint_url='{endpoint}', region_name='us-east-1', aws_access_key_id='testing', aws_secret_access_key='testing')\n\
+             print(json.dumps({expression}, default=str))\n",
+            endpoint = self.endpoint
+        );
+        let output = std::process::Command::new(workspace_root().join(".venv/bin/python"))
+            .args(["-c", &script])
+            .output()
+            .expect("the venv's python runs");
+        assert!(
+            output.status.success(),
+            "boto3 check failed: {}\n{}",
+            expression,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).expect("JSON from the boto3 check")
+    }
+
     /// A name no other test in this process uses (lowercase, bucket-safe).
     pub fn unique(prefix: &str) -> String {
         format!(

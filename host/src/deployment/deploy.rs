@@ -271,7 +271,6 @@ pub struct DeployFailed(pub String);
 
 fn record_for(
     logical_id: &str,
-    resource_type: &str,
     physical_id: String,
     properties: Map<String, Value>,
     attributes: Map<String, Value>,
@@ -282,7 +281,7 @@ fn record_for(
     let resource = &template.resources[logical_id];
     ResourceState {
         physical_id,
-        resource_type: resource_type.to_string(),
+        resource_type: resource.kind.clone(),
         properties,
         observed_properties: None,
         attributes: Some(attributes),
@@ -548,6 +547,7 @@ impl Engine<'_> {
                         }
                         match provider.create(&resource.kind, &logical_id, stack, &properties).await {
                             Ok(created) => {
+                                let shown = format!("replaced by {}", created.physical_id);
                                 let after = make_record(created.physical_id, properties.clone(), created.attributes);
                                 ledger.change(|s| {
                                     s.resources.insert(logical_id.clone(), after.clone());
@@ -558,7 +558,7 @@ impl Engine<'_> {
                                 }
                                 completed.lock().unwrap().push(Operation { logical_id: logical_id.clone(), action: OperationKind::Replace, resource_type: resource.kind.clone(), before: Some(before), after: Some(after) });
                                 summary.lock().unwrap().replaced += 1;
-                                self.reporter.resource(stack, &logical_id, &resource.kind, "replaced", Some(began.elapsed()));
+                                self.reporter.resource(stack, &logical_id, &resource.kind, &shown, Some(began.elapsed()));
                                 Ok(())
                             }
                             Err(err) if err.kind == ErrorKind::ALREADY_EXISTS => fail(

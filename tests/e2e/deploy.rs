@@ -1,0 +1,485 @@
+//! `cdkd deploy`, `destroy` and `rollback` of the demo stack (Cloud Control types and the
+//! example plugin's type) through the binary, checked in the emulator's own service APIs and
+//! in the state record.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cdkd_tests::{cdkd_binary, workspace_root, Emulator, Run};
+use serde_json::{json, Value};
+
+/// One test's world: its own state bucket, echo folder and copy of the demo assembly.
+struct World {
+    bucket: String,
+    echo: tempfile::TempDir,
+    assembly: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let world = World {
+            bucket: Emulator::unique("deploy"),
+            echo: tempfile::tempdir().unwrap(),
+            assembly: tempfile::tempdir().unwrap(),
+        };
+        copy_dir(
+            &workspace_root().join("tests/fixtures/cdk.out/demo"),
+            world.assembly.path(),
+        );
+        world.cdkd(&["bootstrap", "--no-assets"]).success();
+        world
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(cdkd_binary());
+        command
+            .current_dir(workspace_root())
+            .args(["--state-bucket", &self.bucket])
+            .args(args)
+            .env_remove("CDKD_PLUGINS")
+            .env("CDKD_ECHO_DIR", self.echo.path());
+        for (key, value) in Emulator::shared().env() {
+            command.env(key, value);
+        }
+        command
+    }
+
+    fn cdkd(&self, args: &[&str]) -> Run {
+        self.command(args).output().unwrap().into()
+    }
+
+    fn deploy(&self, extra: &[&str]) -> Run {
+        let app = self.assembly.path().display().to_string();
+        let mut args = vec!["deploy", "-a", &app];
+        args.extend_from_slice(extra);
+        self.cdkd(&args)
+    }
+
+    /// Edits the demo template in place.
+    fn edit(&self, change: impl FnOnce(&mut Value)) {
+        let path = self.assembly.path().join("DemoStack.template.json");
+        let mut template: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        change(&mut template);
+        std::fs::write(&path, serde_json::to_vec_pretty(&template).unwrap()).unwrap();
+    }
+
+    fn state(&self) -> Value {
+        let run = self.cdkd(&["state", "show", "DemoStack", "--json"]);
+        if run.code == Some(0) {
+            run.json()["state"].clone()
+        } else {
+            Value::Null
+        }
+    }
+
+    fn physical(&self, logical_id: &str) -> String {
+        self.state()["resources"][logical_id]["physicalId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target: PathBuf = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn queue_exists(url: &str) -> bool {
+    let name = url.rsplit('/').next().unwrap();
+    Emulator::shared()
+        .boto(&format!(
+            "[u for u in c('sqs').list_queues().get('QueueUrls', []) if u.endswith('/{name}')]"
+        ))
+        .as_array()
+        .unwrap()
+        .len()
+        == 1
+}
+
+fn topic_exists(arn: &str) -> bool {
+    Emulator::shared()
+        .boto(&format!(
+            "[t['TopicArn'] for t in c('sns').list_topics()['Topics'] if t['TopicArn'] == '{arn}']"
+        ))
+        .as_array()
+        .unwrap()
+        .len()
+        == 1
+}
+
+fn table_exists(name: &str) -> bool {
+    Emulator::shared().boto(&format!(
+        "'{name}' in c('dynamodb').list_tables()['TableNames']"
+    )) == json!(true)
+}
+
+fn log_group_exists(name: &str) -> bool {
+    Emulator::shared().boto(&format!("[g for g in c('logs').describe_log_groups(logGroupNamePrefix='{name}')['logGroups'] if g['logGroupName'] == '{name}']")).as_array().unwrap().len() == 1
+}
+
+#[test]
+fn deploy_update_replace_destroy_the_demo_stack() {
+    let world = World::new();
+    let first = world.deploy(&[]).success();
+    assert!(
+        first
+            .stdout
+            .contains("DemoStack: 5 created, 0 updated, 0 replaced, 0 deleted, 0 unchanged"),
+        "{}",
+        first.stdout
+    );
+    let state = world.state();
+    assert_eq!(state["version"], 9);
+    let queue = world.physical("OrdersA9B65338");
+    let topic = world.physical("Alerts91F83244");
+    let table = world.physical("Sessions");
+    let logs = world.physical("AppLogsC5DF83A6");
+    let greeter = world.physical("Greeter");
+    assert!(
+        queue_exists(&queue)
+            && topic_exists(&topic)
+            && table_exists(&table)
+            && log_group_exists(&logs)
+    );
+    assert!(world.echo.path().join(format!("{greeter}.json")).is_file());
+    assert_eq!(
+        state["resources"]["OrdersA9B65338"]["provisionedBy"],
+        "cc-api"
+    );
+    assert_eq!(state["resources"]["Greeter"]["provisionedBy"], "sdk");
+    assert_eq!(state["outputs"]["QueueUrl"], json!(queue));
+    assert_eq!(state["exportNames"], json!([]));
+    let visibility = Emulator::shared().boto(&format!("c('sqs').get_queue_attributes(QueueUrl='{queue}', AttributeNames=['VisibilityTimeout'])['Attributes']['VisibilityTimeout']"));
+    assert_eq!(visibility, json!("45"));
+
+    // No change: no provider call at all (counted under this run's own access key).
+    let key = format!("NOCHANGE{}", std::process::id());
+    let app = world.assembly.path().display().to_string();
+    let again: Run = world
+        .command(&["deploy", "-a", &app])
+        .env("AWS_ACCESS_KEY_ID", &key)
+        .output()
+        .unwrap()
+        .into();
+    let again = again.success();
+    assert!(
+        again
+            .stdout
+            .contains("0 created, 0 updated, 0 replaced, 0 deleted, 5 unchanged"),
+        "{}",
+        again.stdout
+    );
+    let calls = Emulator::shared().get(&format!("/_emulator/stats?accessKey={key}"));
+    assert!(
+        calls.get("s3:PUT").is_some(),
+        "the run was not counted under its key: {calls}"
+    );
+    let provider_calls: Vec<&String> = calls
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.starts_with("cloudcontrolapi"))
+        .collect();
+    assert!(
+        provider_calls.is_empty(),
+        "a no-change deploy called Cloud Control: {calls}"
+    );
+
+    // In place: the same queue, a new timeout.
+    world.edit(|t| t["Resources"]["OrdersA9B65338"]["Properties"]["VisibilityTimeout"] = json!(60));
+    world.deploy(&[]).success();
+    assert_eq!(
+        world.physical("OrdersA9B65338"),
+        queue,
+        "an in-place update replaced the queue"
+    );
+    let visibility = Emulator::shared().boto(&format!("c('sqs').get_queue_attributes(QueueUrl='{queue}', AttributeNames=['VisibilityTimeout'])['Attributes']['VisibilityTimeout']"));
+    assert_eq!(visibility, json!("60"));
+
+    // A create-only change: a new topic, the old one gone.
+    let name = Emulator::unique("renamed-topic");
+    world.edit(|t| t["Resources"]["Alerts91F83244"]["Properties"]["TopicName"] = json!(name));
+    let replaced = world.deploy(&[]).success();
+    assert!(
+        replaced
+            .stdout
+            .contains("Alerts91F83244 (AWS::SNS::Topic): replaced by "),
+        "{}",
+        replaced.stdout
+    );
+    let new_topic = world.physical("Alerts91F83244");
+    assert!(new_topic.ends_with(&name), "{new_topic}");
+    assert!(topic_exists(&new_topic));
+    assert!(!topic_exists(&topic), "the replaced topic is still there");
+
+    let destroyed = world
+        .cdkd(&[
+            "destroy",
+            "-a",
+            &world.assembly.path().display().to_string(),
+            "-f",
+        ])
+        .success();
+    assert!(
+        destroyed.stdout.contains("5 deleted"),
+        "{}",
+        destroyed.stdout
+    );
+    assert!(
+        !queue_exists(&queue)
+            && !topic_exists(&new_topic)
+            && !table_exists(&table)
+            && !log_group_exists(&logs)
+    );
+    assert!(!world.echo.path().join(format!("{greeter}.json")).exists());
+    assert_eq!(
+        world.state(),
+        Value::Null,
+        "the state record survived the destroy"
+    );
+    assert_eq!(world.cdkd(&["state", "list"]).success().stdout, "");
+}
+
+fn journal(world: &World) -> Value {
+    Emulator::shared().boto(&format!(
+        "[json.loads(c('s3').get_object(Bucket='{b}', Key=k['Key'])['Body'].read()) for k in c('s3').list_objects_v2(Bucket='{b}', Prefix='cdkd/DemoStack/us-east-1/rollback-journal.json').get('Contents', [])]",
+        b = world.bucket
+    ))
+    .as_array()
+    .unwrap()
+    .first()
+    .cloned()
+    .unwrap_or(Value::Null)
+}
+
+fn add_fault(world: &World, fault: Value) {
+    world.edit(|t| {
+        t["Resources"]["Breaker"] = json!({"Type": "Acme::Echo::Fault", "Properties": fault, "DependsOn": ["OrdersA9B65338", "Greeter"]});
+    });
+}
+
+#[test]
+fn a_failed_deploy_rolls_back_what_it_created() {
+    let world = World::new();
+    add_fault(&world, json!({"FailWith": "validation"}));
+    let run = world.deploy(&[]);
+    assert_eq!(run.code, Some(1));
+    assert!(
+        run.stderr.contains("failed and was rolled back"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout
+            .contains("OrdersA9B65338 (AWS::SQS::Queue): rolled back"),
+        "{}",
+        run.stdout
+    );
+    let state = world.state();
+    assert_eq!(
+        state["resources"],
+        json!({}),
+        "the rollback left records behind"
+    );
+    let created = run
+        .stdout
+        .lines()
+        .find_map(|l| l.split("OrdersA9B65338 (AWS::SQS::Queue): created ").nth(1))
+        .and_then(|rest| rest.split(" in ").next())
+        .unwrap_or_else(|| panic!("the queue was never created:\n{}", run.stdout))
+        .to_string();
+    assert!(
+        !queue_exists(&created),
+        "the rollback left the queue {created}"
+    );
+    assert_eq!(
+        std::fs::read_dir(world.echo.path())
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0,
+        "the echo thing was not rolled back"
+    );
+    // A clean automatic rollback settles the journal to the failed operation only.
+    let journal = journal(&world);
+    assert_eq!(
+        journal["segments"].as_array().unwrap().len(),
+        1,
+        "{journal}"
+    );
+    assert_eq!(journal["segments"][0]["reason"], "auto-rollback-clean");
+    assert_eq!(journal["segments"][0]["operations"], json!([]));
+    assert_eq!(
+        journal["segments"][0]["failedOperations"][0]["logicalId"],
+        "Breaker"
+    );
+}
+
+#[test]
+fn no_rollback_keeps_the_work_and_cdkd_rollback_undoes_it() {
+    let world = World::new();
+    add_fault(&world, json!({"FailWith": "conflict"}));
+    let run = world.deploy(&["--no-rollback"]);
+    assert_eq!(run.code, Some(1));
+    assert!(
+        run.stderr.contains("run `cdkd rollback DemoStack`"),
+        "{}",
+        run.stderr
+    );
+    let queue = world.physical("OrdersA9B65338");
+    assert!(queue_exists(&queue), "--no-rollback did not keep the queue");
+    assert_eq!(world.state()["resources"].as_object().unwrap().len(), 5);
+    let recorded = journal(&world);
+    assert_eq!(recorded["journalVersion"], 1);
+    assert_eq!(recorded["segments"][0]["reason"], "no-rollback-failure");
+    assert_eq!(
+        recorded["segments"][0]["operations"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+    assert_eq!(
+        recorded["segments"][0]["failedOperations"][0]["logicalId"],
+        "Breaker"
+    );
+    assert_eq!(
+        recorded["segments"][0]["failedOperations"][0]["attemptedProperties"],
+        json!({"FailWith": "conflict"})
+    );
+
+    let rolled = world.cdkd(&["rollback", "DemoStack"]);
+    assert_eq!(rolled.code, Some(0), "{}\n{}", rolled.stdout, rolled.stderr);
+    assert!(!queue_exists(&queue));
+    assert_eq!(world.state()["resources"], json!({}));
+    assert_eq!(
+        journal(&world),
+        Value::Null,
+        "a clean rollback left the journal"
+    );
+    let nothing = world.cdkd(&["rollback", "DemoStack"]).success();
+    assert!(
+        nothing.stdout.contains("nothing to roll back"),
+        "{}",
+        nothing.stdout
+    );
+
+    // The failure fixed, the same deploy succeeds.
+    add_fault(&world, json!({}));
+    world.deploy(&[]).success();
+    assert_eq!(world.state()["resources"].as_object().unwrap().len(), 6);
+}
+
+fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ready() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_killed_deploy_resumes_without_duplicates() {
+    let world = World::new();
+    add_fault(&world, json!({"SleepMs": 4000}));
+    let app = world.assembly.path().display().to_string();
+    let mut child = world
+        .command(&["deploy", "-a", &app])
+        .env("CDKD_LOCK_TTL_SECONDS", "2")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the first resources to be saved", || {
+        world.state()["resources"]
+            .as_object()
+            .is_some_and(|r| r.len() >= 5)
+    });
+    child.kill().unwrap(); // SIGKILL mid-deploy: the lock stays, the Breaker never finished
+    child.wait().unwrap();
+    let queue = world.physical("OrdersA9B65338");
+    std::thread::sleep(Duration::from_millis(2500)); // the killed holder's lock expires
+    add_fault(&world, json!({}));
+    let resumed = world.deploy(&[]).success();
+    assert!(resumed.stdout.contains("1 created"), "{}", resumed.stdout);
+    assert_eq!(
+        world.physical("OrdersA9B65338"),
+        queue,
+        "the queue was created twice"
+    );
+    let name = queue.rsplit('/').next().unwrap().to_string();
+    let queues = Emulator::shared().boto(&format!(
+        "[u for u in c('sqs').list_queues().get('QueueUrls', []) if u.endswith('/{name}')]"
+    ));
+    assert_eq!(queues.as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn sigint_stops_cleanly_releases_the_lock_and_resumes() {
+    let world = World::new();
+    add_fault(&world, json!({"SleepMs": 3000}));
+    let app = world.assembly.path().display().to_string();
+    let child = world
+        .command(&["deploy", "-a", &app])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the deploy to reach the slow resource", || {
+        world.state()["resources"]
+            .as_object()
+            .is_some_and(|r| r.len() >= 5)
+    });
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(output.status.code(), Some(0));
+    assert!(stderr.contains("Stopping the deploy"), "{stderr}");
+    assert!(stderr.contains("was interrupted"), "{stderr}");
+    // The lock is gone: an immediate deploy takes it without waiting, and finishes the job.
+    let state = world.state();
+    assert!(
+        state["resources"]["Breaker"].is_object(),
+        "the in-flight resource was not saved"
+    );
+    add_fault(&world, json!({"SleepMs": 3000}));
+    let started = Instant::now();
+    let resumed = world.deploy(&[]).success();
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(resumed.stdout.contains("6 unchanged"), "{}", resumed.stdout);
+}
+
+#[test]
+fn a_custom_resource_is_refused_before_any_change() {
+    let world = World::new();
+    world.edit(|t| {
+        t["Resources"]["Cleaner"] = json!({"Type": "Custom::S3AutoDeleteObjects", "Properties": {"ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:x"}});
+    });
+    let run = world.deploy(&[]);
+    assert_eq!(run.code, Some(1));
+    assert!(
+        run.stderr
+            .contains("cannot be deployed; nothing was changed"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("Cleaner (Custom::S3AutoDeleteObjects) is a Lambda-backed custom resource"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(world.state(), Value::Null);
+}
