@@ -493,7 +493,6 @@ impl Engine<'_> {
                      attributes: Map<String, Value>| {
                         record_for(
                             &logical_id,
-                            &resource.kind,
                             physical_id,
                             props,
                             attributes,
