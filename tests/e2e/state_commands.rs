@@ -362,7 +362,7 @@ async fn state_show_resources_and_force_unlock() {
         .json();
     assert_eq!(
         doc.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["lock", "state"]
+        ["state", "lock"]
     );
     assert_eq!(doc["state"]["outputs"]["Port"], 443);
     assert_eq!(doc["lock"]["owner"], "someone@laptop:42");
