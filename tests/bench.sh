@@ -24,3 +24,6 @@ for n in 1000 5000; do
 done
 ./target/release/analysis-bench "$work/gen1000" "$work/gen5000"
 rm -rf "$work"
+
+echo
+bash tests/bench/deploy_bench.sh

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Deploy benchmark (issue 5): a generated stack of 200 Cloud Control resources in chains of
+# dependent resources, against a private emulator answering every request after 50 ms.
+# Prints wall time, the critical-path lower bound, their ratio, API calls per resource and
+# peak RSS; then the host CPU time of a no-change deploy of 1000 resources.
+# Needs the release build (tests/bench.sh builds it) and aws-cdk-lib (tests/fixtures/apps).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+cdkd="$repo/target/release/cdkd"
+work=$(mktemp -d)
+trap 'kill $emulator 2>/dev/null || true; rm -rf "$work"' EXIT
+EMU_LATENCY_MS=50 .venv/bin/python tests/emulator/server.py --port 0 --endpoint-file "$work/endpoint" >"$work/emulator.log" 2>&1 &
+emulator=$!
+for _ in $(seq 1 300); do [ -s "$work/endpoint" ] && break; sleep 0.1; done
+endpoint=$(cat "$work/endpoint")
+export AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
+  AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true CDKD_S3_FORCE_PATH_STYLE=true CDKD_PLUGINS=/dev/null
+"$cdkd" --state-bucket bench-state bootstrap --no-assets >/dev/null
+latency=0.05
+concurrency=10
+for chain in 20 10; do
+  out="$work/chain$chain"
+  GEN_RESOURCES=200 GEN_STACKS=1 GEN_CHAIN=$chain OUT="$out" bash tests/fixtures/apps/regenerate.sh generator 2>/dev/null
+  curl -fsS -X DELETE "$endpoint/_emulator/stats" >/dev/null
+  /usr/bin/time -f "%e %M" -o "$work/time" "$cdkd" --state-bucket bench-state deploy -a "$out" --concurrency $concurrency >"$work/deploy.log"
+  read -r wall rss <"$work/time"
+  curl -fsS "$endpoint/_emulator/stats" >"$work/stats.json"
+  python3 - "$wall" "$rss" "$chain" "$work/stats.json" <<PY
+import json, sys
+wall, rss, chain = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+stats = json.load(open(sys.argv[4]))
+n, latency, concurrency = 200, $latency, $concurrency
+cc = sum(v for k, v in stats.items() if k.startswith("cloudcontrolapi"))
+total = sum(stats.values())
+round_trips = cc / n  # per resource: CreateResource + status polls
+chain_bound = chain * round_trips * latency
+work_bound = n / concurrency * round_trips * latency
+bound = max(chain_bound, work_bound)
+print(f"deploy {n} resources, chains of {chain} ({n // chain} chains), concurrency {concurrency}, {latency*1000:.0f} ms per request:")
+print(f"  wall {wall:.2f} s; lower bound {bound:.2f} s (longest chain {chain_bound:.2f} s, work/concurrency {work_bound:.2f} s); ratio {wall / bound:.2f}")
+print(f"  API calls per resource: {round_trips:.2f} Cloud Control, {total / n:.2f} in all (state saves and locks included); peak RSS {rss / 1024:.1f} MB")
+PY
+  "$cdkd" --state-bucket bench-state destroy -a "$out" -f >/dev/null
+done
+# No-change deploy of 1000 resources: host CPU time, no latency.
+curl -fsS -X POST "$endpoint/_emulator/config" -d '{"latencyMs": 0}' >/dev/null
+out="$work/big"
+GEN_RESOURCES=1000 GEN_STACKS=1 GEN_CHAIN=10 OUT="$out" bash tests/fixtures/apps/regenerate.sh generator 2>/dev/null
+"$cdkd" --state-bucket bench-state deploy -a "$out" --concurrency 20 >/dev/null
+/usr/bin/time -f "%e %U %S %M" -o "$work/time" "$cdkd" --state-bucket bench-state deploy -a "$out" >"$work/nochange.log"
+read -r wall user sys rss <"$work/time"
+echo "no-change deploy of 1000 resources: host CPU $(python3 -c "print(f'{$user + $sys:.2f}')") s (user $user, sys $sys), wall $wall s, peak RSS $(python3 -c "print(f'{$rss / 1024:.1f}')") MB"
+grep -c unchanged "$work/nochange.log" >/dev/null || true
