@@ -328,3 +328,40 @@ async fn diff_is_all_create_against_empty_state_and_no_change_against_its_own_re
         "{human}"
     );
 }
+
+#[test]
+fn an_ssm_lookup_is_answered_saved_and_the_app_rerun() {
+    let emulator = Emulator::shared();
+    emulator.boto("c('ssm').put_parameter(Name='/cdkd/fixture/greeting', Value='hello from ssm', Type='String', Overwrite=True)['Version']");
+    let dir = tempfile::tempdir().unwrap();
+    let script = workspace_root().join("tests/fixtures/apps/lookup.js");
+    let mut command = std::process::Command::new(cdkd_tests::cdkd_binary());
+    command.current_dir(dir.path()).args([
+        "synth",
+        "--json",
+        "--app",
+        &format!("node {}", script.display()),
+    ]);
+    for (key, value) in emulator.env() {
+        command.env(key, value);
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let template: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(template["Outputs"]["Looked"]["Value"], "hello from ssm");
+    let saved: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("cdk.context.json")).unwrap())
+            .unwrap();
+    assert!(
+        saved
+            .as_object()
+            .unwrap()
+            .values()
+            .any(|v| v == "hello from ssm"),
+        "{saved}"
+    );
+}

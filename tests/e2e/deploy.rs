@@ -483,3 +483,28 @@ fn a_custom_resource_is_refused_before_any_change() {
     );
     assert_eq!(world.state(), Value::Null);
 }
+
+#[test]
+fn ssm_typed_parameters_are_read_from_parameter_store() {
+    let world = World::new();
+    let name = format!("/cdkd/{}/timeout", world.bucket);
+    Emulator::shared().boto(&format!(
+        "c('ssm').put_parameter(Name='{name}', Value='75', Type='String')['Version']"
+    ));
+    world.edit(|t| {
+        t["Parameters"]["QueueTimeout"] =
+            json!({"Type": "AWS::SSM::Parameter::Value<String>", "Default": name});
+        t["Resources"]["OrdersA9B65338"]["Properties"]["VisibilityTimeout"] =
+            json!({"Ref": "QueueTimeout"});
+    });
+    world.deploy(&[]).success();
+    let queue = world.physical("OrdersA9B65338");
+    let visibility = Emulator::shared().boto(&format!("c('sqs').get_queue_attributes(QueueUrl='{queue}', AttributeNames=['VisibilityTimeout'])['Attributes']['VisibilityTimeout']"));
+    assert_eq!(visibility, json!("75"));
+    // CDK's own BootstrapVersion parameter is never read from SSM (it does not exist here).
+    let template: Value = serde_json::from_slice(
+        &std::fs::read(world.assembly.path().join("DemoStack.template.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(template["Parameters"]["BootstrapVersion"].is_object());
+}

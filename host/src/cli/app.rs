@@ -31,13 +31,30 @@ fn parse_context(text: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("context '{text}' is not key=value"))
 }
 
-/// Context lookups cdkd can answer; others fail with the pre-fill hint.
-struct Lookups;
+/// Context lookups cdkd can answer (`ssm`); others fail with the pre-fill hint.
+struct Lookups {
+    aws: crate::aws_env::AwsEnvironment,
+}
 
 #[async_trait::async_trait]
 impl ContextLookups for Lookups {
-    async fn lookup(&self, provider: &str, _props: &Value) -> Result<Value, String> {
-        Err(format!("cdkd cannot perform '{provider}' lookups yet"))
+    async fn lookup(&self, provider: &str, props: &Value) -> Result<Value, String> {
+        match provider {
+            "ssm" => {
+                let name = props
+                    .get("parameterName")
+                    .and_then(Value::as_str)
+                    .ok_or("the lookup names no parameterName")?;
+                let region = props
+                    .get("region")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| self.aws.region(), ToString::to_string);
+                crate::deployment::parameters::ssm_parameter(&self.aws, &region, name)
+                    .await
+                    .map(Value::String)
+            }
+            other => Err(format!("cdkd cannot perform '{other}' lookups yet")),
+        }
     }
 }
 
@@ -69,7 +86,10 @@ pub async fn load_assembly(
             }
         }
     };
-    Ok(runner::synthesize(&source, &options, &environment, dir, &Lookups).await?)
+    let lookups = Lookups {
+        aws: context.aws().await.clone(),
+    };
+    Ok(runner::synthesize(&source, &options, &environment, dir, &lookups).await?)
 }
 
 /// Where a stack deploys: its own environment, or the caller's for what the app left open.

@@ -127,6 +127,8 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
             &assembly, stack, template, aws, &store, &account, &region,
         )
         .await?;
+        let parameters =
+            crate::deployment::parameters::resolve(&template, &parameters, aws, &region).await?;
         let input = StackInput {
             context: StackContext {
                 stack_name: stack.stack_name.clone(),
@@ -134,7 +136,7 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
                 account,
             },
             template,
-            parameters: parameters.clone(),
+            parameters,
         };
         let state = engine.deploy(&input, &snapshot, &options).await?;
         snapshot.update(state);

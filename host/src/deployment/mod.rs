@@ -7,4 +7,5 @@ pub mod executor;
 pub mod external;
 pub mod journal;
 pub mod ledger;
+pub mod parameters;
 pub mod report;
