@@ -508,3 +508,80 @@ fn ssm_typed_parameters_are_read_from_parameter_store() {
     .unwrap();
     assert!(template["Parameters"]["BootstrapVersion"].is_object());
 }
+
+#[test]
+fn cross_stack_references_in_both_styles_and_strong_ones_block_the_producers_destroy() {
+    let world = World::new();
+    let app = workspace_root()
+        .join("tests/fixtures/cdk.out/cross")
+        .display()
+        .to_string();
+    let deployed = world
+        .cdkd(&["deploy", "-a", &app, "--all", "--stack-concurrency", "2"])
+        .success();
+    let position = |needle: &str| {
+        deployed
+            .stdout
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle} missing:\n{}", deployed.stdout))
+    };
+    assert!(
+        position("ProducerStack: 2 created") < position("ConsumerStack |"),
+        "the consumer started before its producer finished"
+    );
+    let show = |stack: &str| {
+        world
+            .cdkd(&["state", "show", stack, "--json"])
+            .success()
+            .json()["state"]
+            .clone()
+    };
+    let producer = show("ProducerStack");
+    let consumer = show("ConsumerStack");
+    let export = "ProducerStack:ExportsOutputFnGetAttSharedDACC02AAQueueName1410B751";
+    assert_eq!(producer["exportNames"], json!([export]));
+    let queue_name = producer["outputs"][export].as_str().unwrap().to_string();
+    assert_eq!(
+        consumer["imports"],
+        json!([{"sourceStack": "ProducerStack", "sourceRegion": "us-east-1", "exportName": export}])
+    );
+    assert_eq!(consumer["outputReads"][0]["sourceStack"], "ProducerStack");
+    // The strong reference reached the consumer's topic, the weak one its log group.
+    let reads = consumer["resources"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|r| r["resourceType"] == "AWS::SNS::Topic")
+        .unwrap();
+    assert_eq!(reads["properties"]["DisplayName"], json!(queue_name));
+    let follows = consumer["resources"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|r| r["resourceType"] == "AWS::Logs::LogGroup")
+        .unwrap();
+    let weak_topic = producer["resources"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|r| r["resourceType"] == "AWS::SNS::Topic")
+        .unwrap();
+    assert_eq!(
+        follows["properties"]["LogGroupName"],
+        weak_topic["attributes"]["TopicName"]
+    );
+
+    let refused = world.cdkd(&["state", "destroy", "ProducerStack", "-f"]);
+    assert_eq!(refused.code, Some(1));
+    assert!(
+        refused
+            .stderr
+            .contains("ConsumerStack (us-east-1) still import"),
+        "{}",
+        refused.stderr
+    );
+    world
+        .cdkd(&["destroy", "-a", &app, "--all", "-f"])
+        .success();
+    assert_eq!(world.cdkd(&["state", "list"]).success().stdout, "");
+}

@@ -15,6 +15,7 @@ use crate::analyzer::plan::StackContext;
 use crate::analyzer::template::Template;
 use crate::deployment::deploy::{DeployOptions, Engine, StackInput};
 use crate::deployment::destroy::RollbackOutcome;
+use crate::deployment::executor::{Executor, Outcome, Task};
 use crate::deployment::external::StateSnapshot;
 use crate::deployment::report::Reporter;
 use crate::provisioning::router::AllowedDrops;
@@ -60,6 +61,9 @@ pub struct DeployArgs {
     /// Resource operations in flight at once, per stack.
     #[arg(long, default_value_t = 10)]
     concurrency: usize,
+    /// Independent stacks deployed at once (a stack waits for the stacks it depends on).
+    #[arg(long, default_value_t = 4)]
+    stack_concurrency: usize,
     /// Keep what succeeded when something fails (undo later with `cdkd rollback`).
     #[arg(long)]
     no_rollback: bool,
@@ -97,7 +101,7 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
     let registry = context.registry()?;
     registry.warn_about_failures();
     let store = context.state().await?;
-    let mut snapshot = StateSnapshot::load(&store.backend).await?;
+    let snapshot = StateSnapshot::load(&store.backend).await?;
     let options = DeployOptions {
         concurrency: args.concurrency.max(1),
         rollback: !args.no_rollback,
@@ -116,30 +120,76 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
         reporter: Reporter { json: args.json },
         stop: stop_signal("deploy"),
     };
-    for stack in stacks {
-        if *engine.stop.borrow() {
-            break;
+    let selected: std::collections::BTreeSet<String> =
+        stacks.iter().map(|s| s.id.clone()).collect();
+    let tasks: Vec<Task> = stacks
+        .iter()
+        .map(|stack| Task {
+            id: stack.id.clone(),
+            dependencies: stack
+                .dependencies
+                .iter()
+                .filter(|d| selected.contains(*d))
+                .cloned()
+                .collect(),
+            priority: 0,
+        })
+        .collect();
+    let snapshot = std::sync::Mutex::new(snapshot);
+    let work = |id: String| {
+        let stack = assembly
+            .stack(&id)
+            .expect("selected stacks are in the assembly");
+        let (engine, snapshot, options, parameters, store, assembly) =
+            (&engine, &snapshot, &options, &parameters, &store, &assembly);
+        async move {
+            let run = async {
+                let (account, region) = stack_target(context, stack).await?;
+                let template = Template::parse(&stack.template()?)
+                    .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
+                let template = crate::assets::publish_for_stack(
+                    assembly, stack, template, aws, store, &account, &region,
+                )
+                .await?;
+                let parameters =
+                    crate::deployment::parameters::resolve(&template, parameters, aws, &region)
+                        .await?;
+                let input = StackInput {
+                    context: StackContext {
+                        stack_name: stack.stack_name.clone(),
+                        region,
+                        account,
+                    },
+                    template,
+                    parameters,
+                };
+                // Producers this stack reads from finished before it started.
+                let view = snapshot.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let state = engine.deploy(&input, &view, options).await?;
+                snapshot
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .update(state);
+                anyhow::Ok(())
+            };
+            run.await.map_err(|err| format!("{err:#}"))
         }
-        let (account, region) = stack_target(context, stack).await?;
-        let template = Template::parse(&stack.template()?)
-            .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
-        let template = crate::assets::publish_for_stack(
-            &assembly, stack, template, aws, &store, &account, &region,
-        )
-        .await?;
-        let parameters =
-            crate::deployment::parameters::resolve(&template, &parameters, aws, &region).await?;
-        let input = StackInput {
-            context: StackContext {
-                stack_name: stack.stack_name.clone(),
-                region,
-                account,
-            },
-            template,
-            parameters,
-        };
-        let state = engine.deploy(&input, &snapshot, &options).await?;
-        snapshot.update(state);
+    };
+    let outcomes = Executor {
+        concurrency: args.stack_concurrency.max(1),
+    }
+    .run(&tasks, &engine.stop, work)
+    .await;
+    let failures: Vec<String> = outcomes
+        .into_iter()
+        .filter_map(|(id, outcome)| match outcome {
+            Outcome::Done => None,
+            Outcome::Failed(message) => Some(message),
+            Outcome::Skipped(reason) => Some(format!("{id} was not deployed ({reason})")),
+        })
+        .collect();
+    if !failures.is_empty() {
+        anyhow::bail!("{}", failures.join("\n"));
     }
     Ok(ExitCode::SUCCESS)
 }
