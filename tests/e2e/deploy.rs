@@ -585,3 +585,51 @@ fn cross_stack_references_in_both_styles_and_strong_ones_block_the_producers_des
         .success();
     assert_eq!(world.cdkd(&["state", "list"]).success().stdout, "");
 }
+
+#[test]
+fn recreate_moves_a_resource_between_layers_or_refuses_before_any_change() {
+    let world = World::new();
+    world.deploy(&[]).success();
+    let refused = world.deploy(&["--recreate-via-sdk-provider", "OrdersA9B65338"]);
+    assert_eq!(refused.code, Some(1));
+    assert!(
+        refused
+            .stderr
+            .contains("no loaded plugin handles AWS::SQS::Queue"),
+        "{}",
+        refused.stderr
+    );
+    let refused = world.deploy(&["--recreate-via-cc-api", "Nope"]);
+    assert!(
+        refused.stderr.contains("Nope cannot be re-created"),
+        "{}",
+        refused.stderr
+    );
+
+    let greeter = world.physical("Greeter");
+    let moved = world
+        .deploy(&["--recreate-via-sdk-provider", "Greeter"])
+        .success();
+    assert!(
+        moved
+            .stdout
+            .contains("Greeter (Acme::Echo::Thing): replaced by "),
+        "{}",
+        moved.stdout
+    );
+    let recreated = world.physical("Greeter");
+    assert_ne!(recreated, greeter);
+    assert!(
+        !world.echo.path().join(format!("{greeter}.json")).exists(),
+        "the old resource was not destroyed"
+    );
+    assert!(world
+        .echo
+        .path()
+        .join(format!("{recreated}.json"))
+        .is_file());
+    assert_eq!(
+        world.state()["resources"]["Greeter"]["provisionedBy"],
+        "sdk"
+    );
+}

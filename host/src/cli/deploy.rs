@@ -73,6 +73,12 @@ pub struct DeployArgs {
     /// Keep a resource on its plugin although the plugin drops this property (`Type:Property`).
     #[arg(long, value_name = "TYPE:PROPERTY")]
     allow_unsupported_properties: Vec<String>,
+    /// Destroy this resource and create it again through Cloud Control (repeatable).
+    #[arg(long, value_name = "LOGICAL_ID")]
+    recreate_via_cc_api: Vec<String>,
+    /// Destroy this resource and create it again through its SDK provider plugin (repeatable).
+    #[arg(long, value_name = "LOGICAL_ID")]
+    recreate_via_sdk_provider: Vec<String>,
     /// A template parameter value, `Name=Value` (repeatable).
     #[arg(long = "parameters", value_name = "NAME=VALUE")]
     parameters: Vec<String>,
@@ -109,6 +115,16 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
             .map_err(anyhow::Error::msg)?,
         replace_first: args.replace,
         resource_timeout: std::time::Duration::from_secs(args.resource_timeout),
+        recreate: args
+            .recreate_via_cc_api
+            .iter()
+            .map(|id| (id.clone(), crate::state::schema::ProvisionedBy::CcApi))
+            .chain(
+                args.recreate_via_sdk_provider
+                    .iter()
+                    .map(|id| (id.clone(), crate::state::schema::ProvisionedBy::Sdk)),
+            )
+            .collect(),
     };
     let parameters = parameters(&args.parameters)?;
     let aws = context.aws().await;

@@ -45,6 +45,8 @@ pub struct DeployOptions {
     pub replace_first: bool,
     /// The longest one resource operation may take.
     pub resource_timeout: Duration,
+    /// Resources to destroy and re-create on the given layer (`--recreate-via-…`).
+    pub recreate: BTreeMap<String, ProvisionedBy>,
 }
 
 impl Default for DeployOptions {
@@ -55,6 +57,7 @@ impl Default for DeployOptions {
             allowed: AllowedDrops::default(),
             replace_first: false,
             resource_timeout: Duration::from_secs(30 * 60),
+            recreate: BTreeMap::new(),
         }
     }
 }
@@ -344,20 +347,40 @@ impl Engine<'_> {
         for logical_id in planned.graph.order() {
             let resource = &input.template.resources[logical_id];
             let previous = recorded.as_ref().and_then(|s| s.resources.get(logical_id));
-            let decision = decide(
-                self.registry,
-                logical_id,
-                &resource.kind,
-                &planned.properties[logical_id],
-                previous.and_then(|r| r.provisioned_by),
-                &options.allowed,
-            );
+            let decision = match options.recreate.get(logical_id) {
+                // An explicit move between layers overrides the sticky record.
+                Some(ProvisionedBy::CcApi) => Decision::CloudControl(None),
+                Some(ProvisionedBy::Sdk) => match self.registry.route(&resource.kind) {
+                    Route::Plugin { name, .. } => Decision::Plugin(name),
+                    _ => Decision::Refuse(format!(
+                        "--recreate-via-sdk-provider {logical_id}: no loaded plugin handles {}",
+                        resource.kind
+                    )),
+                },
+                None => decide(
+                    self.registry,
+                    logical_id,
+                    &resource.kind,
+                    &planned.properties[logical_id],
+                    previous.and_then(|r| r.provisioned_by),
+                    &options.allowed,
+                ),
+            };
             match &decision {
                 Decision::Refuse(reason) => refused.push(reason.clone()),
                 Decision::CloudControl(Some(warning)) => tracing::warn!("{warning}"),
                 _ => {}
             }
             decisions.insert(logical_id.clone(), decision);
+        }
+        for logical_id in options.recreate.keys() {
+            if recorded
+                .as_ref()
+                .and_then(|s| s.resources.get(logical_id))
+                .is_none()
+            {
+                refused.push(format!("{logical_id} cannot be re-created: stack {stack} has no deployed resource of that id"));
+            }
         }
         if !refused.is_empty() {
             return Err(DeployFailed(format!(
@@ -423,7 +446,8 @@ impl Engine<'_> {
             async move {
                 let began = Instant::now();
                 let previous = ledger.read(|s| s.resources.get(&logical_id).cloned());
-                if change.action == Action::NoChange {
+                let recreate = options.recreate.contains_key(&logical_id);
+                if change.action == Action::NoChange && !recreate {
                     // No provider call; still persist what a newer cdkd records.
                     let wanted = decision.provisioned_by();
                     let dependencies: Vec<String> = node.dependencies.iter().cloned().collect();
@@ -501,8 +525,13 @@ impl Engine<'_> {
                             provisioned_by,
                         )
                     };
-                match (change.action, previous.clone()) {
-                    (Action::Update, Some(before)) if change.policies_only => {
+                let action = if recreate {
+                    Action::Update
+                } else {
+                    change.action
+                };
+                match (action, previous.clone()) {
+                    (Action::Update, Some(before)) if change.policies_only && !recreate => {
                         let mut after = before.clone();
                         after.deletion_policy = resource.deletion_policy.clone();
                         after.update_replace_policy = resource.update_replace_policy.clone();
@@ -526,8 +555,10 @@ impl Engine<'_> {
                         );
                         Ok(())
                     }
-                    (Action::Update, Some(before)) if change.replacement => {
-                        if options.replace_first {
+                    (Action::Update, Some(before)) if change.replacement || recreate => {
+                        // A move between layers keeps the resource's name: the old one goes first.
+                        let replace_first = options.replace_first || recreate;
+                        if replace_first {
                             if let Err(err) = providers
                                 .for_record(&before)
                                 .delete(
@@ -552,7 +583,7 @@ impl Engine<'_> {
                                     s.resources.insert(logical_id.clone(), after.clone());
                                 });
                                 let retain = matches!(before.update_replace_policy.as_deref(), Some("Retain" | "RetainExceptOnCreate"));
-                                if !options.replace_first && !retain {
+                                if !replace_first && !retain {
                                     superseded.lock().unwrap().push((logical_id.clone(), before.clone()));
                                 }
                                 completed.lock().unwrap().push(Operation { logical_id: logical_id.clone(), action: OperationKind::Replace, resource_type: resource.kind.clone(), before: Some(before), after: Some(after) });
