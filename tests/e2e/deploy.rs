@@ -633,3 +633,14 @@ fn recreate_moves_a_resource_between_layers_or_refuses_before_any_change() {
         "sdk"
     );
 }
+
+#[test]
+fn orphan_forgets_the_stack_and_leaves_its_resources() {
+    let world = World::new();
+    world.deploy(&[]).success();
+    let queue = world.physical("OrdersA9B65338");
+    let app = world.assembly.path().display().to_string();
+    world.cdkd(&["orphan", "-a", &app, "-f"]).success();
+    assert_eq!(world.state(), Value::Null);
+    assert!(queue_exists(&queue), "orphan deleted the queue");
+}

@@ -445,3 +445,29 @@ pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::R
         }
     }
 }
+
+#[derive(Debug, Args)]
+pub struct OrphanArgs {
+    /// Stacks to forget (names or display paths; `*` wildcards).
+    stacks: Vec<String>,
+    #[command(flatten)]
+    app: AppArgs,
+    /// Every stack of the app.
+    #[arg(long)]
+    all: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'f')]
+    force: bool,
+}
+
+/// `cdkd orphan`: forget the app's stacks (their records), leaving every resource in AWS.
+pub async fn orphan(context: &CommandContext, args: OrphanArgs) -> anyhow::Result<ExitCode> {
+    let assembly = load_assembly(context, &args.app).await?;
+    let stacks = select(&assembly, &args.stacks, args.all, true)?;
+    let store = context.state().await?;
+    for stack in stacks {
+        let (_, region) = stack_target(context, stack).await?;
+        super::state::orphan(context, &store, &stack.stack_name, &region, args.force).await?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

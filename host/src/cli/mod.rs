@@ -91,6 +91,8 @@ enum Command {
     Destroy(deploy::DestroyArgs),
     /// Undo the last failed deploy of a stack, from its rollback journal (no synthesis).
     Rollback(deploy::RollbackArgs),
+    /// Forget the app's stacks: delete their state records, leave their resources in AWS.
+    Orphan(deploy::OrphanArgs),
 }
 
 /// Runs the CLI and turns any error into a message on stderr and exit code 1.
@@ -147,6 +149,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Deploy(args) => deploy::deploy(&context, args).await,
         Command::Destroy(args) => deploy::destroy(&context, args).await,
         Command::Rollback(args) => deploy::rollback(&context, args).await,
+        Command::Orphan(args) => deploy::orphan(&context, args).await,
     }
 }
 

@@ -600,7 +600,7 @@ async fn resources(
     Ok(ExitCode::SUCCESS)
 }
 
-async fn orphan(
+pub(super) async fn orphan(
     context: &CommandContext,
     store: &StateStore,
     stack: &str,
