@@ -885,31 +885,11 @@ impl Engine<'_> {
                 let began = Instant::now();
                 let logical_id = key.trim_end_matches("#superseded").to_string();
                 let superseded = key.ends_with("#superseded");
-                let retained = !superseded
-                    && matches!(
-                        record.deletion_policy.as_deref(),
-                        Some("Retain" | "RetainExceptOnCreate")
-                    );
+                let retained = !superseded && is_retained(record.deletion_policy.as_deref());
                 if !retained {
-                    if let Err(err) = providers
-                        .for_record(&record)
-                        .delete(
-                            &record.resource_type,
-                            &logical_id,
-                            &record.physical_id,
-                            &record.properties,
-                        )
+                    self.delete_one(stack, providers, &logical_id, &record, began)
                         .await
-                    {
-                        self.reporter.resource(
-                            stack,
-                            &logical_id,
-                            &record.resource_type,
-                            &format!("delete failed: {err}"),
-                            Some(began.elapsed()),
-                        );
-                        return Err(format!("{logical_id}: {err}"));
-                    }
+                        .map_err(|err| format!("{logical_id}: {err}"))?;
                 }
                 if !superseded {
                     ledger.change(|s| {
@@ -939,6 +919,43 @@ impl Engine<'_> {
             Some(message) => Err(message),
             None => Ok(()),
         }
+    }
+}
+
+/// Whether a `DeletionPolicy` keeps the AWS resource when cdkd deletes it.
+pub fn is_retained(policy: Option<&str>) -> bool {
+    matches!(policy, Some("Retain" | "RetainExceptOnCreate"))
+}
+
+impl Engine<'_> {
+    /// Deletes one recorded resource through its provider, reporting a failure.
+    pub async fn delete_one(
+        &self,
+        stack: &str,
+        providers: &Providers<'_>,
+        logical_id: &str,
+        record: &ResourceState,
+        began: Instant,
+    ) -> Result<(), String> {
+        let deleted = providers
+            .for_record(record)
+            .delete(
+                &record.resource_type,
+                logical_id,
+                &record.physical_id,
+                &record.properties,
+            )
+            .await;
+        deleted.map(|_| ()).map_err(|err| {
+            self.reporter.resource(
+                stack,
+                logical_id,
+                &record.resource_type,
+                &format!("delete failed: {err}"),
+                Some(began.elapsed()),
+            );
+            err.to_string()
+        })
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use serde_json::Map;
 
-use super::deploy::{deletion_tasks, revert_operations, Engine, Providers};
+use super::deploy::{deletion_tasks, is_retained, revert_operations, Engine, Providers};
 use super::executor::{Executor, Outcome};
 use super::external::StateSnapshot;
 use super::journal::{self, Reason};
@@ -95,27 +95,14 @@ impl Engine<'_> {
                     .deletion_policy
                     .clone()
                     .or_else(|| template_policies.get(&logical_id).cloned());
-                let retained = matches!(policy.as_deref(), Some("Retain" | "RetainExceptOnCreate"));
+                let retained = is_retained(policy.as_deref());
                 if !retained {
-                    if let Err(err) = providers
-                        .for_record(&record)
-                        .delete(
-                            &record.resource_type,
-                            &logical_id,
-                            &record.physical_id,
-                            &record.properties,
-                        )
+                    if let Err(err) = self
+                        .delete_one(stack, providers, &logical_id, &record, began)
                         .await
                     {
-                        self.reporter.resource(
-                            stack,
-                            &logical_id,
-                            &record.resource_type,
-                            &format!("delete failed: {err}"),
-                            Some(began.elapsed()),
-                        );
                         summary.lock().unwrap().failed += 1;
-                        return Err(err.to_string());
+                        return Err(err);
                     }
                 }
                 ledger.change(|s| {
