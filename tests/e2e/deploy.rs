@@ -299,6 +299,10 @@ fn a_failed_deploy_rolls_back_what_it_created() {
         .unwrap_or_else(|| panic!("the queue was never created:\n{}", run.stdout))
         .to_string();
     assert!(
+        created.starts_with("https://sqs."),
+        "no queue URL in the event: {created:?}"
+    );
+    assert!(
         !queue_exists(&created),
         "the rollback left the queue {created}"
     );

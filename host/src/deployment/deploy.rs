@@ -649,6 +649,7 @@ impl Engine<'_> {
                         .await
                     {
                         Ok(created) => {
+                            let shown = format!("created {}", created.physical_id);
                             let after = make_record(
                                 created.physical_id,
                                 properties.clone(),
@@ -669,7 +670,7 @@ impl Engine<'_> {
                                 stack,
                                 &logical_id,
                                 &resource.kind,
-                                "created",
+                                &shown,
                                 Some(began.elapsed()),
                             );
                             Ok(())

@@ -1,0 +1,197 @@
+//! What cdkd's AWS provider plugins share, so each concern lives in one place:
+//! - [`sdk_config`]: an AWS SDK configuration from the host's context (region, endpoint,
+//!   credentials the host resolved; the plugin never runs the credential chain);
+//! - [`aws_error`]: an SDK error as a [`ProviderError`] with a stable kind and the AWS code;
+//! - [`physical_name`]: CloudFormation-style generated names;
+//! - [`require_str`] and friends: reading template properties with errors naming the property.
+//!
+//! Not for: anything specific to one service.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_credential_types::provider::SharedCredentialsProvider;
+use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
+
+/// An SDK configuration for the host's region, endpoint and credentials.
+pub async fn sdk_config(ctx: &PluginContext) -> Result<SdkConfig, ProviderError> {
+    let creds = ctx.credentials().await?;
+    let credentials = aws_credential_types::Credentials::new(
+        creds.access_key_id,
+        creds.secret_access_key,
+        creds.session_token,
+        creds
+            .expires_at_epoch_secs
+            .map(|s| UNIX_EPOCH + Duration::from_secs(s)),
+        "cdkd-host",
+    );
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .region(Region::new(ctx.region().to_string()))
+        .credentials_provider(SharedCredentialsProvider::new(credentials));
+    if let Some(endpoint) = ctx.endpoint_url() {
+        loader = loader.endpoint_url(endpoint);
+    }
+    Ok(loader.load().await)
+}
+
+/// The kind of an AWS error code.
+pub fn kind_of(code: &str, status: Option<u16>) -> ErrorKind {
+    match code {
+        "NoSuchBucket"
+        | "NoSuchEntity"
+        | "NoSuchKey"
+        | "NotFound"
+        | "ResourceNotFoundException"
+        | "NoSuchBucketPolicy" => ErrorKind::NOT_FOUND,
+        "BucketAlreadyExists"
+        | "BucketAlreadyOwnedByYou"
+        | "EntityAlreadyExists"
+        | "ResourceConflictException" => ErrorKind::ALREADY_EXISTS,
+        "Throttling"
+        | "ThrottlingException"
+        | "SlowDown"
+        | "TooManyRequestsException"
+        | "RequestLimitExceeded" => ErrorKind::THROTTLED,
+        "AccessDenied" | "AccessDeniedException" | "UnauthorizedOperation" => {
+            ErrorKind::ACCESS_DENIED
+        }
+        "BucketNotEmpty"
+        | "DeleteConflict"
+        | "ResourceInUseException"
+        | "OperationAborted"
+        | "ConcurrentModification" => ErrorKind::CONFLICT,
+        "InvalidParameterValue"
+        | "InvalidParameterValueException"
+        | "ValidationError"
+        | "ValidationException"
+        | "MalformedPolicyDocument"
+        | "MalformedXML"
+        | "InvalidRequest"
+        | "InvalidArgument"
+        | "InvalidBucketName"
+        | "LimitExceeded" => ErrorKind::VALIDATION,
+        _ if status == Some(404) => ErrorKind::NOT_FOUND,
+        _ if matches!(status, Some(500..=599)) => ErrorKind::THROTTLED,
+        _ => ErrorKind::OTHER,
+    }
+}
+
+/// An SDK error as a provider error: `what` names the type, logical id and operation.
+pub fn aws_error<E, R>(
+    what: &str,
+    err: aws_smithy_runtime_api::client::result::SdkError<E, R>,
+) -> ProviderError
+where
+    E: aws_smithy_runtime_api::client::result::CreateUnhandledError
+        + aws_smithy_types::error::metadata::ProvideErrorMetadata
+        + std::error::Error
+        + Send
+        + Sync
+        + 'static,
+    R: std::fmt::Debug + HasStatus,
+{
+    let status = err.raw_response().and_then(HasStatus::status);
+    let (code, message) = match err.as_service_error() {
+        Some(service) => (
+            service.code().unwrap_or_default().to_string(),
+            service.message().unwrap_or_default().to_string(),
+        ),
+        None => (String::new(), String::new()),
+    };
+    let detail = if message.is_empty() && code.is_empty() {
+        format!("{err:?}").chars().take(300).collect::<String>()
+    } else if message.is_empty() {
+        code.clone()
+    } else {
+        message
+    };
+    let error = ProviderError::new(kind_of(&code, status), format!("{what}: {detail}"));
+    if code.is_empty() {
+        error
+    } else {
+        error.with_aws_code(code)
+    }
+}
+
+/// Raw responses expose their status through this.
+pub trait HasStatus {
+    /// The HTTP status.
+    fn status(&self) -> Option<u16>;
+}
+
+impl HasStatus for aws_smithy_runtime_api::http::Response {
+    fn status(&self) -> Option<u16> {
+        Some(self.status().as_u16())
+    }
+}
+
+const SUFFIX_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+/// A CloudFormation-style generated name, `{stack}-{logicalId}-{SUFFIX}`, at most `max`
+/// characters (the stack and logical parts are shortened, the 12-character suffix kept),
+/// lowercased where the service requires it.
+pub fn physical_name(stack: &str, logical_id: &str, max: usize, lowercase: bool) -> String {
+    let suffix: String = (0..12)
+        .map(|_| SUFFIX_ALPHABET[rand::random_range(0..SUFFIX_ALPHABET.len())] as char)
+        .collect();
+    let budget = max.saturating_sub(suffix.len() + 2);
+    let stack_part: String = stack.chars().take(budget / 2).collect();
+    let logical_part: String = logical_id.chars().take(budget - stack_part.len()).collect();
+    let name = if stack_part.is_empty() {
+        format!("{logical_part}-{suffix}")
+    } else {
+        format!("{stack_part}-{logical_part}-{suffix}")
+    };
+    if lowercase {
+        name.to_lowercase()
+    } else {
+        name
+    }
+}
+
+/// Reads a required string property, naming it when absent.
+pub fn require_str<'a>(
+    properties: &'a serde_json::Map<String, serde_json::Value>,
+    name: &str,
+    what: &str,
+) -> Result<&'a str, ProviderError> {
+    properties
+        .get(name)
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(|| {
+            ProviderError::validation(format!(
+                "{what}: property {name} is required and must be a string"
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_names_fit_and_keep_the_shape() {
+        let name = physical_name("MyStack", "Bucket83908E77", 63, true);
+        assert!(name.starts_with("mystack-bucket83908e77-"), "{name}");
+        assert_eq!(name.len(), "mystack-bucket83908e77-".len() + 12);
+        let long = physical_name(&"S".repeat(80), &"L".repeat(80), 64, false);
+        assert_eq!(long.len(), 64);
+        assert!(long.starts_with("SSSS") && long.contains("-LLL"), "{long}");
+        assert_ne!(
+            physical_name("a", "b", 64, false),
+            physical_name("a", "b", 64, false)
+        );
+    }
+
+    #[test]
+    fn codes_map_to_kinds() {
+        assert_eq!(kind_of("NoSuchEntity", Some(404)), ErrorKind::NOT_FOUND);
+        assert_eq!(kind_of("BucketNotEmpty", Some(409)), ErrorKind::CONFLICT);
+        assert_eq!(kind_of("SlowDown", Some(503)), ErrorKind::THROTTLED);
+        assert_eq!(kind_of("Whatever", Some(404)), ErrorKind::NOT_FOUND);
+        assert_eq!(
+            kind_of("MalformedPolicyDocument", Some(400)),
+            ErrorKind::VALIDATION
+        );
+    }
+}

@@ -1,0 +1,741 @@
+//! `AWS::S3::Bucket`: created with `CreateBucket`, then each declared configuration applied by
+//! its own S3 call; an update re-applies (or removes) exactly the configurations that changed.
+
+use aws_sdk_s3::types::{
+    AbortIncompleteMultipartUpload, BucketLifecycleConfiguration, BucketLocationConstraint,
+    BucketLoggingStatus, BucketVersioningStatus, CorsConfiguration, CorsRule,
+    CreateBucketConfiguration, ErrorDocument, ExpirationStatus, IndexDocument, LifecycleExpiration,
+    LifecycleRule, LifecycleRuleFilter, LoggingEnabled, NoncurrentVersionExpiration,
+    ObjectOwnership, OwnershipControls, OwnershipControlsRule, PublicAccessBlockConfiguration,
+    ServerSideEncryption, ServerSideEncryptionByDefault, ServerSideEncryptionConfiguration,
+    ServerSideEncryptionRule, Tag, Tagging, VersioningConfiguration, WebsiteConfiguration,
+};
+use aws_sdk_s3::Client;
+use cdkd_aws_common::{aws_error, physical_name};
+use cdkd_provider_api::protocol::{
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, GetAttributeRequest,
+    GetAttributeResult, ImportRequest, ReadCurrentStateRequest, ReadCurrentStateResult,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
+};
+use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use serde_json::{json, Map, Value};
+
+const TYPE: &str = "AWS::S3::Bucket";
+
+/// The configurations applied after creation, each by its own call.
+const CONFIGURATIONS: &[&str] = &[
+    "VersioningConfiguration",
+    "BucketEncryption",
+    "PublicAccessBlockConfiguration",
+    "OwnershipControls",
+    "LifecycleConfiguration",
+    "CorsConfiguration",
+    "WebsiteConfiguration",
+    "LoggingConfiguration",
+    "Tags",
+];
+
+#[derive(Default)]
+pub struct Bucket;
+
+struct Call<'a> {
+    client: &'a Client,
+    bucket: &'a str,
+    what: String,
+}
+
+fn text(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(|v| match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    })
+}
+
+fn number(value: &Value, key: &str) -> Option<i32> {
+    value
+        .get(key)
+        .and_then(|v| {
+            v.as_i64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        })
+        .map(|n| n as i32)
+}
+
+fn flag(value: &Value, key: &str) -> Option<bool> {
+    value
+        .get(key)
+        .and_then(|v| v.as_bool().or_else(|| v.as_str().map(|s| s == "true")))
+}
+
+fn strings(value: &Value, key: &str) -> Vec<String> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(ToString::to_string))
+        .collect()
+}
+
+fn invalid(what: &str, property: &str, detail: impl std::fmt::Display) -> ProviderError {
+    ProviderError::validation(format!("{what}: property {property}: {detail}"))
+}
+
+impl Call<'_> {
+    /// Applies (or, with `None`, removes) one configuration.
+    async fn apply(&self, property: &str, value: Option<&Value>) -> Result<(), ProviderError> {
+        let (client, bucket, what) = (self.client, self.bucket, self.what.as_str());
+        // Each S3 call has its own error type; a macro makes one closure per call site.
+        macro_rules! failed {
+            () => {
+                |err| aws_error(&format!("{what}: applying {property}"), err)
+            };
+        }
+        match (property, value) {
+            ("VersioningConfiguration", value) => {
+                let status = value
+                    .and_then(|v| text(v, "Status"))
+                    .unwrap_or_else(|| "Suspended".into());
+                client
+                    .put_bucket_versioning()
+                    .bucket(bucket)
+                    .versioning_configuration(
+                        VersioningConfiguration::builder()
+                            .status(BucketVersioningStatus::from(status.as_str()))
+                            .build(),
+                    )
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("BucketEncryption", Some(value)) => {
+                let mut rules = Vec::new();
+                for rule in value
+                    .get("ServerSideEncryptionConfiguration")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let mut built = ServerSideEncryptionRule::builder();
+                    if let Some(default) = rule.get("ServerSideEncryptionByDefault") {
+                        let algorithm =
+                            text(default, "SSEAlgorithm").unwrap_or_else(|| "AES256".into());
+                        let mut by_default = ServerSideEncryptionByDefault::builder()
+                            .sse_algorithm(ServerSideEncryption::from(algorithm.as_str()));
+                        if let Some(key) = text(default, "KMSMasterKeyID") {
+                            by_default = by_default.kms_master_key_id(key);
+                        }
+                        built = built.apply_server_side_encryption_by_default(
+                            by_default.build().map_err(|e| invalid(what, property, e))?,
+                        );
+                    }
+                    if let Some(enabled) = flag(rule, "BucketKeyEnabled") {
+                        built = built.bucket_key_enabled(enabled);
+                    }
+                    rules.push(built.build());
+                }
+                client
+                    .put_bucket_encryption()
+                    .bucket(bucket)
+                    .server_side_encryption_configuration(
+                        ServerSideEncryptionConfiguration::builder()
+                            .set_rules(Some(rules))
+                            .build()
+                            .map_err(|e| invalid(what, property, e))?,
+                    )
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("BucketEncryption", None) => {
+                client
+                    .delete_bucket_encryption()
+                    .bucket(bucket)
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("PublicAccessBlockConfiguration", Some(value)) => {
+                client
+                    .put_public_access_block()
+                    .bucket(bucket)
+                    .public_access_block_configuration(
+                        PublicAccessBlockConfiguration::builder()
+                            .block_public_acls(flag(value, "BlockPublicAcls").unwrap_or(false))
+                            .block_public_policy(flag(value, "BlockPublicPolicy").unwrap_or(false))
+                            .ignore_public_acls(flag(value, "IgnorePublicAcls").unwrap_or(false))
+                            .restrict_public_buckets(
+                                flag(value, "RestrictPublicBuckets").unwrap_or(false),
+                            )
+                            .build(),
+                    )
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("PublicAccessBlockConfiguration", None) => {
+                client
+                    .delete_public_access_block()
+                    .bucket(bucket)
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("OwnershipControls", Some(value)) => {
+                let mut rules = Vec::new();
+                for rule in value
+                    .get("Rules")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let ownership = text(rule, "ObjectOwnership").ok_or_else(|| {
+                        invalid(what, property, "each rule needs ObjectOwnership")
+                    })?;
+                    rules.push(
+                        OwnershipControlsRule::builder()
+                            .object_ownership(ObjectOwnership::from(ownership.as_str()))
+                            .build()
+                            .map_err(|e| invalid(what, property, e))?,
+                    );
+                }
+                client
+                    .put_bucket_ownership_controls()
+                    .bucket(bucket)
+                    .ownership_controls(
+                        OwnershipControls::builder()
+                            .set_rules(Some(rules))
+                            .build()
+                            .map_err(|e| invalid(what, property, e))?,
+                    )
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("OwnershipControls", None) => {
+                client
+                    .delete_bucket_ownership_controls()
+                    .bucket(bucket)
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("LifecycleConfiguration", Some(value)) => {
+                let mut rules = Vec::new();
+                for rule in value
+                    .get("Rules")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let prefix = text(rule, "Prefix").unwrap_or_default();
+                    let mut built = LifecycleRule::builder()
+                        .set_id(text(rule, "Id"))
+                        .status(ExpirationStatus::from(
+                            text(rule, "Status")
+                                .unwrap_or_else(|| "Enabled".into())
+                                .as_str(),
+                        ))
+                        .filter(LifecycleRuleFilter::builder().prefix(prefix).build());
+                    if let Some(days) = number(rule, "ExpirationInDays") {
+                        built = built.expiration(LifecycleExpiration::builder().days(days).build());
+                    }
+                    if let Some(days) = rule
+                        .get("NoncurrentVersionExpiration")
+                        .and_then(|n| number(n, "NoncurrentDays"))
+                    {
+                        built = built.noncurrent_version_expiration(
+                            NoncurrentVersionExpiration::builder()
+                                .noncurrent_days(days)
+                                .build(),
+                        );
+                    }
+                    if let Some(days) = rule
+                        .get("AbortIncompleteMultipartUpload")
+                        .and_then(|a| number(a, "DaysAfterInitiation"))
+                    {
+                        built = built.abort_incomplete_multipart_upload(
+                            AbortIncompleteMultipartUpload::builder()
+                                .days_after_initiation(days)
+                                .build(),
+                        );
+                    }
+                    rules.push(built.build().map_err(|e| invalid(what, property, e))?);
+                }
+                client
+                    .put_bucket_lifecycle_configuration()
+                    .bucket(bucket)
+                    .lifecycle_configuration(
+                        BucketLifecycleConfiguration::builder()
+                            .set_rules(Some(rules))
+                            .build()
+                            .map_err(|e| invalid(what, property, e))?,
+                    )
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("LifecycleConfiguration", None) => {
+                client
+                    .delete_bucket_lifecycle()
+                    .bucket(bucket)
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("CorsConfiguration", Some(value)) => {
+                let mut rules = Vec::new();
+                for rule in value
+                    .get("CorsRules")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    rules.push(
+                        CorsRule::builder()
+                            .set_id(text(rule, "Id"))
+                            .set_allowed_headers(Some(strings(rule, "AllowedHeaders")))
+                            .set_allowed_methods(Some(strings(rule, "AllowedMethods")))
+                            .set_allowed_origins(Some(strings(rule, "AllowedOrigins")))
+                            .set_expose_headers(Some(strings(rule, "ExposedHeaders")))
+                            .set_max_age_seconds(number(rule, "MaxAge"))
+                            .build()
+                            .map_err(|e| invalid(what, property, e))?,
+                    );
+                }
+                client
+                    .put_bucket_cors()
+                    .bucket(bucket)
+                    .cors_configuration(
+                        CorsConfiguration::builder()
+                            .set_cors_rules(Some(rules))
+                            .build()
+                            .map_err(|e| invalid(what, property, e))?,
+                    )
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("CorsConfiguration", None) => {
+                client
+                    .delete_bucket_cors()
+                    .bucket(bucket)
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("WebsiteConfiguration", Some(value)) => {
+                let mut website = WebsiteConfiguration::builder();
+                if let Some(index) = text(value, "IndexDocument") {
+                    website = website.index_document(
+                        IndexDocument::builder()
+                            .suffix(index)
+                            .build()
+                            .map_err(|e| invalid(what, property, e))?,
+                    );
+                }
+                if let Some(error) = text(value, "ErrorDocument") {
+                    website = website.error_document(
+                        ErrorDocument::builder()
+                            .key(error)
+                            .build()
+                            .map_err(|e| invalid(what, property, e))?,
+                    );
+                }
+                client
+                    .put_bucket_website()
+                    .bucket(bucket)
+                    .website_configuration(website.build())
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("WebsiteConfiguration", None) => {
+                client
+                    .delete_bucket_website()
+                    .bucket(bucket)
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("LoggingConfiguration", value) => {
+                let mut status = BucketLoggingStatus::builder();
+                if let Some(value) = value {
+                    let target =
+                        text(value, "DestinationBucketName").unwrap_or_else(|| bucket.to_string());
+                    status = status.logging_enabled(
+                        LoggingEnabled::builder()
+                            .target_bucket(target)
+                            .target_prefix(text(value, "LogFilePrefix").unwrap_or_default())
+                            .build()
+                            .map_err(|e| invalid(what, property, e))?,
+                    );
+                }
+                client
+                    .put_bucket_logging()
+                    .bucket(bucket)
+                    .bucket_logging_status(status.build())
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("Tags", Some(value)) => {
+                let mut tags = Vec::new();
+                for tag in value.as_array().into_iter().flatten() {
+                    let (Some(key), Some(val)) = (text(tag, "Key"), text(tag, "Value")) else {
+                        return Err(invalid(what, property, "each tag needs Key and Value"));
+                    };
+                    tags.push(
+                        Tag::builder()
+                            .key(key)
+                            .value(val)
+                            .build()
+                            .map_err(|e| invalid(what, property, e))?,
+                    );
+                }
+                client
+                    .put_bucket_tagging()
+                    .bucket(bucket)
+                    .tagging(
+                        Tagging::builder()
+                            .set_tag_set(Some(tags))
+                            .build()
+                            .map_err(|e| invalid(what, property, e))?,
+                    )
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("Tags", None) => {
+                client
+                    .delete_bucket_tagging()
+                    .bucket(bucket)
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            (other, _) => {
+                return Err(ProviderError::unsupported(format!(
+                    "{what}: property {other} is not handled"
+                )))
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The partition and website-endpoint style of a region.
+fn attributes(name: &str, region: &str) -> Map<String, Value> {
+    let partition = if region.starts_with("cn-") {
+        "aws-cn"
+    } else if region.starts_with("us-gov-") {
+        "aws-us-gov"
+    } else {
+        "aws"
+    };
+    let suffix = if partition == "aws-cn" {
+        "amazonaws.com.cn"
+    } else {
+        "amazonaws.com"
+    };
+    // Older regions keep the dash form of the website endpoint.
+    const DASH_REGIONS: &[&str] = &[
+        "us-east-1",
+        "us-west-1",
+        "us-west-2",
+        "eu-west-1",
+        "ap-southeast-1",
+        "ap-southeast-2",
+        "ap-northeast-1",
+        "sa-east-1",
+        "us-gov-west-1",
+    ];
+    let website = if DASH_REGIONS.contains(&region) {
+        format!("http://{name}.s3-website-{region}.{suffix}")
+    } else {
+        format!("http://{name}.s3-website.{region}.{suffix}")
+    };
+    json!({
+        "Arn": format!("arn:{partition}:s3:::{name}"),
+        "DomainName": format!("{name}.s3.{suffix}"),
+        "RegionalDomainName": format!("{name}.s3.{region}.{suffix}"),
+        "DualStackDomainName": format!("{name}.s3.dualstack.{region}.{suffix}"),
+        "WebsiteURL": website,
+    })
+    .as_object()
+    .cloned()
+    .unwrap_or_default()
+}
+
+#[async_trait]
+impl ResourceProvider for Bucket {
+    fn schema(&self) -> ResourceTypeSchema {
+        let mut handled: Vec<String> = CONFIGURATIONS.iter().map(ToString::to_string).collect();
+        handled.extend(["BucketName".to_string(), "ObjectLockEnabled".to_string()]);
+        ResourceTypeSchema {
+            type_name: TYPE.into(),
+            handled_properties: handled,
+            create_only_properties: vec!["BucketName".into(), "ObjectLockEnabled".into()],
+            operations: vec![
+                operation::READ_CURRENT_STATE.into(),
+                operation::IMPORT.into(),
+                operation::GET_ATTRIBUTE.into(),
+            ],
+            ..ResourceTypeSchema::default()
+        }
+    }
+
+    async fn create(
+        &self,
+        ctx: &PluginContext,
+        request: CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let name = match request.properties.get("BucketName").and_then(Value::as_str) {
+            Some(name) => name.to_string(),
+            None => physical_name(&request.stack_name, &request.logical_id, 63, true),
+        };
+        let client = crate::client(ctx).await?;
+        let mut create = client.create_bucket().bucket(&name);
+        if ctx.region() != "us-east-1" {
+            create = create.create_bucket_configuration(
+                CreateBucketConfiguration::builder()
+                    .location_constraint(BucketLocationConstraint::from(ctx.region()))
+                    .build(),
+            );
+        }
+        if request
+            .properties
+            .get("ObjectLockEnabled")
+            .and_then(|v| v.as_bool().or_else(|| v.as_str().map(|s| s == "true")))
+            == Some(true)
+        {
+            create = create.object_lock_enabled_for_bucket(true);
+        }
+        create
+            .send()
+            .await
+            .map_err(|err| aws_error(&format!("{what}: CreateBucket {name}"), err))?;
+        let call = Call {
+            client: &client,
+            bucket: &name,
+            what: what.clone(),
+        };
+        for property in CONFIGURATIONS {
+            if let Some(value) = request.properties.get(*property) {
+                call.apply(property, Some(value)).await?;
+            }
+        }
+        tracing::info!("created bucket {name}");
+        Ok(CreateResult {
+            attributes: attributes(&name, ctx.region()),
+            physical_id: name,
+        })
+    }
+
+    async fn update(
+        &self,
+        ctx: &PluginContext,
+        request: UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        let client = crate::client(ctx).await?;
+        let call = Call {
+            client: &client,
+            bucket: &request.physical_id,
+            what: format!("{TYPE} {}", request.logical_id),
+        };
+        for property in CONFIGURATIONS {
+            let (before, after) = (
+                request.previous_properties.get(*property),
+                request.properties.get(*property),
+            );
+            if before != after {
+                call.apply(property, after).await?;
+            }
+        }
+        Ok(UpdateResult {
+            attributes: attributes(&request.physical_id, ctx.region()),
+            physical_id: request.physical_id,
+            replaced: false,
+        })
+    }
+
+    async fn delete(
+        &self,
+        ctx: &PluginContext,
+        request: DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        match crate::client(ctx)
+            .await?
+            .delete_bucket()
+            .bucket(&request.physical_id)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(DeleteResult::Deleted),
+            Err(err) => {
+                let err = aws_error(
+                    &format!("{what}: DeleteBucket {}", request.physical_id),
+                    err,
+                );
+                match err.kind {
+                    ErrorKind::NOT_FOUND => Ok(DeleteResult::Deleted),
+                    ErrorKind::CONFLICT => Err(ProviderError::new(
+                        ErrorKind::CONFLICT,
+                        format!("{what}: bucket {} is not empty; empty it first (CDK's autoDeleteObjects does that through a custom resource, which cdkd does not run yet)", request.physical_id),
+                    )
+                    .with_aws_code("BucketNotEmpty")),
+                    _ => Err(err),
+                }
+            }
+        }
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let client = crate::client(ctx).await?;
+        let bucket = request.physical_id.as_str();
+        let what = format!("{TYPE} {}", request.logical_id);
+        if let Err(err) = client.head_bucket().bucket(bucket).send().await {
+            let err = aws_error(&format!("{what}: HeadBucket"), err);
+            return if err.kind == ErrorKind::NOT_FOUND {
+                Ok(ReadCurrentStateResult { properties: None })
+            } else {
+                Err(err)
+            };
+        }
+        let mut properties = Map::new();
+        properties.insert("BucketName".into(), json!(bucket));
+        if let Ok(versioning) = client.get_bucket_versioning().bucket(bucket).send().await {
+            if let Some(status) = versioning.status() {
+                properties.insert(
+                    "VersioningConfiguration".into(),
+                    json!({"Status": status.as_str()}),
+                );
+            }
+        }
+        if let Ok(encryption) = client.get_bucket_encryption().bucket(bucket).send().await {
+            let rules: Vec<Value> = encryption
+                .server_side_encryption_configuration()
+                .map(|c| c.rules())
+                .unwrap_or_default()
+                .iter()
+                .map(|rule| {
+                    let default = rule.apply_server_side_encryption_by_default();
+                    json!({"ServerSideEncryptionByDefault": {
+                        "SSEAlgorithm": default.map(|d| d.sse_algorithm().as_str()),
+                        "KMSMasterKeyID": default.and_then(|d| d.kms_master_key_id()),
+                    }})
+                })
+                .collect();
+            properties.insert(
+                "BucketEncryption".into(),
+                json!({"ServerSideEncryptionConfiguration": rules}),
+            );
+        }
+        if let Ok(block) = client.get_public_access_block().bucket(bucket).send().await {
+            if let Some(c) = block.public_access_block_configuration() {
+                properties.insert(
+                    "PublicAccessBlockConfiguration".into(),
+                    json!({"BlockPublicAcls": c.block_public_acls(), "BlockPublicPolicy": c.block_public_policy(),
+                           "IgnorePublicAcls": c.ignore_public_acls(), "RestrictPublicBuckets": c.restrict_public_buckets()}),
+                );
+            }
+        }
+        if let Ok(tagging) = client.get_bucket_tagging().bucket(bucket).send().await {
+            let tags: Vec<Value> = tagging
+                .tag_set()
+                .iter()
+                .map(|t| json!({"Key": t.key(), "Value": t.value()}))
+                .collect();
+            properties.insert("Tags".into(), Value::Array(tags));
+        }
+        Ok(ReadCurrentStateResult {
+            properties: Some(properties),
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let client = crate::client(ctx).await?;
+        client
+            .head_bucket()
+            .bucket(&request.physical_id)
+            .send()
+            .await
+            .map_err(|err| {
+                aws_error(
+                    &format!(
+                        "{TYPE} {}: importing {}",
+                        request.logical_id, request.physical_id
+                    ),
+                    err,
+                )
+            })?;
+        Ok(CreateResult {
+            attributes: attributes(&request.physical_id, ctx.region()),
+            physical_id: request.physical_id,
+        })
+    }
+
+    async fn get_attribute(
+        &self,
+        ctx: &PluginContext,
+        request: GetAttributeRequest,
+    ) -> Result<GetAttributeResult, ProviderError> {
+        Ok(GetAttributeResult {
+            value: attributes(&request.physical_id, ctx.region()).remove(&request.attribute),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_follow_the_region_and_partition() {
+        let attrs = attributes("logs", "eu-central-1");
+        assert_eq!(attrs["Arn"], "arn:aws:s3:::logs");
+        assert_eq!(
+            attrs["RegionalDomainName"],
+            "logs.s3.eu-central-1.amazonaws.com"
+        );
+        assert_eq!(
+            attrs["WebsiteURL"],
+            "http://logs.s3-website.eu-central-1.amazonaws.com"
+        );
+        assert_eq!(
+            attributes("logs", "us-east-1")["WebsiteURL"],
+            "http://logs.s3-website-us-east-1.amazonaws.com"
+        );
+        assert_eq!(attributes("x", "cn-north-1")["Arn"], "arn:aws-cn:s3:::x");
+    }
+
+    #[test]
+    fn the_schema_declares_every_applied_configuration() {
+        let schema = Bucket.schema();
+        for property in CONFIGURATIONS {
+            assert!(
+                schema.handled_properties.iter().any(|h| h == property),
+                "{property}"
+            );
+        }
+        assert!(
+            !schema
+                .handled_properties
+                .iter()
+                .any(|h| h == "NotificationConfiguration"),
+            "not applied, so not declared"
+        );
+    }
+}
