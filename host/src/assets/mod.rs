@@ -161,23 +161,28 @@ pub async fn publish_for_stack(
             image.id
         );
     }
-    let marker = read_marker(store.backend.client(), store.backend.bucket(), region).await?;
     let template_file = stack
         .template_file
         .file_name()
         .map(|f| f.to_string_lossy().into_owned());
-    let mut rewrites: Vec<(Vec<String>, String)> = Vec::new();
-    for asset in manifest.files.values() {
+    // The stack's own template (and nested templates) are for CloudFormation, not cdkd.
+    let is_template = |asset: &FileAsset| {
         let source_name = asset
             .source
             .file_name()
             .map(|f| f.to_string_lossy().into_owned());
-        // The stack's own template (and nested templates) are for CloudFormation, not cdkd.
-        if source_name == template_file
+        source_name == template_file
             || source_name
                 .as_deref()
                 .is_some_and(|n| n.ends_with(".template.json"))
-        {
+    };
+    if manifest.files.values().all(is_template) {
+        return Ok(template);
+    }
+    let marker = read_marker(store.backend.client(), store.backend.bucket(), region).await?;
+    let mut rewrites: Vec<(Vec<String>, String)> = Vec::new();
+    for asset in manifest.files.values() {
+        if is_template(asset) {
             continue;
         }
         for destination in &asset.destinations {

@@ -106,8 +106,28 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
     let stacks = select(&assembly, &args.stacks, args.all, args.exclusively)?;
     let registry = context.registry()?;
     registry.warn_about_failures();
-    let store = context.state().await?;
-    let snapshot = StateSnapshot::load(&store.backend).await?;
+    // Independent start-up calls at once: the state bucket's region and the caller's account.
+    let needs_account = stacks.iter().any(|s| s.environment.account.is_none());
+    let (store, account) = tokio::join!(context.state(), async {
+        if needs_account {
+            context.account().await.map(Some)
+        } else {
+            Ok(None)
+        }
+    });
+    let store = store?;
+    account?;
+    // Other stacks' records are read only when a template refers to another stack.
+    let mut cross_stack = false;
+    for stack in &stacks {
+        let text = std::fs::read_to_string(&stack.template_file).unwrap_or_default();
+        cross_stack |= text.contains("Fn::ImportValue") || text.contains("Fn::GetStackOutput");
+    }
+    let snapshot = if cross_stack {
+        StateSnapshot::load(&store.backend).await?
+    } else {
+        StateSnapshot::default()
+    };
     let options = DeployOptions {
         concurrency: args.concurrency.max(1),
         rollback: !args.no_rollback,

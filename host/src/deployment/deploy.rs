@@ -775,9 +775,14 @@ impl Engine<'_> {
                 s.imports = (!imports.is_empty()).then_some(imports);
                 s.output_reads = (!output_reads.is_empty()).then_some(output_reads);
             });
-            ledger.flush().await?;
+            // The final save and the journal clean-up touch different keys: do both at once.
+            let (saved, cleaned) = tokio::join!(
+                ledger.flush(),
+                journal::remove(self.backend, stack, &context.region)
+            );
+            saved?;
+            cleaned?;
             saver.abort();
-            journal::remove(self.backend, stack, &context.region).await?;
             self.reporter
                 .finish(stack, &summary.lock().unwrap(), started.elapsed(), &outputs);
             return Ok(ledger.snapshot());

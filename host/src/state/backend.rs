@@ -110,7 +110,10 @@ impl StateBackend {
     /// there names this region.
     pub async fn load(&self, stack: &str, region: &str) -> Result<Option<StoredState>, StateError> {
         let key = self.keys.state(stack, region);
-        if let Some(object) = self.get_object(&key).await? {
+        let legacy_key = self.keys.legacy_state(stack);
+        // Both reads at once: a first deploy would otherwise pay two sequential misses.
+        let (current, legacy) = tokio::join!(self.get_object(&key), self.get_object(&legacy_key));
+        if let Some(object) = current? {
             let state =
                 read_state(&object.body).map_err(|source| StateError::Schema { key, source })?;
             return Ok(Some(StoredState {
@@ -119,8 +122,7 @@ impl StateBackend {
                 location: StateLocation::Current,
             }));
         }
-        let legacy_key = self.keys.legacy_state(stack);
-        let Some(object) = self.get_object(&legacy_key).await? else {
+        let Some(object) = legacy? else {
             return Ok(None);
         };
         let state = read_state(&object.body).map_err(|source| StateError::Schema {
