@@ -1,0 +1,111 @@
+//! cdkd's IAM provider plugin. IAM is global and eventually consistent: a new role may not be
+//! assumable for seconds; the host retries such errors on a dense schedule.
+
+mod principals;
+mod role;
+
+cdkd_provider_api::export_plugin!(description: "AWS::IAM::Role, Policy, ManagedPolicy, InstanceProfile, User, Group, UserToGroupAddition, AccessKey");
+
+cdkd_provider_api::register_provider!(role::Role);
+cdkd_provider_api::register_provider!(principals::InlinePolicy);
+cdkd_provider_api::register_provider!(principals::ManagedPolicy);
+cdkd_provider_api::register_provider!(principals::InstanceProfile);
+cdkd_provider_api::register_provider!(principals::User);
+cdkd_provider_api::register_provider!(principals::Group);
+cdkd_provider_api::register_provider!(principals::UserToGroupAddition);
+cdkd_provider_api::register_provider!(principals::AccessKey);
+
+use cdkd_provider_api::{PluginContext, ProviderError};
+use serde_json::{Map, Value};
+
+/// An IAM client for the host's endpoint and credentials.
+pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_iam::Client, ProviderError> {
+    Ok(aws_sdk_iam::Client::new(
+        &cdkd_aws_common::sdk_config(ctx).await?,
+    ))
+}
+
+/// A policy document as IAM wants it: a JSON string.
+pub(crate) fn document(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A list of strings from a property (absent: empty).
+pub(crate) fn names(properties: &Map<String, Value>, key: &str) -> Vec<String> {
+    properties
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(ToString::to_string))
+        .collect()
+}
+
+/// Inline policies (`Policies: [{PolicyName, PolicyDocument}]`) by name.
+pub(crate) fn inline_policies(properties: &Map<String, Value>) -> Vec<(String, String)> {
+    properties
+        .get("Policies")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            Some((
+                p.get("PolicyName")?.as_str()?.to_string(),
+                document(p.get("PolicyDocument")?),
+            ))
+        })
+        .collect()
+}
+
+/// `Tags: [{Key, Value}]`.
+pub(crate) fn tags(properties: &Map<String, Value>) -> Vec<aws_sdk_iam::types::Tag> {
+    properties
+        .get("Tags")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            aws_sdk_iam::types::Tag::builder()
+                .key(t.get("Key")?.as_str()?)
+                .value(t.get("Value")?.as_str()?)
+                .build()
+                .ok()
+        })
+        .collect()
+}
+
+/// Items in `after` not in `before`, and the other way round.
+pub(crate) fn changes<T: PartialEq + Clone>(before: &[T], after: &[T]) -> (Vec<T>, Vec<T>) {
+    let added = after
+        .iter()
+        .filter(|a| !before.contains(a))
+        .cloned()
+        .collect();
+    let removed = before
+        .iter()
+        .filter(|b| !after.contains(b))
+        .cloned()
+        .collect();
+    (added, removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn helpers_read_templates() {
+        let props = json!({"Policies": [{"PolicyName": "p", "PolicyDocument": {"Version": "2012-10-17"}}], "ManagedPolicyArns": ["a", "b"]});
+        let props = props.as_object().unwrap();
+        assert_eq!(
+            inline_policies(props),
+            [("p".to_string(), "{\"Version\":\"2012-10-17\"}".to_string())]
+        );
+        assert_eq!(names(props, "ManagedPolicyArns"), ["a", "b"]);
+        assert_eq!(changes(&["a", "b"], &["b", "c"]), (vec!["c"], vec!["a"]));
+    }
+}

@@ -1,0 +1,443 @@
+//! `AWS::IAM::Role`: physical id (and `Ref`) is the role name; attributes `Arn`, `RoleId`.
+//! Deleting a role first detaches its managed policies, deletes its inline policies and takes
+//! it out of instance profiles.
+
+use cdkd_aws_common::{aws_error, physical_name};
+use cdkd_provider_api::protocol::{
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
+    UpdateResult,
+};
+use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use serde_json::{json, Map, Value};
+
+use crate::{changes, client, document, inline_policies, names, tags};
+
+const TYPE: &str = "AWS::IAM::Role";
+
+#[derive(Default)]
+pub struct Role;
+
+fn attributes(role: &aws_sdk_iam::types::Role) -> Map<String, Value> {
+    let mut attributes = Map::new();
+    attributes.insert("Arn".into(), json!(role.arn()));
+    attributes.insert("RoleId".into(), json!(role.role_id()));
+    attributes
+}
+
+async fn apply_policies(
+    iam: &aws_sdk_iam::Client,
+    what: &str,
+    role: &str,
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+) -> Result<(), ProviderError> {
+    let (attach, detach) = changes(
+        &names(before, "ManagedPolicyArns"),
+        &names(after, "ManagedPolicyArns"),
+    );
+    for arn in attach {
+        iam.attach_role_policy()
+            .role_name(role)
+            .policy_arn(&arn)
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: attaching {arn}"), e))?;
+    }
+    for arn in detach {
+        iam.detach_role_policy()
+            .role_name(role)
+            .policy_arn(&arn)
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: detaching {arn}"), e))?;
+    }
+    let (old, new) = (inline_policies(before), inline_policies(after));
+    for (name, body) in &new {
+        if !old.iter().any(|(n, b)| n == name && b == body) {
+            iam.put_role_policy()
+                .role_name(role)
+                .policy_name(name)
+                .policy_document(body)
+                .send()
+                .await
+                .map_err(|e| aws_error(&format!("{what}: inline policy {name}"), e))?;
+        }
+    }
+    for (name, _) in old.iter().filter(|(n, _)| !new.iter().any(|(m, _)| m == n)) {
+        iam.delete_role_policy()
+            .role_name(role)
+            .policy_name(name)
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: removing inline policy {name}"), e))?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl ResourceProvider for Role {
+    fn schema(&self) -> ResourceTypeSchema {
+        ResourceTypeSchema {
+            type_name: TYPE.into(),
+            handled_properties: [
+                "AssumeRolePolicyDocument",
+                "Policies",
+                "ManagedPolicyArns",
+                "Path",
+                "RoleName",
+                "Description",
+                "MaxSessionDuration",
+                "PermissionsBoundary",
+                "Tags",
+            ]
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+            create_only_properties: vec!["Path".into(), "RoleName".into()],
+            operations: vec![
+                operation::READ_CURRENT_STATE.into(),
+                operation::IMPORT.into(),
+            ],
+            ..ResourceTypeSchema::default()
+        }
+    }
+
+    async fn create(
+        &self,
+        ctx: &PluginContext,
+        request: CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let props = &request.properties;
+        let name = match props.get("RoleName").and_then(Value::as_str) {
+            Some(name) => name.to_string(),
+            None => physical_name(&request.stack_name, &request.logical_id, 64, false),
+        };
+        let trust = props
+            .get("AssumeRolePolicyDocument")
+            .map(document)
+            .ok_or_else(|| {
+                ProviderError::validation(format!(
+                    "{what}: property AssumeRolePolicyDocument is required"
+                ))
+            })?;
+        let iam = client(ctx).await?;
+        let created = iam
+            .create_role()
+            .role_name(&name)
+            .assume_role_policy_document(trust)
+            .set_path(
+                props
+                    .get("Path")
+                    .and_then(Value::as_str)
+                    .map(ToString::to_string),
+            )
+            .set_description(
+                props
+                    .get("Description")
+                    .and_then(Value::as_str)
+                    .map(ToString::to_string),
+            )
+            .set_max_session_duration(
+                props
+                    .get("MaxSessionDuration")
+                    .and_then(Value::as_i64)
+                    .map(|v| v as i32),
+            )
+            .set_permissions_boundary(
+                props
+                    .get("PermissionsBoundary")
+                    .and_then(Value::as_str)
+                    .map(ToString::to_string),
+            )
+            .set_tags(Some(tags(props)).filter(|t| !t.is_empty()))
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: CreateRole {name}"), e))?;
+        apply_policies(&iam, &what, &name, &Map::new(), props).await?;
+        let role = created
+            .role()
+            .ok_or_else(|| ProviderError::other(format!("{what}: CreateRole returned no role")))?;
+        Ok(CreateResult {
+            attributes: attributes(role),
+            physical_id: name,
+        })
+    }
+
+    async fn update(
+        &self,
+        ctx: &PluginContext,
+        request: UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let (before, after, name) = (
+            &request.previous_properties,
+            &request.properties,
+            request.physical_id.as_str(),
+        );
+        let iam = client(ctx).await?;
+        if before.get("AssumeRolePolicyDocument") != after.get("AssumeRolePolicyDocument") {
+            let trust = after
+                .get("AssumeRolePolicyDocument")
+                .map(document)
+                .unwrap_or_default();
+            iam.update_assume_role_policy()
+                .role_name(name)
+                .policy_document(trust)
+                .send()
+                .await
+                .map_err(|e| aws_error(&format!("{what}: trust policy"), e))?;
+        }
+        if before.get("Description") != after.get("Description")
+            || before.get("MaxSessionDuration") != after.get("MaxSessionDuration")
+        {
+            iam.update_role()
+                .role_name(name)
+                .description(
+                    after
+                        .get("Description")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default(),
+                )
+                .set_max_session_duration(
+                    after
+                        .get("MaxSessionDuration")
+                        .and_then(Value::as_i64)
+                        .map(|v| v as i32),
+                )
+                .send()
+                .await
+                .map_err(|e| aws_error(&format!("{what}: UpdateRole"), e))?;
+        }
+        if before.get("PermissionsBoundary") != after.get("PermissionsBoundary") {
+            let context = format!("{what}: permissions boundary");
+            match after.get("PermissionsBoundary").and_then(Value::as_str) {
+                Some(arn) => iam
+                    .put_role_permissions_boundary()
+                    .role_name(name)
+                    .permissions_boundary(arn)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| aws_error(&context, e))?,
+                None => iam
+                    .delete_role_permissions_boundary()
+                    .role_name(name)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| aws_error(&context, e))?,
+            }
+        }
+        if before.get("Tags") != after.get("Tags") {
+            let old: Vec<String> = tags(before).iter().map(|t| t.key().to_string()).collect();
+            if !old.is_empty() {
+                iam.untag_role()
+                    .role_name(name)
+                    .set_tag_keys(Some(old))
+                    .send()
+                    .await
+                    .map_err(|e| aws_error(&format!("{what}: tags"), e))?;
+            }
+            let new = tags(after);
+            if !new.is_empty() {
+                iam.tag_role()
+                    .role_name(name)
+                    .set_tags(Some(new))
+                    .send()
+                    .await
+                    .map_err(|e| aws_error(&format!("{what}: tags"), e))?;
+            }
+        }
+        apply_policies(&iam, &what, name, before, after).await?;
+        let role = iam
+            .get_role()
+            .role_name(name)
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: GetRole"), e))?;
+        let attributes = role.role().map(attributes).unwrap_or_default();
+        Ok(UpdateResult {
+            physical_id: name.to_string(),
+            replaced: false,
+            attributes,
+        })
+    }
+
+    async fn delete(
+        &self,
+        ctx: &PluginContext,
+        request: DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let name = request.physical_id.as_str();
+        let iam = client(ctx).await?;
+        let gone = |e: ProviderError| {
+            if e.kind == ErrorKind::NOT_FOUND {
+                Ok(DeleteResult::Deleted)
+            } else {
+                Err(e)
+            }
+        };
+        let attached = match iam
+            .list_attached_role_policies()
+            .role_name(name)
+            .send()
+            .await
+        {
+            Ok(answer) => answer
+                .attached_policies()
+                .iter()
+                .filter_map(|p| p.policy_arn().map(ToString::to_string))
+                .collect::<Vec<_>>(),
+            Err(e) => return gone(aws_error(&format!("{what}: listing attached policies"), e)),
+        };
+        for arn in attached {
+            iam.detach_role_policy()
+                .role_name(name)
+                .policy_arn(&arn)
+                .send()
+                .await
+                .map_err(|e| aws_error(&format!("{what}: detaching {arn}"), e))?;
+        }
+        if let Ok(inline) = iam.list_role_policies().role_name(name).send().await {
+            for policy in inline.policy_names() {
+                iam.delete_role_policy()
+                    .role_name(name)
+                    .policy_name(policy)
+                    .send()
+                    .await
+                    .map_err(|e| {
+                        aws_error(&format!("{what}: deleting inline policy {policy}"), e)
+                    })?;
+            }
+        }
+        if let Ok(profiles) = iam
+            .list_instance_profiles_for_role()
+            .role_name(name)
+            .send()
+            .await
+        {
+            for profile in profiles.instance_profiles() {
+                iam.remove_role_from_instance_profile()
+                    .instance_profile_name(profile.instance_profile_name())
+                    .role_name(name)
+                    .send()
+                    .await
+                    .map_err(|e| aws_error(&format!("{what}: leaving instance profile"), e))?;
+            }
+        }
+        match iam.delete_role().role_name(name).send().await {
+            Ok(_) => Ok(DeleteResult::Deleted),
+            Err(e) => gone(aws_error(&format!("{what}: DeleteRole {name}"), e)),
+        }
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        let role = match iam.get_role().role_name(&request.physical_id).send().await {
+            Ok(answer) => answer
+                .role
+                .ok_or_else(|| ProviderError::other(format!("{what}: GetRole returned no role")))?,
+            Err(e) => {
+                let e = aws_error(&format!("{what}: GetRole"), e);
+                return if e.kind == ErrorKind::NOT_FOUND {
+                    Ok(ReadCurrentStateResult { properties: None })
+                } else {
+                    Err(e)
+                };
+            }
+        };
+        let trust = role
+            .assume_role_policy_document()
+            .map(percent_decode)
+            .and_then(|d| serde_json::from_str::<Value>(&d).ok())
+            .unwrap_or(Value::Null);
+        let managed: Vec<String> = iam
+            .list_attached_role_policies()
+            .role_name(role.role_name())
+            .send()
+            .await
+            .map(|a| {
+                a.attached_policies()
+                    .iter()
+                    .filter_map(|p| p.policy_arn().map(ToString::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut properties = Map::new();
+        properties.insert("RoleName".into(), json!(role.role_name()));
+        properties.insert("Path".into(), json!(role.path()));
+        properties.insert("AssumeRolePolicyDocument".into(), trust);
+        properties.insert("ManagedPolicyArns".into(), json!(managed));
+        if let Some(description) = role.description() {
+            properties.insert("Description".into(), json!(description));
+        }
+        Ok(ReadCurrentStateResult {
+            properties: Some(properties),
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let iam = client(ctx).await?;
+        let answer = iam
+            .get_role()
+            .role_name(&request.physical_id)
+            .send()
+            .await
+            .map_err(|e| {
+                aws_error(
+                    &format!(
+                        "{TYPE} {}: importing {}",
+                        request.logical_id, request.physical_id
+                    ),
+                    e,
+                )
+            })?;
+        Ok(CreateResult {
+            attributes: answer.role().map(attributes).unwrap_or_default(),
+            physical_id: request.physical_id,
+        })
+    }
+}
+
+/// IAM returns policy documents URL-encoded.
+pub(crate) fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(byte) = u8::from_str_radix(&text[i + 1..i + 3], 16) {
+                out.push(byte);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn policy_documents_are_url_decoded() {
+        assert_eq!(
+            super::percent_decode("%7B%22Version%22%3A%222012-10-17%22%7D"),
+            "{\"Version\":\"2012-10-17\"}"
+        );
+        assert_eq!(super::percent_decode("{\"a\":1}"), "{\"a\":1}");
+    }
+}

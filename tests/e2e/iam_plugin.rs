@@ -1,0 +1,215 @@
+//! The IAM plugin through `cdkd deploy`: the app fixture's role, its default (inline) policy and
+//! its managed policy, which read the producer stack's topic (ImportValue) and queue
+//! (GetStackOutput); checked in the emulator's IAM API.
+
+use std::process::Command;
+
+use cdkd_tests::{cdkd_binary, workspace_root, Emulator, Run};
+use serde_json::{json, Value};
+
+struct World {
+    bucket: String,
+    assets: String,
+    assembly: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let world = World {
+            bucket: Emulator::unique("iamplugin"),
+            assets: Emulator::unique("iamassets"),
+            assembly: tempfile::tempdir().unwrap(),
+        };
+        copy_dir(
+            &workspace_root().join("tests/fixtures/cdk.out/app"),
+            world.assembly.path(),
+        );
+        // Keep IAM: the Lambda functions wait for the Lambda plugin, the nested stack for
+        // nested-stack support.
+        world.edit(|t| {
+            t["Resources"].as_object_mut().unwrap().retain(|_, r| {
+                !matches!(
+                    r["Type"].as_str(),
+                    Some("AWS::Lambda::Function" | "AWS::CloudFormation::Stack")
+                )
+            });
+        });
+        // With cdkd's asset storage: the Lambda asset is published to its own bucket.
+        world
+            .cdkd(&["bootstrap", "--asset-bucket", &world.assets])
+            .success();
+        world
+    }
+
+    fn cdkd(&self, args: &[&str]) -> Run {
+        let mut command = Command::new(cdkd_binary());
+        command
+            .current_dir(workspace_root())
+            .args(["--state-bucket", &self.bucket])
+            .args(args)
+            .env_remove("CDKD_PLUGINS");
+        for (key, value) in Emulator::shared().env() {
+            command.env(key, value);
+        }
+        command.output().unwrap().into()
+    }
+
+    fn edit(&self, change: impl FnOnce(&mut Value)) {
+        let path = self.assembly.path().join("AppStack.template.json");
+        let mut template: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        change(&mut template);
+        std::fs::write(&path, serde_json::to_vec_pretty(&template).unwrap()).unwrap();
+    }
+
+    fn resources(&self, stack: &str) -> Value {
+        self.cdkd(&["state", "show", stack, "--json"])
+            .success()
+            .json()["state"]["resources"]
+            .clone()
+    }
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn iam(expression: &str) -> Value {
+    Emulator::shared().boto(expression)
+}
+
+#[test]
+fn the_app_role_and_its_policies_go_through_the_iam_plugin() {
+    let world = World::new();
+    let app = world.assembly.path().display().to_string();
+    let deployed = world.cdkd(&["deploy", "-a", &app, "--all"]).success();
+    assert!(
+        deployed
+            .stdout
+            .contains("FnRoleDAF86AC1 (AWS::IAM::Role): created AppStack-FnRoleDAF86AC1-"),
+        "{}",
+        deployed.stdout
+    );
+    // The asset Lambda's folder was zipped and published to cdkd's asset bucket.
+    let objects = iam(&format!(
+        "[o['Key'] for o in c('s3').list_objects_v2(Bucket='{}').get('Contents', [])]",
+        world.assets
+    ));
+    assert_eq!(
+        objects,
+        json!(["09d099f5e56edd144d75c0c41d8cbe701d466d4f9ad51d167e068f2437569926.zip"])
+    );
+    let entries = iam(&format!(
+        "__import__('zipfile').ZipFile(__import__('io').BytesIO(c('s3').get_object(Bucket='{}', Key='09d099f5e56edd144d75c0c41d8cbe701d466d4f9ad51d167e068f2437569926.zip')['Body'].read())).namelist()",
+        world.assets
+    ));
+    assert_eq!(entries, json!(["index.js"]));
+    let resources = world.resources("AppStack");
+    let role = resources["FnRoleDAF86AC1"].clone();
+    assert_eq!(role["provisionedBy"], "sdk");
+    let name = role["physicalId"].as_str().unwrap().to_string();
+    assert!(role["attributes"]["Arn"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!(":role/{name}")));
+
+    let trust = iam(&format!(
+        "c('iam').get_role(RoleName='{name}')['Role']['AssumeRolePolicyDocument']"
+    ));
+    assert_eq!(
+        trust["Statement"][0]["Principal"]["Service"],
+        "lambda.amazonaws.com"
+    );
+    let attached = iam(&format!("sorted(p['PolicyArn'] for p in c('iam').list_attached_role_policies(RoleName='{name}')['AttachedPolicies'])"));
+    let managed_arn = resources["ReadQueue917DFADA"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let attached: Vec<&str> = attached
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        attached.contains(&"arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"),
+        "{attached:?}"
+    );
+    assert!(attached.contains(&managed_arn.as_str()), "{attached:?}");
+
+    // The inline (default) policy names the producer's topic, read through Fn::ImportValue.
+    let policy_name = resources["FnRoleDefaultPolicy12B9B8A2"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let inline = iam(&format!(
+        "c('iam').get_role_policy(RoleName='{name}', PolicyName='{policy_name}')['PolicyDocument']"
+    ));
+    let topic = world
+        .resources("ProducerStack")
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|r| r["resourceType"] == "AWS::SNS::Topic")
+        .unwrap()["physicalId"]
+        .clone();
+    assert_eq!(inline["Statement"][0]["Resource"], topic);
+    // The managed policy names the producer's queue ARN, read through Fn::GetStackOutput.
+    let version = iam(&format!("c('iam').get_policy_version(PolicyArn='{managed_arn}', VersionId=c('iam').get_policy(PolicyArn='{managed_arn}')['Policy']['DefaultVersionId'])['PolicyVersion']['Document']"));
+    assert!(
+        version["Statement"][0]["Resource"]
+            .as_str()
+            .unwrap()
+            .starts_with("arn:aws:sqs:us-east-1:123456789012:"),
+        "{version}"
+    );
+
+    // In place: another action in the inline policy; the managed policy gets a new version.
+    world.edit(|t| {
+        t["Resources"]["FnRoleDefaultPolicy12B9B8A2"]["Properties"]["PolicyDocument"]
+            ["Statement"][0]["Action"] = json!(["sns:Publish", "sns:GetTopicAttributes"]);
+        t["Resources"]["ReadQueue917DFADA"]["Properties"]["PolicyDocument"]["Statement"][0]
+            ["Action"] = json!(["sqs:ReceiveMessage", "sqs:DeleteMessage"]);
+    });
+    world
+        .cdkd(&["deploy", "-a", &app, "AppStack", "-e"])
+        .success();
+    let inline = iam(&format!(
+        "c('iam').get_role_policy(RoleName='{name}', PolicyName='{policy_name}')['PolicyDocument']"
+    ));
+    assert_eq!(
+        inline["Statement"][0]["Action"],
+        json!(["sns:Publish", "sns:GetTopicAttributes"])
+    );
+    let versions = iam(&format!(
+        "len(c('iam').list_policy_versions(PolicyArn='{managed_arn}')['Versions'])"
+    ));
+    assert_eq!(versions, json!(2));
+    assert_eq!(
+        world.resources("AppStack")["FnRoleDAF86AC1"]["physicalId"],
+        json!(name),
+        "the role was replaced"
+    );
+
+    world
+        .cdkd(&["destroy", "-a", &app, "--all", "-f"])
+        .success();
+    let roles = iam("[r['RoleName'] for r in c('iam').list_roles()['Roles']]");
+    assert!(
+        !roles.as_array().unwrap().contains(&json!(name)),
+        "the role survived the destroy"
+    );
+    let policies = iam("[p['Arn'] for p in c('iam').list_policies(Scope='Local')['Policies']]");
+    assert!(
+        !policies.as_array().unwrap().contains(&json!(managed_arn)),
+        "the managed policy survived"
+    );
+}
