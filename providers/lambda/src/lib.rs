@@ -1,0 +1,48 @@
+//! cdkd's Lambda provider plugin: functions (inline `ZipFile` code zipped here under the file
+//! name the runtime expects, or S3 code, or an image), permissions, function URLs, versions
+//! and aliases. A function's physical id is its name, which is what `Ref` returns; its ARN is
+//! the `Arn` attribute.
+
+mod function;
+mod others;
+
+cdkd_provider_api::export_plugin!(description: "AWS::Lambda::Function, Permission, Url, Version and Alias through the Lambda API");
+
+cdkd_provider_api::register_provider!(function::Function);
+cdkd_provider_api::register_provider!(others::Permission);
+cdkd_provider_api::register_provider!(others::Url);
+cdkd_provider_api::register_provider!(others::Version);
+cdkd_provider_api::register_provider!(others::Alias);
+
+use cdkd_provider_api::{PluginContext, ProviderError};
+
+/// A Lambda client for the host's region, endpoint and credentials.
+pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_lambda::Client, ProviderError> {
+    Ok(aws_sdk_lambda::Client::new(
+        &cdkd_aws_common::sdk_config(ctx).await?,
+    ))
+}
+
+/// The function name inside a name, partial ARN or ARN (`Permission.FunctionName` takes all).
+pub(crate) fn function_name(reference: &str) -> &str {
+    match reference.split(':').collect::<Vec<_>>().as_slice() {
+        [.., "function", name] | [.., "function", name, _] => name,
+        _ => reference,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn function_names_come_out_of_arns() {
+        assert_eq!(
+            super::function_name("arn:aws:lambda:us-east-1:123:function:fn"),
+            "fn"
+        );
+        assert_eq!(
+            super::function_name("arn:aws:lambda:us-east-1:123:function:fn:live"),
+            "fn"
+        );
+        assert_eq!(super::function_name("fn"), "fn");
+    }
+}

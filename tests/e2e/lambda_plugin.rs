@@ -1,0 +1,229 @@
+//! The Lambda plugin through `cdkd deploy`: the app fixture's inline-code function and its
+//! asset function, plus a permission, a function URL, a version and an alias added to the
+//! template; checked in the emulator's Lambda API.
+
+use std::process::Command;
+
+use cdkd_tests::{cdkd_binary, workspace_root, Emulator, Run};
+use serde_json::{json, Value};
+
+struct World {
+    bucket: String,
+    assets: String,
+    assembly: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let world = World {
+            bucket: Emulator::unique("lambdaplugin"),
+            assets: Emulator::unique("lambdaassets"),
+            assembly: tempfile::tempdir().unwrap(),
+        };
+        copy_dir(
+            &workspace_root().join("tests/fixtures/cdk.out/app"),
+            world.assembly.path(),
+        );
+        // The nested stack waits for nested-stack support; the rest of the Lambda surface is
+        // added here because the app does not use it.
+        world.edit(|t| {
+            let resources = t["Resources"].as_object_mut().unwrap();
+            resources.retain(|_, r| r["Type"] != "AWS::CloudFormation::Stack");
+            resources.insert(
+                "InvokeByS3".into(),
+                json!({"Type": "AWS::Lambda::Permission", "Properties": {
+                    "FunctionName": {"Fn::GetAtt": ["Inline6CF80F9D", "Arn"]},
+                    "Action": "lambda:InvokeFunction",
+                    "Principal": "s3.amazonaws.com",
+                    "SourceAccount": {"Ref": "AWS::AccountId"}}}),
+            );
+            resources.insert(
+                "InlineUrl".into(),
+                json!({"Type": "AWS::Lambda::Url", "Properties": {
+                    "TargetFunctionArn": {"Fn::GetAtt": ["Inline6CF80F9D", "Arn"]},
+                    "AuthType": "AWS_IAM"}}),
+            );
+            resources.insert(
+                "AssetVersion".into(),
+                json!({"Type": "AWS::Lambda::Version", "Properties": {
+                    "FunctionName": {"Ref": "FromAssetF2A31CF9"}}}),
+            );
+            resources.insert(
+                "LiveAlias".into(),
+                json!({"Type": "AWS::Lambda::Alias", "Properties": {
+                    "FunctionName": {"Ref": "FromAssetF2A31CF9"},
+                    "FunctionVersion": {"Fn::GetAtt": ["AssetVersion", "Version"]},
+                    "Name": "live"}}),
+            );
+        });
+        // With cdkd's asset storage: the Lambda asset is published to its own bucket.
+        world
+            .cdkd(&["bootstrap", "--asset-bucket", &world.assets])
+            .success();
+        world
+    }
+
+    fn cdkd(&self, args: &[&str]) -> Run {
+        let mut command = Command::new(cdkd_binary());
+        command
+            .current_dir(workspace_root())
+            .args(["--state-bucket", &self.bucket])
+            .args(args)
+            .env_remove("CDKD_PLUGINS");
+        for (key, value) in Emulator::shared().env() {
+            command.env(key, value);
+        }
+        command.output().unwrap().into()
+    }
+
+    fn edit(&self, change: impl FnOnce(&mut Value)) {
+        let path = self.assembly.path().join("AppStack.template.json");
+        let mut template: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        change(&mut template);
+        std::fs::write(&path, serde_json::to_vec_pretty(&template).unwrap()).unwrap();
+    }
+
+    fn resources(&self, stack: &str) -> Value {
+        self.cdkd(&["state", "show", stack, "--json"])
+            .success()
+            .json()["state"]["resources"]
+            .clone()
+    }
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn lambda(expression: &str) -> Value {
+    Emulator::shared().boto(expression)
+}
+
+#[test]
+fn the_app_functions_go_through_the_lambda_plugin() {
+    let world = World::new();
+    let app = world.assembly.path().display().to_string();
+    world.cdkd(&["deploy", "-a", &app, "--all"]).success();
+    let resources = world.resources("AppStack");
+    for logical in [
+        "Inline6CF80F9D",
+        "FromAssetF2A31CF9",
+        "InvokeByS3",
+        "InlineUrl",
+        "AssetVersion",
+        "LiveAlias",
+    ] {
+        assert_eq!(resources[logical]["provisionedBy"], "sdk", "{logical}: {resources}");
+    }
+    let inline = resources["Inline6CF80F9D"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let asset = resources["FromAssetF2A31CF9"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(resources["Inline6CF80F9D"]["attributes"]["Arn"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!(":function:{inline}")));
+
+    // The inline function: its environment carries the producer's topic (ImportValue) and
+    // queue URL (GetStackOutput); its code is the ZipFile source under index.js.
+    let config = lambda(&format!(
+        "c('lambda').get_function_configuration(FunctionName='{inline}')"
+    ));
+    let topic = world
+        .resources("ProducerStack")
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|r| r["resourceType"] == "AWS::SNS::Topic")
+        .unwrap()["physicalId"]
+        .clone();
+    assert_eq!(config["Environment"]["Variables"]["TOPIC_ARN"], topic);
+    assert!(config["Environment"]["Variables"]["QUEUE_URL"]
+        .as_str()
+        .unwrap()
+        .contains("/123456789012/"));
+    assert_eq!(
+        config["Role"],
+        resources["FnRoleDAF86AC1"]["attributes"]["Arn"]
+    );
+    // The asset function's code came from cdkd's asset bucket.
+    let code = lambda(&format!(
+        "c('lambda').get_function(FunctionName='{asset}')['Configuration']['CodeSize'] > 0"
+    ));
+    assert_eq!(code, json!(true));
+    assert_eq!(
+        lambda(&format!(
+            "c('lambda').get_function(FunctionName='{asset}')['Configuration']['Timeout']"
+        )),
+        json!(10)
+    );
+
+    // The permission, the URL, the version and the alias exist on the emulator's side.
+    let policy = lambda(&format!(
+        "__import__('json').loads(c('lambda').get_policy(FunctionName='{inline}')['Policy'])['Statement']"
+    ));
+    assert_eq!(policy[0]["Sid"], resources["InvokeByS3"]["physicalId"]);
+    assert_eq!(policy[0]["Principal"]["Service"], "s3.amazonaws.com");
+    let url = lambda(&format!(
+        "c('lambda').get_function_url_config(FunctionName='{inline}')['AuthType']"
+    ));
+    assert_eq!(url, json!("AWS_IAM"));
+    assert!(resources["InlineUrl"]["attributes"]["FunctionUrl"].is_string());
+    let version = resources["AssetVersion"]["attributes"]["Version"].clone();
+    let alias = lambda(&format!(
+        "c('lambda').get_alias(FunctionName='{asset}', Name='live')['FunctionVersion']"
+    ));
+    assert_eq!(alias, version);
+
+    // In place: a longer timeout and a new variable keep the function (same name).
+    world.edit(|t| {
+        t["Resources"]["FromAssetF2A31CF9"]["Properties"]["Timeout"] = json!(30);
+        t["Resources"]["Inline6CF80F9D"]["Properties"]["Environment"]["Variables"]["MODE"] =
+            json!("blue");
+    });
+    world
+        .cdkd(&["deploy", "-a", &app, "AppStack", "-e"])
+        .success();
+    assert_eq!(
+        lambda(&format!(
+            "c('lambda').get_function_configuration(FunctionName='{asset}')['Timeout']"
+        )),
+        json!(30)
+    );
+    assert_eq!(
+        lambda(&format!(
+            "c('lambda').get_function_configuration(FunctionName='{inline}')['Environment']['Variables']['MODE']"
+        )),
+        json!("blue")
+    );
+    assert_eq!(
+        world.resources("AppStack")["FromAssetF2A31CF9"]["physicalId"],
+        json!(asset),
+        "the function was replaced"
+    );
+
+    world
+        .cdkd(&["destroy", "-a", &app, "--all", "-f"])
+        .success();
+    let functions =
+        lambda("[f['FunctionName'] for f in c('lambda').list_functions()['Functions']]");
+    for name in [&inline, &asset] {
+        assert!(
+            !functions.as_array().unwrap().contains(&json!(name)),
+            "{name} survived the destroy"
+        );
+    }
+}
