@@ -4,7 +4,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
-cargo build --release -p cdkd -p cdkd-provider-example-echo
+cargo build --release -p cdkd -p cdkd-provider-example-echo -p cdkd-provider-s3 -p cdkd-provider-iam -p cdkd-provider-lambda
 cargo build --release -p cdkd-tests --bin plugin-bench --bin analysis-bench
 echo
 ./target/release/plugin-bench target/release/libcdkd_provider_example_echo.so target/release/cdkd "${1:-20000}"
@@ -27,3 +27,6 @@ rm -rf "$work"
 
 echo
 bash tests/bench/deploy_bench.sh
+
+echo
+bash tests/bench/provider_bench.sh release

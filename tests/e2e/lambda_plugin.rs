@@ -122,7 +122,10 @@ fn the_app_functions_go_through_the_lambda_plugin() {
         "AssetVersion",
         "LiveAlias",
     ] {
-        assert_eq!(resources[logical]["provisionedBy"], "sdk", "{logical}: {resources}");
+        assert_eq!(
+            resources[logical]["provisionedBy"], "sdk",
+            "{logical}: {resources}"
+        );
     }
     let inline = resources["Inline6CF80F9D"]["physicalId"]
         .as_str()

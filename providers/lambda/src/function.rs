@@ -297,7 +297,7 @@ impl ResourceProvider for Function {
                     })
                     .collect()
             });
-        lambda
+        let created = lambda
             .create_function()
             .function_name(&name)
             .code(code(&what, props)?)
@@ -334,7 +334,10 @@ impl ResourceProvider for Function {
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: CreateFunction {name}"), e))?;
-        wait_until_ready(&lambda, &what, &name).await?;
+        // Lambda answers `Pending` while it prepares the function; only then is polling needed.
+        if matches!(created.state(), Some(State::Pending) | None) {
+            wait_until_ready(&lambda, &what, &name).await?;
+        }
         if let Some(reserved) = int(props.get("ReservedConcurrentExecutions")) {
             lambda
                 .put_function_concurrency()
@@ -344,8 +347,12 @@ impl ResourceProvider for Function {
                 .await
                 .map_err(|e| aws_error(&format!("{what}: ReservedConcurrentExecutions"), e))?;
         }
+        let mut attributes = Map::new();
+        if let Some(arn) = created.function_arn() {
+            attributes.insert("Arn".into(), json!(arn));
+        }
         Ok(CreateResult {
-            attributes: arn_of(&lambda, &what, &name).await?,
+            attributes,
             physical_id: name,
         })
     }

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Provider benchmark (issue 6): per resource type, the API calls of one create and one delete,
+# and the create latency, through its SDK plugin and through Cloud Control, against a private
+# emulator answering every request after 50 ms. Cloud Control operations finish at once in the
+# emulator (real ones take seconds), so its figures are a best case for Cloud Control.
+# Usage: provider_bench.sh [debug|release] (the cdkd and plugin builds to use; default release).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+profile=${1:-release}
+cdkd="$repo/target/$profile/cdkd"
+work=$(mktemp -d)
+trap 'kill $emulator 2>/dev/null || true; rm -rf "$work"' EXIT
+EMU_LATENCY_MS=50 .venv/bin/python tests/emulator/server.py --port 0 --endpoint-file "$work/endpoint" >"$work/emulator.log" 2>&1 &
+emulator=$!
+for _ in $(seq 1 300); do [ -s "$work/endpoint" ] && break; sleep 0.1; done
+endpoint=$(cat "$work/endpoint")
+export AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
+  AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true CDKD_S3_FORCE_PATH_STYLE=true
+# Two plugin sets with the same baseline: the SDK plugins, or only the echo plugin (so AWS types
+# go to Cloud Control).
+for set in sdk cc; do
+  {
+    echo "[[plugin]]"; echo "name = \"example-echo\""; echo "path = \"$repo/target/$profile/libcdkd_provider_example_echo.so\""
+    if [ $set = sdk ]; then
+      for p in s3 iam lambda; do
+        echo "[[plugin]]"; echo "name = \"$p\""; echo "path = \"$repo/target/$profile/libcdkd_provider_$p.so\""
+      done
+    fi
+  } >"$work/plugins-$set.toml"
+done
+export CDKD_ECHO_DIR="$work/echo"
+CDKD_PLUGINS="$work/plugins-cc.toml" "$cdkd" --state-bucket bench-state bootstrap --no-assets >/dev/null
+# A role for the functions, made outside cdkd.
+role=$(.venv/bin/python - "$endpoint" <<'PY'
+import json, sys, boto3
+iam = boto3.client("iam", endpoint_url=sys.argv[1], region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t")
+doc = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
+print(iam.create_role(RoleName="bench-fn-role", AssumeRolePolicyDocument=json.dumps(doc))["Role"]["Arn"])
+PY
+)
+python3 - "$repo/tests/fixtures/cdk.out/storage" "$work" "$role" <<'PY'
+import json, os, shutil, sys
+fixture, work, role = sys.argv[1:]
+policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}]}
+trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
+cases = {
+    "baseline": ("Acme::Echo::Thing", {"Message": "baseline"}),
+    "AWS::S3::Bucket": ("AWS::S3::Bucket", {"VersioningConfiguration": {"Status": "Enabled"}}),
+    "AWS::IAM::Role": ("AWS::IAM::Role", {"AssumeRolePolicyDocument": trust}),
+    "AWS::IAM::Group": ("AWS::IAM::Group", {"Policies": [{"PolicyName": "read", "PolicyDocument": policy}]}),
+    "AWS::IAM::User": ("AWS::IAM::User", {}),
+    "AWS::Lambda::Function": ("AWS::Lambda::Function", {"Runtime": "nodejs20.x", "Handler": "index.handler", "Role": role, "Code": {"ZipFile": "exports.handler = async () => 1;"}}),
+}
+for name, (kind, props) in cases.items():
+    out = os.path.join(work, name.replace(":", "_"))
+    shutil.copytree(fixture, out)
+    # The echo baseline rides along in every case, so the difference is the type's own calls.
+    resources = {"Baseline": {"Type": "Acme::Echo::Thing", "Properties": {"Message": "baseline"}}}
+    if name != "baseline":
+        resources["Subject"] = {"Type": kind, "Properties": props}
+    with open(os.path.join(out, "StorageStack.template.json"), "w") as f:
+        json.dump({"Resources": resources}, f)
+PY
+stats() { curl -fsS "$endpoint/_emulator/stats"; }
+reset() { curl -fsS -X DELETE "$endpoint/_emulator/stats" >/dev/null; }
+once() { # set, case dir -> "create_calls delete_calls create_ms", or "fail" when the deploy failed
+  local set=$1 dir=$2 status=0
+  reset
+  CDKD_PLUGINS="$work/plugins-$set.toml" "$cdkd" --state-bucket bench-state deploy -a "$dir" --json >"$work/deploy.json" 2>"$work/deploy.err" || status=$?
+  stats >"$work/create.json"; reset
+  CDKD_PLUGINS="$work/plugins-$set.toml" "$cdkd" --state-bucket bench-state destroy -a "$dir" -f >/dev/null 2>&1
+  stats >"$work/delete.json"
+  if [ $status -ne 0 ]; then echo fail; return; fi
+  python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+ms = [e["elapsedMs"] for e in map(json.loads, open(f"{work}/deploy.json")) if e.get("logicalId") == "Subject" and e.get("elapsedMs") is not None]
+count = lambda f: sum(json.load(open(f"{work}/{f}.json")).values())
+print(count("create"), count("delete"), ms[0] if ms else 0)
+PY
+}
+measure() { # set, case dir -> medians of five runs, or "fail"
+  local runs=()
+  for _ in 1 2 3 4 5; do runs+=("$(once "$1" "$2")"); done
+  printf '%s\n' "${runs[@]}" | python3 -c '
+import statistics, sys
+rows = [line.split() for line in sys.stdin if line.strip()]
+if any(r == ["fail"] for r in rows):
+    print("fail")
+else:
+    print(*(int(statistics.median(int(r[i]) for r in rows)) for i in range(3)))
+'
+}
+figures() { # measured line, baseline -> "create/delete calls" and latency
+  if [ "$1" = fail ]; then echo "n/a n/a"; return; fi
+  read -r c d ms <<<"$1"
+  echo "$((c - base_create))/$((d - base_delete)) ${ms}ms"
+}
+read -r base_create base_delete _ <<<"$(measure cc "$work/baseline")"
+echo "Per type, medians of 5 runs at 50 ms per request; calls = one create / one delete (n/a: the emulator's Cloud Control has no working model for the type)"
+printf '%-24s %-14s %-12s %-14s %s\n' "type" "SDK calls" "SDK create" "CC calls" "CC create"
+# (ManagedPolicy is left out: the emulator's Cloud Control cannot delete it.)
+for kind in AWS::S3::Bucket AWS::IAM::Role AWS::IAM::Group AWS::IAM::User AWS::Lambda::Function; do
+  dir="$work/${kind//:/_}"
+  read -r sdk_calls sdk_ms <<<"$(figures "$(measure sdk "$dir")")"
+  read -r cc_calls cc_ms <<<"$(figures "$(measure cc "$dir")")"
+  printf '%-24s %-14s %-12s %-14s %s\n' "$kind" "$sdk_calls" "$sdk_ms" "$cc_calls" "$cc_ms"
+done
+for p in s3 iam lambda; do
+  printf 'libcdkd_provider_%s.so (%s): %.1f MB\n' "$p" "$profile" "$(echo "$(stat -c %s "target/$profile/libcdkd_provider_$p.so") / 1000000" | bc -l)"
+done
