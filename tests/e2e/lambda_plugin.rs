@@ -1,6 +1,7 @@
 //! The Lambda plugin through `cdkd deploy`: the app fixture's inline-code function and its
 //! asset function, plus a permission, a function URL, a version and an alias added to the
-//! template; checked in the emulator's Lambda API.
+//! template, with a layer version, an event source mapping (from a queue) and an event invoke
+//! config; checked in the emulator's Lambda API.
 
 use std::process::Command;
 
@@ -55,6 +56,32 @@ impl World {
                     "FunctionVersion": {"Fn::GetAtt": ["AssetVersion", "Version"]},
                     "Name": "live"}}),
             );
+            resources.insert(
+                "DepsLayer".into(),
+                json!({"Type": "AWS::Lambda::LayerVersion", "Properties": {
+                    "Content": {
+                        "S3Bucket": {"Fn::Sub": "cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}"},
+                        "S3Key": "09d099f5e56edd144d75c0c41d8cbe701d466d4f9ad51d167e068f2437569926.zip"},
+                    "CompatibleRuntimes": ["nodejs20.x"]}}),
+            );
+            resources.insert(
+                "Jobs".into(),
+                json!({"Type": "AWS::SQS::Queue", "Properties": {}}),
+            );
+            resources.insert(
+                "JobsToAsset".into(),
+                json!({"Type": "AWS::Lambda::EventSourceMapping", "Properties": {
+                    "FunctionName": {"Ref": "FromAssetF2A31CF9"},
+                    "EventSourceArn": {"Fn::GetAtt": ["Jobs", "Arn"]},
+                    "BatchSize": 5}}),
+            );
+            resources.insert(
+                "InlineAsync".into(),
+                json!({"Type": "AWS::Lambda::EventInvokeConfig", "Properties": {
+                    "FunctionName": {"Ref": "Inline6CF80F9D"},
+                    "Qualifier": "$LATEST",
+                    "MaximumRetryAttempts": 1}}),
+            );
         });
         // With cdkd's asset storage: the Lambda asset is published to its own bucket.
         world
@@ -104,6 +131,9 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     }
 }
 
+/// Every layer version ARN in the emulator.
+const LAYER_VERSIONS: &str = "[v['LayerVersionArn'] for l in c('lambda').list_layers()['Layers'] for v in c('lambda').list_layer_versions(LayerName=l['LayerName'])['LayerVersions']]";
+
 fn lambda(expression: &str) -> Value {
     Emulator::shared().boto(expression)
 }
@@ -121,6 +151,9 @@ fn the_app_functions_go_through_the_lambda_plugin() {
         "InlineUrl",
         "AssetVersion",
         "LiveAlias",
+        "DepsLayer",
+        "JobsToAsset",
+        "InlineAsync",
     ] {
         assert_eq!(
             resources[logical]["provisionedBy"], "sdk",
@@ -191,11 +224,40 @@ fn the_app_functions_go_through_the_lambda_plugin() {
     ));
     assert_eq!(alias, version);
 
+    // The layer version, the mapping from the queue and the async-invoke settings.
+    let layer = resources["DepsLayer"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let layers = lambda(LAYER_VERSIONS);
+    assert!(
+        layers.as_array().unwrap().contains(&json!(layer)),
+        "{layers}"
+    );
+    let mapping = resources["JobsToAsset"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let found = lambda(&format!(
+        "c('lambda').get_event_source_mapping(UUID='{mapping}')['BatchSize']"
+    ));
+    assert_eq!(found, json!(5));
+    assert_eq!(
+        resources["InlineAsync"]["physicalId"],
+        json!(format!("{inline}|$LATEST"))
+    );
+    let retries = lambda(&format!(
+        "c('lambda').get_function_event_invoke_config(FunctionName='{inline}', Qualifier='$LATEST')['MaximumRetryAttempts']"
+    ));
+    assert_eq!(retries, json!(1));
+
     // In place: a longer timeout and a new variable keep the function (same name).
     world.edit(|t| {
         t["Resources"]["FromAssetF2A31CF9"]["Properties"]["Timeout"] = json!(30);
         t["Resources"]["Inline6CF80F9D"]["Properties"]["Environment"]["Variables"]["MODE"] =
             json!("blue");
+        t["Resources"]["JobsToAsset"]["Properties"]["BatchSize"] = json!(8);
+        t["Resources"]["InlineAsync"]["Properties"]["MaximumRetryAttempts"] = json!(2);
     });
     world
         .cdkd(&["deploy", "-a", &app, "AppStack", "-e"])
@@ -217,6 +279,18 @@ fn the_app_functions_go_through_the_lambda_plugin() {
         json!(asset),
         "the function was replaced"
     );
+    assert_eq!(
+        lambda(&format!(
+            "c('lambda').get_event_source_mapping(UUID='{mapping}')['BatchSize']"
+        )),
+        json!(8)
+    );
+    assert_eq!(
+        lambda(&format!(
+            "c('lambda').get_function_event_invoke_config(FunctionName='{inline}', Qualifier='$LATEST')['MaximumRetryAttempts']"
+        )),
+        json!(2)
+    );
 
     world
         .cdkd(&["destroy", "-a", &app, "--all", "-f"])
@@ -229,4 +303,16 @@ fn the_app_functions_go_through_the_lambda_plugin() {
             "{name} survived the destroy"
         );
     }
+    let mappings = lambda(
+        "[m['UUID'] for m in c('lambda').list_event_source_mappings()['EventSourceMappings']]",
+    );
+    assert!(
+        !mappings.as_array().unwrap().contains(&json!(mapping)),
+        "the event source mapping survived"
+    );
+    let layers = lambda(LAYER_VERSIONS);
+    assert!(
+        !layers.as_array().unwrap().contains(&json!(layer)),
+        "the layer version survived"
+    );
 }

@@ -56,6 +56,20 @@ def _statement_check_without_conditions(self, action, resource="*", principal=No
 
 access_control.IAMPolicyStatement.is_action_permitted = _statement_check_without_conditions
 
+from moto.awslambda.models import LambdaBackend  # noqa: E402
+
+_moto_put_invoke_config = LambdaBackend.put_function_event_invoke_config
+
+
+def _put_invoke_config_replacing(self, function_name, config):
+    # Lambda's PutFunctionEventInvokeConfig replaces the function's configuration; moto appends
+    # another one and keeps answering Get with the first, so an update would never show.
+    self.get_function(function_name).event_invoke_config = []
+    return _moto_put_invoke_config(self, function_name, config)
+
+
+LambdaBackend.put_function_event_invoke_config = _put_invoke_config_replacing
+
 CC_TARGET_PREFIX = "CloudApiService."
 DEFAULT_ACCOUNT = "123456789012"
 SCOPE = re.compile(r"Credential=([^/]+)/\d{8}/([^/]+)/([^/]+)/aws4_request")

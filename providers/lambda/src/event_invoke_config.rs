@@ -1,0 +1,157 @@
+//! `AWS::Lambda::EventInvokeConfig`: asynchronous-invocation settings of one function qualifier.
+//! Physical id = `<functionName>|<qualifier>`; a bare function name (older state) means
+//! `$LATEST`.
+
+use cdkd_aws_common::{aws_error, require_str};
+use cdkd_provider_api::protocol::{
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ResourceTypeSchema, UpdateRequest,
+    UpdateResult,
+};
+use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use serde_json::{Map, Value};
+
+use aws_sdk_lambda::types::{DestinationConfig, OnFailure, OnSuccess};
+
+use crate::{client, function_name};
+
+/// The provider.
+#[derive(Default)]
+pub struct EventInvokeConfig;
+
+const TYPE: &str = "AWS::Lambda::EventInvokeConfig";
+
+/// The function name and qualifier a physical id names.
+pub fn target(physical_id: &str) -> (&str, &str) {
+    physical_id
+        .split_once('|')
+        .unwrap_or((physical_id, "$LATEST"))
+}
+
+fn destination(props: &Map<String, Value>, kind: &str) -> Option<String> {
+    props
+        .get("DestinationConfig")?
+        .get(kind)?
+        .get("Destination")?
+        .as_str()
+        .map(ToString::to_string)
+}
+
+fn int(props: &Map<String, Value>, key: &str) -> Option<i32> {
+    props.get(key).and_then(|v| match v {
+        Value::Number(n) => n.as_i64().map(|n| n as i32),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    })
+}
+
+/// Puts the whole configuration (create and update alike: Put replaces every setting).
+async fn put(
+    ctx: &PluginContext,
+    what: &str,
+    props: &Map<String, Value>,
+) -> Result<String, ProviderError> {
+    let function = function_name(require_str(props, "FunctionName", what)?).to_string();
+    let qualifier = require_str(props, "Qualifier", what)?.to_string();
+    let destinations = DestinationConfig::builder()
+        .set_on_success(
+            destination(props, "OnSuccess").map(|d| OnSuccess::builder().destination(d).build()),
+        )
+        .set_on_failure(
+            destination(props, "OnFailure").map(|d| OnFailure::builder().destination(d).build()),
+        )
+        .build();
+    client(ctx)
+        .await?
+        .put_function_event_invoke_config()
+        .function_name(&function)
+        .qualifier(&qualifier)
+        .set_maximum_retry_attempts(int(props, "MaximumRetryAttempts"))
+        .set_maximum_event_age_in_seconds(int(props, "MaximumEventAgeInSeconds"))
+        .set_destination_config(props.get("DestinationConfig").map(|_| destinations))
+        .send()
+        .await
+        .map_err(|e| aws_error(&format!("{what}: PutFunctionEventInvokeConfig"), e))?;
+    Ok(format!("{function}|{qualifier}"))
+}
+
+#[async_trait]
+impl ResourceProvider for EventInvokeConfig {
+    fn schema(&self) -> ResourceTypeSchema {
+        ResourceTypeSchema {
+            type_name: TYPE.into(),
+            handled_properties: [
+                "FunctionName",
+                "Qualifier",
+                "MaximumRetryAttempts",
+                "MaximumEventAgeInSeconds",
+                "DestinationConfig",
+            ]
+            .map(String::from)
+            .to_vec(),
+            create_only_properties: ["FunctionName", "Qualifier"].map(String::from).to_vec(),
+            ..ResourceTypeSchema::default()
+        }
+    }
+
+    async fn create(
+        &self,
+        ctx: &PluginContext,
+        request: CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        Ok(CreateResult {
+            physical_id: put(ctx, &what, &request.properties).await?,
+            attributes: Map::new(),
+        })
+    }
+
+    async fn update(
+        &self,
+        ctx: &PluginContext,
+        request: UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        put(ctx, &what, &request.properties).await?;
+        Ok(UpdateResult {
+            physical_id: request.physical_id,
+            replaced: false,
+            attributes: Map::new(),
+        })
+    }
+
+    async fn delete(
+        &self,
+        ctx: &PluginContext,
+        request: DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let (function, qualifier) = target(&request.physical_id);
+        match client(ctx)
+            .await?
+            .delete_function_event_invoke_config()
+            .function_name(function)
+            .qualifier(qualifier)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(DeleteResult::Deleted),
+            Err(e) => {
+                let err = aws_error(&format!("{what}: DeleteFunctionEventInvokeConfig"), e);
+                if err.kind == ErrorKind::NOT_FOUND {
+                    Ok(DeleteResult::Deleted)
+                } else {
+                    Err(err)
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_bare_function_name_means_latest() {
+        assert_eq!(super::target("fn|live"), ("fn", "live"));
+        assert_eq!(super::target("fn"), ("fn", "$LATEST"));
+    }
+}

@@ -1,0 +1,189 @@
+//! `AWS::Lambda::LayerVersion`: one published, immutable layer version. Physical id (and `Ref`)
+//! = the layer version ARN; every property is create-only, so a change publishes a new version.
+
+use cdkd_aws_common::{aws_error, physical_name, require_str};
+use cdkd_provider_api::protocol::{
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ResourceTypeSchema, UpdateRequest,
+    UpdateResult,
+};
+use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use serde_json::{Map, Value};
+
+use aws_sdk_lambda::types::{Architecture, LayerVersionContentInput, Runtime};
+
+use crate::client;
+
+/// The provider.
+#[derive(Default)]
+pub struct LayerVersion;
+
+const TYPE: &str = "AWS::Lambda::LayerVersion";
+
+const PROPERTIES: [&str; 6] = [
+    "Content",
+    "LayerName",
+    "Description",
+    "CompatibleRuntimes",
+    "CompatibleArchitectures",
+    "LicenseInfo",
+];
+
+/// The layer name and version number in a layer version ARN
+/// (`arn:aws:lambda:<region>:<account>:layer:<name>:<version>`).
+pub fn parse_arn(arn: &str) -> Option<(&str, i64)> {
+    let mut parts = arn.rsplitn(3, ':');
+    let version = parts.next()?.parse().ok()?;
+    let name = parts.next()?;
+    (parts.next()?.ends_with(":layer")).then_some((name, version))
+}
+
+fn strings(props: &Map<String, Value>, key: &str) -> Option<Vec<String>> {
+    props.get(key)?.as_array().map(|values| {
+        values
+            .iter()
+            .filter_map(Value::as_str)
+            .map(ToString::to_string)
+            .collect()
+    })
+}
+
+#[async_trait]
+impl ResourceProvider for LayerVersion {
+    fn schema(&self) -> ResourceTypeSchema {
+        ResourceTypeSchema {
+            type_name: TYPE.into(),
+            handled_properties: PROPERTIES.map(String::from).to_vec(),
+            create_only_properties: PROPERTIES.map(String::from).to_vec(),
+            ..ResourceTypeSchema::default()
+        }
+    }
+
+    async fn create(
+        &self,
+        ctx: &PluginContext,
+        request: CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let props = &request.properties;
+        let content = props
+            .get("Content")
+            .and_then(Value::as_object)
+            .ok_or_else(|| {
+                ProviderError::validation(format!(
+                    "{what}: property Content is required (S3Bucket and S3Key)"
+                ))
+            })?;
+        let name = match props.get("LayerName").and_then(Value::as_str) {
+            Some(name) => name.to_string(),
+            None => physical_name(&request.stack_name, &request.logical_id, 140, false),
+        };
+        let published = client(ctx)
+            .await?
+            .publish_layer_version()
+            .layer_name(&name)
+            .content(
+                LayerVersionContentInput::builder()
+                    .s3_bucket(require_str(content, "S3Bucket", &what)?)
+                    .s3_key(require_str(content, "S3Key", &what)?)
+                    .set_s3_object_version(
+                        content
+                            .get("S3ObjectVersion")
+                            .and_then(Value::as_str)
+                            .map(ToString::to_string),
+                    )
+                    .build(),
+            )
+            .set_description(
+                props
+                    .get("Description")
+                    .and_then(Value::as_str)
+                    .map(ToString::to_string),
+            )
+            .set_license_info(
+                props
+                    .get("LicenseInfo")
+                    .and_then(Value::as_str)
+                    .map(ToString::to_string),
+            )
+            .set_compatible_runtimes(
+                strings(props, "CompatibleRuntimes")
+                    .map(|r| r.iter().map(|r| Runtime::from(r.as_str())).collect()),
+            )
+            .set_compatible_architectures(
+                strings(props, "CompatibleArchitectures")
+                    .map(|a| a.iter().map(|a| Architecture::from(a.as_str())).collect()),
+            )
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: PublishLayerVersion {name}"), e))?;
+        Ok(CreateResult {
+            physical_id: published
+                .layer_version_arn()
+                .unwrap_or_default()
+                .to_string(),
+            attributes: Map::new(),
+        })
+    }
+
+    /// Every property is create-only, so the engine replaces on any property change; what is
+    /// left to update (nothing AWS stores) keeps the version.
+    async fn update(
+        &self,
+        _ctx: &PluginContext,
+        request: UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        Ok(UpdateResult {
+            physical_id: request.physical_id,
+            replaced: false,
+            attributes: Map::new(),
+        })
+    }
+
+    async fn delete(
+        &self,
+        ctx: &PluginContext,
+        request: DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let (name, version) = parse_arn(&request.physical_id).ok_or_else(|| {
+            ProviderError::validation(format!(
+                "{what}: physical id {} is not a layer version ARN",
+                request.physical_id
+            ))
+        })?;
+        match client(ctx)
+            .await?
+            .delete_layer_version()
+            .layer_name(name)
+            .version_number(version)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(DeleteResult::Deleted),
+            Err(e) => {
+                let err = aws_error(&format!("{what}: DeleteLayerVersion"), e);
+                if err.kind == ErrorKind::NOT_FOUND {
+                    Ok(DeleteResult::Deleted)
+                } else {
+                    Err(err)
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn layer_version_arns_give_name_and_version() {
+        assert_eq!(
+            super::parse_arn("arn:aws:lambda:us-east-1:123456789012:layer:deps:3"),
+            Some(("deps", 3))
+        );
+        assert_eq!(
+            super::parse_arn("arn:aws:lambda:us-east-1:123:function:fn"),
+            None
+        );
+        assert_eq!(super::parse_arn("deps"), None);
+    }
+}
