@@ -70,6 +70,19 @@ def _put_invoke_config_replacing(self, function_name, config):
 
 LambdaBackend.put_function_event_invoke_config = _put_invoke_config_replacing
 
+# moto names some S3 answers' XML root after the action; S3 (and the Rust SDK, which checks the
+# root) uses the configuration's name. Keyed by the bucket subresource queried.
+S3_XML_ROOTS = {
+    "versioning": (b"GetBucketVersioningResponse", b"VersioningConfiguration"),
+    "notification": (b"GetBucketNotificationResponse", b"NotificationConfiguration"),
+    "accelerate": (b"GetBucketAccelerateConfigurationResponse", b"AccelerateConfiguration"),
+}
+
+
+def _rename_root(body, moto_root, s3_root):
+    return body.replace(b"<" + moto_root, b"<" + s3_root, 1).replace(b"</" + moto_root + b">", b"</" + s3_root + b">", 1)
+
+
 CC_TARGET_PREFIX = "CloudApiService."
 DEFAULT_ACCOUNT = "123456789012"
 SCOPE = re.compile(r"Credential=([^/]+)/\d{8}/([^/]+)/([^/]+)/aws4_request")
@@ -159,6 +172,15 @@ class Emulator:
         if request["service"] == "s3" and request["method"] in ("PUT", "POST", "DELETE"):
             with self.s3_writes:
                 return list(self.moto(environ, start_response))
+        if request["service"] == "s3" and request["method"] == "GET":
+            subresource = next((q for q in S3_XML_ROOTS if q in parse_qs(request["query"], keep_blank_values=True)), None)
+            if subresource:
+                answered = {}
+                body = b"".join(self.moto(environ, lambda status, headers, *_: answered.update(status=status, headers=headers)))
+                body = _rename_root(body, *S3_XML_ROOTS[subresource])
+                headers = [(k, v) for k, v in answered["headers"] if k.lower() != "content-length"]
+                start_response(answered["status"], headers + [("Content-Length", str(len(body)))])
+                return [body]
         return self.moto(environ, start_response)
 
     def _describe(self, environ):

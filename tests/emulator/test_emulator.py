@@ -236,3 +236,26 @@ def test_a_pass_through_fault_applies_the_request_then_fails_it(emulator):
     body = emulator.client("s3").get_object(Bucket="landed", Key="k")["Body"].read()
     assert body == b"it landed"
 
+
+
+def test_s3_configuration_answers_have_the_root_element_s3_uses(emulator):
+    # The Rust SDK refuses moto's `GetBucketVersioningResponse` root.
+    s3 = emulator.client("s3")
+    s3.create_bucket(Bucket="roots")
+    s3.put_bucket_versioning(Bucket="roots", VersioningConfiguration={"Status": "Enabled"})
+    bodies = []
+    s3.meta.events.register("after-call.s3.*", lambda http_response, **_: bodies.append(http_response.content))
+    assert s3.get_bucket_versioning(Bucket="roots")["Status"] == "Enabled"
+    s3.get_bucket_notification_configuration(Bucket="roots")
+    assert b"<VersioningConfiguration" in bodies[0] and b"</VersioningConfiguration>" in bodies[0]
+    assert b"<NotificationConfiguration" in bodies[1]
+
+
+def test_putting_an_event_invoke_config_replaces_it(emulator):
+    iam, aws_lambda = emulator.client("iam"), emulator.client("lambda")
+    role = iam.create_role(RoleName="fn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    aws_lambda.create_function(FunctionName="fn", Runtime="python3.12", Role=role, Handler="index.handler",
+                               Code={"ZipFile": b"PK\x05\x06" + b"\x00" * 18})
+    for attempts in (1, 2):
+        aws_lambda.put_function_event_invoke_config(FunctionName="fn", MaximumRetryAttempts=attempts)
+    assert aws_lambda.get_function_event_invoke_config(FunctionName="fn")["MaximumRetryAttempts"] == 2

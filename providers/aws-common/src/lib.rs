@@ -76,6 +76,30 @@ pub fn kind_of(code: &str, status: Option<u16>) -> ErrorKind {
     }
 }
 
+/// The answer of a read whose "not configured" error (S3's 404s such as `NoSuchTagSet`) means
+/// the setting is absent; any other error is returned, never mistaken for absence.
+pub fn optional<T, E, R>(
+    what: &str,
+    result: Result<T, aws_smithy_runtime_api::client::result::SdkError<E, R>>,
+) -> Result<Option<T>, ProviderError>
+where
+    E: aws_smithy_runtime_api::client::result::CreateUnhandledError
+        + aws_smithy_types::error::metadata::ProvideErrorMetadata
+        + std::error::Error
+        + Send
+        + Sync
+        + 'static,
+    R: std::fmt::Debug + HasStatus,
+{
+    match result {
+        Ok(answer) => Ok(Some(answer)),
+        Err(err) => match aws_error(what, err) {
+            err if err.kind == ErrorKind::NOT_FOUND => Ok(None),
+            err => Err(err),
+        },
+    }
+}
+
 /// An SDK error as a provider error: `what` names the type, logical id and operation.
 pub fn aws_error<E, R>(
     what: &str,

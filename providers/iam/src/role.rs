@@ -370,7 +370,7 @@ impl ResourceProvider for Role {
                     .filter_map(|p| p.policy_arn().map(ToString::to_string))
                     .collect()
             })
-            .unwrap_or_default();
+            .map_err(|e| aws_error(&format!("{what}: ListAttachedRolePolicies"), e))?;
         let mut properties = Map::new();
         properties.insert("RoleName".into(), json!(role.role_name()));
         properties.insert("Path".into(), json!(role.path()));
@@ -378,6 +378,23 @@ impl ResourceProvider for Role {
         properties.insert("ManagedPolicyArns".into(), json!(managed));
         if let Some(description) = role.description() {
             properties.insert("Description".into(), json!(description));
+        }
+        if let Some(duration) = role.max_session_duration() {
+            properties.insert("MaxSessionDuration".into(), json!(duration));
+        }
+        if let Some(boundary) = role
+            .permissions_boundary()
+            .and_then(|b| b.permissions_boundary_arn())
+        {
+            properties.insert("PermissionsBoundary".into(), json!(boundary));
+        }
+        if !role.tags().is_empty() {
+            let tags: Vec<Value> = role
+                .tags()
+                .iter()
+                .map(|t| json!({"Key": t.key(), "Value": t.value()}))
+                .collect();
+            properties.insert("Tags".into(), Value::Array(tags));
         }
         Ok(ReadCurrentStateResult {
             properties: Some(properties),

@@ -11,7 +11,7 @@ use aws_sdk_s3::types::{
     ServerSideEncryptionRule, Tag, Tagging, VersioningConfiguration, WebsiteConfiguration,
 };
 use aws_sdk_s3::Client;
-use cdkd_aws_common::{aws_error, physical_name};
+use cdkd_aws_common::{aws_error, optional, physical_name};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, GetAttributeRequest,
     GetAttributeResult, ImportRequest, ReadCurrentStateRequest, ReadCurrentStateResult,
@@ -612,7 +612,11 @@ impl ResourceProvider for Bucket {
         }
         let mut properties = Map::new();
         properties.insert("BucketName".into(), json!(bucket));
-        if let Ok(versioning) = client.get_bucket_versioning().bucket(bucket).send().await {
+        let read = |operation: &str| format!("{what}: {operation} {bucket}");
+        if let Some(versioning) = optional(
+            &read("GetBucketVersioning"),
+            client.get_bucket_versioning().bucket(bucket).send().await,
+        )? {
             if let Some(status) = versioning.status() {
                 properties.insert(
                     "VersioningConfiguration".into(),
@@ -620,7 +624,10 @@ impl ResourceProvider for Bucket {
                 );
             }
         }
-        if let Ok(encryption) = client.get_bucket_encryption().bucket(bucket).send().await {
+        if let Some(encryption) = optional(
+            &read("GetBucketEncryption"),
+            client.get_bucket_encryption().bucket(bucket).send().await,
+        )? {
             let rules: Vec<Value> = encryption
                 .server_side_encryption_configuration()
                 .map(|c| c.rules())
@@ -628,10 +635,14 @@ impl ResourceProvider for Bucket {
                 .iter()
                 .map(|rule| {
                     let default = rule.apply_server_side_encryption_by_default();
-                    json!({"ServerSideEncryptionByDefault": {
+                    let mut by_default = json!({
                         "SSEAlgorithm": default.map(|d| d.sse_algorithm().as_str()),
-                        "KMSMasterKeyID": default.and_then(|d| d.kms_master_key_id()),
-                    }})
+                    });
+                    // A key id AWS does not report is left out, not stored as null.
+                    if let Some(key) = default.and_then(|d| d.kms_master_key_id()) {
+                        by_default["KMSMasterKeyID"] = json!(key);
+                    }
+                    json!({"ServerSideEncryptionByDefault": by_default})
                 })
                 .collect();
             properties.insert(
@@ -639,7 +650,10 @@ impl ResourceProvider for Bucket {
                 json!({"ServerSideEncryptionConfiguration": rules}),
             );
         }
-        if let Ok(block) = client.get_public_access_block().bucket(bucket).send().await {
+        if let Some(block) = optional(
+            &read("GetPublicAccessBlock"),
+            client.get_public_access_block().bucket(bucket).send().await,
+        )? {
             if let Some(c) = block.public_access_block_configuration() {
                 properties.insert(
                     "PublicAccessBlockConfiguration".into(),
@@ -648,7 +662,10 @@ impl ResourceProvider for Bucket {
                 );
             }
         }
-        if let Ok(tagging) = client.get_bucket_tagging().bucket(bucket).send().await {
+        if let Some(tagging) = optional(
+            &read("GetBucketTagging"),
+            client.get_bucket_tagging().bucket(bucket).send().await,
+        )? {
             let tags: Vec<Value> = tagging
                 .tag_set()
                 .iter()
