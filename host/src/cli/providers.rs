@@ -47,6 +47,9 @@ pub enum ProvidersCommand {
         /// The resource properties as a JSON object.
         #[arg(long, value_name = "JSON")]
         properties: Option<String>,
+        /// The properties before the change (update; default: the same as --properties).
+        #[arg(long, value_name = "JSON")]
+        previous_properties: Option<String>,
         /// The stack name to report (used for generated names).
         #[arg(long, default_value = "")]
         stack_name: String,
@@ -77,6 +80,7 @@ pub async fn run(context: &CommandContext, command: ProvidersCommand) -> anyhow:
             logical_id,
             physical_id,
             properties,
+            previous_properties,
             stack_name,
             attribute,
             timeout,
@@ -87,11 +91,18 @@ pub async fn run(context: &CommandContext, command: ProvidersCommand) -> anyhow:
                     .with_context(|| format!("--properties is not a JSON object: {text}"))?,
                 None => Map::new(),
             };
+            let previous_properties: Map<String, Value> = match previous_properties {
+                Some(text) => serde_json::from_str(&text).with_context(|| {
+                    format!("--previous-properties is not a JSON object: {text}")
+                })?,
+                None => properties.clone(),
+            };
             let request = json!({
                 "logicalId": logical_id,
                 "physicalId": physical_id.unwrap_or_default(),
                 "stackName": stack_name,
                 "properties": properties,
+                "previousProperties": previous_properties,
                 "attribute": attribute.unwrap_or_default(),
             });
             let aws = context.aws().await;
@@ -125,8 +136,6 @@ async fn call(
             serde_json::to_value(plugin.create(type_name, &request).await.map_err(failed)?)?
         }
         "update" => {
-            let mut request = request;
-            request["previousProperties"] = request["properties"].clone();
             let request: UpdateRequest = serde_json::from_value(request)?;
             serde_json::to_value(plugin.update(type_name, &request).await.map_err(failed)?)?
         }

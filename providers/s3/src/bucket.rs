@@ -4,11 +4,13 @@
 use aws_sdk_s3::types::{
     AbortIncompleteMultipartUpload, BucketLifecycleConfiguration, BucketLocationConstraint,
     BucketLoggingStatus, BucketVersioningStatus, CorsConfiguration, CorsRule,
-    CreateBucketConfiguration, ErrorDocument, ExpirationStatus, IndexDocument, LifecycleExpiration,
-    LifecycleRule, LifecycleRuleFilter, LoggingEnabled, NoncurrentVersionExpiration,
-    ObjectOwnership, OwnershipControls, OwnershipControlsRule, PublicAccessBlockConfiguration,
-    ServerSideEncryption, ServerSideEncryptionByDefault, ServerSideEncryptionConfiguration,
-    ServerSideEncryptionRule, Tag, Tagging, VersioningConfiguration, WebsiteConfiguration,
+    CreateBucketConfiguration, DefaultRetention, ErrorDocument, ExpirationStatus, IndexDocument,
+    LifecycleExpiration, LifecycleRule, LifecycleRuleFilter, LoggingEnabled,
+    NoncurrentVersionExpiration, ObjectLockConfiguration, ObjectLockEnabled,
+    ObjectLockRetentionMode, ObjectLockRule, ObjectOwnership, OwnershipControls,
+    OwnershipControlsRule, PublicAccessBlockConfiguration, ServerSideEncryption,
+    ServerSideEncryptionByDefault, ServerSideEncryptionConfiguration, ServerSideEncryptionRule,
+    Tag, Tagging, VersioningConfiguration, WebsiteConfiguration,
 };
 use aws_sdk_s3::Client;
 use cdkd_aws_common::{aws_error, optional, physical_name};
@@ -32,6 +34,8 @@ const CONFIGURATIONS: &[&str] = &[
     "CorsConfiguration",
     "WebsiteConfiguration",
     "LoggingConfiguration",
+    "NotificationConfiguration",
+    "ObjectLockConfiguration",
     "Tags",
 ];
 
@@ -377,6 +381,62 @@ impl Call<'_> {
                     .put_bucket_logging()
                     .bucket(bucket)
                     .bucket_logging_status(status.build())
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("NotificationConfiguration", value) => {
+                client
+                    .put_bucket_notification_configuration()
+                    .bucket(bucket)
+                    .notification_configuration(crate::notification::configuration(what, value)?)
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("ObjectLockConfiguration", Some(value)) => {
+                // Object lock itself is enabled at creation (ObjectLockEnabled, create-only);
+                // this sets or changes the default retention.
+                let rule = value
+                    .get("Rule")
+                    .and_then(|r| r.get("DefaultRetention"))
+                    .map(|d| {
+                        ObjectLockRule::builder()
+                            .default_retention(
+                                DefaultRetention::builder()
+                                    .set_mode(
+                                        text(d, "Mode")
+                                            .map(|m| ObjectLockRetentionMode::from(m.as_str())),
+                                    )
+                                    .set_days(number(d, "Days"))
+                                    .set_years(number(d, "Years"))
+                                    .build(),
+                            )
+                            .build()
+                    });
+                client
+                    .put_object_lock_configuration()
+                    .bucket(bucket)
+                    .object_lock_configuration(
+                        ObjectLockConfiguration::builder()
+                            .object_lock_enabled(ObjectLockEnabled::Enabled)
+                            .set_rule(rule)
+                            .build(),
+                    )
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("ObjectLockConfiguration", None) => {
+                // S3 cannot turn object lock off; removing the property drops the default rule.
+                client
+                    .put_object_lock_configuration()
+                    .bucket(bucket)
+                    .object_lock_configuration(
+                        ObjectLockConfiguration::builder()
+                            .object_lock_enabled(ObjectLockEnabled::Enabled)
+                            .build(),
+                    )
                     .send()
                     .await
                     .map_err(failed!())?;
@@ -751,7 +811,7 @@ mod tests {
             !schema
                 .handled_properties
                 .iter()
-                .any(|h| h == "NotificationConfiguration"),
+                .any(|h| h == "AnalyticsConfigurations"),
             "not applied, so not declared"
         );
     }
