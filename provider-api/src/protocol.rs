@@ -69,6 +69,56 @@ impl ResourceTypeSchema {
 pub struct CompositeId {
     /// Segment names in order, e.g. `["internetGatewayId", "vpcId"]`.
     pub segments: Vec<String>,
+    /// What CloudFormation's `Ref` returns for the type (added in 0.1.2; absent: the whole id).
+    #[serde(default)]
+    pub ref_value: RefValue,
+}
+
+/// How the host turns a recorded physical id into the value `Ref` returns.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RefValue {
+    /// The physical id as recorded.
+    #[default]
+    Whole,
+    /// One segment of a composite id; a negative index counts from the end (`-1`: the last).
+    Segment(i32),
+    /// The named attribute the provider records (an ARN CloudFormation returns); a record
+    /// without it falls back to the whole id.
+    Attribute(String),
+}
+
+impl RefValue {
+    /// The `Ref` value of a resource recorded with `physical_id` and `attributes`.
+    pub fn apply(&self, physical_id: &str, attributes: Option<&Map<String, Value>>) -> Value {
+        match self {
+            RefValue::Whole => Value::String(physical_id.to_string()),
+            RefValue::Segment(index) => {
+                let segments: Vec<&str> = physical_id.split('|').collect();
+                // A bare id (older state, or a type that gained its composite later) is its own
+                // value.
+                if segments.len() == 1 {
+                    return Value::String(physical_id.to_string());
+                }
+                let at = if *index < 0 {
+                    segments.len().checked_sub(index.unsigned_abs() as usize)
+                } else {
+                    Some(*index as usize)
+                };
+                Value::String(
+                    at.and_then(|i| segments.get(i))
+                        .copied()
+                        .unwrap_or(physical_id)
+                        .to_string(),
+                )
+            }
+            RefValue::Attribute(name) => attributes
+                .and_then(|a| a.get(name))
+                .filter(|v| v.is_string())
+                .cloned()
+                .unwrap_or_else(|| Value::String(physical_id.to_string())),
+        }
+    }
 }
 
 /// AWS credentials as the host resolved them.
@@ -278,6 +328,34 @@ pub struct GetAttributeResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ref_values_pick_segments_or_attributes_and_fall_back_to_the_whole_id() {
+        let eip = RefValue::Segment(0);
+        assert_eq!(eip.apply("52.1.2.3|eipalloc-1", None), "52.1.2.3");
+        assert_eq!(RefValue::Segment(-1).apply("arn:b|ns|tbl", None), "tbl");
+        assert_eq!(
+            RefValue::Segment(1).apply("Z1|www.example.com.|A", None),
+            "www.example.com."
+        );
+        assert_eq!(eip.apply("bare", None), "bare");
+        assert_eq!(RefValue::Segment(5).apply("a|b", None), "a|b");
+        let attributes: Map<String, Value> =
+            serde_json::from_value(serde_json::json!({"Arn": "arn:aws:appsync:k"})).unwrap();
+        let arn = RefValue::Attribute("Arn".into());
+        assert_eq!(arn.apply("api|key", Some(&attributes)), "arn:aws:appsync:k");
+        assert_eq!(arn.apply("api|key", None), "api|key");
+        assert_eq!(RefValue::Whole.apply("a|b", None), "a|b");
+    }
+
+    #[test]
+    fn a_composite_id_without_ref_value_reads_as_whole() {
+        let old: CompositeId = serde_json::from_str(r#"{"segments":["a","b"]}"#).unwrap();
+        assert_eq!(old.ref_value, RefValue::Whole);
+        let new: CompositeId =
+            serde_json::from_str(r#"{"segments":["ip","id"],"refValue":{"segment":0}}"#).unwrap();
+        assert_eq!(new.ref_value, RefValue::Segment(0));
+    }
 
     #[test]
     fn readers_ignore_fields_from_a_newer_peer() {

@@ -61,6 +61,7 @@ fn main() {
                 stack_name: stack.stack_name.clone(),
                 region: "us-east-1".into(),
                 account: "123456789012".into(),
+                ref_values: std::sync::Arc::new(cdkd::analyzer::ref_values::RefValues::builtin()),
             };
             let started = Instant::now();
             let template = Template::parse(&stack.template().unwrap()).unwrap();

@@ -159,6 +159,7 @@ fn deployed_record(template: &Template) -> StackState {
         stack_name: "DemoStack".into(),
         region: "us-east-1".into(),
         account: "123456789012".into(),
+        ref_values: Default::default(),
     };
     let mut state = StackState::new("DemoStack", "us-east-1");
     for (id, resource) in &template.resources {

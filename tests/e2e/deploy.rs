@@ -648,3 +648,53 @@ fn orphan_forgets_the_stack_and_leaves_its_resources() {
     assert_eq!(world.state(), Value::Null);
     assert!(queue_exists(&queue), "orphan deleted the queue");
 }
+
+#[test]
+fn ref_of_a_composite_id_is_the_segment_its_plugin_declares() {
+    let world = World::new();
+    world.edit(|t| {
+        let resources = t["Resources"].as_object_mut().unwrap();
+        resources.insert(
+            "Link".into(),
+            json!({"Type": "Acme::Echo::Pair", "Properties": {"Left": "alpha", "Right": "beta"}}),
+        );
+        resources.insert(
+            "Reader".into(),
+            json!({"Type": "Acme::Echo::Thing", "Properties": {
+                "Message": {"Fn::Join": ["/", [{"Ref": "Link"}, "read"]]}}}),
+        );
+        t["Outputs"]["LinkRef"] = json!({"Value": {"Ref": "Link"}});
+    });
+    world.deploy(&[]).success();
+    let state = world.state();
+    // State keeps the composite; every reader of Ref gets the left segment.
+    assert_eq!(state["resources"]["Link"]["physicalId"], "alpha|beta");
+    assert_eq!(state["outputs"]["LinkRef"], "alpha");
+    let reader = world.physical("Reader");
+    let file: Value = serde_json::from_slice(
+        &std::fs::read(world.echo.path().join(format!("{reader}.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(file["Message"], "alpha/read", "{file}");
+    // A segment holding the separator is refused with the property named.
+    world.edit(|t| {
+        t["Resources"]["Link"]["Properties"]["Left"] = json!("al|pha");
+    });
+    let refused = world.deploy(&["--no-rollback"]);
+    assert_ne!(refused.code, Some(0));
+    assert!(
+        refused
+            .stderr
+            .contains("property Left (al|pha) contains '|'"),
+        "{}",
+        refused.stderr
+    );
+    world
+        .cdkd(&[
+            "destroy",
+            "-a",
+            &world.assembly.path().display().to_string(),
+            "-f",
+        ])
+        .success();
+}

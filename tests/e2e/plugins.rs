@@ -42,9 +42,12 @@ fn the_bundled_plugins_file_lists_every_bundled_plugin() {
     assert_eq!(list["hostProviderApiVersion"], cdkd_provider_api::VERSION);
     let echo = plugin(&list, "example-echo");
     assert_eq!(echo["status"], "loaded", "{echo:#}");
-    assert_eq!(echo["version"], "1.0.0");
+    assert_eq!(echo["version"], "1.1.0");
     assert_eq!(echo["providerApiVersion"], cdkd_provider_api::VERSION);
-    assert_eq!(type_names(echo), ["Acme::Echo::Fault", "Acme::Echo::Thing"]);
+    assert_eq!(
+        type_names(echo),
+        ["Acme::Echo::Fault", "Acme::Echo::Pair", "Acme::Echo::Thing"]
+    );
 
     let table = cdkd(None, &["providers", "list"]).success().stdout;
     let row = table
@@ -52,7 +55,7 @@ fn the_bundled_plugins_file_lists_every_bundled_plugin() {
         .find(|line| line.starts_with("example-echo"))
         .unwrap_or_else(|| panic!("no example-echo row:\n{table}"));
     for cell in [
-        "1.0.0",
+        "1.1.0",
         cdkd_provider_api::VERSION,
         "loaded",
         "Acme::Echo::Thing",
@@ -142,7 +145,7 @@ fn every_bad_plugin_is_refused_alone_with_a_one_line_reason() {
         ),
         (
             "too-old",
-            "version 1.0.0 does not meet the requirement ^2".to_string(),
+            "version 1.1.0 does not meet the requirement ^2".to_string(),
         ),
     ];
     for (name, fragment) in &expectations {

@@ -8,4 +8,5 @@ pub mod dag;
 pub mod diff;
 pub mod intrinsics;
 pub mod plan;
+pub mod ref_values;
 pub mod template;

@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 use super::dag::{Graph, GraphError};
 use super::diff::{deletion, diff_resource, Action, Desired, ResourceChange};
 use super::intrinsics::{partition_of, url_suffix_of, Environment, Lookup, ResolveError, Resolver};
+use super::ref_values::RefValues;
 use super::template::Template;
 use crate::state::schema::StackState;
 
@@ -39,6 +40,8 @@ pub struct StackContext {
     pub region: String,
     /// The target account.
     pub account: String,
+    /// What `Ref` returns per type.
+    pub ref_values: std::sync::Arc<RefValues>,
 }
 
 impl StackContext {
@@ -120,7 +123,11 @@ impl Environment for PlanEnvironment<'_> {
             return Lookup::Unknown;
         }
         match self.state.and_then(|s| s.resources.get(logical_id)) {
-            Some(record) => Lookup::Known(Value::String(record.physical_id.clone())),
+            Some(record) => Lookup::Known(self.context.ref_values.value(
+                &record.resource_type,
+                &record.physical_id,
+                record.attributes.as_ref(),
+            )),
             None => Lookup::Unknown,
         }
     }
@@ -241,6 +248,7 @@ mod tests {
             stack_name: "Demo".into(),
             region: "us-east-1".into(),
             account: "123456789012".into(),
+            ref_values: Default::default(),
         }
     }
 

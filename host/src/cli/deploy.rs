@@ -106,6 +106,7 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
     let stacks = select(&assembly, &args.stacks, args.all, args.exclusively)?;
     let registry = context.registry()?;
     registry.warn_about_failures();
+    let ref_values = std::sync::Arc::new(registry.ref_values());
     // Independent start-up calls at once: the state bucket's region and the caller's account.
     let needs_account = stacks.iter().any(|s| s.environment.account.is_none());
     let (store, account) = tokio::join!(context.state(), async {
@@ -178,6 +179,7 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
             .expect("selected stacks are in the assembly");
         let (engine, snapshot, options, parameters, store, assembly) =
             (&engine, &snapshot, &options, &parameters, &store, &assembly);
+        let ref_values = ref_values.clone();
         async move {
             let run = async {
                 let (account, region) = stack_target(context, stack).await?;
@@ -195,6 +197,7 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
                         stack_name: stack.stack_name.clone(),
                         region,
                         account,
+                        ref_values,
                     },
                     template,
                     parameters,

@@ -155,6 +155,7 @@ pub async fn run(context: &CommandContext, args: DiffArgs) -> anyhow::Result<Exi
     let registry = context.registry()?;
     registry.warn_about_failures();
     let create_only = KnownCreateOnly::new(&registry);
+    let ref_values = std::sync::Arc::new(registry.ref_values());
     let store = match context.state().await {
         Ok(store) => Some(store),
         Err(err)
@@ -187,6 +188,7 @@ pub async fn run(context: &CommandContext, args: DiffArgs) -> anyhow::Result<Exi
             stack_name: stack.stack_name.clone(),
             region: region.clone(),
             account,
+            ref_values: ref_values.clone(),
         };
         let lookups = SnapshotLookups {
             snapshot: &snapshot,

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
-use cdkd_provider_api::protocol::{CreateRequest, DeleteRequest, UpdateRequest};
+use cdkd_provider_api::protocol::{CreateRequest, DeleteRequest, RefValue, UpdateRequest};
 use clap::Subcommand;
 use serde_json::{json, Map, Value};
 
@@ -304,6 +304,12 @@ fn show(registry: &Registry, type_name: &str, as_json: bool) -> anyhow::Result<E
             }
             if let Some(composite) = &schema.composite_id {
                 println!("  composite id:        {}", composite.segments.join("|"));
+                let reference = match &composite.ref_value {
+                    RefValue::Whole => "the whole id".to_string(),
+                    RefValue::Segment(index) => format!("segment {index}"),
+                    RefValue::Attribute(name) => format!("attribute {name}"),
+                };
+                println!("  Ref returns:         {reference}");
             }
         }
         if let Some(reason) = detail {

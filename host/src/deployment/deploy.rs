@@ -200,7 +200,11 @@ impl Environment for LiveEnvironment<'_> {
     fn resource_ref(&self, logical_id: &str) -> Lookup {
         self.ledger
             .read(|state| match state.resources.get(logical_id) {
-                Some(record) => Lookup::Known(Value::String(record.physical_id.clone())),
+                Some(record) => Lookup::Known(self.context.ref_values.value(
+                    &record.resource_type,
+                    &record.physical_id,
+                    record.attributes.as_ref(),
+                )),
                 None => Lookup::Missing(format!("{logical_id} has not been created")),
             })
     }

@@ -5,6 +5,7 @@
 //! path, and the others load. Plugins are initialised lazily, on first use, so commands that
 //! only describe plugins never resolve AWS credentials.
 
+use crate::analyzer::ref_values::RefValues;
 use std::collections::BTreeMap;
 
 use cdkd_provider_api::host::{self, PluginLibrary};
@@ -167,6 +168,17 @@ impl Registry {
             },
             TypeOwner::Contested(_) => None,
         }
+    }
+
+    /// The `Ref` rules: the spec's table, plus what loaded plugins declare for their types.
+    pub fn ref_values(&self) -> RefValues {
+        self.owners
+            .keys()
+            .filter_map(|type_name| self.schema(type_name))
+            .filter_map(|schema| Some((&schema.type_name, schema.composite_id.as_ref()?)))
+            .fold(RefValues::builtin(), |values, (type_name, composite)| {
+                values.with(type_name, composite.ref_value.clone())
+            })
     }
 
     /// How a resource of `type_name` would be provisioned, ignoring its properties.

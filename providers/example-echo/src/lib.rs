@@ -1,9 +1,11 @@
 //! An example cdkd provider plugin, small enough to copy.
 //!
-//! It handles two private types:
+//! It handles three private types:
 //! - `Acme::Echo::Thing`: a "resource" kept as a JSON file in a local folder (`Directory`
 //!   property, else `$CDKD_ECHO_DIR`, else `<tmp>/cdkd-echo`), so creates and deletes can be
 //!   checked from outside; its `Greeting` attribute shows which plugin build answered.
+//! - `Acme::Echo::Pair`: a composite-id type (`<left>|<right>`) whose `Ref` is one segment
+//!   (see `pair.rs`).
 //! - `Acme::Echo::Fault`: a test double that panics, fails or stalls on demand, used by cdkd's
 //!   own tests of the plugin boundary and of the deploy engine's failure handling.
 //!
@@ -35,6 +37,11 @@ pub const FAULT_TYPE: &str = "Acme::Echo::Fault";
 pub struct EchoThing;
 
 cdkd_provider_api::register_provider!(EchoThing);
+#[cfg(feature = "composite")]
+cdkd_provider_api::register_provider!(pair::EchoPair);
+
+#[cfg(feature = "composite")]
+mod pair;
 
 fn store_dir(properties: &Map<String, Value>) -> PathBuf {
     properties
