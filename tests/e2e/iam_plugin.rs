@@ -199,6 +199,37 @@ fn the_app_role_and_its_policies_go_through_the_iam_plugin() {
         "the role was replaced"
     );
 
+    // Create-only: a role name replaces the role; its inline and managed policies move to the
+    // new role, and the old role is deleted (after its policies are detached).
+    let renamed = Emulator::unique("renamed-role");
+    world.edit(|t| {
+        t["Resources"]["FnRoleDAF86AC1"]["Properties"]["RoleName"] = json!(renamed);
+    });
+    let replaced = world
+        .cdkd(&["deploy", "-a", &app, "AppStack", "-e"])
+        .success();
+    assert!(
+        replaced.stdout.contains(&format!("replaced by {renamed}")),
+        "{}",
+        replaced.stdout
+    );
+    let roles = iam("[r['RoleName'] for r in c('iam').list_roles()['Roles']]");
+    assert!(roles.as_array().unwrap().contains(&json!(renamed)));
+    assert!(
+        !roles.as_array().unwrap().contains(&json!(name)),
+        "the old role survived"
+    );
+    let inline = iam(&format!(
+        "c('iam').get_role_policy(RoleName='{renamed}', PolicyName='{policy_name}')['PolicyDocument']['Statement'][0]['Action']"
+    ));
+    assert_eq!(inline, json!(["sns:Publish", "sns:GetTopicAttributes"]));
+    let attached = iam(&format!("[p['PolicyArn'] for p in c('iam').list_attached_role_policies(RoleName='{renamed}')['AttachedPolicies']]"));
+    assert!(
+        attached.as_array().unwrap().contains(&json!(managed_arn)),
+        "{attached}"
+    );
+    let name = renamed;
+
     world
         .cdkd(&["destroy", "-a", &app, "--all", "-f"])
         .success();

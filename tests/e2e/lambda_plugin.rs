@@ -292,12 +292,49 @@ fn the_app_functions_go_through_the_lambda_plugin() {
         json!(2)
     );
 
+    // Create-only: naming the inline function replaces it, and the permission, URL and
+    // invoke config that name it follow the new function; the old one is gone.
+    let renamed = Emulator::unique("renamed-fn");
+    world.edit(|t| {
+        t["Resources"]["Inline6CF80F9D"]["Properties"]["FunctionName"] = json!(renamed);
+    });
+    let replaced = world
+        .cdkd(&["deploy", "-a", &app, "AppStack", "-e"])
+        .success();
+    assert!(
+        replaced.stdout.contains(&format!("replaced by {renamed}")),
+        "{}",
+        replaced.stdout
+    );
+    let functions =
+        lambda("[f['FunctionName'] for f in c('lambda').list_functions()['Functions']]");
+    let functions = functions.as_array().unwrap();
+    assert!(functions.contains(&json!(renamed)), "{functions:?}");
+    assert!(
+        !functions.contains(&json!(inline)),
+        "the old function survived"
+    );
+    let policy = lambda(&format!(
+        "__import__('json').loads(c('lambda').get_policy(FunctionName='{renamed}')['Policy'])['Statement'][0]['Principal']"
+    ));
+    assert_eq!(policy["Service"], "s3.amazonaws.com");
+    assert_eq!(
+        lambda(&format!(
+            "c('lambda').get_function_url_config(FunctionName='{renamed}')['AuthType']"
+        )),
+        json!("AWS_IAM")
+    );
+    assert_eq!(
+        world.resources("AppStack")["InlineAsync"]["physicalId"],
+        json!(format!("{renamed}|$LATEST"))
+    );
+
     world
         .cdkd(&["destroy", "-a", &app, "--all", "-f"])
         .success();
     let functions =
         lambda("[f['FunctionName'] for f in c('lambda').list_functions()['Functions']]");
-    for name in [&inline, &asset] {
+    for name in [&inline, &asset, &renamed] {
         assert!(
             !functions.as_array().unwrap().contains(&json!(name)),
             "{name} survived the destroy"
