@@ -2,11 +2,10 @@
 //! example plugin's type) through the binary, checked in the emulator's own service APIs and
 //! in the state record.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cdkd_tests::{cdkd_binary, workspace_root, Emulator, Run};
+use cdkd_tests::{cdkd_binary, copy_dir, workspace_root, Emulator, Run};
 use serde_json::{json, Value};
 
 /// One test's world: its own state bucket, echo folder and copy of the demo assembly.
@@ -78,19 +77,6 @@ impl World {
             .as_str()
             .unwrap_or_default()
             .to_string()
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target: PathBuf = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 

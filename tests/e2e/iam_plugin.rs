@@ -2,84 +2,21 @@
 //! its managed policy, which read the producer stack's topic (ImportValue) and queue
 //! (GetStackOutput); checked in the emulator's IAM API.
 
-use std::process::Command;
-
-use cdkd_tests::{cdkd_binary, workspace_root, Emulator, Run};
+use cdkd_tests::{AppWorld, Emulator};
 use serde_json::{json, Value};
 
-struct World {
-    bucket: String,
-    assets: String,
-    assembly: tempfile::TempDir,
-}
-
-impl World {
-    fn new() -> World {
-        let world = World {
-            bucket: Emulator::unique("iamplugin"),
-            assets: Emulator::unique("iamassets"),
-            assembly: tempfile::tempdir().unwrap(),
-        };
-        copy_dir(
-            &workspace_root().join("tests/fixtures/cdk.out/app"),
-            world.assembly.path(),
-        );
-        // Keep IAM: the Lambda functions wait for the Lambda plugin, the nested stack for
-        // nested-stack support.
-        world.edit(|t| {
-            t["Resources"].as_object_mut().unwrap().retain(|_, r| {
-                !matches!(
-                    r["Type"].as_str(),
-                    Some("AWS::Lambda::Function" | "AWS::CloudFormation::Stack")
-                )
-            });
+/// The app fixture with its own buckets, prepared for this test.
+fn new_world() -> AppWorld {
+    // Keep IAM: the Lambda functions wait for the Lambda plugin, the nested stack for
+    // nested-stack support.
+    AppWorld::new("iamplugin", |t| {
+        t["Resources"].as_object_mut().unwrap().retain(|_, r| {
+            !matches!(
+                r["Type"].as_str(),
+                Some("AWS::Lambda::Function" | "AWS::CloudFormation::Stack")
+            )
         });
-        // With cdkd's asset storage: the Lambda asset is published to its own bucket.
-        world
-            .cdkd(&["bootstrap", "--asset-bucket", &world.assets])
-            .success();
-        world
-    }
-
-    fn cdkd(&self, args: &[&str]) -> Run {
-        let mut command = Command::new(cdkd_binary());
-        command
-            .current_dir(workspace_root())
-            .args(["--state-bucket", &self.bucket])
-            .args(args)
-            .env_remove("CDKD_PLUGINS");
-        for (key, value) in Emulator::shared().env() {
-            command.env(key, value);
-        }
-        command.output().unwrap().into()
-    }
-
-    fn edit(&self, change: impl FnOnce(&mut Value)) {
-        let path = self.assembly.path().join("AppStack.template.json");
-        let mut template: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        change(&mut template);
-        std::fs::write(&path, serde_json::to_vec_pretty(&template).unwrap()).unwrap();
-    }
-
-    fn resources(&self, stack: &str) -> Value {
-        self.cdkd(&["state", "show", stack, "--json"])
-            .success()
-            .json()["state"]["resources"]
-            .clone()
-    }
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
+    })
 }
 
 fn iam(expression: &str) -> Value {
@@ -88,7 +25,7 @@ fn iam(expression: &str) -> Value {
 
 #[test]
 fn the_app_role_and_its_policies_go_through_the_iam_plugin() {
-    let world = World::new();
+    let world = new_world();
     let app = world.assembly.path().display().to_string();
     let deployed = world.cdkd(&["deploy", "-a", &app, "--all"]).success();
     assert!(

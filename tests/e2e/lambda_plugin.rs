@@ -3,132 +3,69 @@
 //! template, with a layer version, an event source mapping (from a queue) and an event invoke
 //! config; checked in the emulator's Lambda API.
 
-use std::process::Command;
-
-use cdkd_tests::{cdkd_binary, workspace_root, Emulator, Run};
+use cdkd_tests::{AppWorld, Emulator};
 use serde_json::{json, Value};
 
-struct World {
-    bucket: String,
-    assets: String,
-    assembly: tempfile::TempDir,
-}
-
-impl World {
-    fn new() -> World {
-        let world = World {
-            bucket: Emulator::unique("lambdaplugin"),
-            assets: Emulator::unique("lambdaassets"),
-            assembly: tempfile::tempdir().unwrap(),
-        };
-        copy_dir(
-            &workspace_root().join("tests/fixtures/cdk.out/app"),
-            world.assembly.path(),
+/// The app fixture with its own buckets, prepared for this test.
+fn new_world() -> AppWorld {
+    // The nested stack waits for nested-stack support; the rest of the Lambda surface is
+    // added here because the app does not use it.
+    AppWorld::new("lambdaplugin", |t| {
+        let resources = t["Resources"].as_object_mut().unwrap();
+        resources.retain(|_, r| r["Type"] != "AWS::CloudFormation::Stack");
+        resources.insert(
+            "InvokeByS3".into(),
+            json!({"Type": "AWS::Lambda::Permission", "Properties": {
+                "FunctionName": {"Fn::GetAtt": ["Inline6CF80F9D", "Arn"]},
+                "Action": "lambda:InvokeFunction",
+                "Principal": "s3.amazonaws.com",
+                "SourceAccount": {"Ref": "AWS::AccountId"}}}),
         );
-        // The nested stack waits for nested-stack support; the rest of the Lambda surface is
-        // added here because the app does not use it.
-        world.edit(|t| {
-            let resources = t["Resources"].as_object_mut().unwrap();
-            resources.retain(|_, r| r["Type"] != "AWS::CloudFormation::Stack");
-            resources.insert(
-                "InvokeByS3".into(),
-                json!({"Type": "AWS::Lambda::Permission", "Properties": {
-                    "FunctionName": {"Fn::GetAtt": ["Inline6CF80F9D", "Arn"]},
-                    "Action": "lambda:InvokeFunction",
-                    "Principal": "s3.amazonaws.com",
-                    "SourceAccount": {"Ref": "AWS::AccountId"}}}),
-            );
-            resources.insert(
-                "InlineUrl".into(),
-                json!({"Type": "AWS::Lambda::Url", "Properties": {
-                    "TargetFunctionArn": {"Fn::GetAtt": ["Inline6CF80F9D", "Arn"]},
-                    "AuthType": "AWS_IAM"}}),
-            );
-            resources.insert(
-                "AssetVersion".into(),
-                json!({"Type": "AWS::Lambda::Version", "Properties": {
-                    "FunctionName": {"Ref": "FromAssetF2A31CF9"}}}),
-            );
-            resources.insert(
-                "LiveAlias".into(),
-                json!({"Type": "AWS::Lambda::Alias", "Properties": {
-                    "FunctionName": {"Ref": "FromAssetF2A31CF9"},
-                    "FunctionVersion": {"Fn::GetAtt": ["AssetVersion", "Version"]},
-                    "Name": "live"}}),
-            );
-            resources.insert(
-                "DepsLayer".into(),
-                json!({"Type": "AWS::Lambda::LayerVersion", "Properties": {
-                    "Content": {
-                        "S3Bucket": {"Fn::Sub": "cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}"},
-                        "S3Key": "09d099f5e56edd144d75c0c41d8cbe701d466d4f9ad51d167e068f2437569926.zip"},
-                    "CompatibleRuntimes": ["nodejs20.x"]}}),
-            );
-            resources.insert(
-                "Jobs".into(),
-                json!({"Type": "AWS::SQS::Queue", "Properties": {}}),
-            );
-            resources.insert(
-                "JobsToAsset".into(),
-                json!({"Type": "AWS::Lambda::EventSourceMapping", "Properties": {
-                    "FunctionName": {"Ref": "FromAssetF2A31CF9"},
-                    "EventSourceArn": {"Fn::GetAtt": ["Jobs", "Arn"]},
-                    "BatchSize": 5}}),
-            );
-            resources.insert(
-                "InlineAsync".into(),
-                json!({"Type": "AWS::Lambda::EventInvokeConfig", "Properties": {
-                    "FunctionName": {"Ref": "Inline6CF80F9D"},
-                    "Qualifier": "$LATEST",
-                    "MaximumRetryAttempts": 1}}),
-            );
-        });
-        // With cdkd's asset storage: the Lambda asset is published to its own bucket.
-        world
-            .cdkd(&["bootstrap", "--asset-bucket", &world.assets])
-            .success();
-        world
-    }
-
-    fn cdkd(&self, args: &[&str]) -> Run {
-        let mut command = Command::new(cdkd_binary());
-        command
-            .current_dir(workspace_root())
-            .args(["--state-bucket", &self.bucket])
-            .args(args)
-            .env_remove("CDKD_PLUGINS");
-        for (key, value) in Emulator::shared().env() {
-            command.env(key, value);
-        }
-        command.output().unwrap().into()
-    }
-
-    fn edit(&self, change: impl FnOnce(&mut Value)) {
-        let path = self.assembly.path().join("AppStack.template.json");
-        let mut template: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        change(&mut template);
-        std::fs::write(&path, serde_json::to_vec_pretty(&template).unwrap()).unwrap();
-    }
-
-    fn resources(&self, stack: &str) -> Value {
-        self.cdkd(&["state", "show", stack, "--json"])
-            .success()
-            .json()["state"]["resources"]
-            .clone()
-    }
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
+        resources.insert(
+            "InlineUrl".into(),
+            json!({"Type": "AWS::Lambda::Url", "Properties": {
+                "TargetFunctionArn": {"Fn::GetAtt": ["Inline6CF80F9D", "Arn"]},
+                "AuthType": "AWS_IAM"}}),
+        );
+        resources.insert(
+            "AssetVersion".into(),
+            json!({"Type": "AWS::Lambda::Version", "Properties": {
+                "FunctionName": {"Ref": "FromAssetF2A31CF9"}}}),
+        );
+        resources.insert(
+            "LiveAlias".into(),
+            json!({"Type": "AWS::Lambda::Alias", "Properties": {
+                "FunctionName": {"Ref": "FromAssetF2A31CF9"},
+                "FunctionVersion": {"Fn::GetAtt": ["AssetVersion", "Version"]},
+                "Name": "live"}}),
+        );
+        resources.insert(
+            "DepsLayer".into(),
+            json!({"Type": "AWS::Lambda::LayerVersion", "Properties": {
+                "Content": {
+                    "S3Bucket": {"Fn::Sub": "cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}"},
+                    "S3Key": "09d099f5e56edd144d75c0c41d8cbe701d466d4f9ad51d167e068f2437569926.zip"},
+                "CompatibleRuntimes": ["nodejs20.x"]}}),
+        );
+        resources.insert(
+            "Jobs".into(),
+            json!({"Type": "AWS::SQS::Queue", "Properties": {}}),
+        );
+        resources.insert(
+            "JobsToAsset".into(),
+            json!({"Type": "AWS::Lambda::EventSourceMapping", "Properties": {
+                "FunctionName": {"Ref": "FromAssetF2A31CF9"},
+                "EventSourceArn": {"Fn::GetAtt": ["Jobs", "Arn"]},
+                "BatchSize": 5}}),
+        );
+        resources.insert(
+            "InlineAsync".into(),
+            json!({"Type": "AWS::Lambda::EventInvokeConfig", "Properties": {
+                "FunctionName": {"Ref": "Inline6CF80F9D"},
+                "Qualifier": "$LATEST",
+                "MaximumRetryAttempts": 1}}),
+        );
+    })
 }
 
 /// Every layer version ARN in the emulator.
@@ -140,7 +77,7 @@ fn lambda(expression: &str) -> Value {
 
 #[test]
 fn the_app_functions_go_through_the_lambda_plugin() {
-    let world = World::new();
+    let world = new_world();
     let app = world.assembly.path().display().to_string();
     world.cdkd(&["deploy", "-a", &app, "--all"]).success();
     let resources = world.resources("AppStack");

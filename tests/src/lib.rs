@@ -4,8 +4,10 @@
 //! The tests drive the real `cdkd` binary built by `cargo build --workspace`; they never link
 //! the host's code.
 
+pub mod app_world;
 pub mod emulator;
 
+pub use app_world::{copy_dir, AppWorld};
 pub use emulator::Emulator;
 
 use std::path::{Path, PathBuf};

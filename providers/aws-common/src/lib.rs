@@ -173,6 +173,53 @@ pub fn physical_name(stack: &str, logical_id: &str, max: usize, lowercase: bool)
     }
 }
 
+/// A template string (numbers and booleans as CloudFormation writes them too).
+pub fn text(value: Option<&serde_json::Value>) -> Option<String> {
+    match value? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// A template integer; templates often carry numbers as strings.
+pub fn int(value: Option<&serde_json::Value>) -> Option<i32> {
+    let value = value?;
+    value
+        .as_i64()
+        .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
+        .map(|n| n as i32)
+}
+
+/// A template boolean, `true` or `"true"`.
+pub fn flag(value: Option<&serde_json::Value>) -> Option<bool> {
+    let value = value?;
+    value
+        .as_bool()
+        .or_else(|| value.as_str().map(|s| s == "true"))
+}
+
+/// A template list of strings (non-strings skipped).
+pub fn strings(value: Option<&serde_json::Value>) -> Option<Vec<String>> {
+    value?.as_array().map(|items| {
+        items
+            .iter()
+            .filter_map(|i| i.as_str().map(ToString::to_string))
+            .collect()
+    })
+}
+
+/// A delete's result where "already gone" counts as deleted.
+pub fn deleted_unless_failed(
+    result: Result<(), ProviderError>,
+) -> Result<cdkd_provider_api::protocol::DeleteResult, ProviderError> {
+    match result {
+        Err(err) if err.kind != ErrorKind::NOT_FOUND => Err(err),
+        _ => Ok(cdkd_provider_api::protocol::DeleteResult::Deleted),
+    }
+}
+
 /// Reads a required string property, naming it when absent.
 pub fn require_str<'a>(
     properties: &'a serde_json::Map<String, serde_json::Value>,
@@ -192,6 +239,20 @@ pub fn require_str<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn template_values_read_in_both_spellings() {
+        use serde_json::json;
+        assert_eq!(int(Some(&json!("30"))), Some(30));
+        assert_eq!(int(Some(&json!(30))), Some(30));
+        assert_eq!(flag(Some(&json!("true"))), Some(true));
+        assert_eq!(text(Some(&json!(5))), Some("5".into()));
+        assert_eq!(
+            strings(Some(&json!(["a", 1, "b"]))),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(int(None), None);
+    }
 
     #[test]
     fn generated_names_fit_and_keep_the_shape() {

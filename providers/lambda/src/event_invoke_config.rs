@@ -2,12 +2,12 @@
 //! Physical id = `<functionName>|<qualifier>`; a bare function name (older state) means
 //! `$LATEST`.
 
-use cdkd_aws_common::{aws_error, require_str};
+use cdkd_aws_common::{aws_error, deleted_unless_failed, int, require_str};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
 
 use aws_sdk_lambda::types::{DestinationConfig, OnFailure, OnSuccess};
@@ -36,14 +36,6 @@ fn destination(props: &Map<String, Value>, kind: &str) -> Option<String> {
         .map(ToString::to_string)
 }
 
-fn int(props: &Map<String, Value>, key: &str) -> Option<i32> {
-    props.get(key).and_then(|v| match v {
-        Value::Number(n) => n.as_i64().map(|n| n as i32),
-        Value::String(s) => s.parse().ok(),
-        _ => None,
-    })
-}
-
 /// Puts the whole configuration (create and update alike: Put replaces every setting).
 async fn put(
     ctx: &PluginContext,
@@ -65,8 +57,8 @@ async fn put(
         .put_function_event_invoke_config()
         .function_name(&function)
         .qualifier(&qualifier)
-        .set_maximum_retry_attempts(int(props, "MaximumRetryAttempts"))
-        .set_maximum_event_age_in_seconds(int(props, "MaximumEventAgeInSeconds"))
+        .set_maximum_retry_attempts(int(props.get("MaximumRetryAttempts")))
+        .set_maximum_event_age_in_seconds(int(props.get("MaximumEventAgeInSeconds")))
         .set_destination_config(props.get("DestinationConfig").map(|_| destinations))
         .send()
         .await
@@ -126,24 +118,17 @@ impl ResourceProvider for EventInvokeConfig {
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let (function, qualifier) = target(&request.physical_id);
-        match client(ctx)
-            .await?
-            .delete_function_event_invoke_config()
-            .function_name(function)
-            .qualifier(qualifier)
-            .send()
-            .await
-        {
-            Ok(_) => Ok(DeleteResult::Deleted),
-            Err(e) => {
-                let err = aws_error(&format!("{what}: DeleteFunctionEventInvokeConfig"), e);
-                if err.kind == ErrorKind::NOT_FOUND {
-                    Ok(DeleteResult::Deleted)
-                } else {
-                    Err(err)
-                }
-            }
-        }
+        deleted_unless_failed(
+            client(ctx)
+                .await?
+                .delete_function_event_invoke_config()
+                .function_name(function)
+                .qualifier(qualifier)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| aws_error(&format!("{what}: DeleteFunctionEventInvokeConfig"), e)),
+        )
     }
 }
 

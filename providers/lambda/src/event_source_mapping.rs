@@ -1,12 +1,12 @@
 //! `AWS::Lambda::EventSourceMapping`: a poller from a queue or stream to a function. Physical id
 //! (and `Ref`) = the mapping's UUID; attribute `Id` (the same) and `EventSourceMappingArn`.
 
-use cdkd_aws_common::{aws_error, require_str};
+use cdkd_aws_common::{aws_error, deleted_unless_failed, flag, int, require_str};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
 use aws_sdk_lambda::types::EventSourcePosition;
@@ -18,22 +18,6 @@ use crate::client;
 pub struct EventSourceMapping;
 
 const TYPE: &str = "AWS::Lambda::EventSourceMapping";
-
-fn int(props: &Map<String, Value>, key: &str) -> Option<i32> {
-    props.get(key).and_then(|v| match v {
-        Value::Number(n) => n.as_i64().map(|n| n as i32),
-        Value::String(s) => s.parse().ok(),
-        _ => None,
-    })
-}
-
-fn flag(props: &Map<String, Value>, key: &str) -> Option<bool> {
-    props.get(key).and_then(|v| match v {
-        Value::Bool(b) => Some(*b),
-        Value::String(s) => s.parse().ok(),
-        _ => None,
-    })
-}
 
 fn attributes(uuid: &str, arn: Option<&str>) -> Map<String, Value> {
     let mut attributes = Map::new();
@@ -78,9 +62,11 @@ impl ResourceProvider for EventSourceMapping {
             .create_event_source_mapping()
             .function_name(require_str(props, "FunctionName", &what)?)
             .event_source_arn(require_str(props, "EventSourceArn", &what)?)
-            .set_batch_size(int(props, "BatchSize"))
-            .set_enabled(flag(props, "Enabled"))
-            .set_maximum_batching_window_in_seconds(int(props, "MaximumBatchingWindowInSeconds"))
+            .set_batch_size(int(props.get("BatchSize")))
+            .set_enabled(flag(props.get("Enabled")))
+            .set_maximum_batching_window_in_seconds(
+                int(props.get("MaximumBatchingWindowInSeconds")),
+            )
             .set_starting_position(
                 props
                     .get("StartingPosition")
@@ -109,9 +95,11 @@ impl ResourceProvider for EventSourceMapping {
             .update_event_source_mapping()
             .uuid(&request.physical_id)
             .function_name(require_str(props, "FunctionName", &what)?)
-            .set_batch_size(int(props, "BatchSize"))
-            .set_enabled(flag(props, "Enabled"))
-            .set_maximum_batching_window_in_seconds(int(props, "MaximumBatchingWindowInSeconds"))
+            .set_batch_size(int(props.get("BatchSize")))
+            .set_enabled(flag(props.get("Enabled")))
+            .set_maximum_batching_window_in_seconds(
+                int(props.get("MaximumBatchingWindowInSeconds")),
+            )
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: UpdateEventSourceMapping"), e))?;
@@ -128,22 +116,15 @@ impl ResourceProvider for EventSourceMapping {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        match client(ctx)
-            .await?
-            .delete_event_source_mapping()
-            .uuid(&request.physical_id)
-            .send()
-            .await
-        {
-            Ok(_) => Ok(DeleteResult::Deleted),
-            Err(e) => {
-                let err = aws_error(&format!("{what}: DeleteEventSourceMapping"), e);
-                if err.kind == ErrorKind::NOT_FOUND {
-                    Ok(DeleteResult::Deleted)
-                } else {
-                    Err(err)
-                }
-            }
-        }
+        deleted_unless_failed(
+            client(ctx)
+                .await?
+                .delete_event_source_mapping()
+                .uuid(&request.physical_id)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| aws_error(&format!("{what}: DeleteEventSourceMapping"), e)),
+        )
     }
 }

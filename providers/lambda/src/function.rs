@@ -11,7 +11,7 @@ use aws_sdk_lambda::types::{
     Architecture, DeadLetterConfig, Environment, EphemeralStorage, FunctionCode, LastUpdateStatus,
     LogFormat, LoggingConfig, Runtime, State, TracingConfig, TracingMode, VpcConfig,
 };
-use cdkd_aws_common::{aws_error, physical_name};
+use cdkd_aws_common::{aws_error, int, physical_name, strings, text};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
     ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
@@ -76,38 +76,13 @@ pub fn zip_inline(runtime: &str, source: &str) -> Result<Vec<u8>, ProviderError>
         .into_inner())
 }
 
-fn text(props: &Map<String, Value>, key: &str) -> Option<String> {
-    props
-        .get(key)
-        .and_then(Value::as_str)
-        .map(ToString::to_string)
-}
-
-fn int(value: Option<&Value>) -> Option<i32> {
-    value
-        .and_then(|v| {
-            v.as_i64()
-                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-        })
-        .map(|n| n as i32)
-}
-
-fn strings(value: Option<&Value>) -> Option<Vec<String>> {
-    value.and_then(Value::as_array).map(|items| {
-        items
-            .iter()
-            .filter_map(|i| i.as_str().map(ToString::to_string))
-            .collect()
-    })
-}
-
 fn code(what: &str, props: &Map<String, Value>) -> Result<FunctionCode, ProviderError> {
     let code = props
         .get("Code")
         .ok_or_else(|| ProviderError::validation(format!("{what}: property Code is required")))?;
     let mut built = FunctionCode::builder();
     if let Some(source) = code.get("ZipFile").and_then(Value::as_str) {
-        let runtime = text(props, "Runtime").unwrap_or_default();
+        let runtime = text(props.get("Runtime")).unwrap_or_default();
         built = built.zip_file(Blob::new(zip_inline(&runtime, source)?));
     } else if let Some(bucket) = code.get("S3Bucket").and_then(Value::as_str) {
         built = built
@@ -283,7 +258,7 @@ impl ResourceProvider for Function {
     ) -> Result<CreateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let props = &request.properties;
-        let name = text(props, "FunctionName")
+        let name = text(props.get("FunctionName"))
             .unwrap_or_else(|| physical_name(&request.stack_name, &request.logical_id, 64, false));
         let lambda = client(ctx).await?;
         let tags: Option<HashMap<String, String>> =
@@ -301,10 +276,10 @@ impl ResourceProvider for Function {
             .create_function()
             .function_name(&name)
             .code(code(&what, props)?)
-            .set_runtime(text(props, "Runtime").map(|r| Runtime::from(r.as_str())))
-            .set_handler(text(props, "Handler"))
-            .set_role(text(props, "Role"))
-            .set_description(text(props, "Description"))
+            .set_runtime(text(props.get("Runtime")).map(|r| Runtime::from(r.as_str())))
+            .set_handler(text(props.get("Handler")))
+            .set_role(text(props.get("Role")))
+            .set_description(text(props.get("Description")))
             .set_environment(environment(props))
             .set_timeout(int(props.get("Timeout")))
             .set_memory_size(int(props.get("MemorySize")))
@@ -397,10 +372,10 @@ impl ResourceProvider for Function {
             lambda
                 .update_function_configuration()
                 .function_name(name)
-                .set_runtime(text(after, "Runtime").map(|r| Runtime::from(r.as_str())))
-                .set_handler(text(after, "Handler"))
-                .set_role(text(after, "Role"))
-                .description(text(after, "Description").unwrap_or_default())
+                .set_runtime(text(after.get("Runtime")).map(|r| Runtime::from(r.as_str())))
+                .set_handler(text(after.get("Handler")))
+                .set_role(text(after.get("Role")))
+                .description(text(after.get("Description")).unwrap_or_default())
                 .environment(environment(after).unwrap_or_else(|| {
                     Environment::builder()
                         .set_variables(Some(HashMap::new()))

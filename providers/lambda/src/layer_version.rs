@@ -1,12 +1,12 @@
 //! `AWS::Lambda::LayerVersion`: one published, immutable layer version. Physical id (and `Ref`)
 //! = the layer version ARN; every property is create-only, so a change publishes a new version.
 
-use cdkd_aws_common::{aws_error, physical_name, require_str};
+use cdkd_aws_common::{aws_error, deleted_unless_failed, physical_name, require_str, strings};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
 
 use aws_sdk_lambda::types::{Architecture, LayerVersionContentInput, Runtime};
@@ -35,16 +35,6 @@ pub fn parse_arn(arn: &str) -> Option<(&str, i64)> {
     let version = parts.next()?.parse().ok()?;
     let name = parts.next()?;
     (parts.next()?.ends_with(":layer")).then_some((name, version))
-}
-
-fn strings(props: &Map<String, Value>, key: &str) -> Option<Vec<String>> {
-    props.get(key)?.as_array().map(|values| {
-        values
-            .iter()
-            .filter_map(Value::as_str)
-            .map(ToString::to_string)
-            .collect()
-    })
 }
 
 #[async_trait]
@@ -106,11 +96,11 @@ impl ResourceProvider for LayerVersion {
                     .map(ToString::to_string),
             )
             .set_compatible_runtimes(
-                strings(props, "CompatibleRuntimes")
+                strings(props.get("CompatibleRuntimes"))
                     .map(|r| r.iter().map(|r| Runtime::from(r.as_str())).collect()),
             )
             .set_compatible_architectures(
-                strings(props, "CompatibleArchitectures")
+                strings(props.get("CompatibleArchitectures"))
                     .map(|a| a.iter().map(|a| Architecture::from(a.as_str())).collect()),
             )
             .send()
@@ -151,24 +141,17 @@ impl ResourceProvider for LayerVersion {
                 request.physical_id
             ))
         })?;
-        match client(ctx)
-            .await?
-            .delete_layer_version()
-            .layer_name(name)
-            .version_number(version)
-            .send()
-            .await
-        {
-            Ok(_) => Ok(DeleteResult::Deleted),
-            Err(e) => {
-                let err = aws_error(&format!("{what}: DeleteLayerVersion"), e);
-                if err.kind == ErrorKind::NOT_FOUND {
-                    Ok(DeleteResult::Deleted)
-                } else {
-                    Err(err)
-                }
-            }
-        }
+        deleted_unless_failed(
+            client(ctx)
+                .await?
+                .delete_layer_version()
+                .layer_name(name)
+                .version_number(version)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| aws_error(&format!("{what}: DeleteLayerVersion"), e)),
+        )
     }
 }
 

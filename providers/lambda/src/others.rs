@@ -1,11 +1,11 @@
 //! `AWS::Lambda::Permission`, `Url`, `Version` and `Alias`.
 
-use cdkd_aws_common::{aws_error, physical_name, require_str};
+use cdkd_aws_common::{aws_error, deleted_unless_failed, physical_name, require_str, text};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
 use crate::{client, function_name};
@@ -17,20 +17,6 @@ fn schema(type_name: &str, handled: &[&str], create_only: &[&str]) -> ResourceTy
         create_only_properties: create_only.iter().map(ToString::to_string).collect(),
         ..ResourceTypeSchema::default()
     }
-}
-
-fn gone(result: Result<(), ProviderError>) -> Result<DeleteResult, ProviderError> {
-    match result {
-        Err(e) if e.kind != ErrorKind::NOT_FOUND => Err(e),
-        _ => Ok(DeleteResult::Deleted),
-    }
-}
-
-fn text(props: &Map<String, Value>, key: &str) -> Option<String> {
-    props
-        .get(key)
-        .and_then(Value::as_str)
-        .map(ToString::to_string)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -94,12 +80,12 @@ impl ResourceProvider for Permission {
             .statement_id(&statement)
             .action(require_str(props, "Action", &what)?)
             .principal(require_str(props, "Principal", &what)?)
-            .set_source_arn(text(props, "SourceArn"))
-            .set_source_account(text(props, "SourceAccount"))
-            .set_event_source_token(text(props, "EventSourceToken"))
-            .set_principal_org_id(text(props, "PrincipalOrgID"))
+            .set_source_arn(text(props.get("SourceArn")))
+            .set_source_account(text(props.get("SourceAccount")))
+            .set_event_source_token(text(props.get("EventSourceToken")))
+            .set_principal_org_id(text(props.get("PrincipalOrgID")))
             .set_function_url_auth_type(
-                text(props, "FunctionUrlAuthType")
+                text(props.get("FunctionUrlAuthType"))
                     .map(|t| aws_sdk_lambda::types::FunctionUrlAuthType::from(t.as_str())),
             )
             .send()
@@ -129,7 +115,7 @@ impl ResourceProvider for Permission {
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{PERMISSION} {}", request.logical_id);
         let (function, statement) = permission_target(&request.physical_id, &request.properties);
-        gone(
+        deleted_unless_failed(
             client(ctx)
                 .await?
                 .remove_permission()
@@ -201,13 +187,13 @@ impl ResourceProvider for Url {
             .await?
             .create_function_url_config()
             .function_name(target)
-            .set_qualifier(text(props, "Qualifier"))
+            .set_qualifier(text(props.get("Qualifier")))
             .auth_type(aws_sdk_lambda::types::FunctionUrlAuthType::from(
                 require_str(props, "AuthType", &what)?,
             ))
             .set_cors(cors(props))
             .set_invoke_mode(
-                text(props, "InvokeMode")
+                text(props.get("InvokeMode"))
                     .map(|m| aws_sdk_lambda::types::InvokeMode::from(m.as_str())),
             )
             .send()
@@ -232,9 +218,9 @@ impl ResourceProvider for Url {
             .await?
             .update_function_url_config()
             .function_name(&request.physical_id)
-            .set_qualifier(text(props, "Qualifier"))
+            .set_qualifier(text(props.get("Qualifier")))
             .set_auth_type(
-                text(props, "AuthType")
+                text(props.get("AuthType"))
                     .map(|t| aws_sdk_lambda::types::FunctionUrlAuthType::from(t.as_str())),
             )
             .set_cors(cors(props))
@@ -255,12 +241,12 @@ impl ResourceProvider for Url {
         ctx: &PluginContext,
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
-        gone(
+        deleted_unless_failed(
             client(ctx)
                 .await?
                 .delete_function_url_config()
                 .function_name(&request.physical_id)
-                .set_qualifier(text(&request.properties, "Qualifier"))
+                .set_qualifier(text(request.properties.get("Qualifier")))
                 .send()
                 .await
                 .map(|_| ())
@@ -303,8 +289,8 @@ impl ResourceProvider for Version {
             .await?
             .publish_version()
             .function_name(function)
-            .set_description(text(&request.properties, "Description"))
-            .set_code_sha256(text(&request.properties, "CodeSha256"))
+            .set_description(text(request.properties.get("Description")))
+            .set_code_sha256(text(request.properties.get("CodeSha256")))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: PublishVersion of {function}"), e))?;
@@ -338,7 +324,7 @@ impl ResourceProvider for Version {
             .physical_id
             .rsplit_once(':')
             .unwrap_or((&request.physical_id, ""));
-        gone(
+        deleted_unless_failed(
             client(ctx)
                 .await?
                 .delete_function()
@@ -391,7 +377,7 @@ impl ResourceProvider for Alias {
             .function_name(require_str(props, "FunctionName", &what)?)
             .name(require_str(props, "Name", &what)?)
             .function_version(require_str(props, "FunctionVersion", &what)?)
-            .set_description(text(props, "Description"))
+            .set_description(text(props.get("Description")))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: CreateAlias"), e))?;
@@ -413,8 +399,8 @@ impl ResourceProvider for Alias {
             .update_alias()
             .function_name(require_str(props, "FunctionName", &what)?)
             .name(require_str(props, "Name", &what)?)
-            .set_function_version(text(props, "FunctionVersion"))
-            .set_description(text(props, "Description"))
+            .set_function_version(text(props.get("FunctionVersion")))
+            .set_description(text(props.get("Description")))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: UpdateAlias"), e))?;
@@ -431,7 +417,7 @@ impl ResourceProvider for Alias {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{ALIAS} {}", request.logical_id);
-        gone(
+        deleted_unless_failed(
             client(ctx)
                 .await?
                 .delete_alias()
