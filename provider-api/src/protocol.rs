@@ -15,6 +15,9 @@ pub mod operation {
     pub const IMPORT: &str = "import";
     /// Read one `Fn::GetAtt` attribute.
     pub const GET_ATTRIBUTE: &str = "get_attribute";
+    /// The availability zones of a region, for `Fn::GetAZs` (added in 0.1.3; a type that
+    /// lists it answers for the whole plugin).
+    pub const AVAILABILITY_ZONES: &str = "availability_zones";
 }
 
 /// What a plugin says about itself; returned by `describe`.
@@ -72,6 +75,33 @@ pub struct CompositeId {
     /// What CloudFormation's `Ref` returns for the type (added in 0.1.2; absent: the whole id).
     #[serde(default)]
     pub ref_value: RefValue,
+    /// For each segment, the template properties its value is copied from (alternatives, in
+    /// order; empty for an AWS-generated segment), so the host can refuse a value containing
+    /// `|` before any change (added in 0.1.3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub segment_sources: Vec<Vec<String>>,
+}
+
+impl CompositeId {
+    /// The first segment whose template value contains `|`: `(segment, property, value)`.
+    /// Values not yet known (references resolved at deploy time) are AWS ids and never do.
+    pub fn separator_conflict<'a>(
+        &'a self,
+        properties: &'a Map<String, Value>,
+    ) -> Option<(&'a str, &'a str, &'a str)> {
+        self.segments
+            .iter()
+            .zip(&self.segment_sources)
+            .find_map(|(segment, sources)| {
+                sources.iter().find_map(|property| {
+                    properties
+                        .get(property)
+                        .and_then(Value::as_str)
+                        .filter(|value| value.contains('|'))
+                        .map(|value| (segment.as_str(), property.as_str(), value))
+                })
+            })
+    }
 }
 
 /// How the host turns a recorded physical id into the value `Ref` returns.
@@ -325,6 +355,22 @@ pub struct GetAttributeResult {
     pub value: Option<Value>,
 }
 
+/// Asks for the availability zones of a region ([`operation::AVAILABILITY_ZONES`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AvailabilityZonesRequest {
+    /// The region.
+    pub region: String,
+}
+
+/// The zones `Fn::GetAZs` returns: the region's available zones, sorted by name.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AvailabilityZonesResult {
+    /// Zone names, e.g. `["us-east-1a", "us-east-1b"]`.
+    pub zones: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,6 +392,32 @@ mod tests {
         assert_eq!(arn.apply("api|key", Some(&attributes)), "arn:aws:appsync:k");
         assert_eq!(arn.apply("api|key", None), "api|key");
         assert_eq!(RefValue::Whole.apply("a|b", None), "a|b");
+    }
+
+    #[test]
+    fn a_separator_in_a_segment_source_is_found() {
+        let id = CompositeId {
+            segments: vec!["routeTableId".into(), "destination".into()],
+            segment_sources: vec![
+                vec!["RouteTableId".into()],
+                vec![
+                    "DestinationCidrBlock".into(),
+                    "DestinationPrefixListId".into(),
+                ],
+            ],
+            ..CompositeId::default()
+        };
+        let props: Map<String, Value> = serde_json::from_value(
+            serde_json::json!({"RouteTableId": "rtb-1", "DestinationPrefixListId": "pl|x"}),
+        )
+        .unwrap();
+        assert_eq!(
+            id.separator_conflict(&props),
+            Some(("destination", "DestinationPrefixListId", "pl|x"))
+        );
+        let fine: Map<String, Value> =
+            serde_json::from_value(serde_json::json!({"RouteTableId": {"unknown": "x"}})).unwrap();
+        assert_eq!(id.separator_conflict(&fine), None);
     }
 
     #[test]

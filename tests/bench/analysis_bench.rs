@@ -62,6 +62,7 @@ fn main() {
                 region: "us-east-1".into(),
                 account: "123456789012".into(),
                 ref_values: std::sync::Arc::new(cdkd::analyzer::ref_values::RefValues::builtin()),
+                availability_zones: Default::default(),
             };
             let started = Instant::now();
             let template = Template::parse(&stack.template().unwrap()).unwrap();

@@ -160,6 +160,7 @@ fn deployed_record(template: &Template) -> StackState {
         region: "us-east-1".into(),
         account: "123456789012".into(),
         ref_values: Default::default(),
+        availability_zones: Default::default(),
     };
     let mut state = StackState::new("DemoStack", "us-east-1");
     for (id, resource) in &template.resources {

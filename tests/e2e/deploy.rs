@@ -662,19 +662,22 @@ fn ref_of_a_composite_id_is_the_segment_its_plugin_declares() {
     )
     .unwrap();
     assert_eq!(file["Message"], "alpha/read", "{file}");
-    // A segment holding the separator is refused with the property named.
+    // A segment holding the separator is refused at pre-flight, the property named, and
+    // nothing changes (the replacement it would need never starts).
     world.edit(|t| {
         t["Resources"]["Link"]["Properties"]["Left"] = json!("al|pha");
     });
     let refused = world.deploy(&["--no-rollback"]);
     assert_ne!(refused.code, Some(0));
     assert!(
-        refused
-            .stderr
-            .contains("property Left (al|pha) contains '|'"),
+        refused.stderr.contains("nothing was changed")
+            && refused
+                .stderr
+                .contains("Link (Acme::Echo::Pair): property Left = \"al|pha\" contains '|'"),
         "{}",
         refused.stderr
     );
+    assert_eq!(world.physical("Link"), "alpha|beta");
     world
         .cdkd(&[
             "destroy",

@@ -1,5 +1,5 @@
-//! The app fixture (tests/fixtures/cdk.out/app) copied to a temporary assembly, with its own
-//! state and asset buckets in the shared emulator: what the SDK plugin tests deploy.
+//! A fixture app (tests/fixtures/cdk.out/app by default) copied to a temporary assembly, with
+//! its own state and asset buckets in the shared emulator: what the SDK plugin tests deploy.
 
 use std::path::Path;
 use std::process::Command;
@@ -16,19 +16,34 @@ pub struct AppWorld {
     pub assets: String,
     /// The assembly, edited by the test.
     pub assembly: tempfile::TempDir,
+    /// The stack whose template [`AppWorld::edit`] changes.
+    stack: String,
 }
 
 impl AppWorld {
     /// Copies the fixture, lets `prepare` edit AppStack's template, and bootstraps with an
     /// asset bucket; bucket names start with `prefix`.
     pub fn new(prefix: &str, prepare: impl FnOnce(&mut Value)) -> AppWorld {
+        AppWorld::of("app", "AppStack", prefix, prepare)
+    }
+
+    /// The same for the fixture `tests/fixtures/cdk.out/{fixture}`, editing `stack`.
+    pub fn of(
+        fixture: &str,
+        stack: &str,
+        prefix: &str,
+        prepare: impl FnOnce(&mut Value),
+    ) -> AppWorld {
         let world = AppWorld {
             bucket: Emulator::unique(prefix),
             assets: Emulator::unique(&format!("{prefix}-assets")),
             assembly: tempfile::tempdir().unwrap(),
+            stack: stack.to_string(),
         };
         copy_dir(
-            &workspace_root().join("tests/fixtures/cdk.out/app"),
+            &workspace_root()
+                .join("tests/fixtures/cdk.out")
+                .join(fixture),
             world.assembly.path(),
         );
         world.edit(prepare);
@@ -52,9 +67,12 @@ impl AppWorld {
         command.output().unwrap().into()
     }
 
-    /// Edits AppStack's template in place.
+    /// Edits the stack's template in place.
     pub fn edit(&self, change: impl FnOnce(&mut Value)) {
-        let path = self.assembly.path().join("AppStack.template.json");
+        let path = self
+            .assembly
+            .path()
+            .join(format!("{}.template.json", self.stack));
         let mut template: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         change(&mut template);
         std::fs::write(&path, serde_json::to_vec_pretty(&template).unwrap()).unwrap();

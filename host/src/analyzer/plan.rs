@@ -42,6 +42,8 @@ pub struct StackContext {
     pub account: String,
     /// What `Ref` returns per type.
     pub ref_values: std::sync::Arc<RefValues>,
+    /// `Fn::GetAZs` answers fetched before the deploy, by region (empty: known after deploy).
+    pub availability_zones: BTreeMap<String, Vec<String>>,
 }
 
 impl StackContext {
@@ -157,7 +159,10 @@ impl Environment for PlanEnvironment<'_> {
     }
 
     fn availability_zones(&self, region: &str) -> Lookup {
-        self.external.availability_zones(region)
+        match self.context.availability_zones.get(region) {
+            Some(zones) => Lookup::Known(json!(zones)),
+            None => self.external.availability_zones(region),
+        }
     }
 }
 
@@ -249,6 +254,7 @@ mod tests {
             region: "us-east-1".into(),
             account: "123456789012".into(),
             ref_values: Default::default(),
+            availability_zones: BTreeMap::new(),
         }
     }
 

@@ -127,6 +127,42 @@ fn optional_string(
 }
 
 impl Template {
+    /// The regions whose zones `Fn::GetAZs` asks for (`""` or a non-literal: the stack's).
+    pub fn availability_zone_regions(
+        &self,
+        stack_region: &str,
+    ) -> std::collections::BTreeSet<String> {
+        fn walk(value: &Value, stack_region: &str, found: &mut std::collections::BTreeSet<String>) {
+            match value {
+                Value::Object(map) => {
+                    if let Some(region) = map.get("Fn::GetAZs") {
+                        found.insert(match region.as_str() {
+                            Some(r) if !r.is_empty() => r.to_string(),
+                            _ => stack_region.to_string(),
+                        });
+                    }
+                    map.values().for_each(|v| walk(v, stack_region, found));
+                }
+                Value::Array(items) => items.iter().for_each(|v| walk(v, stack_region, found)),
+                _ => {}
+            }
+        }
+        let mut found = std::collections::BTreeSet::new();
+        for resource in self.resources.values() {
+            resource
+                .properties
+                .values()
+                .for_each(|v| walk(v, stack_region, &mut found));
+        }
+        for output in self.outputs.values() {
+            walk(&output.value, stack_region, &mut found);
+        }
+        self.conditions
+            .values()
+            .for_each(|v| walk(v, stack_region, &mut found));
+        found
+    }
+
     /// Parses a template document.
     pub fn parse(document: &Value) -> Result<Template, TemplateError> {
         let root = as_object(document, "(root)")?;

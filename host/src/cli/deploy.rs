@@ -192,12 +192,24 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
                 let parameters =
                     crate::deployment::parameters::resolve(&template, parameters, aws, &region)
                         .await?;
+                let mut availability_zones = std::collections::BTreeMap::new();
+                for zone_region in template.availability_zone_regions(&region) {
+                    let zones = crate::provisioning::zones::availability_zones(
+                        engine.registry,
+                        aws,
+                        &zone_region,
+                    )
+                    .await
+                    .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
+                    availability_zones.insert(zone_region, zones);
+                }
                 let input = StackInput {
                     context: StackContext {
                         stack_name: stack.stack_name.clone(),
                         region,
                         account,
                         ref_values,
+                        availability_zones,
                     },
                     template,
                     parameters,

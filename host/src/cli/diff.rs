@@ -189,6 +189,8 @@ pub async fn run(context: &CommandContext, args: DiffArgs) -> anyhow::Result<Exi
             region: region.clone(),
             account,
             ref_values: ref_values.clone(),
+            // A diff asks AWS nothing: zones show as known after deploy.
+            availability_zones: Default::default(),
         };
         let lookups = SnapshotLookups {
             snapshot: &snapshot,

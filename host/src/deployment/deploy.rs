@@ -265,9 +265,12 @@ impl Environment for LiveEnvironment<'_> {
     }
 
     fn availability_zones(&self, region: &str) -> Lookup {
-        Lookup::Missing(format!(
-            "Fn::GetAZs ({region}) is not supported by cdkd yet"
-        ))
+        match self.context.availability_zones.get(region) {
+            Some(zones) => Lookup::Known(serde_json::json!(zones)),
+            None => Lookup::Missing(format!(
+                "Fn::GetAZs ({region}): the zones were not fetched before the deploy"
+            )),
+        }
     }
 }
 
@@ -370,6 +373,19 @@ impl Engine<'_> {
                     &options.allowed,
                 ),
             };
+            if let Decision::Plugin(_) = &decision {
+                let conflict = self
+                    .registry
+                    .schema(&resource.kind)
+                    .and_then(|schema| schema.composite_id.as_ref())
+                    .and_then(|id| id.separator_conflict(&planned.properties[logical_id]));
+                if let Some((segment, property, value)) = conflict {
+                    refused.push(format!(
+                        "{logical_id} ({}): property {property} = {value:?} contains '|', the separator of the type's composite physical id (segment {segment}); the separator is not escaped, so use a value without '|'",
+                        resource.kind
+                    ));
+                }
+            }
             match &decision {
                 Decision::Refuse(reason) => refused.push(reason.clone()),
                 Decision::CloudControl(Some(warning)) => tracing::warn!("{warning}"),

@@ -9,3 +9,4 @@ pub mod plugins_file;
 pub mod provider;
 pub mod registry;
 pub mod router;
+pub mod zones;

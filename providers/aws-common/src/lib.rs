@@ -55,7 +55,16 @@ pub fn kind_of(code: &str, status: Option<u16>) -> ErrorKind {
         "AccessDenied" | "AccessDeniedException" | "UnauthorizedOperation" => {
             ErrorKind::ACCESS_DENIED
         }
+        "NatGatewayNotFound" | "Gateway.NotAttached" => ErrorKind::NOT_FOUND,
+        _ if code.ends_with(".NotFound") => ErrorKind::NOT_FOUND,
+        "InvalidPermission.Duplicate"
+        | "InvalidGroup.Duplicate"
+        | "RouteAlreadyExists"
+        | "NetworkAclEntryAlreadyExists"
+        | "Resource.AlreadyAssociated" => ErrorKind::ALREADY_EXISTS,
         "BucketNotEmpty"
+        | "DependencyViolation"
+        | "InvalidIPAddress.InUse"
         | "DeleteConflict"
         | "ResourceInUseException"
         | "OperationAborted"
@@ -69,6 +78,9 @@ pub fn kind_of(code: &str, status: Option<u16>) -> ErrorKind {
         | "InvalidRequest"
         | "InvalidArgument"
         | "InvalidBucketName"
+        | "InvalidParameter"
+        | "InvalidParameterCombination"
+        | "MissingParameter"
         | "LimitExceeded" => ErrorKind::VALIDATION,
         _ if status == Some(404) => ErrorKind::NOT_FOUND,
         _ if matches!(status, Some(500..=599)) => ErrorKind::THROTTLED,
@@ -274,6 +286,14 @@ mod tests {
         assert_eq!(kind_of("BucketNotEmpty", Some(409)), ErrorKind::CONFLICT);
         assert_eq!(kind_of("SlowDown", Some(503)), ErrorKind::THROTTLED);
         assert_eq!(kind_of("Whatever", Some(404)), ErrorKind::NOT_FOUND);
+        assert_eq!(
+            kind_of("InvalidRouteTableID.NotFound", Some(400)),
+            ErrorKind::NOT_FOUND
+        );
+        assert_eq!(
+            kind_of("DependencyViolation", Some(400)),
+            ErrorKind::CONFLICT
+        );
         assert_eq!(
             kind_of("MalformedPolicyDocument", Some(400)),
             ErrorKind::VALIDATION

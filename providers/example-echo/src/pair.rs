@@ -46,6 +46,7 @@ impl ResourceProvider for EchoPair {
             composite_id: Some(CompositeId {
                 segments: vec!["left".into(), "right".into()],
                 ref_value: RefValue::Segment(0),
+                segment_sources: vec![vec!["Left".into()], vec!["Right".into()]],
             }),
             ..ResourceTypeSchema::default()
         }

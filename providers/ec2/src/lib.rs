@@ -1,0 +1,315 @@
+//! cdkd's EC2 networking provider plugin: the types a CDK `Vpc`, `SecurityGroup` and
+//! `NetworkAcl` synthesize, including the composite-id types (`VPCGatewayAttachment`, `Route`,
+//! `EIP`, `SecurityGroupIngress`, `NetworkAclEntry`).
+//!
+//! EC2 deletes fail with `DependencyViolation` while something still uses the resource (an
+//! ENI a Lambda has not released yet, a NAT gateway still holding its EIP): deletes wait that
+//! out on a bounded schedule ([`until_released`]), saying what they wait for.
+
+mod composite;
+mod gateways;
+mod network_acl;
+mod routes;
+mod rules;
+mod security_group;
+mod vpc;
+
+cdkd_provider_api::export_plugin!(description: "AWS::EC2 networking: VPC, Subnet, InternetGateway, VPCGatewayAttachment, RouteTable, Route, SubnetRouteTableAssociation, NatGateway, EIP, SecurityGroup(+Ingress/Egress), NetworkAcl(+Entry, SubnetNetworkAclAssociation)");
+
+cdkd_provider_api::register_provider!(vpc::Vpc);
+cdkd_provider_api::register_provider!(vpc::Subnet);
+cdkd_provider_api::register_provider!(gateways::InternetGateway);
+cdkd_provider_api::register_provider!(gateways::GatewayAttachment);
+cdkd_provider_api::register_provider!(gateways::NatGateway);
+cdkd_provider_api::register_provider!(gateways::Eip);
+cdkd_provider_api::register_provider!(routes::RouteTable);
+cdkd_provider_api::register_provider!(routes::Route);
+cdkd_provider_api::register_provider!(routes::SubnetRouteTableAssociation);
+cdkd_provider_api::register_provider!(security_group::SecurityGroup);
+cdkd_provider_api::register_provider!(security_group::Ingress);
+cdkd_provider_api::register_provider!(security_group::Egress);
+cdkd_provider_api::register_provider!(network_acl::NetworkAcl);
+cdkd_provider_api::register_provider!(network_acl::Entry);
+cdkd_provider_api::register_provider!(network_acl::SubnetAssociation);
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
+use cdkd_aws_common::aws_error;
+use cdkd_provider_api::protocol::{operation, CompositeId, ResourceTypeSchema};
+use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
+use serde_json::{json, Map, Value};
+
+/// An EC2 client for the host's endpoint and credentials.
+pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_ec2::Client, ProviderError> {
+    Ok(aws_sdk_ec2::Client::new(
+        &cdkd_aws_common::sdk_config(ctx).await?,
+    ))
+}
+
+/// The schema every type here shares: read and import implemented.
+pub(crate) fn schema(
+    type_name: &str,
+    handled: &[&str],
+    create_only: &[&str],
+    composite_id: Option<CompositeId>,
+) -> ResourceTypeSchema {
+    ResourceTypeSchema {
+        type_name: type_name.into(),
+        handled_properties: handled.iter().map(ToString::to_string).collect(),
+        create_only_properties: create_only.iter().map(ToString::to_string).collect(),
+        operations: vec![
+            operation::READ_CURRENT_STATE.into(),
+            operation::IMPORT.into(),
+        ],
+        composite_id,
+    }
+}
+
+/// `Tags: [{Key, Value}]` of a template.
+pub(crate) fn tags(properties: &Map<String, Value>) -> Vec<Tag> {
+    properties
+        .get("Tags")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            Some(
+                Tag::builder()
+                    .key(t.get("Key")?.as_str()?)
+                    .value(cdkd_aws_common::text(t.get("Value"))?)
+                    .build(),
+            )
+        })
+        .collect()
+}
+
+/// The template's tags as a create call's tag specification (none without tags).
+pub(crate) fn tag_spec(
+    kind: ResourceType,
+    properties: &Map<String, Value>,
+) -> Option<TagSpecification> {
+    let tags = tags(properties);
+    (!tags.is_empty()).then(|| {
+        TagSpecification::builder()
+            .resource_type(kind)
+            .set_tags(Some(tags))
+            .build()
+    })
+}
+
+/// AWS's tags in template shape; `aws:` tags are AWS's own and never in a template.
+pub(crate) fn tags_value(tags: &[Tag]) -> Option<Value> {
+    let tags: Vec<Value> = tags
+        .iter()
+        .filter(|t| !t.key().unwrap_or_default().starts_with("aws:"))
+        .map(|t| json!({"Key": t.key(), "Value": t.value()}))
+        .collect();
+    (!tags.is_empty()).then_some(Value::Array(tags))
+}
+
+/// Applies a tag change: new and changed tags written, removed ones deleted.
+pub(crate) async fn retag(
+    ec2: &aws_sdk_ec2::Client,
+    what: &str,
+    id: &str,
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+) -> Result<(), ProviderError> {
+    let (old, new) = (tags(before), tags(after));
+    let added: Vec<Tag> = new.iter().filter(|t| !old.contains(t)).cloned().collect();
+    let removed: Vec<Tag> = old
+        .iter()
+        .filter(|t| !new.iter().any(|n| n.key() == t.key()))
+        .map(|t| {
+            Tag::builder()
+                .set_key(t.key().map(ToString::to_string))
+                .build()
+        })
+        .collect();
+    if !removed.is_empty() {
+        ec2.delete_tags()
+            .resources(id)
+            .set_tags(Some(removed))
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: removing tags"), e))?;
+    }
+    if !added.is_empty() {
+        ec2.create_tags()
+            .resources(id)
+            .set_tags(Some(added))
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: tagging"), e))?;
+    }
+    Ok(())
+}
+
+/// A describe filter.
+pub(crate) fn filter(name: &str, value: &str) -> Filter {
+    Filter::builder().name(name).values(value).build()
+}
+
+/// "Type LogicalId", the prefix of every message.
+pub(crate) fn what(type_name: &str, logical_id: &str) -> String {
+    format!("{type_name} {logical_id}")
+}
+
+/// The error of a read or import whose resource does not exist.
+pub(crate) fn not_found(what: &str, id: &str) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::NOT_FOUND,
+        format!("{what}: {id} does not exist in EC2"),
+    )
+}
+
+/// Inserts `value` under `key` when there is one (an unreadable attribute is omitted, not "").
+pub(crate) fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+    if let Some(value) = value {
+        map.insert(key.into(), value);
+    }
+}
+
+/// A string attribute or property value.
+pub(crate) fn some_str(value: Option<&str>) -> Option<Value> {
+    value.map(|v| Value::String(v.to_string()))
+}
+
+/// The AWS error code an error carries.
+pub(crate) fn aws_code(err: &ProviderError) -> Option<&str> {
+    match &err.aws_code {
+        abi_stable::std_types::ROption::RSome(code) => Some(code.as_str()),
+        abi_stable::std_types::ROption::RNone => None,
+    }
+}
+
+/// How long a delete waits for EC2 to release what still depends on the resource. Lambda ENIs
+/// in a VPC can take minutes to go; longer than this and the user is told what is in the way.
+pub(crate) const DEPENDENCY_BUDGET: Duration = Duration::from_secs(300);
+
+/// EC2's "still in use" codes: retried by [`until_released`].
+const IN_USE_CODES: &[&str] = &[
+    "DependencyViolation",
+    "InvalidIPAddress.InUse",
+    "InvalidNetworkAclID.InUse",
+    "AuthFailure.InUse",
+];
+
+/// Runs `op` until it stops failing with a "still in use" error or `budget` runs out,
+/// logging what it waits for, on a schedule from 0.5 s doubling to 10 s.
+pub(crate) async fn until_released<T, F, Fut>(
+    what: &str,
+    waiting_for: &str,
+    budget: Duration,
+    mut op: F,
+) -> Result<T, ProviderError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, ProviderError>>,
+{
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(500);
+    loop {
+        match op().await {
+            Err(err)
+                if aws_code(&err).is_some_and(|code| IN_USE_CODES.contains(&code))
+                    && started.elapsed() + pause < budget =>
+            {
+                tracing::info!(
+                    "{what}: waiting for {waiting_for} ({}; {:.0?} so far)",
+                    err.message,
+                    started.elapsed()
+                );
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(10));
+            }
+            Err(err) if aws_code(&err).is_some_and(|code| IN_USE_CODES.contains(&code)) => {
+                let code = aws_code(&err).unwrap_or_default().to_string();
+                return Err(ProviderError::new(
+                    ErrorKind::CONFLICT,
+                    format!(
+                        "{} (waited {:.0?} for {waiting_for}; delete what still uses it, then run the command again)",
+                        err.message,
+                        started.elapsed()
+                    ),
+                )
+                .with_aws_code(code));
+            }
+            other => return other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn in_use() -> ProviderError {
+        ProviderError::new(ErrorKind::CONFLICT, "subnet has dependencies")
+            .with_aws_code("DependencyViolation")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_delete_waits_until_the_dependency_is_gone() {
+        let calls = AtomicUsize::new(0);
+        let result = until_released("AWS::EC2::Subnet S", "ENIs", DEPENDENCY_BUDGET, || async {
+            match calls.fetch_add(1, Ordering::SeqCst) {
+                0 | 1 => Err(in_use()),
+                _ => Ok("gone"),
+            }
+        })
+        .await;
+        assert_eq!(result.unwrap(), "gone");
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_delete_gives_up_after_its_budget_naming_what_it_waited_for() {
+        let err = until_released::<(), _, _>(
+            "AWS::EC2::Subnet S",
+            "the subnet's network interfaces",
+            Duration::from_secs(20),
+            || async { Err(in_use()) },
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::CONFLICT);
+        assert!(
+            err.message
+                .contains("for the subnet's network interfaces; delete what still uses it"),
+            "{}",
+            err.message
+        );
+        let other = until_released::<(), _, _>("x", "y", DEPENDENCY_BUDGET, || async {
+            Err(ProviderError::validation("bad"))
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(other.kind, ErrorKind::VALIDATION);
+    }
+
+    #[test]
+    fn tags_read_and_write_in_template_shape() {
+        let props = json!({"Tags": [{"Key": "Name", "Value": "a"}, {"Key": "n", "Value": 5}]});
+        let tags = tags(props.as_object().unwrap());
+        assert_eq!(tags.len(), 2);
+        assert_eq!(tags[1].value(), Some("5"));
+        let mut with_aws = tags.clone();
+        with_aws.push(
+            Tag::builder()
+                .key("aws:cloudformation:stack-name")
+                .value("x")
+                .build(),
+        );
+        assert_eq!(
+            tags_value(&with_aws),
+            Some(json!([{"Key": "Name", "Value": "a"}, {"Key": "n", "Value": "5"}]))
+        );
+        assert_eq!(tags_value(&[]), None);
+    }
+}
