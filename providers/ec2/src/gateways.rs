@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use aws_sdk_ec2::types::{ConnectivityType, DomainType, NatGatewayState, ResourceType};
 use cdkd_aws_common::{aws_error, optional, require_str, text};

@@ -35,7 +35,7 @@ cdkd_provider_api::register_provider!(network_acl::SubnetAssociation);
 use std::future::Future;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
 use cdkd_aws_common::aws_error;
@@ -187,9 +187,25 @@ pub(crate) fn aws_code(err: &ProviderError) -> Option<&str> {
     }
 }
 
-/// How long a delete waits for EC2 to release what still depends on the resource. Lambda ENIs
-/// in a VPC can take minutes to go; longer than this and the user is told what is in the way.
-pub(crate) const DEPENDENCY_BUDGET: Duration = Duration::from_secs(300);
+/// How long a delete waits for EC2 to release what still depends on the resource, and how
+/// often it asks again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Patience {
+    /// The whole wait.
+    pub budget: Duration,
+    /// The first pause; it doubles up to `longest`.
+    pub first: Duration,
+    /// The longest pause.
+    pub longest: Duration,
+}
+
+/// Lambda ENIs in a VPC can take minutes to go; longer than this and the user is told what is
+/// in the way.
+pub(crate) const DEPENDENCY_BUDGET: Patience = Patience {
+    budget: Duration::from_secs(300),
+    first: Duration::from_millis(500),
+    longest: Duration::from_secs(10),
+};
 
 /// EC2's "still in use" codes: retried by [`until_released`].
 const IN_USE_CODES: &[&str] = &[
@@ -199,12 +215,12 @@ const IN_USE_CODES: &[&str] = &[
     "AuthFailure.InUse",
 ];
 
-/// Runs `op` until it stops failing with a "still in use" error or `budget` runs out,
-/// logging what it waits for, on a schedule from 0.5 s doubling to 10 s.
+/// Runs `op` until it stops failing with a "still in use" error or the budget runs out,
+/// logging what it waits for.
 pub(crate) async fn until_released<T, F, Fut>(
     what: &str,
     waiting_for: &str,
-    budget: Duration,
+    patience: Patience,
     mut op: F,
 ) -> Result<T, ProviderError>
 where
@@ -212,12 +228,12 @@ where
     Fut: Future<Output = Result<T, ProviderError>>,
 {
     let started = Instant::now();
-    let mut pause = Duration::from_millis(500);
+    let mut pause = patience.first;
     loop {
         match op().await {
             Err(err)
                 if aws_code(&err).is_some_and(|code| IN_USE_CODES.contains(&code))
-                    && started.elapsed() + pause < budget =>
+                    && started.elapsed() + pause < patience.budget =>
             {
                 tracing::info!(
                     "{what}: waiting for {waiting_for} ({}; {:.0?} so far)",
@@ -225,7 +241,7 @@ where
                     started.elapsed()
                 );
                 tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(10));
+                pause = (pause * 2).min(patience.longest);
             }
             Err(err) if aws_code(&err).is_some_and(|code| IN_USE_CODES.contains(&code)) => {
                 let code = aws_code(&err).unwrap_or_default().to_string();
@@ -254,10 +270,16 @@ mod tests {
             .with_aws_code("DependencyViolation")
     }
 
-    #[tokio::test(start_paused = true)]
+    const QUICK: Patience = Patience {
+        budget: Duration::from_millis(40),
+        first: Duration::from_millis(1),
+        longest: Duration::from_millis(4),
+    };
+
+    #[tokio::test]
     async fn a_delete_waits_until_the_dependency_is_gone() {
         let calls = AtomicUsize::new(0);
-        let result = until_released("AWS::EC2::Subnet S", "ENIs", DEPENDENCY_BUDGET, || async {
+        let result = until_released("AWS::EC2::Subnet S", "ENIs", QUICK, || async {
             match calls.fetch_add(1, Ordering::SeqCst) {
                 0 | 1 => Err(in_use()),
                 _ => Ok("gone"),
@@ -268,17 +290,25 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 3);
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn a_delete_gives_up_after_its_budget_naming_what_it_waited_for() {
+        let calls = AtomicUsize::new(0);
         let err = until_released::<(), _, _>(
             "AWS::EC2::Subnet S",
             "the subnet's network interfaces",
-            Duration::from_secs(20),
-            || async { Err(in_use()) },
+            QUICK,
+            || async {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Err(in_use())
+            },
         )
         .await
         .unwrap_err();
         assert_eq!(err.kind, ErrorKind::CONFLICT);
+        assert!(
+            calls.load(Ordering::SeqCst) > 2,
+            "it gave up without retrying"
+        );
         assert!(
             err.message
                 .contains("for the subnet's network interfaces; delete what still uses it"),
