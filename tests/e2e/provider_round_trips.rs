@@ -259,3 +259,354 @@ fn a_function_reads_back_is_imported_and_deleted() {
     // Deleting again: already gone counts as deleted.
     call("AWS::Lambda::Function", "delete", &["--physical-id", &name]);
 }
+
+/// `call` with `--physical-id` and `--properties`.
+fn call_on(type_name: &str, operation: &str, physical_id: &str, properties: &Value) -> Value {
+    call(
+        type_name,
+        operation,
+        &[
+            "--physical-id",
+            physical_id,
+            "--properties",
+            &properties.to_string(),
+        ],
+    )
+}
+
+#[test]
+fn iam_principals_and_policies_read_back_and_are_imported() {
+    let document = json!({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}]});
+    let managed = call(
+        "AWS::IAM::ManagedPolicy",
+        "create",
+        &[
+            "--properties",
+            &json!({"PolicyDocument": document, "Path": "/rt/"}).to_string(),
+        ],
+    )["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let user_props = json!({"Path": "/rt/", "Tags": [{"Key": "team", "Value": "iam"}],
+        "Policies": [{"PolicyName": "own", "PolicyDocument": document}]});
+    let user = call(
+        "AWS::IAM::User",
+        "create",
+        &["--properties", &user_props.to_string()],
+    )["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let group_props = json!({"ManagedPolicyArns": [managed]});
+    let group = call(
+        "AWS::IAM::Group",
+        "create",
+        &["--properties", &group_props.to_string()],
+    )["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let addition = json!({"GroupName": group, "Users": [user]});
+    call(
+        "AWS::IAM::UserToGroupAddition",
+        "create",
+        &["--properties", &addition.to_string()],
+    );
+    let inline = json!({"PolicyName": Emulator::unique("inline"), "PolicyDocument": document,
+        "Users": [user], "Groups": [group]});
+    let inline_name = call(
+        "AWS::IAM::Policy",
+        "create",
+        &["--properties", &inline.to_string()],
+    )["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let trust = json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+        "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]});
+    let role = Emulator::unique("profile-role");
+    aws(&format!(
+        "c('iam').create_role(RoleName='{role}', AssumeRolePolicyDocument=__import__('json').dumps({trust})) and None"
+    ));
+    let profile_props = json!({"Roles": [role], "Path": "/rt/"});
+    let profile = call(
+        "AWS::IAM::InstanceProfile",
+        "create",
+        &["--properties", &profile_props.to_string()],
+    )["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let key_props = json!({"UserName": user, "Status": "Inactive"});
+    let key = call(
+        "AWS::IAM::AccessKey",
+        "create",
+        &["--properties", &key_props.to_string()],
+    )["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // What each create wrote reads back in template shape.
+    let read = |t: &str, id: &str, props: &Value| {
+        call_on(t, "read_current_state", id, props)["properties"].clone()
+    };
+    // With its template, a user reports only its own inline policies (not the separate
+    // AWS::IAM::Policy on it, which would read as drift).
+    let user_read = read("AWS::IAM::User", &user, &user_props);
+    assert_contains(&user_read, &user_props, "user");
+    assert_eq!(user_read["Groups"], json!([group]));
+    assert_eq!(user_read["Policies"].as_array().map(Vec::len), Some(1));
+    assert_contains(
+        &read("AWS::IAM::Group", &group, &json!({})),
+        &group_props,
+        "group",
+    );
+    let managed_read = read("AWS::IAM::ManagedPolicy", &managed, &json!({}));
+    assert_eq!(managed_read["PolicyDocument"], document);
+    assert_eq!(managed_read["Groups"], json!([group]));
+    assert_eq!(
+        read("AWS::IAM::UserToGroupAddition", &group, &addition),
+        addition
+    );
+    let inline_read = read("AWS::IAM::Policy", &inline_name, &inline);
+    assert_eq!(inline_read, inline);
+    assert_contains(
+        &read("AWS::IAM::InstanceProfile", &profile, &json!({})),
+        &profile_props,
+        "profile",
+    );
+    assert_eq!(read("AWS::IAM::AccessKey", &key, &key_props), key_props);
+
+    // Import finds each by its physical id (and the template where IAM needs it).
+    let imported = call_on("AWS::IAM::Group", "import", &group, &json!({}));
+    assert!(imported["attributes"]["Arn"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!(":group/{group}")));
+    let imported = call_on("AWS::IAM::InstanceProfile", "import", &profile, &json!({}));
+    assert!(imported["attributes"]["Arn"]
+        .as_str()
+        .unwrap()
+        .contains(":instance-profile/rt/"));
+    assert_eq!(
+        call_on("AWS::IAM::Policy", "import", &inline_name, &inline)["physicalId"],
+        json!(inline_name)
+    );
+    assert_eq!(
+        call_on("AWS::IAM::AccessKey", "import", &key, &key_props)["attributes"],
+        json!({})
+    );
+    call_on("AWS::IAM::UserToGroupAddition", "import", &group, &addition);
+    let absent = cdkd_on(
+        Emulator::shared(),
+        &[
+            "providers",
+            "call",
+            "AWS::IAM::Group",
+            "import",
+            "--physical-id",
+            "no-such-group",
+        ],
+    );
+    assert_ne!(absent.code, Some(0));
+    assert!(
+        absent
+            .stderr
+            .contains("no-such-group does not exist in IAM"),
+        "{}",
+        absent.stderr
+    );
+
+    // Deletes in dependency order; a read of what is gone is null.
+    call_on("AWS::IAM::AccessKey", "delete", &key, &key_props);
+    call_on("AWS::IAM::Policy", "delete", &inline_name, &inline);
+    assert_eq!(read("AWS::IAM::Policy", &inline_name, &inline), Value::Null);
+    call_on("AWS::IAM::UserToGroupAddition", "delete", &group, &addition);
+    assert_eq!(
+        read("AWS::IAM::UserToGroupAddition", &group, &addition)["Users"],
+        json!([])
+    );
+    call_on(
+        "AWS::IAM::InstanceProfile",
+        "delete",
+        &profile,
+        &profile_props,
+    );
+    call_on("AWS::IAM::Group", "delete", &group, &group_props);
+    call_on("AWS::IAM::User", "delete", &user, &user_props);
+    call_on("AWS::IAM::ManagedPolicy", "delete", &managed, &json!({}));
+    for (t, id) in [
+        ("AWS::IAM::InstanceProfile", &profile),
+        ("AWS::IAM::Group", &group),
+        ("AWS::IAM::User", &user),
+        ("AWS::IAM::ManagedPolicy", &managed),
+    ] {
+        assert_eq!(
+            read(t, id, &json!({})),
+            Value::Null,
+            "{t} {id} is still there"
+        );
+    }
+}
+
+#[test]
+fn lambda_satellites_read_back_and_are_imported() {
+    let trust = json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+        "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]});
+    let role = Emulator::unique("sat-role");
+    let role_arn = aws(&format!(
+        "c('iam').create_role(RoleName='{role}', AssumeRolePolicyDocument=__import__('json').dumps({trust}))['Role']['Arn']"
+    ));
+    let function = call(
+        "AWS::Lambda::Function",
+        "create",
+        &[
+            "--properties",
+            &json!({"Runtime": "python3.12", "Handler": "index.handler",
+            "Role": role_arn, "Code": {"ZipFile": "def handler(e, c):\n    return 1\n"}})
+            .to_string(),
+        ],
+    );
+    let name = function["physicalId"].as_str().unwrap().to_string();
+    let function_arn = function["attributes"]["Arn"].as_str().unwrap().to_string();
+
+    let permission_props = json!({"FunctionName": function_arn, "Action": "lambda:InvokeFunction",
+        "Principal": "s3.amazonaws.com", "SourceAccount": "123456789012"});
+    let statement = call(
+        "AWS::Lambda::Permission",
+        "create",
+        &["--properties", &permission_props.to_string()],
+    )["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let read = |t: &str, id: &str, props: &Value| {
+        call_on(t, "read_current_state", id, props)["properties"].clone()
+    };
+    let permission = read("AWS::Lambda::Permission", &statement, &permission_props);
+    assert_eq!(permission["Principal"], "s3.amazonaws.com");
+    assert_eq!(permission["SourceAccount"], "123456789012");
+    // The Cloud Control form `<functionArn>|<statementId>` reads the same statement.
+    let cc_form = format!("{function_arn}|{statement}");
+    assert_eq!(
+        read("AWS::Lambda::Permission", &cc_form, &json!({}))["Action"],
+        "lambda:InvokeFunction"
+    );
+    call_on(
+        "AWS::Lambda::Permission",
+        "import",
+        &statement,
+        &permission_props,
+    );
+
+    let version_props = json!({"FunctionName": name, "Description": "first"});
+    let version = call(
+        "AWS::Lambda::Version",
+        "create",
+        &["--properties", &version_props.to_string()],
+    )["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_contains(
+        &read("AWS::Lambda::Version", &version, &json!({})),
+        &version_props,
+        "version",
+    );
+    let imported = call_on("AWS::Lambda::Version", "import", &version, &json!({}));
+    let number = imported["attributes"]["Version"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        version.ends_with(&format!(":{number}")),
+        "{version} {number}"
+    );
+
+    let alias_props = json!({"FunctionName": name, "Name": "live", "FunctionVersion": number});
+    let alias = call(
+        "AWS::Lambda::Alias",
+        "create",
+        &["--properties", &alias_props.to_string()],
+    )["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(read("AWS::Lambda::Alias", &alias, &json!({})), alias_props);
+    call_on("AWS::Lambda::Alias", "import", &alias, &json!({}));
+
+    let config_props =
+        json!({"FunctionName": name, "Qualifier": "$LATEST", "MaximumRetryAttempts": 1});
+    let config = call(
+        "AWS::Lambda::EventInvokeConfig",
+        "create",
+        &["--properties", &config_props.to_string()],
+    )["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(config, format!("{name}|$LATEST"));
+    assert_contains(
+        &read("AWS::Lambda::EventInvokeConfig", &config, &json!({})),
+        &config_props,
+        "config",
+    );
+    // A bare function name (older state) is adopted as `<name>|$LATEST`.
+    assert_eq!(
+        call_on(
+            "AWS::Lambda::EventInvokeConfig",
+            "import",
+            &name,
+            &json!({})
+        )["physicalId"],
+        json!(config)
+    );
+
+    let url_props = json!({"TargetFunctionArn": function_arn, "AuthType": "NONE"});
+    let url = call(
+        "AWS::Lambda::Url",
+        "create",
+        &["--properties", &url_props.to_string()],
+    );
+    let url_id = url["physicalId"].as_str().unwrap().to_string();
+    assert_contains(
+        &read("AWS::Lambda::Url", &url_id, &json!({})),
+        &url_props,
+        "url",
+    );
+    let imported = call_on("AWS::Lambda::Url", "import", &url_id, &json!({}));
+    assert_eq!(
+        imported["attributes"]["FunctionUrl"],
+        url["attributes"]["FunctionUrl"]
+    );
+
+    // Deleted, each reads back as gone.
+    call_on("AWS::Lambda::Url", "delete", &url_id, &url_props);
+    assert_eq!(read("AWS::Lambda::Url", &url_id, &json!({})), Value::Null);
+    call_on(
+        "AWS::Lambda::EventInvokeConfig",
+        "delete",
+        &config,
+        &config_props,
+    );
+    assert_eq!(
+        read("AWS::Lambda::EventInvokeConfig", &config, &json!({})),
+        Value::Null
+    );
+    call_on("AWS::Lambda::Alias", "delete", &alias, &alias_props);
+    assert_eq!(read("AWS::Lambda::Alias", &alias, &json!({})), Value::Null);
+    call_on(
+        "AWS::Lambda::Permission",
+        "delete",
+        &statement,
+        &permission_props,
+    );
+    assert_eq!(
+        read("AWS::Lambda::Permission", &statement, &permission_props),
+        Value::Null
+    );
+    call("AWS::Lambda::Function", "delete", &["--physical-id", &name]);
+}

@@ -2,6 +2,7 @@
 //! assumable for seconds; the host retries such errors on a dense schedule.
 
 mod principals;
+mod read;
 mod role;
 
 cdkd_provider_api::export_plugin!(description: "AWS::IAM::Role, Policy, ManagedPolicy, InstanceProfile, User, Group, UserToGroupAddition, AccessKey");

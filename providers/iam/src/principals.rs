@@ -4,12 +4,13 @@
 use cdkd_aws_common::{aws_error, physical_name, require_str};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
+    UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{changes, client, document, inline_policies, names};
+use crate::{changes, client, document, inline_policies, names, read};
 
 fn schema(
     type_name: &str,
@@ -26,6 +27,14 @@ fn schema(
     }
 }
 
+/// The error of an import whose resource does not exist.
+fn missing(what: &str, id: &str) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::NOT_FOUND,
+        format!("{what}: {id} does not exist in IAM"),
+    )
+}
+
 fn deleted_if_gone(result: Result<(), ProviderError>) -> Result<DeleteResult, ProviderError> {
     match result {
         Ok(()) => Ok(DeleteResult::Deleted),
@@ -36,13 +45,13 @@ fn deleted_if_gone(result: Result<(), ProviderError>) -> Result<DeleteResult, Pr
 
 /// Who a policy applies to.
 #[derive(Clone, Copy)]
-enum Principal {
+pub(crate) enum Principal {
     Role,
     User,
     Group,
 }
 
-const PRINCIPALS: [(Principal, &str); 3] = [
+pub(crate) const PRINCIPALS: [(Principal, &str); 3] = [
     (Principal::Role, "Roles"),
     (Principal::User, "Users"),
     (Principal::Group, "Groups"),
@@ -143,8 +152,47 @@ impl ResourceProvider for InlinePolicy {
             INLINE,
             &["PolicyName", "PolicyDocument", "Roles", "Users", "Groups"],
             &["PolicyName"],
-            &[],
+            &[operation::READ_CURRENT_STATE, operation::IMPORT],
         )
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{INLINE} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::inline_policy(&iam, &what, &request.physical_id, &request.properties)
+                .await?,
+        })
+    }
+
+    /// An inline policy has no id of its own: it is found by name on the template's roles,
+    /// users and groups.
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{INLINE} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        read::inline_policy(&iam, &what, &request.physical_id, &request.properties)
+            .await?
+            .ok_or_else(|| {
+                missing(
+                    &what,
+                    &format!(
+                        "inline policy {} on the template's roles, users and groups",
+                        request.physical_id
+                    ),
+                )
+            })?;
+        Ok(CreateResult {
+            physical_id: request.physical_id,
+            attributes: Map::new(),
+        })
     }
 
     async fn create(
@@ -310,8 +358,20 @@ impl ResourceProvider for ManagedPolicy {
                 "Groups",
             ],
             &["ManagedPolicyName", "Path", "Description"],
-            &[operation::IMPORT],
+            &[operation::READ_CURRENT_STATE, operation::IMPORT],
         )
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{MANAGED} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::managed_policy(&iam, &what, &request.physical_id).await?,
+        })
     }
 
     async fn create(
@@ -554,8 +614,38 @@ impl ResourceProvider for InstanceProfile {
             PROFILE,
             &["InstanceProfileName", "Path", "Roles"],
             &["InstanceProfileName", "Path"],
-            &[],
+            &[operation::READ_CURRENT_STATE, operation::IMPORT],
         )
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{PROFILE} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::instance_profile(&iam, &what, &request.physical_id)
+                .await?
+                .map(|(props, _)| props),
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{PROFILE} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        let (_, arn) = read::instance_profile(&iam, &what, &request.physical_id)
+            .await?
+            .ok_or_else(|| missing(&what, &request.physical_id))?;
+        Ok(CreateResult {
+            attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
+            physical_id: request.physical_id,
+        })
     }
 
     async fn create(
@@ -695,8 +785,22 @@ impl ResourceProvider for User {
                 "Tags",
             ],
             &["UserName"],
-            &[operation::IMPORT],
+            &[operation::READ_CURRENT_STATE, operation::IMPORT],
         )
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{USER} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::user(&iam, &what, &request.physical_id, &request.properties)
+                .await?
+                .map(|(props, _)| props),
+        })
     }
 
     async fn create(
@@ -914,8 +1018,38 @@ impl ResourceProvider for Group {
             GROUP,
             &["GroupName", "Path", "Policies", "ManagedPolicyArns"],
             &["GroupName"],
-            &[],
+            &[operation::READ_CURRENT_STATE, operation::IMPORT],
         )
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{GROUP} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::group(&iam, &what, &request.physical_id, &request.properties)
+                .await?
+                .map(|(props, _, _)| props),
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{GROUP} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        let (_, arn, _) = read::group(&iam, &what, &request.physical_id, &request.properties)
+            .await?
+            .ok_or_else(|| missing(&what, &request.physical_id))?;
+        Ok(CreateResult {
+            attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
+            physical_id: request.physical_id,
+        })
     }
 
     async fn create(
@@ -1049,7 +1183,41 @@ const ADDITION: &str = "AWS::IAM::UserToGroupAddition";
 #[async_trait]
 impl ResourceProvider for UserToGroupAddition {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(ADDITION, &["GroupName", "Users"], &["GroupName"], &[])
+        schema(
+            ADDITION,
+            &["GroupName", "Users"],
+            &["GroupName"],
+            &[operation::READ_CURRENT_STATE, operation::IMPORT],
+        )
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{ADDITION} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::addition(&iam, &what, &request.physical_id, &request.properties)
+                .await?,
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{ADDITION} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        read::addition(&iam, &what, &request.physical_id, &request.properties)
+            .await?
+            .ok_or_else(|| missing(&what, &format!("group {}", request.physical_id)))?;
+        Ok(CreateResult {
+            physical_id: request.physical_id,
+            attributes: Map::new(),
+        })
     }
 
     async fn create(
@@ -1142,8 +1310,46 @@ impl ResourceProvider for AccessKey {
             ACCESS_KEY,
             &["UserName", "Status", "Serial"],
             &["UserName", "Serial"],
-            &[],
+            &[operation::READ_CURRENT_STATE, operation::IMPORT],
         )
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{ACCESS_KEY} {}", request.logical_id);
+        let user = require_str(&request.properties, "UserName", &what)?;
+        let iam = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::access_key(&iam, &what, &request.physical_id, user).await?,
+        })
+    }
+
+    /// IAM returns a secret only when the key is created, so an adopted key has no
+    /// `SecretAccessKey` attribute (a `Fn::GetAtt` on it fails rather than serving nothing).
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{ACCESS_KEY} {}", request.logical_id);
+        let user = require_str(&request.properties, "UserName", &what)?;
+        let iam = client(ctx).await?;
+        read::access_key(&iam, &what, &request.physical_id, user)
+            .await?
+            .ok_or_else(|| {
+                missing(
+                    &what,
+                    &format!("access key {} of {user}", request.physical_id),
+                )
+            })?;
+        tracing::warn!("{what}: an imported access key has no SecretAccessKey attribute; IAM returns the secret only at creation");
+        Ok(CreateResult {
+            physical_id: request.physical_id,
+            attributes: Map::new(),
+        })
     }
 
     async fn create(

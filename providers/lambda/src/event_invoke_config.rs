@@ -4,7 +4,8 @@
 
 use cdkd_aws_common::{aws_error, deleted_unless_failed, int, require_str};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ResourceTypeSchema, UpdateRequest,
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
@@ -12,7 +13,7 @@ use serde_json::{Map, Value};
 
 use aws_sdk_lambda::types::{DestinationConfig, OnFailure, OnSuccess};
 
-use crate::{client, function_name};
+use crate::{client, function_name, read};
 
 /// The provider.
 #[derive(Default)]
@@ -81,8 +82,42 @@ impl ResourceProvider for EventInvokeConfig {
             .map(String::from)
             .to_vec(),
             create_only_properties: ["FunctionName", "Qualifier"].map(String::from).to_vec(),
+            operations: vec![
+                operation::READ_CURRENT_STATE.into(),
+                operation::IMPORT.into(),
+            ],
             ..ResourceTypeSchema::default()
         }
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::event_invoke_config(&lambda, &what, &request.physical_id).await?,
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        read::event_invoke_config(&lambda, &what, &request.physical_id)
+            .await?
+            .ok_or_else(|| read::missing(&what, &request.physical_id))?;
+        // A bare function name (older state) is recorded in the composite form.
+        let (function, qualifier) = target(&request.physical_id);
+        Ok(CreateResult {
+            physical_id: format!("{function}|{qualifier}"),
+            attributes: Map::new(),
+        })
     }
 
     async fn create(

@@ -3,7 +3,8 @@
 
 use cdkd_aws_common::{aws_error, deleted_unless_failed, flag, int, require_str};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ResourceTypeSchema, UpdateRequest,
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
@@ -11,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use aws_sdk_lambda::types::EventSourcePosition;
 
-use crate::client;
+use crate::{client, read};
 
 /// The provider.
 #[derive(Default)]
@@ -46,8 +47,42 @@ impl ResourceProvider for EventSourceMapping {
             create_only_properties: ["EventSourceArn", "StartingPosition"]
                 .map(String::from)
                 .to_vec(),
+            operations: vec![
+                operation::READ_CURRENT_STATE.into(),
+                operation::IMPORT.into(),
+            ],
             ..ResourceTypeSchema::default()
         }
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::event_source_mapping(&lambda, &what, &request.physical_id)
+                .await?
+                .map(|(props, _)| props),
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        let (_, arn) = read::event_source_mapping(&lambda, &what, &request.physical_id)
+            .await?
+            .ok_or_else(|| read::missing(&what, &request.physical_id))?;
+        Ok(CreateResult {
+            attributes: attributes(&request.physical_id, arn.as_deref()),
+            physical_id: request.physical_id,
+        })
     }
 
     async fn create(

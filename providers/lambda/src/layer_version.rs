@@ -3,7 +3,8 @@
 
 use cdkd_aws_common::{aws_error, deleted_unless_failed, physical_name, require_str, strings};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ResourceTypeSchema, UpdateRequest,
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
@@ -11,7 +12,7 @@ use serde_json::{Map, Value};
 
 use aws_sdk_lambda::types::{Architecture, LayerVersionContentInput, Runtime};
 
-use crate::client;
+use crate::{client, read};
 
 /// The provider.
 #[derive(Default)]
@@ -44,8 +45,40 @@ impl ResourceProvider for LayerVersion {
             type_name: TYPE.into(),
             handled_properties: PROPERTIES.map(String::from).to_vec(),
             create_only_properties: PROPERTIES.map(String::from).to_vec(),
+            operations: vec![
+                operation::READ_CURRENT_STATE.into(),
+                operation::IMPORT.into(),
+            ],
             ..ResourceTypeSchema::default()
         }
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::layer_version(&lambda, &what, &request.physical_id).await?,
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        read::layer_version(&lambda, &what, &request.physical_id)
+            .await?
+            .ok_or_else(|| read::missing(&what, &request.physical_id))?;
+        Ok(CreateResult {
+            physical_id: request.physical_id,
+            attributes: Map::new(),
+        })
     }
 
     async fn create(

@@ -8,6 +8,7 @@ mod event_source_mapping;
 mod function;
 mod layer_version;
 mod others;
+mod read;
 
 cdkd_provider_api::export_plugin!(description: "AWS::Lambda::Function, Permission, Url, Version, Alias, LayerVersion, EventSourceMapping and EventInvokeConfig through the Lambda API");
 

@@ -2,19 +2,24 @@
 
 use cdkd_aws_common::{aws_error, deleted_unless_failed, physical_name, require_str, text};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ResourceTypeSchema, UpdateRequest,
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{client, function_name};
+use crate::{client, function_name, read};
 
 fn schema(type_name: &str, handled: &[&str], create_only: &[&str]) -> ResourceTypeSchema {
     ResourceTypeSchema {
         type_name: type_name.into(),
         handled_properties: handled.iter().map(ToString::to_string).collect(),
         create_only_properties: create_only.iter().map(ToString::to_string).collect(),
+        operations: vec![
+            operation::READ_CURRENT_STATE.into(),
+            operation::IMPORT.into(),
+        ],
         ..ResourceTypeSchema::default()
     }
 }
@@ -62,6 +67,35 @@ impl ResourceProvider for Permission {
         ];
         // Lambda permissions cannot be changed in place: every property replaces.
         schema(PERMISSION, &all, &all)
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{PERMISSION} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::permission(&lambda, &what, &request.physical_id, &request.properties)
+                .await?,
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{PERMISSION} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        read::permission(&lambda, &what, &request.physical_id, &request.properties)
+            .await?
+            .ok_or_else(|| read::missing(&what, &format!("statement {}", request.physical_id)))?;
+        Ok(CreateResult {
+            physical_id: request.physical_id,
+            attributes: Map::new(),
+        })
     }
 
     async fn create(
@@ -175,6 +209,40 @@ impl ResourceProvider for Url {
         )
     }
 
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{URL} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::url(&lambda, &what, &request.physical_id, &request.properties)
+                .await?
+                .map(|(props, _)| props),
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{URL} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        let (_, function_url) =
+            read::url(&lambda, &what, &request.physical_id, &request.properties)
+                .await?
+                .ok_or_else(|| {
+                    read::missing(&what, &format!("the URL of {}", request.physical_id))
+                })?;
+        let attributes = json!({"FunctionUrl": function_url, "FunctionArn": request.physical_id});
+        Ok(CreateResult {
+            physical_id: request.physical_id,
+            attributes: attributes.as_object().cloned().unwrap_or_default(),
+        })
+    }
+
     async fn create(
         &self,
         ctx: &PluginContext,
@@ -278,6 +346,39 @@ impl ResourceProvider for Version {
         )
     }
 
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{VERSION} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::version(&lambda, &what, &request.physical_id)
+                .await?
+                .map(|(props, _)| props),
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{VERSION} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        let (_, version) = read::version(&lambda, &what, &request.physical_id)
+            .await?
+            .ok_or_else(|| read::missing(&what, &request.physical_id))?;
+        Ok(CreateResult {
+            physical_id: request.physical_id,
+            attributes: json!({"Version": version})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        })
+    }
+
     async fn create(
         &self,
         ctx: &PluginContext,
@@ -362,6 +463,34 @@ impl ResourceProvider for Alias {
             &["FunctionName", "FunctionVersion", "Name", "Description"],
             &["FunctionName", "Name"],
         )
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{ALIAS} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::alias(&lambda, &what, &request.physical_id).await?,
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{ALIAS} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        read::alias(&lambda, &what, &request.physical_id)
+            .await?
+            .ok_or_else(|| read::missing(&what, &request.physical_id))?;
+        Ok(CreateResult {
+            physical_id: request.physical_id,
+            attributes: Map::new(),
+        })
     }
 
     async fn create(
