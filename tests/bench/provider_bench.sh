@@ -23,7 +23,7 @@ for set in sdk cc; do
   {
     echo "[[plugin]]"; echo "name = \"example-echo\""; echo "path = \"$repo/target/$profile/libcdkd_provider_example_echo.so\""
     if [ $set = sdk ]; then
-      for p in s3 iam lambda; do
+      for p in s3 iam lambda ec2; do
         echo "[[plugin]]"; echo "name = \"$p\""; echo "path = \"$repo/target/$profile/libcdkd_provider_$p.so\""
       done
     fi
@@ -51,6 +51,10 @@ cases = {
     "AWS::IAM::Group": ("AWS::IAM::Group", {"Policies": [{"PolicyName": "read", "PolicyDocument": policy}]}),
     "AWS::IAM::User": ("AWS::IAM::User", {}),
     "AWS::Lambda::Function": ("AWS::Lambda::Function", {"Runtime": "nodejs20.x", "Handler": "index.handler", "Role": role, "Code": {"ZipFile": "exports.handler = async () => 1;"}}),
+    "AWS::EC2::VPC": ("AWS::EC2::VPC", {"CidrBlock": "10.1.0.0/16", "EnableDnsHostnames": True}),
+    "AWS::EC2::SecurityGroup": ("AWS::EC2::SecurityGroup", {"GroupDescription": "bench", "SecurityGroupIngress": [{"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "CidrIp": "0.0.0.0/0"}]}),
+    "AWS::EC2::EIP": ("AWS::EC2::EIP", {"Domain": "vpc"}),
+    "AWS::EC2::InternetGateway": ("AWS::EC2::InternetGateway", {}),
 }
 for name, (kind, props) in cases.items():
     out = os.path.join(work, name.replace(":", "_"))
@@ -105,7 +109,8 @@ read -r s3_create s3_delete _ <<<"$(measure cc "$work/baseline" s3)"
 echo "Per type, medians of 5 runs at 50 ms per request; calls = one create / one delete in the type's service, Cloud Control calls for CC (n/a: the emulator's Cloud Control has no working model for the type)"
 printf '%-24s %-14s %-12s %-14s %s\n' "type" "SDK calls" "SDK create" "CC calls" "CC create"
 # (ManagedPolicy is left out: the emulator's Cloud Control cannot delete it.)
-for kind in AWS::S3::Bucket AWS::IAM::Role AWS::IAM::Group AWS::IAM::User AWS::Lambda::Function; do
+for kind in AWS::S3::Bucket AWS::IAM::Role AWS::IAM::Group AWS::IAM::User AWS::Lambda::Function \
+    AWS::EC2::VPC AWS::EC2::SecurityGroup AWS::EC2::EIP AWS::EC2::InternetGateway; do
   dir="$work/${kind//:/_}"
   service=$(echo "$kind" | cut -d: -f3 | tr '[:upper:]' '[:lower:]')
   if [ "$service" = s3 ]; then base="$s3_create $s3_delete"; else base="0 0"; fi
@@ -113,6 +118,6 @@ for kind in AWS::S3::Bucket AWS::IAM::Role AWS::IAM::Group AWS::IAM::User AWS::L
   read -r cc_calls cc_ms <<<"$(figures "$(measure cc "$dir" cloudcontrolapi)" 0 0)"
   printf '%-24s %-14s %-12s %-14s %s\n' "$kind" "$sdk_calls" "$sdk_ms" "$cc_calls" "$cc_ms"
 done
-for p in s3 iam lambda; do
+for p in s3 iam lambda ec2; do
   printf 'libcdkd_provider_%s.so (%s): %.1f MB\n' "$p" "$profile" "$(echo "$(stat -c %s "target/$profile/libcdkd_provider_$p.so") / 1000000" | bc -l)"
 done
