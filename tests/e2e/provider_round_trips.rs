@@ -583,6 +583,60 @@ fn lambda_satellites_read_back_and_are_imported() {
         url["attributes"]["FunctionUrl"]
     );
 
+    // A layer version published from a zip in S3, and a mapping from a queue.
+    let bucket = Emulator::unique("layers");
+    aws(&format!(
+        "c('s3').create_bucket(Bucket='{bucket}') and c('s3').put_object(Bucket='{bucket}', Key='layer.zip', Body=(lambda io, zipfile: (lambda buf: [z := zipfile.ZipFile(buf, 'w'), z.writestr('python/shared.py', 'X = 1'), z.close(), buf.getvalue()][-1])(io.BytesIO()))(__import__('io'), __import__('zipfile'))) and None"
+    ));
+    let layer_props = json!({"Content": {"S3Bucket": bucket, "S3Key": "layer.zip"},
+        "Description": "shared", "CompatibleRuntimes": ["python3.12"]});
+    let layer = call(
+        "AWS::Lambda::LayerVersion",
+        "create",
+        &["--properties", &layer_props.to_string()],
+    )["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let layer_read = read("AWS::Lambda::LayerVersion", &layer, &json!({}));
+    assert_eq!(layer_read["Description"], "shared");
+    assert_eq!(layer_read["CompatibleRuntimes"], json!(["python3.12"]));
+    call_on("AWS::Lambda::LayerVersion", "import", &layer, &json!({}));
+    let queue = aws(&format!(
+        "c('sqs').get_queue_attributes(QueueUrl=c('sqs').create_queue(QueueName='{}')['QueueUrl'], AttributeNames=['QueueArn'])['Attributes']['QueueArn']",
+        Emulator::unique("jobs")
+    ));
+    let mapping_props = json!({"FunctionName": name, "EventSourceArn": queue, "BatchSize": 5});
+    let mapping = call(
+        "AWS::Lambda::EventSourceMapping",
+        "create",
+        &["--properties", &mapping_props.to_string()],
+    )["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mapping_read = read("AWS::Lambda::EventSourceMapping", &mapping, &json!({}));
+    assert_eq!(mapping_read["EventSourceArn"], queue);
+    assert_eq!(mapping_read["BatchSize"], 5);
+    let imported = call_on(
+        "AWS::Lambda::EventSourceMapping",
+        "import",
+        &mapping,
+        &json!({}),
+    );
+    assert_eq!(imported["attributes"]["Id"], json!(mapping));
+    call_on(
+        "AWS::Lambda::EventSourceMapping",
+        "delete",
+        &mapping,
+        &mapping_props,
+    );
+    call_on("AWS::Lambda::LayerVersion", "delete", &layer, &layer_props);
+    assert_eq!(
+        read("AWS::Lambda::LayerVersion", &layer, &json!({})),
+        Value::Null
+    );
+
     // Deleted, each reads back as gone.
     call_on("AWS::Lambda::Url", "delete", &url_id, &url_props);
     assert_eq!(read("AWS::Lambda::Url", &url_id, &json!({})), Value::Null);

@@ -510,6 +510,51 @@ async fn force_unlock_removes_any_lock_and_its_history() {
         .is_none());
 }
 
+/// `(noncurrent versions, noncurrent delete markers)` of one key.
+async fn noncurrent(client: &aws_sdk_s3::Client, bucket: &str, key: &str) -> (usize, usize) {
+    let versions = client
+        .list_object_versions()
+        .bucket(bucket)
+        .prefix(key)
+        .send()
+        .await
+        .unwrap();
+    (
+        versions
+            .versions()
+            .iter()
+            .filter(|v| v.is_latest() == Some(false))
+            .count(),
+        versions
+            .delete_markers()
+            .iter()
+            .filter(|m| m.is_latest() == Some(false))
+            .count(),
+    )
+}
+
+#[tokio::test]
+async fn a_release_purges_the_lock_history_and_it_never_grows() {
+    let (client, name) = bucket().await;
+    let locks = manager(&client, &name, "cycler@test:1", fast(60_000));
+    let key = "cdkd/Cycled/us-east-1/lock.json";
+    for cycle in 1..=4 {
+        let held = locks
+            .acquire("Cycled", "us-east-1", "deploy")
+            .await
+            .unwrap();
+        assert_eq!(held.release().await, ReleaseOutcome::Released);
+        // What was history when this cycle acquired (the last body, the last delete marker) is
+        // gone; the body this cycle wrote waits for the next release. It never accumulates.
+        let (bodies, markers) = noncurrent(&client, &name, key).await;
+        assert_eq!(
+            (bodies, markers),
+            (1, 0),
+            "after cycle {cycle}: {bodies} noncurrent bodies, {markers} noncurrent markers"
+        );
+    }
+}
+
 #[tokio::test]
 async fn purge_removes_only_noncurrent_versions_of_the_one_key() {
     let (client, name) = bucket().await;

@@ -19,7 +19,10 @@ use aws_sdk_s3::Client;
 use tokio::task::JoinHandle;
 
 use super::keys::StateKeys;
-use super::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
+use super::purge::{
+    delete_versions, list_noncurrent_versions, log_report, purge_and_report, PurgeFailure,
+    PurgeLogLevel, PurgeReport, PurgedObject,
+};
 use super::s3_error::S3Failure;
 use super::schema::{now_millis, LockInfo};
 use super::StateError;
@@ -121,10 +124,17 @@ struct Shared {
     held: Mutex<Held>,
 }
 
+/// The lock key's noncurrent versions, listed in the background while the command works.
+type History = JoinHandle<Result<Vec<aws_sdk_s3::types::ObjectIdentifier>, PurgeFailure>>;
+
 /// A held lock. Release it with [`LockHandle::release`]; dropping it only stops renewal.
 pub struct LockHandle {
     shared: Arc<Shared>,
     renewer: Mutex<Option<JoinHandle<()>>>,
+    /// Listed right after the acquire, so the release purges them in the same round trip as
+    /// its delete instead of listing and purging after it (two round trips at the end of every
+    /// command). What this run writes is purged by the next run's release.
+    history: Mutex<Option<History>>,
 }
 
 impl Drop for LockHandle {
@@ -287,9 +297,17 @@ impl LockManager {
                     Arc::clone(&shared),
                     self.config.renew_interval(),
                 ));
+                let history = {
+                    let (client, bucket, key) =
+                        (self.client.clone(), self.bucket.clone(), key.to_string());
+                    tokio::spawn(
+                        async move { list_noncurrent_versions(&client, &bucket, &key).await },
+                    )
+                };
                 Ok(Some(LockHandle {
                     shared,
                     renewer: Mutex::new(Some(renewer)),
+                    history: Mutex::new(Some(history)),
                 }))
             }
             Err(err) => {
@@ -612,31 +630,58 @@ impl LockHandle {
             );
             return ReleaseOutcome::NotOwner;
         }
-        let deleted = shared
-            .client
-            .delete_object()
-            .bucket(&shared.bucket)
-            .key(&shared.key)
-            .if_match(&etag)
-            .send()
-            .await;
-        let outcome = match deleted {
-            Ok(_) => ReleaseOutcome::Released,
-            Err(err) => {
-                let failure = S3Failure::from_sdk(&err);
-                release_after_failure(shared, &failure).await
-            }
-        };
-        if outcome == ReleaseOutcome::Released {
-            purge_and_report(
-                &shared.client,
+        let history = self
+            .history
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        // The versions listed at acquire time were noncurrent then and stay so: removing them
+        // alongside the delete is safe whoever holds the lock now.
+        let purge = async {
+            let listed = match history {
+                Some(listing) => listing.await.unwrap_or_else(|e| {
+                    Err(PurgeFailure {
+                        key: shared.key.clone(),
+                        reason: format!("listing interrupted: {e}"),
+                    })
+                }),
+                None => Ok(Vec::new()),
+            };
+            let report = match listed {
+                Ok(doomed) => {
+                    delete_versions(&shared.client, &shared.bucket, &shared.key, &doomed).await
+                }
+                Err(failure) => PurgeReport {
+                    removed: 0,
+                    failures: vec![failure],
+                },
+            };
+            log_report(
                 &shared.bucket,
                 &shared.key,
                 PurgedObject::Lock,
                 PurgeLogLevel::Debug,
-            )
-            .await;
-        }
+                &report,
+            );
+        };
+        let delete = async {
+            let deleted = shared
+                .client
+                .delete_object()
+                .bucket(&shared.bucket)
+                .key(&shared.key)
+                .if_match(&etag)
+                .send()
+                .await;
+            match deleted {
+                Ok(_) => ReleaseOutcome::Released,
+                Err(err) => {
+                    let failure = S3Failure::from_sdk(&err);
+                    release_after_failure(shared, &failure).await
+                }
+            }
+        };
+        let (outcome, ()) = tokio::join!(delete, purge);
         outcome
     }
 }

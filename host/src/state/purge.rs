@@ -69,6 +69,21 @@ pub enum PurgeLogLevel {
 
 /// Lists and removes the noncurrent versions and delete markers of exactly `key`.
 pub async fn purge_noncurrent_versions(client: &Client, bucket: &str, key: &str) -> PurgeReport {
+    match list_noncurrent_versions(client, bucket, key).await {
+        Ok(doomed) => delete_versions(client, bucket, key, &doomed).await,
+        Err(failure) => PurgeReport {
+            removed: 0,
+            failures: vec![failure],
+        },
+    }
+}
+
+/// The noncurrent versions and delete markers of exactly `key`, as they are now.
+pub async fn list_noncurrent_versions(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+) -> Result<Vec<ObjectIdentifier>, PurgeFailure> {
     let mut doomed: Vec<ObjectIdentifier> = Vec::new();
     let (mut key_marker, mut version_marker): (Option<String>, Option<String>) = (None, None);
     loop {
@@ -79,19 +94,11 @@ pub async fn purge_noncurrent_versions(client: &Client, bucket: &str, key: &str)
             .set_key_marker(key_marker.take())
             .set_version_id_marker(version_marker.take())
             .send()
-            .await;
-        let page = match page {
-            Ok(page) => page,
-            Err(err) => {
-                return PurgeReport {
-                    removed: 0,
-                    failures: vec![PurgeFailure {
-                        key: key.to_string(),
-                        reason: refused("s3:ListBucketVersions", &S3Failure::from_sdk(&err)),
-                    }],
-                }
-            }
-        };
+            .await
+            .map_err(|err| PurgeFailure {
+                key: key.to_string(),
+                reason: refused("s3:ListBucketVersions", &S3Failure::from_sdk(&err)),
+            })?;
         // The listing is by prefix; `lock.json.bak` must not go with `lock.json`.
         let versions = page
             .versions()
@@ -121,6 +128,16 @@ pub async fn purge_noncurrent_versions(client: &Client, bucket: &str, key: &str)
             break;
         }
     }
+    Ok(doomed)
+}
+
+/// Removes listed versions of `key` (a version already gone counts as removed).
+pub async fn delete_versions(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    doomed: &[ObjectIdentifier],
+) -> PurgeReport {
     let mut report = PurgeReport::default();
     for batch in doomed.chunks(1000) {
         let delete = Delete::builder()
@@ -200,6 +217,18 @@ pub async fn purge_and_report(
     level: PurgeLogLevel,
 ) -> PurgeReport {
     let report = purge_noncurrent_versions(client, bucket, key).await;
+    log_report(bucket, key, object, level, &report);
+    report
+}
+
+/// Logs what a purge did: removals at debug, failures at `level`.
+pub fn log_report(
+    bucket: &str,
+    key: &str,
+    object: PurgedObject,
+    level: PurgeLogLevel,
+    report: &PurgeReport,
+) {
     if report.failures.is_empty() {
         tracing::debug!(key, removed = report.removed, "purged noncurrent versions");
     } else {
@@ -209,7 +238,6 @@ pub async fn purge_and_report(
             PurgeLogLevel::Debug => tracing::debug!("{text}"),
         }
     }
-    report
 }
 
 #[cfg(test)]
