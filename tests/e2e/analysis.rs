@@ -332,7 +332,7 @@ async fn diff_is_all_create_against_empty_state_and_no_change_against_its_own_re
 }
 
 #[test]
-fn an_ssm_lookup_is_answered_saved_and_the_app_rerun() {
+fn ssm_and_availability_zone_lookups_are_answered_saved_and_the_app_rerun() {
     let emulator = Emulator::shared();
     emulator.boto("c('ssm').put_parameter(Name='/cdkd/fixture/greeting', Value='hello from ssm', Type='String', Overwrite=True)['Version']");
     let dir = tempfile::tempdir().unwrap();
@@ -355,6 +355,15 @@ fn an_ssm_lookup_is_answered_saved_and_the_app_rerun() {
     );
     let template: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(template["Outputs"]["Looked"]["Value"], "hello from ssm");
+    // The zones are EC2's (the emulator's us-east-1a, …), not CDK's dummy placeholders.
+    let zones = emulator.boto("sorted(z['ZoneName'] for z in c('ec2').describe_availability_zones()['AvailabilityZones'])");
+    let value = &template["Outputs"]["Zones"]["Value"];
+    // CDK folds a join of literals into one string.
+    let listed: Vec<Value> = match value.as_str() {
+        Some(joined) => joined.split(',').map(Value::from).collect(),
+        None => value["Fn::Join"][1].as_array().cloned().unwrap_or_default(),
+    };
+    assert_eq!(Value::from(listed), zones, "{}", template["Outputs"]);
     let saved: Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("cdk.context.json")).unwrap())
             .unwrap();

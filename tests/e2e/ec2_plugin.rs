@@ -296,9 +296,27 @@ fn the_vpc_fixture_goes_through_the_ec2_plugin() {
         format!("{public_table}|0.0.0.0/0")
     );
 
-    world
+    // EC2 refuses the groups' deletes while something still uses them (here: injected twice);
+    // the destroy waits it out, saying what for.
+    Emulator::shared().post(
+        "/_emulator/faults",
+        &json!({"rules": [{"service": "ec2", "action": "DeleteSecurityGroup", "status": 400,
+                           "code": "DependencyViolation", "count": 2,
+                           "message": "resource has a dependent object"}]}),
+    );
+    let destroyed = world
         .cdkd(&["destroy", "-a", &app, "VpcStack", "-f"])
         .success();
+    let hits = Emulator::shared().get("/_emulator/faults")["rules"][0]["hits"].clone();
+    Emulator::shared().post("/_emulator/faults", &json!({"rules": []}));
+    assert_eq!(hits, json!(2));
+    assert!(
+        destroyed
+            .stderr
+            .contains("waiting for the network interfaces using the group"),
+        "{}",
+        destroyed.stderr
+    );
     let left = ec2(&format!(
         "dict(vpcs=len(EC2.describe_vpcs(Filters=[{{'Name': 'vpc-id', 'Values': ['{vpc}']}}])['Vpcs']), \
          igws=len(EC2.describe_internet_gateways(Filters=[{{'Name': 'internet-gateway-id', 'Values': ['{igw}']}}])['InternetGateways']), \

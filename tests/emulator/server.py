@@ -17,6 +17,7 @@ Run: python server.py --port 0 --endpoint-file FILE   (port 0 picks a free port)
 """
 
 import argparse
+import io
 import json
 import os
 import random
@@ -192,6 +193,13 @@ class Emulator:
         region = match.group(2) if match else "us-east-1"
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         action = target.split(".")[-1] if target else parse_qs(query).get("Action", [""])[0]
+        if not action and environ.get("CONTENT_TYPE", "").startswith("application/x-www-form-urlencoded"):
+            # Query-protocol services (EC2, IAM, STS, SQS's old API) POST the Action in a form
+            # body: read it, and put the body back for moto.
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            body = environ["wsgi.input"].read(length) if length else b""
+            environ["wsgi.input"] = io.BytesIO(body)
+            action = parse_qs(body.decode("utf-8", "replace")).get("Action", [""])[0]
         return {
             "service": service,
             "access_key": access_key,

@@ -172,6 +172,24 @@ def test_targeted_fault_rules_hit_only_matching_requests_and_run_out(emulator):
     assert rules[0]["hits"] == 1 and rules[0]["remaining"] == 0
 
 
+def test_query_protocol_actions_are_counted_and_targeted(emulator):
+    ec2 = emulator.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.7.0.0/16")["Vpc"]["VpcId"]
+    group = ec2.create_security_group(GroupName="held", Description="d", VpcId=vpc)["GroupId"]
+    emulator.post("/_emulator/faults", {"rules": [
+        {"service": "ec2", "action": "DeleteSecurityGroup", "status": 400,
+         "code": "DependencyViolation", "count": 1},
+    ]})
+    with pytest.raises(botocore.exceptions.ClientError) as raised:
+        ec2.delete_security_group(GroupId=group)
+    assert raised.value.response["Error"]["Code"] == "DependencyViolation"
+    ec2.delete_security_group(GroupId=group)  # the rule ran out; moto still read the body
+    emulator.post("/_emulator/faults", {"rules": []})
+    stats = emulator.get("/_emulator/stats")
+    assert stats["ec2:DeleteSecurityGroup"] == 2
+    assert stats["ec2:CreateVpc"] >= 1
+
+
 def test_s3_conditional_writes_answer_412(emulator):
     s3 = emulator.client("s3")
     s3.create_bucket(Bucket="cond")

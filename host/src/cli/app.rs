@@ -31,13 +31,15 @@ fn parse_context(text: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("context '{text}' is not key=value"))
 }
 
-/// Context lookups cdkd can answer (`ssm`); others fail with the pre-fill hint.
-struct Lookups {
+/// Context lookups cdkd can answer (`ssm`; `availability-zones` through the EC2 plugin);
+/// others fail with the pre-fill hint.
+struct Lookups<'a> {
+    context: &'a CommandContext,
     aws: crate::aws_env::AwsEnvironment,
 }
 
 #[async_trait::async_trait]
-impl ContextLookups for Lookups {
+impl ContextLookups for Lookups<'_> {
     async fn lookup(&self, provider: &str, props: &Value) -> Result<Value, String> {
         match provider {
             "ssm" => {
@@ -52,6 +54,17 @@ impl ContextLookups for Lookups {
                 crate::deployment::parameters::ssm_parameter(&self.aws, &region, name)
                     .await
                     .map(Value::String)
+            }
+            "availability-zones" => {
+                let region = props
+                    .get("region")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| self.aws.region(), ToString::to_string);
+                // Plugins are loaded only for this lookup: a plain synth never needs them.
+                let registry = self.context.registry().map_err(|e| e.to_string())?;
+                crate::provisioning::zones::availability_zones(&registry, &self.aws, &region)
+                    .await
+                    .map(Value::from)
             }
             other => Err(format!("cdkd cannot perform '{other}' lookups yet")),
         }
@@ -87,6 +100,7 @@ pub async fn load_assembly(
         }
     };
     let lookups = Lookups {
+        context,
         aws: context.aws().await.clone(),
     };
     Ok(runner::synthesize(&source, &options, &environment, dir, &lookups).await?)

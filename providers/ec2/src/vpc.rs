@@ -161,9 +161,14 @@ impl ResourceProvider for Vpc {
             .cloned()
             .ok_or_else(|| not_found(&what, "the new VPC"))?;
         let id = vpc.vpc_id().unwrap_or_default().to_string();
-        apply_dns(&ec2, &what, &id, None, props).await?;
+        // The DNS settings and the default ACL / group lookups are independent: one round trip.
+        let (dns, attributes) = tokio::join!(
+            apply_dns(&ec2, &what, &id, None, props),
+            vpc_attributes(&ec2, &what, &vpc)
+        );
+        dns?;
         Ok(CreateResult {
-            attributes: vpc_attributes(&ec2, &what, &vpc).await?,
+            attributes: attributes?,
             physical_id: id,
         })
     }
