@@ -543,13 +543,15 @@ async fn a_release_purges_the_lock_history_and_it_never_grows() {
             .acquire("Cycled", "us-east-1", "deploy")
             .await
             .unwrap();
+        // A command works between the two; the history listing finishes meanwhile.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         assert_eq!(held.release().await, ReleaseOutcome::Released);
         // What was history when this cycle acquired (the last body, the last delete marker) is
-        // gone; the body this cycle wrote waits for the next release. It never accumulates.
+        // gone; at most the body this cycle wrote waits for the next release (none, when the
+        // listing happened to land after the delete). It never accumulates.
         let (bodies, markers) = noncurrent(&client, &name, key).await;
-        assert_eq!(
-            (bodies, markers),
-            (1, 0),
+        assert!(
+            bodies <= 1 && markers == 0,
             "after cycle {cycle}: {bodies} noncurrent bodies, {markers} noncurrent markers"
         );
     }
