@@ -36,6 +36,8 @@ fn parse_context(text: &str) -> Result<(String, String), String> {
 struct Lookups<'a> {
     context: &'a CommandContext,
     aws: crate::aws_env::AwsEnvironment,
+    /// Loaded at the first lookup that needs a plugin, once for the whole synthesis.
+    registry: std::sync::OnceLock<Result<crate::provisioning::registry::Registry, String>>,
 }
 
 #[async_trait::async_trait]
@@ -61,8 +63,12 @@ impl ContextLookups for Lookups<'_> {
                     .and_then(Value::as_str)
                     .map_or_else(|| self.aws.region(), ToString::to_string);
                 // Plugins are loaded only for this lookup: a plain synth never needs them.
-                let registry = self.context.registry().map_err(|e| e.to_string())?;
-                crate::provisioning::zones::availability_zones(&registry, &self.aws, &region)
+                let registry = self
+                    .registry
+                    .get_or_init(|| self.context.registry().map_err(|e| e.to_string()))
+                    .as_ref()
+                    .map_err(Clone::clone)?;
+                crate::provisioning::zones::availability_zones(registry, &self.aws, &region)
                     .await
                     .map(Value::from)
             }
@@ -102,6 +108,7 @@ pub async fn load_assembly(
     let lookups = Lookups {
         context,
         aws: context.aws().await.clone(),
+        registry: std::sync::OnceLock::new(),
     };
     Ok(runner::synthesize(&source, &options, &environment, dir, &lookups).await?)
 }

@@ -232,6 +232,26 @@ pub fn deleted_unless_failed(
     }
 }
 
+/// The error of a read or import whose resource does not exist in `service`.
+pub fn does_not_exist(what: &str, id: &str, service: &str) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::NOT_FOUND,
+        format!("{what}: {id} does not exist in {service}"),
+    )
+}
+
+/// Inserts `value` under `key` when there is one (a value that cannot be read is left out
+/// rather than stored as "").
+pub fn put(
+    map: &mut serde_json::Map<String, serde_json::Value>,
+    key: &str,
+    value: Option<serde_json::Value>,
+) {
+    if let Some(value) = value {
+        map.insert(key.into(), value);
+    }
+}
+
 /// Reads a required string property, naming it when absent.
 pub fn require_str<'a>(
     properties: &'a serde_json::Map<String, serde_json::Value>,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use std::time::Instant;
 
 use aws_sdk_ec2::types::{ConnectivityType, DomainType, NatGatewayState, ResourceType};
-use cdkd_aws_common::{aws_error, optional, require_str, text};
+use cdkd_aws_common::{aws_error, optional, put, require_str, text};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
     ReadCurrentStateRequest, ReadCurrentStateResult, RefValue, ResourceTypeSchema, UpdateRequest,
@@ -18,8 +18,8 @@ use serde_json::{json, Map, Value};
 
 use crate::composite::{declare, join, split};
 use crate::{
-    client, not_found, put, retag, schema, some_str, tag_spec, tags_value, until_released, what,
-    DEPENDENCY_BUDGET,
+    client, delete_released, does_not_exist, id_attribute, read_existing, retag, retag_only,
+    schema, some_str, tag_spec, tags_value, unchanged, until_released, what, DEPENDENCY_BUDGET,
 };
 
 const IGW: &str = "AWS::EC2::InternetGateway";
@@ -46,12 +46,6 @@ async fn describe_igw(
     .and_then(|out| out.internet_gateways().first().cloned()))
 }
 
-fn igw_attributes(id: &str) -> Map<String, Value> {
-    let mut attributes = Map::new();
-    attributes.insert("InternetGatewayId".into(), json!(id));
-    attributes
-}
-
 #[async_trait]
 impl ResourceProvider for InternetGateway {
     fn schema(&self) -> ResourceTypeSchema {
@@ -76,10 +70,10 @@ impl ResourceProvider for InternetGateway {
         let id = created
             .internet_gateway()
             .and_then(|g| g.internet_gateway_id())
-            .ok_or_else(|| not_found(&what, "the new internet gateway"))?
+            .ok_or_else(|| does_not_exist(&what, "the new internet gateway"))?
             .to_string();
         Ok(CreateResult {
-            attributes: igw_attributes(&id),
+            attributes: id_attribute("InternetGatewayId", &id),
             physical_id: id,
         })
     }
@@ -89,21 +83,8 @@ impl ResourceProvider for InternetGateway {
         ctx: &PluginContext,
         request: UpdateRequest,
     ) -> Result<UpdateResult, ProviderError> {
-        let what = what(IGW, &request.logical_id);
-        let ec2 = client(ctx).await?;
-        retag(
-            &ec2,
-            &what,
-            &request.physical_id,
-            &request.previous_properties,
-            &request.properties,
-        )
-        .await?;
-        Ok(UpdateResult {
-            attributes: igw_attributes(&request.physical_id),
-            physical_id: request.physical_id,
-            replaced: false,
-        })
+        let attributes = id_attribute("InternetGatewayId", &request.physical_id);
+        retag_only(ctx, &what(IGW, &request.logical_id), request, attributes).await
     }
 
     /// Detaches the gateway from any VPC still attached (an attachment made outside the stack
@@ -123,22 +104,15 @@ impl ResourceProvider for InternetGateway {
             tracing::info!("{what}: detaching {id} from {vpc} before deleting it");
             detach(&ec2, &what, id, vpc).await?;
         }
-        cdkd_aws_common::deleted_unless_failed(
-            until_released(
-                &what,
-                "its VPC attachments to go",
-                DEPENDENCY_BUDGET,
-                || async {
-                    ec2.delete_internet_gateway()
-                        .internet_gateway_id(id)
-                        .send()
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
-                },
-            )
-            .await,
-        )
+        delete_released(&what, "its VPC attachments to go", || async {
+            ec2.delete_internet_gateway()
+                .internet_gateway_id(id)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
+        })
+        .await
     }
 
     async fn read_current_state(
@@ -168,9 +142,9 @@ impl ResourceProvider for InternetGateway {
         let ec2 = client(ctx).await?;
         describe_igw(&ec2, &what, &request.physical_id)
             .await?
-            .ok_or_else(|| not_found(&what, &request.physical_id))?;
+            .ok_or_else(|| does_not_exist(&what, &request.physical_id))?;
         Ok(CreateResult {
-            attributes: igw_attributes(&request.physical_id),
+            attributes: id_attribute("InternetGatewayId", &request.physical_id),
             physical_id: request.physical_id,
         })
     }
@@ -254,11 +228,7 @@ impl ResourceProvider for GatewayAttachment {
         _ctx: &PluginContext,
         request: UpdateRequest,
     ) -> Result<UpdateResult, ProviderError> {
-        Ok(UpdateResult {
-            physical_id: request.physical_id,
-            replaced: false,
-            attributes: Map::new(),
-        })
+        Ok(unchanged(request, Map::new()))
     }
 
     async fn delete(
@@ -299,22 +269,7 @@ impl ResourceProvider for GatewayAttachment {
         ctx: &PluginContext,
         request: ImportRequest,
     ) -> Result<CreateResult, ProviderError> {
-        let read = self
-            .read_current_state(
-                ctx,
-                ReadCurrentStateRequest {
-                    logical_id: request.logical_id.clone(),
-                    physical_id: request.physical_id.clone(),
-                    properties: request.properties,
-                },
-            )
-            .await?;
-        if read.properties.is_none() {
-            return Err(not_found(
-                &what(ATTACHMENT, &request.logical_id),
-                &format!("the attachment {}", request.physical_id),
-            ));
-        }
+        read_existing(self, ctx, &request, &what(ATTACHMENT, &request.logical_id)).await?;
         Ok(CreateResult {
             physical_id: request.physical_id,
             attributes: Map::new(),
@@ -388,12 +343,6 @@ async fn wait_for_nat(
     }
 }
 
-fn nat_attributes(id: &str) -> Map<String, Value> {
-    let mut attributes = Map::new();
-    attributes.insert("NatGatewayId".into(), json!(id));
-    attributes
-}
-
 #[async_trait]
 impl ResourceProvider for NatGateway {
     fn schema(&self) -> ResourceTypeSchema {
@@ -440,11 +389,11 @@ impl ResourceProvider for NatGateway {
         let id = created
             .nat_gateway()
             .and_then(|g| g.nat_gateway_id())
-            .ok_or_else(|| not_found(&what, "the new NAT gateway"))?
+            .ok_or_else(|| does_not_exist(&what, "the new NAT gateway"))?
             .to_string();
         wait_for_nat(&ec2, &what, &id, NatGatewayState::Available).await?;
         Ok(CreateResult {
-            attributes: nat_attributes(&id),
+            attributes: id_attribute("NatGatewayId", &id),
             physical_id: id,
         })
     }
@@ -454,21 +403,8 @@ impl ResourceProvider for NatGateway {
         ctx: &PluginContext,
         request: UpdateRequest,
     ) -> Result<UpdateResult, ProviderError> {
-        let what = what(NAT, &request.logical_id);
-        let ec2 = client(ctx).await?;
-        retag(
-            &ec2,
-            &what,
-            &request.physical_id,
-            &request.previous_properties,
-            &request.properties,
-        )
-        .await?;
-        Ok(UpdateResult {
-            attributes: nat_attributes(&request.physical_id),
-            physical_id: request.physical_id,
-            replaced: false,
-        })
+        let attributes = id_attribute("NatGatewayId", &request.physical_id);
+        retag_only(ctx, &what(NAT, &request.logical_id), request, attributes).await
     }
 
     async fn delete(
@@ -543,9 +479,9 @@ impl ResourceProvider for NatGateway {
         let ec2 = client(ctx).await?;
         describe_nat(&ec2, &what, &request.physical_id)
             .await?
-            .ok_or_else(|| not_found(&what, &request.physical_id))?;
+            .ok_or_else(|| does_not_exist(&what, &request.physical_id))?;
         Ok(CreateResult {
-            attributes: nat_attributes(&request.physical_id),
+            attributes: id_attribute("NatGatewayId", &request.physical_id),
             physical_id: request.physical_id,
         })
     }
@@ -663,22 +599,19 @@ impl ResourceProvider for Eip {
         let parts = split(&what, &request.physical_id, EIP_SEGMENTS)?;
         let allocation = parts[1];
         let ec2 = client(ctx).await?;
-        cdkd_aws_common::deleted_unless_failed(
-            until_released(
-                &what,
-                "the NAT gateway or instance using the address to release it",
-                DEPENDENCY_BUDGET,
-                || async {
-                    ec2.release_address()
-                        .allocation_id(allocation)
-                        .send()
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| aws_error(&format!("{what}: releasing {allocation}"), e))
-                },
-            )
-            .await,
+        delete_released(
+            &what,
+            "the NAT gateway or instance using the address to release it",
+            || async {
+                ec2.release_address()
+                    .allocation_id(allocation)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| aws_error(&format!("{what}: releasing {allocation}"), e))
+            },
         )
+        .await
     }
 
     async fn read_current_state(
@@ -718,7 +651,7 @@ impl ResourceProvider for Eip {
         let ec2 = client(ctx).await?;
         let address = describe_address(&ec2, &what, lookup)
             .await?
-            .ok_or_else(|| not_found(&what, &request.physical_id))?;
+            .ok_or_else(|| does_not_exist(&what, &request.physical_id))?;
         let (physical_id, attributes) = eip_id(&what, &address)?;
         Ok(CreateResult {
             physical_id,

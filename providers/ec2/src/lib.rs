@@ -39,8 +39,11 @@ use std::time::Instant;
 
 use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
 use cdkd_aws_common::aws_error;
-use cdkd_provider_api::protocol::{operation, CompositeId, ResourceTypeSchema};
-use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
+use cdkd_provider_api::protocol::{
+    operation, CompositeId, DeleteResult, ImportRequest, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
+};
+use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
 /// An EC2 client for the host's endpoint and credentials.
@@ -149,6 +152,83 @@ pub(crate) async fn retag(
     Ok(())
 }
 
+/// The attributes of a type whose one attribute is its own id (`RouteTableId`, `Id`, …).
+pub(crate) fn id_attribute(key: &str, id: &str) -> Map<String, Value> {
+    let mut attributes = Map::new();
+    attributes.insert(key.into(), json!(id));
+    attributes
+}
+
+/// The update of a type whose properties are all create-only: nothing changes in place.
+pub(crate) fn unchanged(request: UpdateRequest, attributes: Map<String, Value>) -> UpdateResult {
+    UpdateResult {
+        physical_id: request.physical_id,
+        replaced: false,
+        attributes,
+    }
+}
+
+/// The update of a type whose only in-place change is its tags.
+pub(crate) async fn retag_only(
+    ctx: &PluginContext,
+    what: &str,
+    request: UpdateRequest,
+    attributes: Map<String, Value>,
+) -> Result<UpdateResult, ProviderError> {
+    let ec2 = client(ctx).await?;
+    retag(
+        &ec2,
+        what,
+        &request.physical_id,
+        &request.previous_properties,
+        &request.properties,
+    )
+    .await?;
+    Ok(unchanged(request, attributes))
+}
+
+/// A delete that waits out EC2's "still in use" answers; a resource already gone is deleted.
+pub(crate) async fn delete_released<F, Fut>(
+    what: &str,
+    waiting_for: &str,
+    op: F,
+) -> Result<DeleteResult, ProviderError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), ProviderError>>,
+{
+    cdkd_aws_common::deleted_unless_failed(
+        until_released(what, waiting_for, DEPENDENCY_BUDGET, op).await,
+    )
+}
+
+/// What an import of a type without a describe call of its own checks first: the resource
+/// reads back (its properties), or it does not exist.
+pub(crate) async fn read_existing(
+    provider: &impl ResourceProvider,
+    ctx: &PluginContext,
+    request: &ImportRequest,
+    what: &str,
+) -> Result<Map<String, Value>, ProviderError> {
+    provider
+        .read_current_state(
+            ctx,
+            ReadCurrentStateRequest {
+                logical_id: request.logical_id.clone(),
+                physical_id: request.physical_id.clone(),
+                properties: request.properties.clone(),
+            },
+        )
+        .await?
+        .properties
+        .ok_or_else(|| does_not_exist(what, &request.physical_id))
+}
+
+/// The error of a read or import whose EC2 resource does not exist.
+pub(crate) fn does_not_exist(what: &str, id: &str) -> ProviderError {
+    cdkd_aws_common::does_not_exist(what, id, "EC2")
+}
+
 /// A describe filter.
 pub(crate) fn filter(name: &str, value: &str) -> Filter {
     Filter::builder().name(name).values(value).build()
@@ -157,21 +237,6 @@ pub(crate) fn filter(name: &str, value: &str) -> Filter {
 /// "Type LogicalId", the prefix of every message.
 pub(crate) fn what(type_name: &str, logical_id: &str) -> String {
     format!("{type_name} {logical_id}")
-}
-
-/// The error of a read or import whose resource does not exist.
-pub(crate) fn not_found(what: &str, id: &str) -> ProviderError {
-    ProviderError::new(
-        ErrorKind::NOT_FOUND,
-        format!("{what}: {id} does not exist in EC2"),
-    )
-}
-
-/// Inserts `value` under `key` when there is one (an unreadable attribute is omitted, not "").
-pub(crate) fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
-    if let Some(value) = value {
-        map.insert(key.into(), value);
-    }
 }
 
 /// A string attribute or property value.

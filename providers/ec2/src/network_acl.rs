@@ -4,7 +4,7 @@
 //! subnet back to its VPC's default ACL, as CloudFormation does.
 
 use aws_sdk_ec2::types::{IcmpTypeCode, PortRange, ResourceType, RuleAction};
-use cdkd_aws_common::{aws_error, flag, int, optional, require_str, text};
+use cdkd_aws_common::{aws_error, flag, int, optional, put, require_str, text};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
     ReadCurrentStateRequest, ReadCurrentStateResult, RefValue, ResourceTypeSchema, UpdateRequest,
@@ -15,8 +15,8 @@ use serde_json::{json, Map, Value};
 
 use crate::composite::{declare, join, split};
 use crate::{
-    client, filter, not_found, put, retag, schema, some_str, tag_spec, tags_value, until_released,
-    what, DEPENDENCY_BUDGET,
+    client, delete_released, does_not_exist, filter, id_attribute, read_existing, retag_only,
+    schema, some_str, tag_spec, tags_value, unchanged, what,
 };
 
 const ACL: &str = "AWS::EC2::NetworkAcl";
@@ -53,12 +53,6 @@ async fn describe_acl(
 #[derive(Default)]
 pub struct NetworkAcl;
 
-fn acl_attributes(id: &str) -> Map<String, Value> {
-    let mut attributes = Map::new();
-    attributes.insert("Id".into(), json!(id));
-    attributes
-}
-
 #[async_trait]
 impl ResourceProvider for NetworkAcl {
     fn schema(&self) -> ResourceTypeSchema {
@@ -85,10 +79,10 @@ impl ResourceProvider for NetworkAcl {
         let id = created
             .network_acl()
             .and_then(|a| a.network_acl_id())
-            .ok_or_else(|| not_found(&what, "the new network ACL"))?
+            .ok_or_else(|| does_not_exist(&what, "the new network ACL"))?
             .to_string();
         Ok(CreateResult {
-            attributes: acl_attributes(&id),
+            attributes: id_attribute("Id", &id),
             physical_id: id,
         })
     }
@@ -98,21 +92,8 @@ impl ResourceProvider for NetworkAcl {
         ctx: &PluginContext,
         request: UpdateRequest,
     ) -> Result<UpdateResult, ProviderError> {
-        let what = what(ACL, &request.logical_id);
-        let ec2 = client(ctx).await?;
-        retag(
-            &ec2,
-            &what,
-            &request.physical_id,
-            &request.previous_properties,
-            &request.properties,
-        )
-        .await?;
-        Ok(UpdateResult {
-            attributes: acl_attributes(&request.physical_id),
-            physical_id: request.physical_id,
-            replaced: false,
-        })
+        let attributes = id_attribute("Id", &request.physical_id);
+        retag_only(ctx, &what(ACL, &request.logical_id), request, attributes).await
     }
 
     async fn delete(
@@ -123,22 +104,15 @@ impl ResourceProvider for NetworkAcl {
         let what = what(ACL, &request.logical_id);
         let ec2 = client(ctx).await?;
         let id = &request.physical_id;
-        cdkd_aws_common::deleted_unless_failed(
-            until_released(
-                &what,
-                "its subnet associations to go",
-                DEPENDENCY_BUDGET,
-                || async {
-                    ec2.delete_network_acl()
-                        .network_acl_id(id)
-                        .send()
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
-                },
-            )
-            .await,
-        )
+        delete_released(&what, "its subnet associations to go", || async {
+            ec2.delete_network_acl()
+                .network_acl_id(id)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
+        })
+        .await
     }
 
     async fn read_current_state(
@@ -169,9 +143,9 @@ impl ResourceProvider for NetworkAcl {
         let ec2 = client(ctx).await?;
         describe_acl(&ec2, &what, &request.physical_id)
             .await?
-            .ok_or_else(|| not_found(&what, &request.physical_id))?;
+            .ok_or_else(|| does_not_exist(&what, &request.physical_id))?;
         Ok(CreateResult {
-            attributes: acl_attributes(&request.physical_id),
+            attributes: id_attribute("Id", &request.physical_id),
             physical_id: request.physical_id,
         })
     }
@@ -319,11 +293,7 @@ impl ResourceProvider for Entry {
         .send()
         .await
         .map_err(|e| aws_error(&format!("{what}: replacing rule {rule} of {acl}"), e))?;
-        Ok(UpdateResult {
-            physical_id: request.physical_id,
-            replaced: false,
-            attributes: Map::new(),
-        })
+        Ok(unchanged(request, Map::new()))
     }
 
     async fn delete(
@@ -396,23 +366,7 @@ impl ResourceProvider for Entry {
         ctx: &PluginContext,
         request: ImportRequest,
     ) -> Result<CreateResult, ProviderError> {
-        let what = what(ENTRY, &request.logical_id);
-        let read = self
-            .read_current_state(
-                ctx,
-                ReadCurrentStateRequest {
-                    logical_id: request.logical_id.clone(),
-                    physical_id: request.physical_id.clone(),
-                    properties: request.properties,
-                },
-            )
-            .await?;
-        if read.properties.is_none() {
-            return Err(not_found(
-                &what,
-                &format!("the entry {}", request.physical_id),
-            ));
-        }
+        read_existing(self, ctx, &request, &what(ENTRY, &request.logical_id)).await?;
         Ok(CreateResult {
             physical_id: request.physical_id,
             attributes: Map::new(),
@@ -466,12 +420,6 @@ async fn reassociate(
         })
 }
 
-fn association_attributes(id: &str) -> Map<String, Value> {
-    let mut attributes = Map::new();
-    attributes.insert("AssociationId".into(), json!(id));
-    attributes
-}
-
 #[async_trait]
 impl ResourceProvider for SubnetAssociation {
     fn schema(&self) -> ResourceTypeSchema {
@@ -498,10 +446,12 @@ impl ResourceProvider for SubnetAssociation {
             .flat_map(|a| a.associations())
             .find(|a| a.subnet_id() == Some(subnet))
             .and_then(|a| a.network_acl_association_id().map(ToString::to_string))
-            .ok_or_else(|| not_found(&what, &format!("the network ACL association of {subnet}")))?;
+            .ok_or_else(|| {
+                does_not_exist(&what, &format!("the network ACL association of {subnet}"))
+            })?;
         let id = reassociate(&ec2, &what, &current, acl).await?;
         Ok(CreateResult {
-            attributes: association_attributes(&id),
+            attributes: id_attribute("AssociationId", &id),
             physical_id: id,
         })
     }
@@ -512,11 +462,8 @@ impl ResourceProvider for SubnetAssociation {
         _ctx: &PluginContext,
         request: UpdateRequest,
     ) -> Result<UpdateResult, ProviderError> {
-        Ok(UpdateResult {
-            attributes: association_attributes(&request.physical_id),
-            physical_id: request.physical_id,
-            replaced: false,
-        })
+        let attributes = id_attribute("AssociationId", &request.physical_id);
+        Ok(unchanged(request, attributes))
     }
 
     /// Hands the subnet back to its VPC's default ACL.
@@ -539,7 +486,7 @@ impl ResourceProvider for SubnetAssociation {
             .await?
             .first()
             .and_then(|a| a.network_acl_id().map(ToString::to_string))
-            .ok_or_else(|| not_found(&what, &format!("the default network ACL of {vpc}")))?;
+            .ok_or_else(|| does_not_exist(&what, &format!("the default network ACL of {vpc}")))?;
         cdkd_aws_common::deleted_unless_failed(
             reassociate(&ec2, &what, id, &default).await.map(|_| ()),
         )
@@ -573,9 +520,9 @@ impl ResourceProvider for SubnetAssociation {
         let ec2 = client(ctx).await?;
         find_association(&ec2, &what, &request.physical_id)
             .await?
-            .ok_or_else(|| not_found(&what, &request.physical_id))?;
+            .ok_or_else(|| does_not_exist(&what, &request.physical_id))?;
         Ok(CreateResult {
-            attributes: association_attributes(&request.physical_id),
+            attributes: id_attribute("AssociationId", &request.physical_id),
             physical_id: request.physical_id,
         })
     }

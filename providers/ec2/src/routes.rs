@@ -2,7 +2,7 @@
 //! `AWS::EC2::SubnetRouteTableAssociation` (the association id).
 
 use aws_sdk_ec2::types::ResourceType;
-use cdkd_aws_common::{aws_error, optional, require_str, text};
+use cdkd_aws_common::{aws_error, optional, put, require_str, text};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
     ReadCurrentStateRequest, ReadCurrentStateResult, RefValue, ResourceTypeSchema, UpdateRequest,
@@ -13,8 +13,8 @@ use serde_json::{json, Map, Value};
 
 use crate::composite::{declare, join, split};
 use crate::{
-    client, filter, not_found, put, retag, schema, some_str, tag_spec, tags_value, until_released,
-    what, DEPENDENCY_BUDGET,
+    client, delete_released, does_not_exist, filter, id_attribute, read_existing, retag_only,
+    schema, some_str, tag_spec, tags_value, unchanged, what,
 };
 
 const TABLE: &str = "AWS::EC2::RouteTable";
@@ -36,12 +36,6 @@ async fn describe_table(
 /// `AWS::EC2::RouteTable`.
 #[derive(Default)]
 pub struct RouteTable;
-
-fn table_attributes(id: &str) -> Map<String, Value> {
-    let mut attributes = Map::new();
-    attributes.insert("RouteTableId".into(), json!(id));
-    attributes
-}
 
 #[async_trait]
 impl ResourceProvider for RouteTable {
@@ -69,10 +63,10 @@ impl ResourceProvider for RouteTable {
         let id = created
             .route_table()
             .and_then(|t| t.route_table_id())
-            .ok_or_else(|| not_found(&what, "the new route table"))?
+            .ok_or_else(|| does_not_exist(&what, "the new route table"))?
             .to_string();
         Ok(CreateResult {
-            attributes: table_attributes(&id),
+            attributes: id_attribute("RouteTableId", &id),
             physical_id: id,
         })
     }
@@ -82,21 +76,8 @@ impl ResourceProvider for RouteTable {
         ctx: &PluginContext,
         request: UpdateRequest,
     ) -> Result<UpdateResult, ProviderError> {
-        let what = what(TABLE, &request.logical_id);
-        let ec2 = client(ctx).await?;
-        retag(
-            &ec2,
-            &what,
-            &request.physical_id,
-            &request.previous_properties,
-            &request.properties,
-        )
-        .await?;
-        Ok(UpdateResult {
-            attributes: table_attributes(&request.physical_id),
-            physical_id: request.physical_id,
-            replaced: false,
-        })
+        let attributes = id_attribute("RouteTableId", &request.physical_id);
+        retag_only(ctx, &what(TABLE, &request.logical_id), request, attributes).await
     }
 
     async fn delete(
@@ -107,22 +88,19 @@ impl ResourceProvider for RouteTable {
         let what = what(TABLE, &request.logical_id);
         let ec2 = client(ctx).await?;
         let id = &request.physical_id;
-        cdkd_aws_common::deleted_unless_failed(
-            until_released(
-                &what,
-                "its routes and subnet associations to go",
-                DEPENDENCY_BUDGET,
-                || async {
-                    ec2.delete_route_table()
-                        .route_table_id(id)
-                        .send()
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
-                },
-            )
-            .await,
+        delete_released(
+            &what,
+            "its routes and subnet associations to go",
+            || async {
+                ec2.delete_route_table()
+                    .route_table_id(id)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
+            },
         )
+        .await
     }
 
     async fn read_current_state(
@@ -153,9 +131,9 @@ impl ResourceProvider for RouteTable {
         let ec2 = client(ctx).await?;
         describe_table(&ec2, &what, &request.physical_id)
             .await?
-            .ok_or_else(|| not_found(&what, &request.physical_id))?;
+            .ok_or_else(|| does_not_exist(&what, &request.physical_id))?;
         Ok(CreateResult {
-            attributes: table_attributes(&request.physical_id),
+            attributes: id_attribute("RouteTableId", &request.physical_id),
             physical_id: request.physical_id,
         })
     }
@@ -396,19 +374,7 @@ impl ResourceProvider for Route {
         ctx: &PluginContext,
         request: ImportRequest,
     ) -> Result<CreateResult, ProviderError> {
-        let what = what(ROUTE, &request.logical_id);
-        let read = self
-            .read_current_state(
-                ctx,
-                ReadCurrentStateRequest {
-                    logical_id: request.logical_id.clone(),
-                    physical_id: request.physical_id.clone(),
-                    properties: request.properties,
-                },
-            )
-            .await?
-            .properties
-            .ok_or_else(|| not_found(&what, &format!("the route {}", request.physical_id)))?;
+        let read = read_existing(self, ctx, &request, &what(ROUTE, &request.logical_id)).await?;
         let mut attributes = Map::new();
         put(
             &mut attributes,
@@ -447,12 +413,6 @@ async fn describe_association(
     }))
 }
 
-fn association_attributes(id: &str) -> Map<String, Value> {
-    let mut attributes = Map::new();
-    attributes.insert("Id".into(), json!(id));
-    attributes
-}
-
 #[async_trait]
 impl ResourceProvider for SubnetRouteTableAssociation {
     fn schema(&self) -> ResourceTypeSchema {
@@ -482,10 +442,10 @@ impl ResourceProvider for SubnetRouteTableAssociation {
             .map_err(|e| aws_error(&format!("{what}: associating {subnet} with {table}"), e))?;
         let id = associated
             .association_id()
-            .ok_or_else(|| not_found(&what, "the new association"))?
+            .ok_or_else(|| does_not_exist(&what, "the new association"))?
             .to_string();
         Ok(CreateResult {
-            attributes: association_attributes(&id),
+            attributes: id_attribute("Id", &id),
             physical_id: id,
         })
     }
@@ -496,11 +456,8 @@ impl ResourceProvider for SubnetRouteTableAssociation {
         _ctx: &PluginContext,
         request: UpdateRequest,
     ) -> Result<UpdateResult, ProviderError> {
-        Ok(UpdateResult {
-            attributes: association_attributes(&request.physical_id),
-            physical_id: request.physical_id,
-            replaced: false,
-        })
+        let attributes = id_attribute("Id", &request.physical_id);
+        Ok(unchanged(request, attributes))
     }
 
     async fn delete(
@@ -549,9 +506,9 @@ impl ResourceProvider for SubnetRouteTableAssociation {
         let ec2 = client(ctx).await?;
         describe_association(&ec2, &what, &request.physical_id)
             .await?
-            .ok_or_else(|| not_found(&what, &request.physical_id))?;
+            .ok_or_else(|| does_not_exist(&what, &request.physical_id))?;
         Ok(CreateResult {
-            attributes: association_attributes(&request.physical_id),
+            attributes: id_attribute("Id", &request.physical_id),
             physical_id: request.physical_id,
         })
     }

@@ -4,10 +4,10 @@
 use aws_sdk_ec2::types::{
     IpPermission, IpRange, Ipv6Range, PrefixListId, SecurityGroupRule, UserIdGroupPair,
 };
-use cdkd_aws_common::{int, text};
+use cdkd_aws_common::{int, put, text};
 use serde_json::{json, Map, Value};
 
-use crate::{put, some_str};
+use crate::some_str;
 
 /// Which way a rule points; the template names its peer `Source*` or `Destination*`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 //! rules are updated by revoke + authorize, which mints a new rule id.
 
 use aws_sdk_ec2::types::{IpPermission, ResourceType, SecurityGroupRule};
-use cdkd_aws_common::{aws_error, int, optional, physical_name, require_str, text};
+use cdkd_aws_common::{aws_error, int, optional, physical_name, put, require_str, text};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
     ReadCurrentStateRequest, ReadCurrentStateResult, RefValue, ResourceTypeSchema, UpdateRequest,
@@ -20,8 +20,8 @@ use crate::rules::{
     template_rules, Direction,
 };
 use crate::{
-    client, filter, not_found, put, retag, schema, some_str, tag_spec, tags_value, until_released,
-    what, DEPENDENCY_BUDGET,
+    client, delete_released, does_not_exist, filter, retag, schema, some_str, tag_spec, tags_value,
+    what,
 };
 
 const GROUP: &str = "AWS::EC2::SecurityGroup";
@@ -201,7 +201,7 @@ impl ResourceProvider for SecurityGroup {
             .map_err(|e| aws_error(&format!("{what}: creating {name}"), e))?;
         let id = created
             .group_id()
-            .ok_or_else(|| not_found(&what, "the new security group"))?
+            .ok_or_else(|| does_not_exist(&what, "the new security group"))?
             .to_string();
         let ingress = permissions(props, "SecurityGroupIngress", Direction::Ingress);
         sync_rules(&ec2, &what, &id, Direction::Ingress, &[], &ingress).await?;
@@ -267,22 +267,19 @@ impl ResourceProvider for SecurityGroup {
         let what = what(GROUP, &request.logical_id);
         let ec2 = client(ctx).await?;
         let id = &request.physical_id;
-        cdkd_aws_common::deleted_unless_failed(
-            until_released(
-                &what,
-                "the network interfaces using the group and other groups' rules that name it to go",
-                DEPENDENCY_BUDGET,
-                || async {
-                    ec2.delete_security_group()
-                        .group_id(id)
-                        .send()
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
-                },
-            )
-            .await,
+        delete_released(
+            &what,
+            "the network interfaces using the group and other groups' rules that name it to go",
+            || async {
+                ec2.delete_security_group()
+                    .group_id(id)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
+            },
         )
+        .await
     }
 
     async fn read_current_state(
@@ -323,7 +320,7 @@ impl ResourceProvider for SecurityGroup {
         let ec2 = client(ctx).await?;
         let group = describe_group(&ec2, &what, &request.physical_id)
             .await?
-            .ok_or_else(|| not_found(&what, &request.physical_id))?;
+            .ok_or_else(|| does_not_exist(&what, &request.physical_id))?;
         Ok(CreateResult {
             attributes: group_attributes(&request.physical_id, group.vpc_id()),
             physical_id: request.physical_id,
@@ -389,7 +386,7 @@ fn ingress_id(what: &str, props: &Map<String, Value>) -> Result<String, Provider
 
 /// The `Id` attribute: the rule id when AWS minted exactly one (a rule with several sources
 /// gets none on purpose: no single id names the resource).
-fn id_attribute(ids: &[String]) -> Map<String, Value> {
+fn rule_id_attribute(ids: &[String]) -> Map<String, Value> {
     let mut attributes = Map::new();
     if let [id] = ids {
         attributes.insert("Id".into(), json!(id));
@@ -412,15 +409,15 @@ async fn authorize_ingress(
         .await
         .map_err(|e| aws_error(&format!("{what}: authorizing the rule on {group}"), e))?;
     let ids = minted(out.security_group_rules());
-    if source_count(props, Direction::Ingress) > 1 {
+    let sources = source_count(props, Direction::Ingress);
+    if sources > 1 {
         tracing::info!(
-            "{what}: the rule declares {} sources, so AWS made one rule per source and no `Id` is recorded (cdkd export needs one resource per source)",
-            source_count(props, Direction::Ingress)
+            "{what}: the rule declares {sources} sources, so AWS made one rule per source and no `Id` is recorded (cdkd export needs one resource per source)"
         );
     }
     Ok(CreateResult {
         physical_id,
-        attributes: id_attribute(&ids),
+        attributes: rule_id_attribute(&ids),
     })
 }
 
@@ -576,7 +573,7 @@ impl ResourceProvider for Ingress {
         let ec2 = client(ctx).await?;
         let rules = find_ingress(&ec2, &what, &request.physical_id, &request.properties).await?;
         if rules.is_empty() {
-            return Err(not_found(
+            return Err(does_not_exist(
                 &what,
                 &format!("a rule matching {}", request.physical_id),
             ));
@@ -592,7 +589,7 @@ impl ResourceProvider for Ingress {
         }
         Ok(CreateResult {
             physical_id: request.physical_id,
-            attributes: id_attribute(&ids),
+            attributes: rule_id_attribute(&ids),
         })
     }
 }
@@ -624,9 +621,34 @@ async fn authorize_egress(
             )
         })?;
     Ok(CreateResult {
-        attributes: id_attribute(std::slice::from_ref(&id)),
+        attributes: rule_id_attribute(std::slice::from_ref(&id)),
         physical_id: id,
     })
+}
+
+/// Revokes egress rule `id` (its group from the template, else looked up); gone = deleted.
+async fn revoke_egress(
+    ec2: &aws_sdk_ec2::Client,
+    what: &str,
+    id: &str,
+    props: &Map<String, Value>,
+) -> Result<DeleteResult, ProviderError> {
+    let group = match text(props.get("GroupId")) {
+        Some(group) => group,
+        None => match describe_rule(ec2, what, id).await? {
+            Some(rule) => rule.group_id().unwrap_or_default().to_string(),
+            None => return Ok(DeleteResult::Deleted),
+        },
+    };
+    cdkd_aws_common::deleted_unless_failed(
+        ec2.revoke_security_group_egress()
+            .group_id(&group)
+            .security_group_rule_ids(id)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| aws_error(&format!("{what}: revoking {id} on {group}"), e)),
+    )
 }
 
 async fn describe_rule(
@@ -682,13 +704,11 @@ impl ResourceProvider for Egress {
     ) -> Result<UpdateResult, ProviderError> {
         let what = what(EGRESS, &request.logical_id);
         let ec2 = client(ctx).await?;
-        self.delete(
-            ctx,
-            DeleteRequest {
-                logical_id: request.logical_id.clone(),
-                physical_id: request.physical_id.clone(),
-                properties: request.previous_properties.clone(),
-            },
+        revoke_egress(
+            &ec2,
+            &what,
+            &request.physical_id,
+            &request.previous_properties,
         )
         .await?;
         let created = authorize_egress(&ec2, &what, &request.properties).await?;
@@ -706,23 +726,7 @@ impl ResourceProvider for Egress {
     ) -> Result<DeleteResult, ProviderError> {
         let what = what(EGRESS, &request.logical_id);
         let ec2 = client(ctx).await?;
-        let id = &request.physical_id;
-        let group = match text(request.properties.get("GroupId")) {
-            Some(group) => group,
-            None => match describe_rule(&ec2, &what, id).await? {
-                Some(rule) => rule.group_id().unwrap_or_default().to_string(),
-                None => return Ok(DeleteResult::Deleted),
-            },
-        };
-        cdkd_aws_common::deleted_unless_failed(
-            ec2.revoke_security_group_egress()
-                .group_id(&group)
-                .security_group_rule_ids(id)
-                .send()
-                .await
-                .map(|_| ())
-                .map_err(|e| aws_error(&format!("{what}: revoking {id} on {group}"), e)),
-        )
+        revoke_egress(&ec2, &what, &request.physical_id, &request.properties).await
     }
 
     async fn read_current_state(
@@ -748,9 +752,9 @@ impl ResourceProvider for Egress {
         let ec2 = client(ctx).await?;
         describe_rule(&ec2, &what, &request.physical_id)
             .await?
-            .ok_or_else(|| not_found(&what, &request.physical_id))?;
+            .ok_or_else(|| does_not_exist(&what, &request.physical_id))?;
         Ok(CreateResult {
-            attributes: id_attribute(std::slice::from_ref(&request.physical_id)),
+            attributes: rule_id_attribute(std::slice::from_ref(&request.physical_id)),
             physical_id: request.physical_id,
         })
     }
@@ -781,10 +785,10 @@ mod tests {
     #[test]
     fn only_a_single_minted_rule_becomes_the_id() {
         assert_eq!(
-            Value::Object(id_attribute(&["sgr-1".into()])),
+            Value::Object(rule_id_attribute(&["sgr-1".into()])),
             json!({"Id": "sgr-1"})
         );
-        assert!(id_attribute(&["sgr-1".into(), "sgr-2".into()]).is_empty());
+        assert!(rule_id_attribute(&["sgr-1".into(), "sgr-2".into()]).is_empty());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `AWS::EC2::VPC` and `AWS::EC2::Subnet`: physical id (and `Ref`) is the AWS id.
 
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType, Tenancy, VpcAttributeName};
-use cdkd_aws_common::{aws_error, flag, optional, require_str, text};
+use cdkd_aws_common::{aws_error, flag, optional, put, require_str, text};
 use cdkd_provider_api::protocol::{
     operation, AvailabilityZonesRequest, AvailabilityZonesResult, CreateRequest, CreateResult,
     DeleteRequest, DeleteResult, ImportRequest, ReadCurrentStateRequest, ReadCurrentStateResult,
@@ -11,8 +11,8 @@ use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvi
 use serde_json::{json, Map, Value};
 
 use crate::{
-    client, filter, not_found, put, retag, schema, some_str, tag_spec, tags_value, until_released,
-    what, DEPENDENCY_BUDGET,
+    client, delete_released, does_not_exist, filter, retag, schema, some_str, tag_spec, tags_value,
+    what,
 };
 
 const VPC: &str = "AWS::EC2::VPC";
@@ -159,7 +159,7 @@ impl ResourceProvider for Vpc {
         let vpc = created
             .vpc()
             .cloned()
-            .ok_or_else(|| not_found(&what, "the new VPC"))?;
+            .ok_or_else(|| does_not_exist(&what, "the new VPC"))?;
         let id = vpc.vpc_id().unwrap_or_default().to_string();
         // The DNS settings and the default ACL / group lookups are independent: one round trip.
         let (dns, attributes) = tokio::join!(
@@ -199,7 +199,7 @@ impl ResourceProvider for Vpc {
         .await?;
         let vpc = describe_vpc(&ec2, &what, id)
             .await?
-            .ok_or_else(|| not_found(&what, id))?;
+            .ok_or_else(|| does_not_exist(&what, id))?;
         Ok(UpdateResult {
             physical_id: request.physical_id.clone(),
             replaced: false,
@@ -215,22 +215,19 @@ impl ResourceProvider for Vpc {
         let what = what(VPC, &request.logical_id);
         let ec2 = client(ctx).await?;
         let id = &request.physical_id;
-        cdkd_aws_common::deleted_unless_failed(
-            until_released(
-                &what,
-                "the VPC's subnets, gateways and interfaces to go",
-                DEPENDENCY_BUDGET,
-                || async {
-                    ec2.delete_vpc()
-                        .vpc_id(id)
-                        .send()
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
-                },
-            )
-            .await,
+        delete_released(
+            &what,
+            "the VPC's subnets, gateways and interfaces to go",
+            || async {
+                ec2.delete_vpc()
+                    .vpc_id(id)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
+            },
         )
+        .await
     }
 
     async fn read_current_state(
@@ -288,7 +285,7 @@ impl ResourceProvider for Vpc {
         let ec2 = client(ctx).await?;
         let vpc = describe_vpc(&ec2, &what, &request.physical_id)
             .await?
-            .ok_or_else(|| not_found(&what, &request.physical_id))?;
+            .ok_or_else(|| does_not_exist(&what, &request.physical_id))?;
         Ok(CreateResult {
             attributes: vpc_attributes(&ec2, &what, &vpc).await?,
             physical_id: request.physical_id,
@@ -460,7 +457,7 @@ impl ResourceProvider for Subnet {
         let mut subnet = created
             .subnet()
             .cloned()
-            .ok_or_else(|| not_found(&what, "the new subnet"))?;
+            .ok_or_else(|| does_not_exist(&what, "the new subnet"))?;
         let id = subnet.subnet_id().unwrap_or_default().to_string();
         if flag(props.get("MapPublicIpOnLaunch")) == Some(true) {
             set_public_ip(&ec2, &what, &id, true).await?;
@@ -497,7 +494,7 @@ impl ResourceProvider for Subnet {
         .await?;
         let subnet = describe_subnet(&ec2, &what, id)
             .await?
-            .ok_or_else(|| not_found(&what, id))?;
+            .ok_or_else(|| does_not_exist(&what, id))?;
         Ok(UpdateResult {
             physical_id: request.physical_id.clone(),
             replaced: false,
@@ -513,22 +510,15 @@ impl ResourceProvider for Subnet {
         let what = what(SUBNET, &request.logical_id);
         let ec2 = client(ctx).await?;
         let id = &request.physical_id;
-        cdkd_aws_common::deleted_unless_failed(
-            until_released(
-                &what,
-                "the network interfaces in the subnet (a Lambda in a VPC releases them minutes after it is deleted)",
-                DEPENDENCY_BUDGET,
-                || async {
+        delete_released(&what, "the network interfaces in the subnet (a Lambda in a VPC releases them minutes after it is deleted)", || async {
                     ec2.delete_subnet()
                         .subnet_id(id)
                         .send()
                         .await
                         .map(|_| ())
                         .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
-                },
-            )
-            .await,
-        )
+})
+.await
     }
 
     async fn read_current_state(
@@ -569,7 +559,7 @@ impl ResourceProvider for Subnet {
         let ec2 = client(ctx).await?;
         let subnet = describe_subnet(&ec2, &what, &request.physical_id)
             .await?
-            .ok_or_else(|| not_found(&what, &request.physical_id))?;
+            .ok_or_else(|| does_not_exist(&what, &request.physical_id))?;
         Ok(CreateResult {
             attributes: subnet_attributes(&ec2, &what, &subnet).await?,
             physical_id: request.physical_id,

@@ -27,12 +27,9 @@ fn schema(
     }
 }
 
-/// The error of an import whose resource does not exist.
+/// The error of an import whose IAM resource does not exist.
 fn missing(what: &str, id: &str) -> ProviderError {
-    ProviderError::new(
-        ErrorKind::NOT_FOUND,
-        format!("{what}: {id} does not exist in IAM"),
-    )
+    cdkd_aws_common::does_not_exist(what, id, "IAM")
 }
 
 fn deleted_if_gone(result: Result<(), ProviderError>) -> Result<DeleteResult, ProviderError> {

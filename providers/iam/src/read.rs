@@ -16,7 +16,8 @@ fn document(text: &str) -> Value {
     serde_json::from_str(&decoded).unwrap_or(Value::String(decoded))
 }
 
-fn tags(tags: &[aws_sdk_iam::types::Tag]) -> Option<Value> {
+/// IAM tags in template shape (none: absent).
+pub(crate) fn tags(tags: &[aws_sdk_iam::types::Tag]) -> Option<Value> {
     (!tags.is_empty()).then(|| {
         Value::Array(
             tags.iter()
@@ -353,9 +354,19 @@ pub(crate) async fn addition(
     group_name: &str,
     template: &Map<String, Value>,
 ) -> Result<Option<Map<String, Value>>, ProviderError> {
-    let Some((_, _, members)) = group(iam, what, group_name, &Map::new()).await? else {
+    // Only the members matter here: one GetGroup, not the group's policies too.
+    let Some(answer) = optional(
+        &format!("{what}: GetGroup"),
+        iam.get_group().group_name(group_name).send().await,
+    )?
+    else {
         return Ok(None);
     };
+    let members: Vec<String> = answer
+        .users()
+        .iter()
+        .map(|u| u.user_name().to_string())
+        .collect();
     let wanted = names(template, "Users");
     let users: Vec<String> = if wanted.is_empty() {
         members

@@ -388,13 +388,8 @@ impl ResourceProvider for Role {
         {
             properties.insert("PermissionsBoundary".into(), json!(boundary));
         }
-        if !role.tags().is_empty() {
-            let tags: Vec<Value> = role
-                .tags()
-                .iter()
-                .map(|t| json!({"Key": t.key(), "Value": t.value()}))
-                .collect();
-            properties.insert("Tags".into(), Value::Array(tags));
+        if let Some(tags) = crate::read::tags(role.tags()) {
+            properties.insert("Tags".into(), tags);
         }
         Ok(ReadCurrentStateResult {
             properties: Some(properties),

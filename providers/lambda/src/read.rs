@@ -2,8 +2,8 @@
 //! `read_current_state` reports and what `import` checks before it adopts a resource. `None`:
 //! the resource is gone.
 
-use cdkd_aws_common::{optional, text};
-use cdkd_provider_api::{ErrorKind, ProviderError};
+use cdkd_aws_common::{optional, put, text};
+use cdkd_provider_api::ProviderError;
 use serde_json::{json, Map, Value};
 
 use crate::event_invoke_config::target;
@@ -11,18 +11,9 @@ use crate::function_name;
 use crate::layer_version::parse_arn;
 use crate::others::permission_target;
 
-/// The error of an import whose resource does not exist.
+/// The error of an import whose Lambda resource does not exist.
 pub(crate) fn missing(what: &str, id: &str) -> ProviderError {
-    ProviderError::new(
-        ErrorKind::NOT_FOUND,
-        format!("{what}: {id} does not exist in Lambda"),
-    )
-}
-
-fn put(props: &mut Map<String, Value>, key: &str, value: Option<Value>) {
-    if let Some(value) = value {
-        props.insert(key.into(), value);
-    }
+    cdkd_aws_common::does_not_exist(what, id, "Lambda")
 }
 
 /// `AWS::Lambda::Permission`: the statement in the function's resource policy.
