@@ -121,6 +121,12 @@ pub fn load(path: &Path) -> Result<PluginLibrary, LoadError> {
             path: path.to_path_buf(),
         });
     }
+    if let Some(problem) = crate::elf_check::check(path) {
+        return Err(LoadError::NotALibrary {
+            path: path.to_path_buf(),
+            reason: problem,
+        });
+    }
     let raw = RawLibrary::load_at(path).map_err(|err| LoadError::NotALibrary {
         path: path.to_path_buf(),
         reason: one_line(&library_error_reason(&err)),

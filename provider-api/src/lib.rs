@@ -11,6 +11,7 @@
 //! compatibility rule it promises is written in `docs/provider-abi.md`.
 
 pub mod abi;
+mod elf_check;
 pub mod host;
 mod log_forward;
 pub mod plugin;
