@@ -70,7 +70,14 @@ impl Graph {
                 &mut dependencies,
             )?;
             dependencies.extend(resource.depends_on.iter().cloned());
-            dependencies.remove(logical_id);
+            if dependencies.contains(logical_id) {
+                // CloudFormation refuses a resource that needs its own value as a circular
+                // dependency; so does cdkd, rather than dispatch it and fail at resolution.
+                return Err(GraphError::Cycle(vec![
+                    logical_id.clone(),
+                    logical_id.clone(),
+                ]));
+            }
             if let Some(missing) = dependencies.iter().find(|d| !active.contains(*d)) {
                 // An explicit DependsOn on an inactive resource is dropped, as CloudFormation
                 // does; a value reference to it cannot be satisfied.
@@ -313,6 +320,15 @@ mod tests {
         }}))
         .unwrap_err();
         assert_eq!(err.to_string(), "dependency cycle: A -> B -> C -> A");
+    }
+
+    #[test]
+    fn a_resource_reading_its_own_attribute_is_a_cycle() {
+        let err = graph(json!({"Resources": {
+            "Queue": {"Type": "T", "Properties": {"Name": {"Fn::GetAtt": ["Queue", "Arn"]}}}
+        }}))
+        .unwrap_err();
+        assert_eq!(err.to_string(), "dependency cycle: Queue -> Queue");
     }
 
     #[test]

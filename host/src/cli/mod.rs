@@ -126,10 +126,28 @@ pub fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", error_line(&err));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes on one line, each cause once: many errors already quote their
+/// source in their own message, and `{:#}` would print it again (`X: X`).
+pub fn error_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        let text = text.trim();
+        if text.is_empty() || line.contains(text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(text);
+    }
+    line
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -290,4 +308,25 @@ fn init_logging(verbose: bool) {
         .with_target(verbose)
         .without_time()
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("saving state failed: {0}")]
+    struct Quoting(#[source] std::io::Error);
+
+    #[test]
+    fn a_cause_already_quoted_is_printed_once() {
+        let inner = std::io::Error::other("SlowDown");
+        let err = anyhow::Error::new(Quoting(inner)).context("deploy of Stack failed");
+        assert_eq!(
+            error_line(&err),
+            "deploy of Stack failed: saving state failed: SlowDown"
+        );
+        let plain = anyhow::anyhow!("root cause").context("outer");
+        assert_eq!(error_line(&plain), "outer: root cause");
+    }
 }

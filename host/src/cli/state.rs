@@ -163,6 +163,8 @@ struct Listed {
     stack: StackRef,
     state: Option<StackState>,
     lock: Option<LockInfo>,
+    /// Why the record (or its lock) could not be read; the other stacks are still listed.
+    problem: Option<String>,
 }
 
 async fn list(
@@ -175,18 +177,23 @@ async fn list(
     let mut listed = Vec::with_capacity(stacks.len());
     for stack in stacks {
         let region = stack.region.clone().unwrap_or_default();
+        let mut problem = None;
         let (state, lock) = if long || tree {
-            let state = store
-                .backend
-                .load(&stack.stack, &region)
-                .await?
-                .map(|s| s.state);
+            let state = match store.backend.load(&stack.stack, &region).await {
+                Ok(stored) => stored.map(|s| s.state),
+                Err(err) => {
+                    problem = Some(err.to_string());
+                    None
+                }
+            };
             let lock = if long {
-                store
-                    .locks
-                    .read(&stack.stack, &region)
-                    .await?
-                    .map(|(info, _)| info)
+                match store.locks.read(&stack.stack, &region).await {
+                    Ok(lock) => lock.map(|(info, _)| info),
+                    Err(err) => {
+                        problem.get_or_insert(err.to_string());
+                        None
+                    }
+                }
             } else {
                 None
             };
@@ -194,11 +201,30 @@ async fn list(
         } else {
             (None, None)
         };
-        listed.push(Listed { stack, state, lock });
+        listed.push(Listed {
+            stack,
+            state,
+            lock,
+            problem,
+        });
     }
+    let unreadable: Vec<&Listed> = listed.iter().filter(|e| e.problem.is_some()).collect();
+    for entry in &unreadable {
+        eprintln!(
+            "error: stack {} ({}): {}",
+            entry.stack.stack,
+            entry.stack.region.as_deref().unwrap_or("?"),
+            entry.problem.as_deref().unwrap_or_default()
+        );
+    }
+    let code = if unreadable.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    };
     if tree {
         print_tree(&listed, long, as_json)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
     if as_json {
         let rows: Vec<Value> = listed
@@ -224,7 +250,7 @@ async fn list(
             );
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }
 
 fn format_millis(ms: i64) -> String {
@@ -259,10 +285,12 @@ fn long_row(entry: &Listed) -> Vec<String> {
     vec![
         entry.stack.stack.clone(),
         entry.stack.region.clone().unwrap_or_default(),
-        entry
-            .state
-            .as_ref()
-            .map_or_else(|| "-".into(), |s| s.resources.len().to_string()),
+        match (&entry.problem, &entry.state) {
+            (Some(_), _) => "unreadable".into(),
+            (None, state) => state
+                .as_ref()
+                .map_or_else(|| "-".into(), |s| s.resources.len().to_string()),
+        },
         entry
             .state
             .as_ref()
@@ -278,6 +306,9 @@ fn list_entry_json(entry: &Listed, long: bool) -> Value {
         row["lastModified"] = json!(entry.state.as_ref().map(|s| s.last_modified));
         row["locked"] = json!(entry.lock.is_some());
         row["lock"] = json!(entry.lock);
+        if let Some(problem) = &entry.problem {
+            row["error"] = json!(problem);
+        }
     }
     row
 }

@@ -76,9 +76,31 @@ impl LockConfig {
 pub fn default_owner() -> String {
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("USERNAME"))
-        .unwrap_or_else(|_| "unknown".into());
+        .ok()
+        .filter(|user| !user.is_empty())
+        .or_else(account_name)
+        .unwrap_or_else(|| "unknown".into());
     let host = gethostname::gethostname().to_string_lossy().into_owned();
     format!("{user}@{host}:{}", std::process::id())
+}
+
+/// The login name of this process's user, from the password database, when `$USER` is unset
+/// (cron, containers, CI runners): the owner of `/proc/self` is the real user id.
+fn account_name() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self").ok()?.uid();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    name_of_uid(&passwd, uid)
+}
+
+/// The name of `uid` in a passwd(5) file.
+fn name_of_uid(passwd: &str, uid: u32) -> Option<String> {
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        let entry_uid: u32 = fields.nth(1)?.parse().ok()?;
+        (entry_uid == uid && !name.is_empty()).then(|| name.to_string())
+    })
 }
 
 /// Takes and clears stack locks in one state bucket.
@@ -773,6 +795,14 @@ pub fn decide_fallback(status: u16) -> Fallback {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_owner_names_the_account_when_user_is_unset() {
+        let passwd = "root:x:0:0:root:/root:/bin/bash\nci:x:1001:1001::/home/ci:/bin/sh\nbroken\n";
+        assert_eq!(name_of_uid(passwd, 1001).as_deref(), Some("ci"));
+        assert_eq!(name_of_uid(passwd, 0).as_deref(), Some("root"));
+        assert_eq!(name_of_uid(passwd, 7), None);
+    }
 
     #[test]
     fn only_403_and_501_may_drop_the_condition() {
