@@ -127,6 +127,24 @@ fn optional_string(
 }
 
 impl Template {
+    /// The attributes the template reads with `Fn::GetAtt` (or `${X.Attr}` in `Fn::Sub`),
+    /// per logical id: what a provider's answer must hold after a create or update.
+    pub fn referenced_attributes(&self) -> BTreeMap<String, Vec<String>> {
+        let mut found: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+        let mut visit = |value: &Value| collect_attributes(value, &mut found);
+        for resource in self.resources.values() {
+            visit(&Value::Object(resource.properties.clone()));
+        }
+        for output in self.outputs.values() {
+            visit(&output.value);
+        }
+        found
+            .into_iter()
+            .filter(|(id, _)| self.resources.contains_key(id))
+            .map(|(id, names)| (id, names.into_iter().collect()))
+            .collect()
+    }
+
     /// The regions whose zones `Fn::GetAZs` asks for (`""` or a non-literal: the stack's).
     pub fn availability_zone_regions(
         &self,
@@ -291,6 +309,65 @@ impl Template {
     }
 }
 
+fn collect_attributes(
+    value: &Value,
+    found: &mut BTreeMap<String, std::collections::BTreeSet<String>>,
+) {
+    match value {
+        Value::Object(object) => {
+            if let Some(target) = object.get("Fn::GetAtt") {
+                let pair = match target {
+                    Value::Array(parts) => match (parts.first(), parts.get(1)) {
+                        (Some(Value::String(id)), Some(Value::String(name))) => {
+                            Some((id.clone(), name.clone()))
+                        }
+                        _ => None,
+                    },
+                    Value::String(joined) => joined
+                        .split_once('.')
+                        .map(|(id, name)| (id.to_string(), name.to_string())),
+                    _ => None,
+                };
+                if let Some((id, name)) = pair {
+                    found.entry(id).or_default().insert(name);
+                }
+            }
+            if let Some(sub) = object.get("Fn::Sub") {
+                let text = match sub {
+                    Value::String(text) => Some(text.as_str()),
+                    Value::Array(parts) => parts.first().and_then(Value::as_str),
+                    _ => None,
+                };
+                for reference in text.into_iter().flat_map(sub_references) {
+                    if let Some((id, name)) = reference.split_once('.') {
+                        found
+                            .entry(id.to_string())
+                            .or_default()
+                            .insert(name.to_string());
+                    }
+                }
+            }
+            for inner in object.values() {
+                collect_attributes(inner, found);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                collect_attributes(item, found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The `${...}` references of an `Fn::Sub` string (`${!Literal}` is not one).
+fn sub_references(text: &str) -> impl Iterator<Item = &str> {
+    text.split("${").skip(1).filter_map(|rest| {
+        let (inside, _) = rest.split_once('}')?;
+        (!inside.starts_with('!')).then_some(inside)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,5 +422,25 @@ mod tests {
                 .unwrap_err();
         assert!(matches!(err, TemplateError::Transform(_)));
         assert!(Template::parse(&json!([1])).is_err());
+    }
+
+    #[test]
+    fn attributes_read_by_getatt_and_sub_are_collected() {
+        let template = Template::parse(&serde_json::json!({"Resources": {
+            "Queue": {"Type": "AWS::SQS::Queue"},
+            "Topic": {"Type": "AWS::SNS::Topic"},
+            "Param": {"Type": "AWS::SSM::Parameter", "Properties": {
+                "Value": {"Fn::GetAtt": ["Queue", "Arn"]},
+                "Description": {"Fn::Sub": "${Topic.TopicName} ${!Literal} ${AWS::Region}"}
+            }}
+        }, "Outputs": {"Url": {"Value": {"Fn::GetAtt": "Queue.QueueUrl"}}}}))
+        .unwrap();
+        let found = template.referenced_attributes();
+        assert_eq!(
+            found["Queue"],
+            vec!["Arn".to_string(), "QueueUrl".to_string()]
+        );
+        assert_eq!(found["Topic"], vec!["TopicName".to_string()]);
+        assert!(!found.contains_key("Param"));
     }
 }

@@ -13,8 +13,11 @@ use serde_json::{Map, Value};
 
 use super::executor::{Executor, Outcome, Task};
 use super::external::{SnapshotLookups, StateSnapshot};
-use super::journal::{self, FailedOperation, Operation, OperationKind, Reason, Segment};
+use super::journal::{
+    self, CreateIntent, FailedOperation, Operation, OperationKind, Reason, Segment,
+};
 use super::ledger::Ledger;
+use super::reconcile;
 use super::report::{Reporter, Summary};
 use crate::analyzer::diff::Action;
 use crate::analyzer::intrinsics::{Environment, Lookup, Resolver};
@@ -23,7 +26,8 @@ use crate::analyzer::template::Template;
 use crate::aws_env::AwsEnvironment;
 use crate::provisioning::cloud_control::{CloudControlProvider, PollSchedule};
 use crate::provisioning::create_only::KnownCreateOnly;
-use crate::provisioning::provider::Provider;
+use crate::provisioning::names;
+use crate::provisioning::provider::{AccountIds, CreateSpec, Provider};
 use crate::provisioning::registry::{Registry, Route};
 use crate::provisioning::router::{decide, AllowedDrops, Decision};
 use crate::state::backend::StateBackend;
@@ -135,6 +139,35 @@ impl<'a> Providers<'a> {
             },
             _ => Provider::CloudControl(&self.cloud_control),
         }
+    }
+
+    /// The provider for `resource_type` on a given layer (for write-ahead intents).
+    pub fn for_layer(&self, resource_type: &str, layer: ProvisionedBy) -> Provider<'_> {
+        match (layer, self.plugins.get(resource_type)) {
+            (ProvisionedBy::Sdk, Some((library, name))) => Provider::Plugin(library, name),
+            _ => Provider::CloudControl(&self.cloud_control),
+        }
+    }
+
+    /// Initialises the plugins of the types the intents name.
+    pub async fn add_intent_owners(
+        &mut self,
+        aws: &AwsEnvironment,
+        intents: &[CreateIntent],
+    ) -> anyhow::Result<()> {
+        for intent in intents {
+            if intent.provisioned_by != ProvisionedBy::Sdk
+                || self.plugins.contains_key(&intent.resource_type)
+            {
+                continue;
+            }
+            if let Route::Plugin { name, .. } = self.registry.route(&intent.resource_type) {
+                let library = self.registry.plugin_for(&intent.resource_type, aws).await?;
+                self.plugins
+                    .insert(intent.resource_type.clone(), (library, name));
+            }
+        }
+        Ok(())
     }
 
     /// The provider that owns a recorded resource (for deletes and reverts).
@@ -331,7 +364,13 @@ impl Engine<'_> {
         let started = Instant::now();
         let context = &input.context;
         let stack = context.stack_name.as_str();
-        let stored = self.backend.load(stack, &context.region).await?;
+        // The journal may hold an interrupted run's intents: read it alongside the record.
+        let (stored, journal_found) = tokio::join!(
+            self.backend.load(stack, &context.region),
+            journal::read(self.backend, stack, &context.region)
+        );
+        let stored = stored?;
+        let journal_found = journal_found?;
         let recorded = stored.as_ref().map(|s| s.state.clone());
         let lookups = SnapshotLookups {
             snapshot,
@@ -426,6 +465,127 @@ impl Engine<'_> {
             let records: Vec<&ResourceState> = state.resources.values().collect();
             providers.add_owners(self.aws, &records).await?;
         }
+        let ids = AccountIds {
+            account: context.account.clone(),
+            partition: context
+                .pseudo("AWS::Partition")
+                .and_then(|p| p.as_str().map(str::to_string))
+                .unwrap_or_else(|| "aws".into()),
+        };
+
+        // Write-ahead: reconcile what an interrupted run left, then record this run's creates
+        // (token and name) before the first one is sent.
+        let pending = journal_found
+            .as_ref()
+            .map(|j| j.pending_creates.clone())
+            .unwrap_or_default();
+        providers.add_intent_owners(self.aws, &pending).await?;
+        let (mut carried, unsettled) = reconcile::carry_into_deploy(
+            self.reporter,
+            stack,
+            &providers,
+            pending,
+            recorded.as_ref(),
+            &ids,
+        )
+        .await;
+        let run_id = names::new_run_id();
+        let mut intents: Vec<CreateIntent> = Vec::new();
+        let mut tokens: BTreeMap<String, String> = BTreeMap::new();
+        for change in &planned.changes {
+            let logical_id = &change.logical_id;
+            let previous = recorded.as_ref().and_then(|s| s.resources.get(logical_id));
+            let creates = match change.action {
+                Action::Create => true,
+                Action::Update => {
+                    (change.replacement && !change.policies_only)
+                        || options.recreate.contains_key(logical_id)
+                }
+                _ => false,
+            };
+            let Some(resource) = input.template.resources.get(logical_id) else {
+                continue;
+            };
+            let Some(layer) = decisions.get(logical_id).and_then(Decision::provisioned_by) else {
+                continue;
+            };
+            if !creates {
+                continue;
+            }
+            let reuse = carried.get(logical_id).filter(|c| {
+                c.intent.resource_type == resource.kind
+                    && c.intent.provisioned_by == layer
+                    && previous.is_none()
+                    && (c.intent.physical_name.is_some() || c.token_reusable())
+            });
+            let token = match reuse {
+                Some(c) => c.intent.token.clone(),
+                None => names::create_token(&run_id, stack, &context.region, logical_id),
+            };
+            let physical_name = names::choose(
+                &resource.kind,
+                stack,
+                logical_id,
+                &token,
+                &planned.properties[logical_id],
+            )
+            .map(|chosen| chosen.name().to_string());
+            intents.push(CreateIntent {
+                logical_id: logical_id.clone(),
+                resource_type: resource.kind.clone(),
+                token: token.clone(),
+                physical_name,
+                provisioned_by: layer,
+                replaces: previous.cloned(),
+                created_at: crate::state::schema::now_millis(),
+            });
+            tokens.insert(logical_id.clone(), token);
+        }
+        // A carried create the plan no longer makes (or makes differently): what it left goes.
+        let stale: Vec<String> = carried
+            .keys()
+            .filter(|id| {
+                !intents
+                    .iter()
+                    .any(|i| &i.logical_id == *id && i.token == carried[*id].intent.token)
+            })
+            .cloned()
+            .collect();
+        let mut unsettled = unsettled;
+        for id in stale {
+            let leftover = carried.remove(&id).expect("listed");
+            if let Some(found) = leftover.found {
+                let decision = reconcile::Decision::Unrecorded(found);
+                if !reconcile::settle_by_removal(
+                    self.reporter,
+                    stack,
+                    &providers,
+                    &leftover.intent,
+                    decision,
+                )
+                .await
+                {
+                    unsettled.push(leftover.intent);
+                }
+            }
+        }
+        let mut journal_doc =
+            journal_found.unwrap_or_else(|| journal::Journal::new(stack, &context.region));
+        let had_pending = !journal_doc.pending_creates.is_empty();
+        journal_doc.pending_creates = intents
+            .into_iter()
+            .chain(unsettled.iter().cloned())
+            .collect();
+        if had_pending || !journal_doc.pending_creates.is_empty() {
+            if journal_doc.segments.is_empty() && journal_doc.pending_creates.is_empty() {
+                journal::remove(self.backend, stack, &context.region).await?;
+            } else {
+                journal::write(self.backend, &journal_doc).await?;
+            }
+        }
+        let needed_attributes = input.template.referenced_attributes();
+        let no_attributes: Vec<String> = Vec::new();
+        let made_nothing: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
         let ledger = Ledger::new(self.backend.clone(), stack, &context.region, stored);
         let saver = ledger.start_saver();
@@ -463,6 +623,13 @@ impl Engine<'_> {
             let (ledger, completed, failed, superseded, summary) =
                 (&ledger, &completed, &failed, &superseded, &summary);
             let (imports, output_reads) = (&imports, &output_reads);
+            let needed = needed_attributes
+                .get(&logical_id)
+                .unwrap_or(&no_attributes)
+                .as_slice();
+            let token = tokens.get(&logical_id).cloned().unwrap_or_default();
+            let adoption = carried.get(&logical_id).and_then(|c| c.found.clone());
+            let (ids, made_nothing) = (&ids, &made_nothing);
             async move {
                 let began = Instant::now();
                 let previous = ledger.read(|s| s.resources.get(&logical_id).cloned());
@@ -595,7 +762,15 @@ impl Engine<'_> {
                                 );
                             }
                         }
-                        match provider.create(&resource.kind, &logical_id, stack, &properties).await {
+                        let chosen =
+                            names::choose(&resource.kind, stack, &logical_id, &token, &properties);
+                        let spec = CreateSpec {
+                            token: &token,
+                            name: chosen.as_ref(),
+                            needed,
+                            ids,
+                        };
+                        match provider.create(&resource.kind, &logical_id, stack, &properties, &spec).await {
                             Ok(created) => {
                                 let shown = format!("replaced by {}", created.physical_id);
                                 let after = make_record(created.physical_id, properties.clone(), created.attributes);
@@ -627,6 +802,7 @@ impl Engine<'_> {
                                 &before.physical_id,
                                 &before.properties,
                                 &properties,
+                                needed,
                             )
                             .await
                         {
@@ -664,10 +840,39 @@ impl Engine<'_> {
                             Err(err) => fail(OperationKind::Update, err.to_string()),
                         }
                     }
-                    _ => match provider
-                        .create(&resource.kind, &logical_id, stack, &properties)
-                        .await
-                    {
+                    _ => match match adoption {
+                        // An interrupted run made it: adopt it instead of making another.
+                        Some(found) => {
+                            provider
+                                .adopt(
+                                    &resource.kind,
+                                    &logical_id,
+                                    stack,
+                                    found,
+                                    &properties,
+                                    needed,
+                                )
+                                .await
+                        }
+                        None => {
+                            let chosen = names::choose(
+                                &resource.kind,
+                                stack,
+                                &logical_id,
+                                &token,
+                                &properties,
+                            );
+                            let spec = CreateSpec {
+                                token: &token,
+                                name: chosen.as_ref(),
+                                needed,
+                                ids,
+                            };
+                            provider
+                                .create(&resource.kind, &logical_id, stack, &properties, &spec)
+                                .await
+                        }
+                    } {
                         Ok(created) => {
                             let shown = format!("created {}", created.physical_id);
                             let after = make_record(
@@ -695,7 +900,13 @@ impl Engine<'_> {
                             );
                             Ok(())
                         }
-                        Err(err) => fail(OperationKind::Create, err.to_string()),
+                        Err(err) => {
+                            if err.kind == ErrorKind::ALREADY_EXISTS {
+                                // Someone else's resource holds the name: this create made nothing.
+                                made_nothing.lock().unwrap().insert(logical_id.clone());
+                            }
+                            fail(OperationKind::Create, err.to_string())
+                        }
                     },
                 }
             }
@@ -796,10 +1007,17 @@ impl Engine<'_> {
                 s.output_reads = (!output_reads.is_empty()).then_some(output_reads);
             });
             // The final save and the journal clean-up touch different keys: do both at once.
-            let (saved, cleaned) = tokio::join!(
-                ledger.flush(),
-                journal::remove(self.backend, stack, &context.region)
-            );
+            // Intents this run could not settle (an interrupted run's) stay for the next one.
+            let cleanup = async {
+                if unsettled.is_empty() {
+                    journal::remove(self.backend, stack, &context.region).await
+                } else {
+                    let mut left = journal::Journal::new(stack, &context.region);
+                    left.pending_creates = unsettled.clone();
+                    journal::write(self.backend, &left).await
+                }
+            };
+            let (saved, cleaned) = tokio::join!(ledger.flush(), cleanup);
             saved?;
             cleaned?;
             saver.abort();
@@ -808,8 +1026,22 @@ impl Engine<'_> {
             return Ok(ledger.snapshot());
         }
 
-        // Failure or interruption.
-        ledger.flush().await?;
+        // Failure or interruption. A failed save must not stop the journal and the rollback:
+        // it is reported with the deploy's own error at the end.
+        let save_failure = ledger.flush().await.err();
+        let save_note = save_failure
+            .as_ref()
+            .map(|err| format!(" (and saving state failed: {err})"))
+            .unwrap_or_default();
+        // Creates refused because the name was taken made nothing: no intent to reconcile.
+        let made_nothing = made_nothing.into_inner().unwrap();
+        if !made_nothing.is_empty() {
+            if let Some(mut doc) = journal::read(self.backend, stack, &context.region).await? {
+                doc.pending_creates
+                    .retain(|intent| !made_nothing.contains(&intent.logical_id));
+                journal::write(self.backend, &doc).await?;
+            }
+        }
         let operations = completed.into_inner().unwrap();
         let failures = failed.into_inner().unwrap();
         let reason = first_failure.unwrap_or_else(|| "interrupted".into());
@@ -834,7 +1066,7 @@ impl Engine<'_> {
                 &Map::new(),
             );
             return Err(DeployFailed(format!(
-                "deploy of {stack} ({}) {}: {reason}. What succeeded is kept and recorded; run `cdkd rollback {stack}` to undo it, or fix the cause and deploy again",
+                "deploy of {stack} ({}) {}: {reason}{save_note}. What succeeded is kept and recorded; run `cdkd rollback {stack}` to undo it, or fix the cause and deploy again",
                 context.region,
                 if interrupted { "was interrupted" } else { "failed" }
             ))
@@ -861,12 +1093,24 @@ impl Engine<'_> {
         );
         let remaining =
             revert_operations(self.reporter, stack, &ledger, &providers, operations).await;
-        ledger.flush().await?;
+        let save_failure = ledger.flush().await.err().or(save_failure);
         saver.abort();
         let mut journal = journal::read(self.backend, stack, &context.region)
             .await?
             .unwrap_or_else(|| journal::Journal::new(stack, &context.region));
         journal.segments.pop();
+        // What a failed create left in AWS unrecorded goes with the rollback.
+        let pending = std::mem::take(&mut journal.pending_creates);
+        let recorded_now = ledger.snapshot();
+        journal.pending_creates = reconcile::remove_unrecorded(
+            self.reporter,
+            stack,
+            &providers,
+            pending,
+            Some(&recorded_now),
+            &ids,
+        )
+        .await;
         let clean = remaining.is_empty();
         journal.segments.push(Segment::new(
             if clean {
@@ -884,10 +1128,13 @@ impl Engine<'_> {
             started.elapsed(),
             &Map::new(),
         );
+        let save_note = save_failure
+            .map(|err| format!(" (saving state failed: {err}; the journal has what `cdkd rollback {stack}` needs)"))
+            .unwrap_or_default();
         Err(DeployFailed(if clean {
-            format!("deploy of {stack} ({}) failed and was rolled back: {reason}", context.region)
+            format!("deploy of {stack} ({}) failed and was rolled back: {reason}{save_note}", context.region)
         } else {
-            format!("deploy of {stack} ({}) failed and the rollback did not finish: {reason}; run `cdkd rollback {stack}` to retry it", context.region)
+            format!("deploy of {stack} ({}) failed and the rollback did not finish: {reason}{save_note}; run `cdkd rollback {stack}` to retry it", context.region)
         })
         .into())
     }
@@ -1109,6 +1356,7 @@ pub async fn revert_operations(
                             &after.physical_id,
                             &after.properties,
                             &before.properties,
+                            &[],
                         )
                         .await
                         .map_err(|e| e.to_string())?;

@@ -16,7 +16,9 @@ use super::executor::{Executor, Outcome};
 use super::external::StateSnapshot;
 use super::journal::{self, Reason};
 use super::ledger::Ledger;
+use super::reconcile;
 use super::report::Summary;
+use crate::provisioning::provider::AccountIds;
 use crate::state::schema::ResourceState;
 
 /// How a rollback ended.
@@ -31,6 +33,56 @@ pub enum RollbackOutcome {
 }
 
 impl Engine<'_> {
+    /// The account and partition, asked of STS only when an intent needs them.
+    async fn account_ids(&self, region: &str) -> AccountIds {
+        AccountIds {
+            account: crate::state::bucket::account_id(self.aws)
+                .await
+                .unwrap_or_default(),
+            partition: crate::analyzer::intrinsics::partition_of(region).to_string(),
+        }
+    }
+
+    /// Deletes what interrupted runs created but never recorded (their journal intents);
+    /// returns the journal with the intents that could not be settled.
+    async fn remove_pending(
+        &self,
+        stack: &str,
+        region: &str,
+        journal: Option<journal::Journal>,
+        state: Option<&crate::state::schema::StackState>,
+    ) -> anyhow::Result<Option<journal::Journal>> {
+        let Some(mut journal) = journal else {
+            return Ok(None);
+        };
+        if journal.pending_creates.is_empty() {
+            return Ok(Some(journal));
+        }
+        let pending = std::mem::take(&mut journal.pending_creates);
+        let mut providers = Providers::prepare(
+            self.registry,
+            self.aws,
+            region,
+            &Default::default(),
+            std::time::Duration::from_secs(30 * 60),
+        )
+        .await?;
+        providers.add_intent_owners(self.aws, &pending).await?;
+        let records: Vec<&ResourceState> =
+            pending.iter().filter_map(|i| i.replaces.as_ref()).collect();
+        providers.add_owners(self.aws, &records).await?;
+        let ids = self.account_ids(region).await;
+        journal.pending_creates =
+            reconcile::remove_unrecorded(self.reporter, stack, &providers, pending, state, &ids)
+                .await;
+        if journal.segments.is_empty() && journal.pending_creates.is_empty() {
+            journal::remove(self.backend, stack, region).await?;
+            return Ok(None);
+        }
+        journal::write(self.backend, &journal).await?;
+        Ok(Some(journal))
+    }
+
     /// Destroys one stack. `template_policies` supplies `DeletionPolicy` for records that
     /// predate schema v5 (synth-driven destroy only).
     pub async fn destroy(
@@ -58,9 +110,24 @@ impl Engine<'_> {
         concurrency: usize,
     ) -> anyhow::Result<bool> {
         let started = Instant::now();
-        let Some(stored) = self.backend.load(stack, region).await? else {
-            self.reporter
-                .stack(stack, &format!("no state in {region}; nothing to destroy"));
+        let (stored, found_journal) = tokio::join!(
+            self.backend.load(stack, region),
+            journal::read(self.backend, stack, region)
+        );
+        let stored = stored?;
+        let left = self
+            .remove_pending(
+                stack,
+                region,
+                found_journal?,
+                stored.as_ref().map(|s| &s.state),
+            )
+            .await?;
+        let Some(stored) = stored else {
+            if left.is_none() {
+                self.reporter
+                    .stack(stack, &format!("no state in {region}; nothing to destroy"));
+            }
             return Ok(false);
         };
         // Strong references: consumers importing this stack's exports block its destroy.
@@ -140,7 +207,14 @@ impl Engine<'_> {
         if complete {
             saver.abort();
             ledger.delete().await?;
-            journal::remove(self.backend, stack, region).await?;
+            match left.filter(|j| !j.pending_creates.is_empty()) {
+                // Intents that could not be checked stay, so nothing is forgotten silently.
+                Some(mut kept) => {
+                    kept.segments.clear();
+                    journal::write(self.backend, &kept).await?;
+                }
+                None => journal::remove(self.backend, stack, region).await?,
+            }
             self.reporter.finish(
                 stack,
                 &summary.lock().unwrap(),
@@ -186,14 +260,34 @@ impl Engine<'_> {
         revert_failed: bool,
         orphan: &[String],
     ) -> anyhow::Result<RollbackOutcome> {
-        let Some(mut journal) = journal::read(self.backend, stack, region).await? else {
+        let (found_journal, stored) = tokio::join!(
+            journal::read(self.backend, stack, region),
+            self.backend.load(stack, region)
+        );
+        let stored = stored?;
+        let had_pending = found_journal
+            .as_ref()
+            .ok()
+            .and_then(|j| j.as_ref())
+            .is_some_and(|j| !j.pending_creates.is_empty());
+        let found_journal = self
+            .remove_pending(
+                stack,
+                region,
+                found_journal?,
+                stored.as_ref().map(|s| &s.state),
+            )
+            .await?;
+        let Some(mut journal) = found_journal else {
+            if had_pending {
+                return Ok(RollbackOutcome::Clean);
+            }
             self.reporter.stack(
                 stack,
                 &format!("no rollback journal in {region}; nothing to roll back"),
             );
             return Ok(RollbackOutcome::Nothing);
         };
-        let stored = self.backend.load(stack, region).await?;
         let ledger = Ledger::new(self.backend.clone(), stack, region, stored.clone());
         let saver = ledger.start_saver();
         let records: Vec<ResourceState> = stored
@@ -258,6 +352,7 @@ impl Engine<'_> {
                                 &before.physical_id,
                                 &failed.attempted_properties,
                                 &before.properties,
+                                &[],
                             )
                             .await;
                         match result {
@@ -298,7 +393,7 @@ impl Engine<'_> {
             journal::write(self.backend, &journal).await?;
             return Ok(RollbackOutcome::Partial);
         }
-        if journal.segments.is_empty() {
+        if journal.segments.is_empty() && journal.pending_creates.is_empty() {
             journal::remove(self.backend, stack, region).await?;
         } else {
             journal::write(self.backend, &journal).await?;

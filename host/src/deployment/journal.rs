@@ -6,6 +6,11 @@
 //! properties). Reasons: `no-rollback-failure`, `interrupted`, `auto-rollback-started`,
 //! `auto-rollback-clean`. Every writer holds the stack lock, so writes are plain puts. It is
 //! deleted, with its noncurrent versions, by a successful deploy, a clean rollback or a destroy.
+//!
+//! It also carries the write-ahead intents of a running deploy (`pendingCreates`): every
+//! create the plan holds, with its idempotency token and physical name, written before the
+//! first create is sent. A run that ends normally clears them; after a crash the next run
+//! that takes the lock reconciles them (deployment/reconcile.rs).
 
 use aws_sdk_s3::primitives::ByteStream;
 use serde::{Deserialize, Serialize};
@@ -13,7 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::state::backend::StateBackend;
 use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
-use crate::state::schema::{now_millis, ResourceState};
+use crate::state::schema::{now_millis, ProvisionedBy, ResourceState};
 use crate::state::StateError;
 
 /// The journal format version.
@@ -96,6 +101,29 @@ pub struct Segment {
     pub failed_operations: Vec<FailedOperation>,
 }
 
+/// A create a deploy is about to send: written before the first create of the run, so that
+/// after a crash the next deploy, `rollback` or `destroy` can find what it may have made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateIntent {
+    /// The logical id.
+    pub logical_id: String,
+    /// The type.
+    pub resource_type: String,
+    /// The idempotency token every attempt of this create sends.
+    pub token: String,
+    /// The physical name the create uses (the template's, or the one cdkd generated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_name: Option<String>,
+    /// The layer the create goes through.
+    pub provisioned_by: ProvisionedBy,
+    /// For a replacement: the record of the resource being replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<ResourceState>,
+    /// When the intent was written (Unix milliseconds).
+    pub created_at: i64,
+}
+
 /// The journal document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -108,6 +136,9 @@ pub struct Journal {
     pub region: String,
     /// Failed attempts, oldest first.
     pub segments: Vec<Segment>,
+    /// Creates of a run that has not finished; reconciled by the next run that takes the lock.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_creates: Vec<CreateIntent>,
 }
 
 impl Journal {
@@ -118,6 +149,7 @@ impl Journal {
             stack_name: stack.to_string(),
             region: region.to_string(),
             segments: Vec::new(),
+            pending_creates: Vec::new(),
         }
     }
 }

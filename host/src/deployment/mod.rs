@@ -8,4 +8,5 @@ pub mod external;
 pub mod journal;
 pub mod ledger;
 pub mod parameters;
+pub mod reconcile;
 pub mod report;

@@ -103,6 +103,71 @@ where
     }
 }
 
+/// The error a failed (or cancelled) final event stands for; `None` for a success.
+fn failure_of(
+    resource_type: &str,
+    logical_id: &str,
+    event: &ProgressEvent,
+) -> Option<ProviderError> {
+    if event.operation_status() == Some(&OperationStatus::Success) {
+        return None;
+    }
+    let code = event
+        .error_code()
+        .map(|c| c.as_str().to_string())
+        .unwrap_or_default();
+    let message = event.status_message().unwrap_or("no details").to_string();
+    Some(
+        ProviderError::new(
+            kind_of(&code),
+            format!(
+                "{resource_type} {logical_id}: Cloud Control {} failed: {message}",
+                event.operation().map(|o| o.as_str()).unwrap_or("operation")
+            ),
+        )
+        .with_aws_code(if code.is_empty() {
+            "GeneralServiceException".into()
+        } else {
+            code
+        }),
+    )
+}
+
+/// Whether a failed status poll is worth polling again (the operation itself goes on).
+fn poll_again(error: &ProviderError) -> bool {
+    error.kind.is_retryable()
+        || matches!(
+            error.aws_code(),
+            Some(
+                "InternalFailure"
+                    | "ServiceUnavailable"
+                    | "ServiceUnavailableException"
+                    | "InternalServerError"
+                    | "RequestTimeout"
+            )
+        )
+        || error.message.contains("dispatch failure")
+        || error.message.contains("timed out")
+}
+
+/// Whether a model answers `Fn::GetAtt` of `name` (`Endpoint.Address` reads nested values).
+fn has_attribute(model: &Map<String, Value>, name: &str) -> bool {
+    if model.contains_key(name) {
+        return true;
+    }
+    let mut parts = name.split('.');
+    let Some(mut current) = parts.next().and_then(|first| model.get(first)) else {
+        return false;
+    };
+    for part in parts {
+        match current.get(part) {
+            Some(next) => current = next,
+            None => return false,
+        }
+    }
+    true
+}
+
 /// Removes `null` values (Cloud Control rejects them) at every depth.
 pub fn strip_nulls(value: &Value) -> Value {
     match value {
@@ -157,32 +222,31 @@ impl CloudControlProvider {
         &self,
         resource_type: &str,
         logical_id: &str,
+        event: ProgressEvent,
+    ) -> Result<ProgressEvent, ProviderError> {
+        let done = self.finished(resource_type, logical_id, event).await?;
+        match failure_of(resource_type, logical_id, &done) {
+            Some(error) => Err(error),
+            None => Ok(done),
+        }
+    }
+
+    /// Polls until the request leaves IN_PROGRESS; returns its final event, failed or not.
+    async fn finished(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
         mut event: ProgressEvent,
     ) -> Result<ProgressEvent, ProviderError> {
         let started = Instant::now();
         let mut delays = self.schedule.delays();
         loop {
             match event.operation_status() {
-                Some(OperationStatus::Success) => return Ok(event),
-                Some(OperationStatus::Failed) | Some(OperationStatus::CancelComplete) => {
-                    let code = event
-                        .error_code()
-                        .map(|c| c.as_str().to_string())
-                        .unwrap_or_default();
-                    let message = event.status_message().unwrap_or("no details").to_string();
-                    return Err(ProviderError::new(
-                        kind_of(&code),
-                        format!(
-                            "{resource_type} {logical_id}: Cloud Control {} failed: {message}",
-                            event.operation().map(|o| o.as_str()).unwrap_or("operation")
-                        ),
-                    )
-                    .with_aws_code(if code.is_empty() {
-                        "GeneralServiceException".into()
-                    } else {
-                        code
-                    }));
-                }
+                Some(
+                    OperationStatus::Success
+                    | OperationStatus::Failed
+                    | OperationStatus::CancelComplete,
+                ) => return Ok(event),
                 _ => {}
             }
             if started.elapsed() > self.schedule.timeout {
@@ -196,7 +260,7 @@ impl CloudControlProvider {
             }
             tokio::time::sleep(delays.next().unwrap_or(self.schedule.max_delay)).await;
             let token = event.request_token().unwrap_or_default().to_string();
-            event = self
+            let polled = self
                 .client
                 .get_resource_request_status()
                 .request_token(&token)
@@ -207,13 +271,22 @@ impl CloudControlProvider {
                         &format!("{resource_type} {logical_id}: GetResourceRequestStatus"),
                         err,
                     )
-                })?
-                .progress_event
-                .ok_or_else(|| {
-                    ProviderError::other(format!(
-                        "{resource_type} {logical_id}: Cloud Control returned no progress event"
-                    ))
-                })?;
+                });
+            match polled {
+                Ok(answer) => {
+                    event = answer.progress_event.ok_or_else(|| {
+                        ProviderError::other(format!(
+                            "{resource_type} {logical_id}: Cloud Control returned no progress event"
+                        ))
+                    })?;
+                }
+                // Only the poll failed: poll again (within the operation's timeout), never
+                // send the operation a second time.
+                Err(err) if poll_again(&err) => {
+                    tracing::debug!("{resource_type} {logical_id}: polling again after: {err}");
+                }
+                Err(err) => return Err(err),
+            }
         }
     }
 
@@ -240,32 +313,82 @@ impl CloudControlProvider {
             .unwrap_or_default())
     }
 
-    /// The model of a finished event, read back when the event carries none.
+    /// The model of a finished event, read back with one `GetResource` when the event
+    /// carries none or lacks an attribute the template reads (Cloud Control's final models
+    /// often hold only the identifier and the desired properties).
     async fn attributes_of(
         &self,
         resource_type: &str,
         event: &ProgressEvent,
         identifier: &str,
+        needed: &[String],
     ) -> Result<Map<String, Value>, ProviderError> {
-        match event
+        let model = event
             .resource_model()
             .and_then(|m| serde_json::from_str::<Value>(m).ok())
             .and_then(|v| v.as_object().cloned())
-        {
-            Some(model) if !model.is_empty() => Ok(model),
-            _ => self.model(resource_type, identifier).await,
+            .unwrap_or_default();
+        if !model.is_empty() && needed.iter().all(|name| has_attribute(&model, name)) {
+            return Ok(model);
+        }
+        let mut read = self.model(resource_type, identifier).await?;
+        for (key, value) in model {
+            read.entry(key).or_insert(value);
+        }
+        Ok(read)
+    }
+
+    /// Finds a resource of `resource_type` whose `property` equals `value` (a name cdkd chose),
+    /// through `ListResources`; returns its identifier and model.
+    pub async fn find_by_property(
+        &self,
+        resource_type: &str,
+        property: &str,
+        value: &str,
+    ) -> Result<Option<(String, Map<String, Value>)>, ProviderError> {
+        let mut next: Option<String> = None;
+        loop {
+            let answer = self
+                .client
+                .list_resources()
+                .type_name(resource_type)
+                .set_next_token(next.take())
+                .send()
+                .await
+                .map_err(|err| sdk_error(&format!("{resource_type}: ListResources"), err))?;
+            for description in answer.resource_descriptions() {
+                let model = description
+                    .properties()
+                    .and_then(|p| serde_json::from_str::<Value>(p).ok())
+                    .and_then(|v| v.as_object().cloned())
+                    .unwrap_or_default();
+                let identifier = description.identifier().unwrap_or_default();
+                if model.get(property).and_then(Value::as_str) == Some(value)
+                    || (identifier == value && !identifier.is_empty())
+                {
+                    return Ok(Some((identifier.to_string(), model)));
+                }
+            }
+            match answer.next_token() {
+                Some(token) if !token.is_empty() => next = Some(token.to_string()),
+                _ => return Ok(None),
+            }
         }
     }
 
     /// Creates a resource; returns its identifier and model as attributes.
+    ///
+    /// `token` is the create's `ClientToken`: the caller keeps it across retries, so a create
+    /// whose answer was lost is answered from the first request instead of made twice.
     pub async fn create(
         &self,
         resource_type: &str,
         logical_id: &str,
         properties: &Map<String, Value>,
+        token: &str,
+        needed: &[String],
     ) -> Result<CreateResult, ProviderError> {
         let desired = strip_nulls(&Value::Object(properties.clone())).to_string();
-        let token = format!("cdkd-{logical_id}-{}", rand::random::<u64>());
         let started = self
             .client
             .create_resource()
@@ -284,44 +407,32 @@ impl CloudControlProvider {
             .ok_or_else(|| {
                 ProviderError::other(format!("{resource_type} {logical_id}: no progress event"))
             })?;
-        match self.wait(resource_type, logical_id, started).await {
-            Ok(done) => {
-                let identifier = done
-                    .identifier()
-                    .ok_or_else(|| {
-                        ProviderError::other(format!(
-                            "{resource_type} {logical_id}: Cloud Control returned no identifier"
-                        ))
-                    })?
-                    .to_string();
-                let attributes = self
-                    .attributes_of(resource_type, &done, &identifier)
-                    .await?;
-                Ok(CreateResult {
-                    physical_id: identifier,
-                    attributes,
-                })
-            }
-            Err(err) => {
-                // A failed create can leave a half-built resource behind; do not strand it.
-                if let Ok(status) = self.client.list_resource_requests().send().await {
-                    let leftovers: Vec<String> = status
-                        .resource_request_status_summaries()
-                        .iter()
-                        .filter(|s| {
-                            s.type_name() == Some(resource_type)
-                                && s.operation().map(|o| o.as_str()) == Some("CREATE")
-                                && s.operation_status() == Some(&OperationStatus::Failed)
-                        })
-                        .filter_map(|s| s.identifier().map(ToString::to_string))
-                        .collect();
-                    for identifier in leftovers.into_iter().take(1) {
-                        let _ = self.delete(resource_type, logical_id, &identifier).await;
-                    }
+        let done = self.finished(resource_type, logical_id, started).await?;
+        if let Some(error) = failure_of(resource_type, logical_id, &done) {
+            // A failed create can leave a half-built resource behind; when the final event
+            // names it, delete it so nothing is stranded.
+            if let Some(identifier) = done.identifier().filter(|id| !id.is_empty()) {
+                if error.kind != ErrorKind::ALREADY_EXISTS {
+                    let _ = self.delete(resource_type, logical_id, identifier).await;
                 }
-                Err(err)
             }
+            return Err(error);
         }
+        let identifier = done
+            .identifier()
+            .ok_or_else(|| {
+                ProviderError::other(format!(
+                    "{resource_type} {logical_id}: Cloud Control returned no identifier"
+                ))
+            })?
+            .to_string();
+        let attributes = self
+            .attributes_of(resource_type, &done, &identifier, needed)
+            .await?;
+        Ok(CreateResult {
+            physical_id: identifier,
+            attributes,
+        })
     }
 
     /// Updates in place with a patch of what changed.
@@ -332,6 +443,7 @@ impl CloudControlProvider {
         identifier: &str,
         previous: &Map<String, Value>,
         desired: &Map<String, Value>,
+        needed: &[String],
     ) -> Result<UpdateResult, ProviderError> {
         let patch = top_level_patch(previous, desired);
         if patch.is_empty() {
@@ -363,7 +475,7 @@ impl CloudControlProvider {
         let identifier = done.identifier().unwrap_or(identifier).to_string();
         Ok(UpdateResult {
             attributes: self
-                .attributes_of(resource_type, &done, &identifier)
+                .attributes_of(resource_type, &done, &identifier, needed)
                 .await?,
             physical_id: identifier,
             replaced: false,

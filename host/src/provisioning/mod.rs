@@ -4,6 +4,7 @@
 
 pub mod cloud_control;
 pub mod create_only;
+pub mod names;
 pub mod plugin_callbacks;
 pub mod plugins_file;
 pub mod provider;

@@ -2,6 +2,7 @@
 //! retries every provider gets: throttling and timeouts with backoff and jitter, and IAM's
 //! eventual consistency (a role not yet assumable) on a dense schedule of about 50 s.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use cdkd_provider_api::host::PluginLibrary;
@@ -13,6 +14,38 @@ use cdkd_provider_api::{ErrorKind, ProviderError};
 use serde_json::{Map, Value};
 
 use super::cloud_control::CloudControlProvider;
+use super::names::{self, ChosenName, IdFromName};
+
+/// What makes one create idempotent, and what it must report.
+#[derive(Debug, Clone, Copy)]
+pub struct CreateSpec<'a> {
+    /// The create's idempotency token (Cloud Control's `ClientToken`), the same on every retry.
+    pub token: &'a str,
+    /// The physical name, chosen before the call (generated ones are added to the request).
+    pub name: Option<&'a ChosenName>,
+    /// The attributes the template reads from the resource (`Fn::GetAtt`).
+    pub needed: &'a [String],
+    /// The account and partition, for ids built from names.
+    pub ids: &'a AccountIds,
+}
+
+/// The account and partition a stack deploys into.
+#[derive(Debug, Clone, Default)]
+pub struct AccountIds {
+    /// The account id.
+    pub account: String,
+    /// The partition (`aws`, `aws-cn`, ...).
+    pub partition: String,
+}
+
+/// An existing resource found by its name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    /// Its physical id.
+    pub physical_id: String,
+    /// Its properties as read back (Cloud Control's model, or the plugin's template shape).
+    pub properties: Map<String, Value>,
+}
 
 /// Where calls for one resource go.
 #[derive(Clone, Copy)]
@@ -70,7 +103,7 @@ where
 }
 
 impl Provider<'_> {
-    /// `sdk:<plugin>` or `cc-api`, for messages.
+    /// `plugin <name>` or `Cloud Control`, for messages.
     pub fn label(&self) -> String {
         match self {
             Provider::Plugin(_, name) => format!("plugin {name}"),
@@ -78,15 +111,22 @@ impl Provider<'_> {
         }
     }
 
-    /// Creates a resource.
+    /// Creates a resource exactly once: every attempt carries `spec`'s token and name, a
+    /// retry after a lost answer is deduplicated by the token (Cloud Control) or finds the
+    /// resource by its name (an "already exists" for a name cdkd generated, or for any name
+    /// on a retry, is the earlier attempt's resource and is adopted, not made again).
     pub async fn create(
         &self,
         resource_type: &str,
         logical_id: &str,
         stack: &str,
         properties: &Map<String, Value>,
+        spec: &CreateSpec<'_>,
     ) -> Result<CreateResult, ProviderError> {
-        with_retries(&format!("create {logical_id}"), || async {
+        let sent = names::with_name(resource_type, properties, spec.name);
+        let attempts = AtomicU32::new(0);
+        let created = with_retries(&format!("create {logical_id}"), || async {
+            attempts.fetch_add(1, Ordering::SeqCst);
             match self {
                 Provider::Plugin(plugin, _) => {
                     plugin
@@ -95,20 +135,148 @@ impl Provider<'_> {
                             &CreateRequest {
                                 logical_id: logical_id.to_string(),
                                 stack_name: stack.to_string(),
-                                properties: properties.clone(),
+                                properties: sent.clone(),
                             },
                         )
                         .await
                 }
                 Provider::CloudControl(cc) => {
-                    cc.create(resource_type, logical_id, properties).await
+                    cc.create(resource_type, logical_id, &sent, spec.token, spec.needed)
+                        .await
                 }
             }
         })
-        .await
+        .await;
+        let retried = attempts.load(Ordering::SeqCst) > 1;
+        match (created, spec.name) {
+            (Err(error), Some(name))
+                if error.kind == ErrorKind::ALREADY_EXISTS
+                    && (retried || matches!(name, ChosenName::Generated(_))) =>
+            {
+                match self
+                    .find_named(resource_type, logical_id, name.name(), spec.ids)
+                    .await?
+                {
+                    Some(found) => {
+                        tracing::info!(
+                            "{logical_id}: {} already exists from an earlier attempt of this create; adopting it",
+                            found.physical_id
+                        );
+                        self.adopt(
+                            resource_type,
+                            logical_id,
+                            stack,
+                            found,
+                            properties,
+                            spec.needed,
+                        )
+                        .await
+                    }
+                    None => Err(error),
+                }
+            }
+            (created, _) => created,
+        }
     }
 
-    /// Updates a resource (in place, or the plugin reports a replacement).
+    /// Records an existing resource as this create's result, bringing it to `desired`.
+    pub async fn adopt(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        stack: &str,
+        found: Found,
+        desired: &Map<String, Value>,
+        needed: &[String],
+    ) -> Result<CreateResult, ProviderError> {
+        // Compare only what the template sets: the rest of a read model is read-only output.
+        let previous: Map<String, Value> = found
+            .properties
+            .into_iter()
+            .filter(|(key, _)| desired.contains_key(key))
+            .collect();
+        let updated = self
+            .update(
+                resource_type,
+                logical_id,
+                stack,
+                &found.physical_id,
+                &previous,
+                desired,
+                needed,
+            )
+            .await?;
+        Ok(CreateResult {
+            physical_id: updated.physical_id,
+            attributes: updated.attributes,
+        })
+    }
+
+    /// Finds the resource of `resource_type` named `name`, if it exists.
+    pub async fn find_named(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        name: &str,
+        ids: &AccountIds,
+    ) -> Result<Option<Found>, ProviderError> {
+        let Some(rule) = names::rule_for(resource_type) else {
+            return Err(ProviderError::unsupported(format!(
+                "{resource_type} {logical_id}: cdkd cannot look this type up by name"
+            )));
+        };
+        match self {
+            Provider::CloudControl(cc) => Ok(cc
+                .find_by_property(resource_type, rule.property, name)
+                .await?
+                .map(|(physical_id, properties)| Found {
+                    physical_id,
+                    properties,
+                })),
+            Provider::Plugin(plugin, plugin_name) => {
+                let physical_id = match rule.id {
+                    IdFromName::IamPolicyArn => {
+                        format!("arn:{}:iam::{}:policy/{name}", ids.partition, ids.account)
+                    }
+                    IdFromName::Name | IdFromName::Listed => name.to_string(),
+                };
+                let readable = plugin.manifest().resource_types.iter().any(|t| {
+                    t.type_name == resource_type
+                        && t.supports(cdkd_provider_api::protocol::operation::READ_CURRENT_STATE)
+                });
+                if !readable {
+                    return Err(ProviderError::unsupported(format!(
+                        "{resource_type} {logical_id}: plugin {plugin_name} cannot read the type back"
+                    )));
+                }
+                let read = with_retries(&format!("read {logical_id}"), || async {
+                    plugin
+                        .read_current_state(
+                            resource_type,
+                            &ReadCurrentStateRequest {
+                                logical_id: logical_id.to_string(),
+                                physical_id: physical_id.clone(),
+                                properties: Map::new(),
+                            },
+                        )
+                        .await
+                })
+                .await;
+                match read {
+                    Ok(result) => Ok(result.properties.map(|properties| Found {
+                        physical_id: physical_id.clone(),
+                        properties,
+                    })),
+                    Err(error) if error.kind == ErrorKind::NOT_FOUND => Ok(None),
+                    Err(error) => Err(error),
+                }
+            }
+        }
+    }
+
+    /// Updates a resource (in place, or the plugin reports a replacement); `needed` names
+    /// the attributes the template reads from it.
+    #[allow(clippy::too_many_arguments)]
     pub async fn update(
         &self,
         resource_type: &str,
@@ -117,6 +285,7 @@ impl Provider<'_> {
         physical_id: &str,
         previous: &Map<String, Value>,
         desired: &Map<String, Value>,
+        needed: &[String],
     ) -> Result<UpdateResult, ProviderError> {
         with_retries(&format!("update {logical_id}"), || async {
             match self {
@@ -135,8 +304,15 @@ impl Provider<'_> {
                         .await
                 }
                 Provider::CloudControl(cc) => {
-                    cc.update(resource_type, logical_id, physical_id, previous, desired)
-                        .await
+                    cc.update(
+                        resource_type,
+                        logical_id,
+                        physical_id,
+                        previous,
+                        desired,
+                        needed,
+                    )
+                    .await
                 }
             }
         })
@@ -219,7 +395,6 @@ impl Provider<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicU32, Ordering};
 
     #[tokio::test(start_paused = true)]
     async fn throttling_is_retried_and_validation_is_not() {

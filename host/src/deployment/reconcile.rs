@@ -1,0 +1,269 @@
+//! Reconciling the write-ahead intents (`pendingCreates`) a run left in the rollback journal
+//! when it died before finishing: kill -9, a second Ctrl-C, a lost machine.
+//!
+//! Every create of a deploy is written down (logical id, type, token, physical name) before
+//! the first create is sent. The next run that takes the stack's lock reads them back and
+//! decides, per intent, from the state record and from what exists in AWS:
+//!
+//! | record in state | found by name | deploy | rollback / destroy |
+//! |---|---|---|---|
+//! | yes (this create's) | – | settled | settled |
+//! | no | yes | adopt it when the create comes up (same token and name) | delete it |
+//! | no | no | create it (same token and name) | nothing to do |
+//! | replacement, old id still recorded | yes | delete the new one | delete the new one |
+//! | replacement, new id recorded | – | delete the replaced resource | delete the replaced resource |
+//!
+//! A create with no physical name (a type with no name property) cannot be found this way:
+//! through Cloud Control its token still deduplicates a resumed create within 36 hours; for
+//! other layers cdkd names the resource in a warning so a person can check.
+
+use std::collections::BTreeMap;
+
+use super::deploy::{is_retained, Providers};
+use super::journal::CreateIntent;
+use super::report::Reporter;
+use crate::provisioning::provider::{AccountIds, Found};
+use crate::state::schema::{now_millis, ProvisionedBy, StackState};
+
+/// How long a Cloud Control client token deduplicates (36 hours), with a margin.
+const TOKEN_LIFETIME_MILLIS: i64 = 35 * 3600 * 1000;
+
+/// A pending create the next deploy carries on with.
+#[derive(Debug, Clone)]
+pub struct Carried {
+    /// The interrupted run's intent (its token and name are reused).
+    pub intent: CreateIntent,
+    /// The resource it made, when it exists.
+    pub found: Option<Found>,
+}
+
+impl Carried {
+    /// Whether re-sending the intent's token is safe (Cloud Control still remembers it).
+    pub fn token_reusable(&self) -> bool {
+        self.intent.provisioned_by == ProvisionedBy::CcApi
+            && now_millis() - self.intent.created_at < TOKEN_LIFETIME_MILLIS
+    }
+}
+
+/// What to do about one intent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Its result is recorded; nothing to do.
+    Settled,
+    /// The resource exists but is not recorded: adopt it (deploy) or delete it (removal).
+    Unrecorded(Found),
+    /// A replacement finished and was recorded, but the replaced resource was never deleted.
+    ReplacedLeftOver,
+    /// Nothing exists.
+    Absent,
+    /// It cannot be looked up; the reason says why.
+    Unknown(String),
+}
+
+/// Decides one intent against the state record and AWS.
+pub async fn decide(
+    providers: &Providers<'_>,
+    intent: &CreateIntent,
+    state: Option<&StackState>,
+    ids: &AccountIds,
+) -> Decision {
+    let record = state.and_then(|s| s.resources.get(&intent.logical_id));
+    match (&intent.replaces, record) {
+        (None, Some(_)) => return Decision::Settled,
+        (Some(old), Some(record)) if record.physical_id != old.physical_id => {
+            return Decision::ReplacedLeftOver
+        }
+        _ => {}
+    }
+    let Some(name) = intent.physical_name.as_deref() else {
+        return Decision::Unknown(format!(
+            "{} has no name cdkd can look it up by",
+            intent.resource_type
+        ));
+    };
+    let provider = providers.for_layer(&intent.resource_type, intent.provisioned_by);
+    match provider
+        .find_named(&intent.resource_type, &intent.logical_id, name, ids)
+        .await
+    {
+        Ok(Some(found)) => {
+            // A replacement whose predecessor is recorded under the same id found itself.
+            if record.is_some_and(|r| r.physical_id == found.physical_id) {
+                Decision::Settled
+            } else {
+                Decision::Unrecorded(found)
+            }
+        }
+        Ok(None) => Decision::Absent,
+        Err(err) => Decision::Unknown(err.to_string()),
+    }
+}
+
+/// Reconciles intents for `rollback` and `destroy`: whatever the interrupted run made and did
+/// not record is deleted. Returns the intents that could not be settled (kept for next time).
+pub async fn remove_unrecorded(
+    reporter: Reporter,
+    stack: &str,
+    providers: &Providers<'_>,
+    intents: Vec<CreateIntent>,
+    state: Option<&StackState>,
+    ids: &AccountIds,
+) -> Vec<CreateIntent> {
+    let mut unsettled = Vec::new();
+    for intent in intents {
+        let decision = decide(providers, &intent, state, ids).await;
+        if !settle_by_removal(reporter, stack, providers, &intent, decision).await {
+            unsettled.push(intent);
+        }
+    }
+    unsettled
+}
+
+/// Applies a removal decision; `false` when the intent stays unsettled.
+pub async fn settle_by_removal(
+    reporter: Reporter,
+    stack: &str,
+    providers: &Providers<'_>,
+    intent: &CreateIntent,
+    decision: Decision,
+) -> bool {
+    let id = &intent.logical_id;
+    let kind = &intent.resource_type;
+    match decision {
+        Decision::Settled | Decision::Absent => true,
+        Decision::Unrecorded(found) => {
+            let deleted = providers
+                .for_layer(kind, intent.provisioned_by)
+                .delete(kind, id, &found.physical_id, &found.properties)
+                .await;
+            match deleted {
+                Ok(_) => {
+                    reporter.resource(
+                        stack,
+                        id,
+                        kind,
+                        &format!(
+                            "deleted {} (created by an interrupted run, never recorded)",
+                            found.physical_id
+                        ),
+                        None,
+                    );
+                    true
+                }
+                Err(err) => {
+                    reporter.resource(
+                        stack,
+                        id,
+                        kind,
+                        &format!(
+                            "could not delete {} left by an interrupted run: {err}",
+                            found.physical_id
+                        ),
+                        None,
+                    );
+                    false
+                }
+            }
+        }
+        Decision::ReplacedLeftOver => {
+            let Some(old) = &intent.replaces else {
+                return true;
+            };
+            if is_retained(old.update_replace_policy.as_deref()) {
+                return true;
+            }
+            let deleted = providers
+                .for_record(old)
+                .delete(kind, id, &old.physical_id, &old.properties)
+                .await;
+            match deleted {
+                Ok(_) => {
+                    reporter.resource(
+                        stack,
+                        id,
+                        kind,
+                        &format!(
+                            "deleted {} (replaced by an interrupted run, not yet deleted)",
+                            old.physical_id
+                        ),
+                        None,
+                    );
+                    true
+                }
+                Err(err) => {
+                    reporter.resource(
+                        stack,
+                        id,
+                        kind,
+                        &format!("could not delete the replaced {}: {err}", old.physical_id),
+                        None,
+                    );
+                    false
+                }
+            }
+        }
+        Decision::Unknown(reason) => {
+            tracing::warn!(
+                "stack {stack}: {id} ({kind}) may have been created by an interrupted run (token {}) and cannot be checked: {reason}; look for it in AWS and delete it or import it (docs/deploy.md, \"Recovering by hand\")",
+                intent.token
+            );
+            true
+        }
+    }
+}
+
+/// Reconciles intents for a deploy: leftovers of replacements are deleted now; plain creates
+/// are carried into this run (by logical id) so the create reuses their token and name and
+/// adopts what exists. Returns the carried creates and the intents left unsettled.
+pub async fn carry_into_deploy(
+    reporter: Reporter,
+    stack: &str,
+    providers: &Providers<'_>,
+    intents: Vec<CreateIntent>,
+    state: Option<&StackState>,
+    ids: &AccountIds,
+) -> (BTreeMap<String, Carried>, Vec<CreateIntent>) {
+    let mut carried = BTreeMap::new();
+    let mut unsettled = Vec::new();
+    for intent in intents {
+        let decision = decide(providers, &intent, state, ids).await;
+        match decision {
+            Decision::Unrecorded(found) if intent.replaces.is_none() => {
+                carried.insert(
+                    intent.logical_id.clone(),
+                    Carried {
+                        intent,
+                        found: Some(found),
+                    },
+                );
+            }
+            Decision::Absent if intent.replaces.is_none() => {
+                carried.insert(
+                    intent.logical_id.clone(),
+                    Carried {
+                        intent,
+                        found: None,
+                    },
+                );
+            }
+            Decision::Unknown(_)
+                if intent.replaces.is_none() && intent.provisioned_by == ProvisionedBy::CcApi =>
+            {
+                // No name, but Cloud Control deduplicates the token itself.
+                carried.insert(
+                    intent.logical_id.clone(),
+                    Carried {
+                        intent,
+                        found: None,
+                    },
+                );
+            }
+            decision => {
+                if !settle_by_removal(reporter, stack, providers, &intent, decision).await {
+                    unsettled.push(intent);
+                }
+            }
+        }
+    }
+    (carried, unsettled)
+}

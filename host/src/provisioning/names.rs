@@ -1,0 +1,286 @@
+//! Physical names cdkd chooses before a create, and the idempotency token they derive from.
+//!
+//! CloudFormation names a resource whose template leaves its name property unset
+//! `{stack}-{logicalId}-{SUFFIX}`. cdkd does the same, but picks the suffix from the create's
+//! idempotency token instead of at random, and picks it *before* the call: the name goes into
+//! the rollback journal's write-ahead intent, so a retried or resumed create (and `rollback` /
+//! `destroy` after a crash) can find the resource by name instead of making a second one.
+//!
+//! The token itself is derived from the stack, region, logical id and the run's id, so every
+//! retry of one create within a run sends the same Cloud Control `ClientToken`.
+
+use serde_json::{Map, Value};
+
+/// How a type is named, and how its physical id follows from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NameRule {
+    /// The template property holding the name.
+    pub property: &'static str,
+    /// The longest name the service accepts.
+    pub max_length: usize,
+    /// The service accepts lower case only.
+    pub lowercase: bool,
+    /// A boolean property that, when true, requires the name to end in `.fifo`.
+    pub fifo_flag: Option<&'static str>,
+    /// What the physical id is, given the name.
+    pub id: IdFromName,
+}
+
+/// How a physical id follows from a resource's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdFromName {
+    /// The physical id is the name.
+    Name,
+    /// An IAM managed policy: `arn:{partition}:iam::{account}:policy{path}{name}`.
+    IamPolicyArn,
+    /// Found through the type's reader (Cloud Control `ListResources`) by the name property.
+    Listed,
+}
+
+const fn rule(property: &'static str, max_length: usize, id: IdFromName) -> NameRule {
+    NameRule {
+        property,
+        max_length,
+        lowercase: false,
+        fifo_flag: None,
+        id,
+    }
+}
+
+/// The types whose optional name cdkd generates (CloudFormation generates these too).
+pub fn rule_for(resource_type: &str) -> Option<NameRule> {
+    use IdFromName::{IamPolicyArn, Listed, Name};
+    Some(match resource_type {
+        "AWS::S3::Bucket" => NameRule {
+            lowercase: true,
+            ..rule("BucketName", 63, Name)
+        },
+        "AWS::IAM::Role" => rule("RoleName", 64, Name),
+        "AWS::IAM::User" => rule("UserName", 64, Name),
+        "AWS::IAM::Group" => rule("GroupName", 128, Name),
+        "AWS::IAM::InstanceProfile" => rule("InstanceProfileName", 128, Name),
+        "AWS::IAM::ManagedPolicy" => rule("ManagedPolicyName", 128, IamPolicyArn),
+        "AWS::Lambda::Function" => rule("FunctionName", 64, Name),
+        "AWS::SQS::Queue" => NameRule {
+            fifo_flag: Some("FifoQueue"),
+            ..rule("QueueName", 80, Listed)
+        },
+        "AWS::SNS::Topic" => NameRule {
+            fifo_flag: Some("FifoTopic"),
+            ..rule("TopicName", 256, Listed)
+        },
+        "AWS::SSM::Parameter" => rule("Name", 1011, Listed),
+        "AWS::DynamoDB::Table" => rule("TableName", 255, Listed),
+        "AWS::Logs::LogGroup" => rule("LogGroupName", 512, Listed),
+        "AWS::Events::EventBus" => rule("Name", 256, Listed),
+        "AWS::Events::Rule" => rule("Name", 64, Listed),
+        "AWS::StepFunctions::StateMachine" => rule("StateMachineName", 80, Listed),
+        "AWS::Kinesis::Stream" => rule("Name", 128, Listed),
+        "AWS::SecretsManager::Secret" => rule("Name", 512, Listed),
+        "AWS::ECR::Repository" => NameRule {
+            lowercase: true,
+            ..rule("RepositoryName", 256, Listed)
+        },
+        _ => return None,
+    })
+}
+
+const SUFFIX_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+/// FNV-1a: stable across builds and platforms (std's hashers promise neither).
+fn fnv1a(parts: &[&str]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.bytes().chain(std::iter::once(0)) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// Twelve characters of `SUFFIX_ALPHABET` drawn from `seed`.
+fn suffix(seed: &str) -> String {
+    let mut value = fnv1a(&[seed]);
+    let mut second = fnv1a(&[seed, "suffix"]);
+    (0..12)
+        .map(|i| {
+            if i == 6 {
+                value = second;
+                second = 0;
+            }
+            let c = SUFFIX_ALPHABET[(value % SUFFIX_ALPHABET.len() as u64) as usize] as char;
+            value /= SUFFIX_ALPHABET.len() as u64;
+            c
+        })
+        .collect()
+}
+
+/// A fresh run id: one per deploy, so tokens of different runs never collide.
+pub fn new_run_id() -> String {
+    format!("{:016x}", rand::random::<u64>())
+}
+
+/// The idempotency token of one create: the same for every retry of it within a run.
+///
+/// Fits Cloud Control's `ClientToken` (`[-A-Za-z0-9+/=]+`, at most 128 characters).
+pub fn create_token(run_id: &str, stack: &str, region: &str, logical_id: &str) -> String {
+    format!(
+        "cdkd-{run_id}-{:016x}",
+        fnv1a(&[stack, region, logical_id, run_id])
+    )
+}
+
+/// The CloudFormation-style name for a create with `token`: `{stack}-{logicalId}-{SUFFIX}`,
+/// the stack and logical parts shortened to fit, `.fifo` kept where the type needs it.
+pub fn generated_name(
+    stack: &str,
+    logical_id: &str,
+    token: &str,
+    rule: &NameRule,
+    properties: &Map<String, Value>,
+) -> String {
+    let fifo = rule.fifo_flag.is_some_and(|flag| {
+        matches!(properties.get(flag), Some(Value::Bool(true)))
+            || properties.get(flag).and_then(Value::as_str) == Some("true")
+    });
+    let ending = if fifo { ".fifo" } else { "" };
+    let suffix = suffix(token);
+    let budget = rule
+        .max_length
+        .saturating_sub(suffix.len() + 2 + ending.len());
+    let stack_part: String = stack.chars().take(budget / 2).collect();
+    let logical_part: String = logical_id
+        .chars()
+        .take(budget - stack_part.chars().count())
+        .collect();
+    let name = if stack_part.is_empty() {
+        format!("{logical_part}-{suffix}{ending}")
+    } else {
+        format!("{stack_part}-{logical_part}-{suffix}{ending}")
+    };
+    if rule.lowercase {
+        name.to_lowercase()
+    } else {
+        name
+    }
+}
+
+/// The name a create will use: the template's, or one generated now (and then injected).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChosenName {
+    /// The template names the resource.
+    FromTemplate(String),
+    /// cdkd generated it; it must be added to the properties sent.
+    Generated(String),
+}
+
+impl ChosenName {
+    /// The name either way.
+    pub fn name(&self) -> &str {
+        match self {
+            ChosenName::FromTemplate(name) | ChosenName::Generated(name) => name,
+        }
+    }
+}
+
+/// Chooses the name of a create of `resource_type`, when the type has a name property.
+pub fn choose(
+    resource_type: &str,
+    stack: &str,
+    logical_id: &str,
+    token: &str,
+    properties: &Map<String, Value>,
+) -> Option<ChosenName> {
+    let rule = rule_for(resource_type)?;
+    match properties.get(rule.property) {
+        Some(Value::String(name)) => Some(ChosenName::FromTemplate(name.clone())),
+        Some(Value::Null) | None => Some(ChosenName::Generated(generated_name(
+            stack, logical_id, token, &rule, properties,
+        ))),
+        // An unresolved or odd value: leave naming to the service.
+        Some(_) => None,
+    }
+}
+
+/// The properties to send for a create: `properties` with a generated name added.
+pub fn with_name(
+    resource_type: &str,
+    properties: &Map<String, Value>,
+    chosen: Option<&ChosenName>,
+) -> Map<String, Value> {
+    let mut sent = properties.clone();
+    if let (Some(ChosenName::Generated(name)), Some(rule)) = (chosen, rule_for(resource_type)) {
+        sent.insert(rule.property.to_string(), Value::String(name.clone()));
+    }
+    sent
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn props(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn tokens_are_stable_within_a_run_and_differ_across_runs_and_resources() {
+        let a = create_token("run1", "Stack", "us-east-1", "Queue");
+        assert_eq!(a, create_token("run1", "Stack", "us-east-1", "Queue"));
+        assert_ne!(a, create_token("run2", "Stack", "us-east-1", "Queue"));
+        assert_ne!(a, create_token("run1", "Stack", "us-east-1", "Topic"));
+        assert!(a.len() <= 128);
+        assert!(a
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-+/=".contains(c)));
+    }
+
+    #[test]
+    fn generated_names_follow_the_token_and_fit_the_rule() {
+        let rule = rule_for("AWS::S3::Bucket").unwrap();
+        let name = generated_name("MyStack", "Logs83908E77", "t1", &rule, &Map::new());
+        assert_eq!(
+            name,
+            generated_name("MyStack", "Logs83908E77", "t1", &rule, &Map::new())
+        );
+        assert_ne!(
+            name,
+            generated_name("MyStack", "Logs83908E77", "t2", &rule, &Map::new())
+        );
+        assert!(name.starts_with("mystack-logs83908e77-"), "{name}");
+        assert_eq!(name, name.to_lowercase());
+        let long = generated_name(&"S".repeat(90), &"L".repeat(90), "t", &rule, &Map::new());
+        assert_eq!(long.len(), 63, "{long}");
+    }
+
+    #[test]
+    fn fifo_queues_keep_their_ending_within_the_limit() {
+        let rule = rule_for("AWS::SQS::Queue").unwrap();
+        let name = generated_name(
+            &"S".repeat(60),
+            &"Q".repeat(60),
+            "t",
+            &rule,
+            &props(json!({"FifoQueue": true})),
+        );
+        assert!(name.ends_with(".fifo"), "{name}");
+        assert!(name.len() <= 80);
+    }
+
+    #[test]
+    fn a_template_name_is_kept_and_a_missing_one_injected() {
+        let named = props(json!({"QueueName": "orders"}));
+        let chosen = choose("AWS::SQS::Queue", "S", "Q", "t", &named).unwrap();
+        assert_eq!(chosen, ChosenName::FromTemplate("orders".into()));
+        assert_eq!(with_name("AWS::SQS::Queue", &named, Some(&chosen)), named);
+
+        let unnamed = props(json!({"VisibilityTimeout": 30}));
+        let chosen = choose("AWS::SQS::Queue", "S", "Q", "t", &unnamed).unwrap();
+        let sent = with_name("AWS::SQS::Queue", &unnamed, Some(&chosen));
+        assert_eq!(sent["QueueName"], json!(chosen.name()));
+        assert_eq!(sent["VisibilityTimeout"], json!(30));
+        assert!(choose("AWS::SNS::Subscription", "S", "Q", "t", &unnamed).is_none());
+    }
+}
