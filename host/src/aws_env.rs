@@ -36,7 +36,8 @@ pub struct CredentialsError(String);
 impl AwsEnvironment {
     /// Resolves the SDK configuration (no network call unless the chain needs one).
     pub async fn load(options: &AwsOptions) -> AwsEnvironment {
-        let mut loader = aws_config::defaults(BehaviorVersion::latest());
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .retry_config(cdkd_aws_common::retry_config());
         if let Some(profile) = &options.profile {
             loader = loader.profile_name(profile);
         }

@@ -57,6 +57,10 @@ pub struct ResourceTypeSchema {
     /// Present when the physical id is composite (`a|b|c`): the names of its segments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub composite_id: Option<CompositeId>,
+    /// Attributes that hold secrets (`SecretAccessKey`): kept for `Fn::GetAtt`, masked
+    /// wherever cdkd prints state.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sensitive_attributes: Vec<String>,
 }
 
 impl ResourceTypeSchema {

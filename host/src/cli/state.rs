@@ -116,7 +116,7 @@ pub async fn run(context: &CommandContext, command: StateCommand) -> anyhow::Res
             show_nested,
         } => {
             let region = resolve_region(context, &store, &stack, stack_region.as_deref()).await?;
-            show(&store, &stack, &region, json, show_nested).await
+            show(context, &store, &stack, &region, json, show_nested).await
         }
         StateCommand::Info { json } => info(context, &store, json).await,
         StateCommand::Resources {
@@ -454,19 +454,69 @@ fn nested_children(state: &StackState) -> Vec<String> {
 }
 
 async fn show(
+    context: &CommandContext,
     store: &StateStore,
     stack: &str,
     region: &str,
     as_json: bool,
     nested: bool,
 ) -> anyhow::Result<ExitCode> {
-    let doc = show_json(store, stack, region, nested).await?;
+    let mut doc = show_json(store, stack, region, nested).await?;
+    let registry = context.registry().ok();
+    mask_sensitive(&mut doc, &|resource_type| {
+        sensitive_attributes(registry.as_ref(), resource_type)
+    });
     if as_json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
     print_show(&doc, true);
     Ok(ExitCode::SUCCESS)
+}
+
+/// What stands in for a sensitive attribute's value in printed state.
+pub const MASK: &str = "****";
+
+/// The attributes of `resource_type` that hold secrets: the owning plugin's declaration, and
+/// CloudFormation's own for the types whose secrets it returns as attributes.
+fn sensitive_attributes(
+    registry: Option<&crate::provisioning::registry::Registry>,
+    resource_type: &str,
+) -> Vec<String> {
+    let mut names: Vec<String> = registry
+        .and_then(|r| r.schema(resource_type))
+        .map(|schema| schema.sensitive_attributes.clone())
+        .unwrap_or_default();
+    if resource_type == "AWS::IAM::AccessKey" && !names.iter().any(|n| n == "SecretAccessKey") {
+        names.push("SecretAccessKey".into());
+    }
+    names
+}
+
+/// Masks sensitive attributes in every resource record of a `state show` document.
+fn mask_sensitive(doc: &mut Value, sensitive: &dyn Fn(&str) -> Vec<String>) {
+    match doc {
+        Value::Object(object) => {
+            let kind = object
+                .get("resourceType")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            if let (Some(kind), Some(Value::Object(attributes))) =
+                (kind, object.get_mut("attributes"))
+            {
+                for name in sensitive(&kind) {
+                    if let Some(value) = attributes.get_mut(&name) {
+                        *value = json!(MASK);
+                    }
+                }
+            }
+            for value in object.values_mut() {
+                mask_sensitive(value, sensitive);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| mask_sensitive(v, sensitive)),
+        _ => {}
+    }
 }
 
 fn print_show(doc: &Value, first: bool) {

@@ -111,6 +111,10 @@ impl Ledger {
             Ok(etag) => {
                 let mut inner = self.lock();
                 inner.saved_version = inner.saved_version.max(version);
+                // A later save that landed supersedes an earlier failure: it wrote everything.
+                if inner.saved_version == inner.version {
+                    inner.failure = None;
+                }
                 inner.stored = Some(StoredState {
                     state: snapshot,
                     etag,

@@ -211,6 +211,7 @@ impl CloudControlProvider {
             .region(aws_sdk_cloudcontrol::config::Region::new(
                 region.to_string(),
             ))
+            .retry_partition(cdkd_aws_common::retry_partition("cdkd-cloudcontrol"))
             .build();
         CloudControlProvider {
             client: Client::from_conf(config),

@@ -163,7 +163,7 @@ impl StateBackend {
             .bucket(&self.bucket)
             .key(&key)
             .content_type("application/json")
-            .body(ByteStream::from(body));
+            .body(ByteStream::from(body.clone()));
         let request = match previous {
             Some(stored) if stored.location == StateLocation::Current => {
                 request.if_match(&stored.etag)
@@ -175,6 +175,14 @@ impl StateBackend {
             Err(err) => {
                 let failure = S3Failure::from_sdk(&err);
                 if failure.is_precondition_failed() {
+                    // A retried write whose first attempt landed with its answer lost meets
+                    // its own write: the stored record is byte for byte this one (each save
+                    // stamps lastModified), so it is ours, not a concurrent writer's.
+                    if let Ok(Some(stored)) = self.get_object(&key).await {
+                        if stored.body == body {
+                            return Ok(stored.etag);
+                        }
+                    }
                     return Err(StateError::ConcurrentModification {
                         stack: stack.to_string(),
                         region: region.to_string(),

@@ -182,6 +182,7 @@ pub fn s3_client(aws: &AwsEnvironment, region: &str) -> Client {
     let config = aws_sdk_s3::config::Builder::from(aws.sdk_config())
         .region(Region::new(region.to_string()))
         .force_path_style(aws.s3_force_path_style())
+        .retry_partition(cdkd_aws_common::retry_partition("cdkd-s3"))
         .build();
     Client::from_conf(config)
 }

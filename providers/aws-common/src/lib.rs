@@ -1,6 +1,8 @@
 //! What cdkd's AWS provider plugins share, so each concern lives in one place:
 //! - [`sdk_config`]: an AWS SDK configuration from the host's context (region, endpoint,
 //!   credentials the host resolved; the plugin never runs the credential chain);
+//! - [`retry_config`] and [`retry_partition`]: the one retry policy of every AWS call cdkd
+//!   makes, the host's included;
 //! - [`aws_error`]: an SDK error as a [`ProviderError`] with a stable kind and the AWS code;
 //! - [`physical_name`]: CloudFormation-style generated names;
 //! - [`require_str`] and friends: reading template properties with errors naming the property.
@@ -12,6 +14,30 @@ use std::time::{Duration, UNIX_EPOCH};
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_credential_types::provider::SharedCredentialsProvider;
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
+
+/// Attempts per AWS call, the first included.
+pub const MAX_ATTEMPTS: u32 = 8;
+
+/// The SDK retry policy every AWS client of cdkd uses, host and plugins alike: standard mode
+/// (throttling, 5xx, timeouts and transport errors), exponential backoff with full jitter from
+/// 100 ms to 10 s, [`MAX_ATTEMPTS`] attempts.
+pub fn retry_config() -> aws_smithy_types::retry::RetryConfig {
+    aws_smithy_types::retry::RetryConfig::standard()
+        .with_max_attempts(MAX_ATTEMPTS)
+        .with_initial_backoff(Duration::from_millis(100))
+        .with_max_backoff(Duration::from_secs(10))
+}
+
+/// A retry partition without the SDK's client-side retry quota: under sustained throttling
+/// the default quota (500 tokens, 5-14 per retry) empties and calls then fail on their first
+/// error, which is how a state save gave up after three attempts.
+pub fn retry_partition(
+    service: &'static str,
+) -> aws_smithy_runtime::client::retries::RetryPartition {
+    aws_smithy_runtime::client::retries::RetryPartition::custom(service)
+        .token_bucket(aws_smithy_runtime::client::retries::TokenBucket::unlimited())
+        .build()
+}
 
 /// An SDK configuration for the host's region, endpoint and credentials.
 pub async fn sdk_config(ctx: &PluginContext) -> Result<SdkConfig, ProviderError> {
@@ -27,7 +53,8 @@ pub async fn sdk_config(ctx: &PluginContext) -> Result<SdkConfig, ProviderError>
     );
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
         .region(Region::new(ctx.region().to_string()))
-        .credentials_provider(SharedCredentialsProvider::new(credentials));
+        .credentials_provider(SharedCredentialsProvider::new(credentials))
+        .retry_config(retry_config());
     if let Some(endpoint) = ctx.endpoint_url() {
         loader = loader.endpoint_url(endpoint);
     }

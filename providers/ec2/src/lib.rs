@@ -69,6 +69,7 @@ pub(crate) fn schema(
             operation::IMPORT.into(),
         ],
         composite_id,
+        ..ResourceTypeSchema::default()
     }
 }
 

@@ -1303,12 +1303,15 @@ const ACCESS_KEY: &str = "AWS::IAM::AccessKey";
 #[async_trait]
 impl ResourceProvider for AccessKey {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            ACCESS_KEY,
-            &["UserName", "Status", "Serial"],
-            &["UserName", "Serial"],
-            &[operation::READ_CURRENT_STATE, operation::IMPORT],
-        )
+        ResourceTypeSchema {
+            sensitive_attributes: vec!["SecretAccessKey".into()],
+            ..schema(
+                ACCESS_KEY,
+                &["UserName", "Status", "Serial"],
+                &["UserName", "Serial"],
+                &[operation::READ_CURRENT_STATE, operation::IMPORT],
+            )
+        }
     }
 
     async fn read_current_state(

@@ -309,6 +309,16 @@ impl Call<'_> {
                             .map_err(|e| invalid(what, property, e))?,
                     );
                 }
+                if rules.is_empty() {
+                    // S3 answers an empty rule list with MalformedXML; no rules = no CORS.
+                    client
+                        .delete_bucket_cors()
+                        .bucket(bucket)
+                        .send()
+                        .await
+                        .map_err(failed!())?;
+                    return Ok(());
+                }
                 client
                     .put_bucket_cors()
                     .bucket(bucket)
@@ -585,7 +595,23 @@ impl ResourceProvider for Bucket {
         };
         for property in CONFIGURATIONS {
             if let Some(value) = request.properties.get(*property) {
-                call.apply(property, Some(value)).await?;
+                if let Err(error) = call.apply(property, Some(value)).await {
+                    // The protocol's rule for multi-step creates: a create that fails after
+                    // the resource exists undoes its own work, so nothing is left unrecorded.
+                    let undone = client.delete_bucket().bucket(&name).send().await;
+                    let note = match undone {
+                        Ok(_) => format!("; the new bucket {name} was deleted again"),
+                        Err(err) => format!(
+                            "; the new bucket {name} could not be deleted again ({}), the next deploy, rollback or destroy removes it",
+                            aws_error("DeleteBucket", err).message
+                        ),
+                    };
+                    let undone = ProviderError::new(error.kind, format!("{}{note}", error.message));
+                    return Err(match error.aws_code() {
+                        Some(code) => undone.with_aws_code(code),
+                        None => undone,
+                    });
+                }
             }
         }
         tracing::info!("created bucket {name}");
