@@ -7,6 +7,12 @@ requested; their progress events report IN_PROGRESS until `operation_ms` has pas
 default: the first status poll already sees SUCCESS or FAILED), like the real, asynchronous
 service.
 
+As on AWS, the model of a finished create or update holds only the desired properties that were
+sent (after the patch, for an update) and the type's primary identifier; GetResource and
+ListResources answer the full model, read-only attributes included. A client token names one
+request: sent again with the same operation and type, it answers that request's progress event;
+sent with another operation or type, it is refused with ClientTokenConflictException.
+
 Not modelled: resources deleted behind Cloud Control's back (GetResource still finds them),
 type schemas (DescribeType lives in CloudFormation), hooks, cancellation.
 """
@@ -27,6 +33,42 @@ ATTRIBUTE_CANDIDATES = [
     "StreamArn", "LogGroupName", "RoleId", "GroupId", "VpcId", "KeyId", "DomainName",
     "RegionalDomainName", "WebsiteURL", "Endpoint.Address", "Endpoint.Port", "ProviderName",
 ]
+
+# The primary identifier property of each type (its registry schema's `primaryIdentifier`), for
+# the types cdkd's tests provision through Cloud Control. The final progress event's model holds
+# it, valued with the request's identifier. A type not listed here (an unknown one, or one whose
+# identifier is composite, such as AWS::EC2::Route) gets the desired properties alone.
+PRIMARY_IDENTIFIERS = {
+    "AWS::DynamoDB::Table": "TableName",
+    "AWS::EC2::InternetGateway": "InternetGatewayId",
+    "AWS::EC2::NatGateway": "NatGatewayId",
+    "AWS::EC2::RouteTable": "RouteTableId",
+    "AWS::EC2::SecurityGroup": "Id",  # the group id in a VPC; GroupId is a read-only attribute
+    "AWS::EC2::Subnet": "SubnetId",
+    "AWS::EC2::VPC": "VpcId",
+    "AWS::Events::Rule": "Arn",
+    "AWS::IAM::InstanceProfile": "InstanceProfileName",
+    "AWS::IAM::ManagedPolicy": "PolicyArn",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::IAM::User": "UserName",
+    "AWS::KMS::Alias": "AliasName",
+    "AWS::KMS::Key": "KeyId",
+    "AWS::Lambda::EventSourceMapping": "Id",
+    "AWS::Lambda::Function": "FunctionName",
+    "AWS::Logs::LogGroup": "LogGroupName",
+    "AWS::S3::Bucket": "BucketName",
+    "AWS::SNS::Subscription": "SubscriptionArn",
+    "AWS::SNS::Topic": "TopicArn",
+    "AWS::SQS::Queue": "QueueUrl",
+    "AWS::SQS::QueuePolicy": "Id",
+    "AWS::SSM::Parameter": "Name",
+}
+
+# Types whose moto physical id is not the primary identifier's value: the model attribute that
+# is (moto names a rule by its name; Cloud Control by its ARN).
+IDENTIFIER_ATTRIBUTES = {"AWS::Events::Rule": "Arn"}
+
+CLIENT_TOKEN_CONFLICT = "The specified client token has already been used in another resource request."
 
 # moto raises these for requests a real handler would refuse; mapped to Cloud Control's
 # HandlerErrorCode values.
@@ -93,7 +135,7 @@ class CloudControl:
     def _create(self, body, account_id, region):
         type_name = _required(body, "TypeName")
         desired = json.loads(_required(body, "DesiredState"))
-        replay = self._replayed(body)
+        replay = self._replayed(body, "CREATE", type_name)
         if replay:
             return replay
         model_class = _model_class(type_name)
@@ -104,7 +146,7 @@ class CloudControl:
                 name, {"Properties": dict(desired)}, account_id, region,
                 LogicalId="CloudControl", StackId="", ResourceType=type_name,
             )
-            identifier = str(model.physical_resource_id)
+            identifier = _identifier_of(type_name, model)
             self._resources[(type_name, identifier)] = {"model": model, "properties": desired}
         except Exception as err:  # moto raises many types; each becomes a FAILED event
             error = err
@@ -114,7 +156,7 @@ class CloudControl:
         type_name = _required(body, "TypeName")
         identifier = _required(body, "Identifier")
         patch = json.loads(_required(body, "PatchDocument"))
-        replay = self._replayed(body)
+        replay = self._replayed(body, "UPDATE", type_name)
         if replay:
             return replay
         entry = self._find(type_name, identifier)
@@ -126,13 +168,14 @@ class CloudControl:
                 raise _Failure("NotUpdatable", f"the emulator cannot update {type_name}")
             model = model_class.update_from_cloudformation_json(
                 original_resource=entry["model"],
-                new_resource_name=_physical_name(type_name, desired, fallback=identifier),
+                new_resource_name=_physical_name(
+                    type_name, desired, fallback=str(entry["model"].physical_resource_id)),
                 cloudformation_json={"Properties": dict(desired)},
                 account_id=account_id,
                 region_name=region,
             )
             del self._resources[(type_name, identifier)]
-            identifier = str(model.physical_resource_id)
+            identifier = _identifier_of(type_name, model)
             self._resources[(type_name, identifier)] = {"model": model, "properties": desired}
         except jsonpatch.JsonPatchException as err:
             error = _Failure("InvalidRequest", f"patch does not apply: {err}")
@@ -143,7 +186,7 @@ class CloudControl:
     def _delete(self, body, account_id, region):
         type_name = _required(body, "TypeName")
         identifier = _required(body, "Identifier")
-        replay = self._replayed(body)
+        replay = self._replayed(body, "DELETE", type_name)
         if replay:
             return replay
         entry = self._resources.get((type_name, identifier))
@@ -152,7 +195,7 @@ class CloudControl:
             error = _Failure("NotFound", f"{type_name} {identifier} not found")
         else:
             try:
-                _delete_model(type_name, identifier, entry, account_id, region)
+                _delete_model(type_name, entry, account_id, region)
                 del self._resources[(type_name, identifier)]
             except Exception as err:
                 error = err
@@ -173,7 +216,7 @@ class CloudControl:
             "TypeName": type_name,
             "ResourceDescription": {
                 "Identifier": identifier,
-                "Properties": json.dumps(_resource_model(entry["model"], entry["properties"], identifier)),
+                "Properties": json.dumps(_resource_model(type_name, entry["model"], entry["properties"], identifier)),
             },
         }
 
@@ -182,7 +225,7 @@ class CloudControl:
         descriptions = [
             {
                 "Identifier": identifier,
-                "Properties": json.dumps(_resource_model(entry["model"], entry["properties"], identifier)),
+                "Properties": json.dumps(_resource_model(type_name, entry["model"], entry["properties"], identifier)),
             }
             for (kind, identifier), entry in sorted(self._resources.items(), key=lambda kv: kv[0])
             if kind == type_name
@@ -201,10 +244,17 @@ class CloudControl:
             raise ApiError("ResourceNotFoundException", f"{type_name} with identifier {identifier} not found")
         return entry
 
-    def _replayed(self, body):
+    def _replayed(self, body, operation, type_name):
+        """The answer to a request whose client token is already known, or None.
+
+        The same operation on the same type gets the original request's progress event (nothing
+        runs again); another operation or type gets ClientTokenConflictException, as on AWS.
+        """
         token = body.get("ClientToken")
         if token and token in self._client_tokens:
             event = self._requests[self._client_tokens[token]]
+            if event["Operation"] != operation or event["TypeName"] != type_name:
+                raise ApiError("ClientTokenConflictException", CLIENT_TOKEN_CONFLICT)
             return {"ProgressEvent": _public(event, self.operation_ms, initial=True)}
         return None
 
@@ -222,7 +272,7 @@ class CloudControl:
         if error is None:
             event["_final"] = "SUCCESS"
             if model is not None:
-                event["ResourceModel"] = json.dumps(_resource_model(model, desired, identifier))
+                event["ResourceModel"] = json.dumps(_final_model(type_name, desired, identifier))
         else:
             code, message = _failure_of(error)
             event["_final"] = "FAILED"
@@ -265,7 +315,7 @@ def _physical_name(type_name, desired, fallback=None):
     return parsing.generate_resource_name(type_name, "CloudControl", "Resource")
 
 
-def _delete_model(type_name, identifier, entry, account_id, region):
+def _delete_model(type_name, entry, account_id, region):
     model = entry["model"]
     try:
         model.delete(account_id, region)
@@ -274,11 +324,31 @@ def _delete_model(type_name, identifier, entry, account_id, region):
         if hasattr(model_class.delete_from_cloudformation_json, "__isabstractmethod__"):
             raise _Failure("NotUpdatable", f"the emulator cannot delete {type_name}")
         model_class.delete_from_cloudformation_json(
-            identifier, {"Properties": dict(entry["properties"])}, account_id, region
+            str(model.physical_resource_id), {"Properties": dict(entry["properties"])}, account_id, region
         )
 
 
-def _resource_model(model, properties, identifier):
+def _identifier_of(type_name, model):
+    """The Cloud Control identifier of a new model: its primary identifier's value."""
+    attribute = IDENTIFIER_ATTRIBUTES.get(type_name)
+    if attribute:
+        return str(model.get_cfn_attribute(attribute))
+    return str(model.physical_resource_id)
+
+
+def _final_model(type_name, properties, identifier):
+    """The model a finished create or update reports: the desired properties as sent and the
+    primary identifier, no read-only attribute (AWS reads those only in GetResource)."""
+    document = dict(properties or {})
+    name = PRIMARY_IDENTIFIERS.get(type_name)
+    if name and identifier:
+        document[name] = identifier
+    return document
+
+
+def _resource_model(type_name, model, properties, identifier):
+    """The full model GetResource and ListResources answer: the desired properties, every
+    attribute moto's model answers, and the primary identifier."""
     document = dict(properties or {})
     if model is None:
         return document
@@ -290,7 +360,7 @@ def _resource_model(model, properties, identifier):
                     document[attribute] = value
         except Exception:
             continue
-    return document
+    return _final_model(type_name, document, identifier)
 
 
 def _failure_of(error):
