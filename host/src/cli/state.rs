@@ -12,6 +12,7 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 
 use super::{confirm, table, CommandContext, StateStore};
+use crate::deployment::secrets::MASK;
 use crate::state::bootstrap;
 use crate::state::bucket::{self, BucketSource};
 use crate::state::keys::{child_stack_name, StackRef};
@@ -474,8 +475,6 @@ async fn show(
     Ok(ExitCode::SUCCESS)
 }
 
-/// What stands in for a sensitive attribute's value in printed state.
-pub const MASK: &str = "****";
 
 /// The attributes of `resource_type` that hold secrets: the owning plugin's declaration, and
 /// CloudFormation's own for the types whose secrets it returns as attributes.

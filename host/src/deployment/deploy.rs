@@ -18,6 +18,7 @@ use super::journal::{
 };
 use super::ledger::Ledger;
 use super::reconcile;
+use super::secrets::{RunSecrets, MASK};
 use super::report::{Reporter, Summary};
 use crate::analyzer::diff::Action;
 use crate::analyzer::intrinsics::{Environment, Lookup, Resolver};
@@ -210,6 +211,10 @@ struct LiveEnvironment<'a> {
     snapshot: &'a StateSnapshot,
     imports: &'a Mutex<BTreeSet<(String, String, String)>>,
     output_reads: &'a Mutex<BTreeSet<(String, String, String)>>,
+    /// Secret attribute values produced in this run (state holds only their mask).
+    secrets: &'a RunSecrets,
+    /// Resolving outputs, which record a masked secret as the mask.
+    for_outputs: bool,
 }
 
 /// Reads `Endpoint.Address`-style attributes from nested models.
@@ -243,8 +248,14 @@ impl Environment for LiveEnvironment<'_> {
     }
 
     fn resource_attribute(&self, logical_id: &str, attribute: &str) -> Lookup {
+        if let Some(secret) = self.secrets.get(logical_id, attribute) {
+            return Lookup::Known(secret);
+        }
         self.ledger.read(|state| match state.resources.get(logical_id) {
             Some(record) => match record.attributes.as_ref().and_then(|a| attribute_of(a, attribute)) {
+                Some(value) if value.as_str() == Some(MASK) && !self.for_outputs => Lookup::Missing(format!(
+                    "{logical_id}.{attribute} is a secret and state keeps only its mask, so cdkd cannot send it again; replace {logical_id} in this deploy (change a create-only property such as an access key's Serial) so the value is produced anew"
+                )),
                 Some(value) => Lookup::Known(value),
                 None => Lookup::Missing(format!(
                     "{logical_id} ({}) has no attribute {attribute}; its provider did not report one",
@@ -586,6 +597,7 @@ impl Engine<'_> {
         let needed_attributes = input.template.referenced_attributes();
         let no_attributes: Vec<String> = Vec::new();
         let made_nothing: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+        let run_secrets = RunSecrets::default();
 
         let ledger = Ledger::new(self.backend.clone(), stack, &context.region, stored);
         let saver = ledger.start_saver();
@@ -629,7 +641,12 @@ impl Engine<'_> {
                 .as_slice();
             let token = tokens.get(&logical_id).cloned().unwrap_or_default();
             let adoption = carried.get(&logical_id).and_then(|c| c.found.clone());
-            let (ids, made_nothing) = (&ids, &made_nothing);
+            let (ids, made_nothing, run_secrets) = (&ids, &made_nothing, &run_secrets);
+            let sensitive: Vec<String> = self
+                .registry
+                .schema(&input.template.resources[&logical_id].kind)
+                .map(|schema| schema.sensitive_attributes.clone())
+                .unwrap_or_default();
             async move {
                 let began = Instant::now();
                 let previous = ledger.read(|s| s.resources.get(&logical_id).cloned());
@@ -658,6 +675,8 @@ impl Engine<'_> {
                         snapshot,
                         imports,
                         output_reads,
+                        secrets: run_secrets,
+                        for_outputs: false,
                     };
                     Resolver::new(&input.template, &env, &input.parameters).and_then(|resolver| {
                         resolver.resolve_properties(&logical_id, &resource.properties)
@@ -685,7 +704,7 @@ impl Engine<'_> {
                         action,
                         resource_type: resource.kind.clone(),
                         before: previous.clone(),
-                        attempted_properties: properties.clone(),
+                        attempted_properties: run_secrets.mask_map(&properties),
                         error: error.clone(),
                     });
                     summary.lock().unwrap().failed += 1;
@@ -698,6 +717,7 @@ impl Engine<'_> {
                     );
                     Err(error)
                 };
+                // What is written down holds masks where AWS got secrets.
                 let make_record =
                     |physical_id: String,
                      props: Map<String, Value>,
@@ -705,8 +725,8 @@ impl Engine<'_> {
                         record_for(
                             &logical_id,
                             physical_id,
-                            props,
-                            attributes,
+                            run_secrets.mask_map(&props),
+                            run_secrets.keep(&logical_id, &sensitive, attributes),
                             &node.dependencies,
                             &input.template,
                             provisioned_by,
@@ -971,9 +991,12 @@ impl Engine<'_> {
                 snapshot,
                 imports: &imports,
                 output_reads: &output_reads,
+                secrets: &run_secrets,
+                for_outputs: true,
             };
             let (outputs, export_names) =
                 resolve_outputs(&input.template, &env, &input.parameters)?;
+            let outputs = run_secrets.mask_map(&outputs);
             let imports: Vec<StateImportEntry> = imports
                 .into_inner()
                 .unwrap()
@@ -1033,12 +1056,18 @@ impl Engine<'_> {
             .as_ref()
             .map(|err| format!(" (and saving state failed: {err})"))
             .unwrap_or_default();
-        // Creates refused because the name was taken made nothing: no intent to reconcile.
+        // Only creates that were sent and failed can have left something unrecorded: the
+        // others finished (and are recorded) or never started. A create refused because the
+        // name was taken made nothing.
         let made_nothing = made_nothing.into_inner().unwrap();
-        if !made_nothing.is_empty() {
-            if let Some(mut doc) = journal::read(self.backend, stack, &context.region).await? {
-                doc.pending_creates
-                    .retain(|intent| !made_nothing.contains(&intent.logical_id));
+        if let Some(mut doc) = journal::read(self.backend, stack, &context.region).await? {
+            let before = doc.pending_creates.len();
+            doc.pending_creates.retain(|intent| {
+                let failed = matches!(outcomes.get(&intent.logical_id), Some(Outcome::Failed(_)))
+                    && !made_nothing.contains(&intent.logical_id);
+                failed || unsettled.iter().any(|u| u.token == intent.token)
+            });
+            if doc.pending_creates.len() != before {
                 journal::write(self.backend, &doc).await?;
             }
         }

@@ -1,0 +1,121 @@
+//! Secret attribute values (a plugin's `sensitiveAttributes`, such as an access key's
+//! `SecretAccessKey`) within one run: AWS and the resources that read them get the real value,
+//! everything cdkd writes down gets the mask.
+//!
+//! This follows the state spec's `NoEcho` rules: the mask replaces whole stored values (in the
+//! producer's attributes, in consumers' recorded properties, in outputs); a later run that has
+//! to send such a value to AWS again is refused rather than sending the mask.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use serde_json::{Map, Value};
+
+/// What stands in for a secret in state, outputs and printed records.
+pub const MASK: &str = "***";
+
+/// The secrets produced in this run, by `(logical id, attribute)`.
+#[derive(Debug, Default)]
+pub struct RunSecrets {
+    values: Mutex<BTreeMap<(String, String), Value>>,
+}
+
+impl RunSecrets {
+    fn values(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, String), Value>> {
+        self.values.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps the `sensitive` attributes of `logical_id` for this run and returns the
+    /// attributes to record, those values masked.
+    pub fn keep(
+        &self,
+        logical_id: &str,
+        sensitive: &[String],
+        mut attributes: Map<String, Value>,
+    ) -> Map<String, Value> {
+        for name in sensitive {
+            if let Some(value) = attributes.get_mut(name) {
+                if value.as_str() == Some(MASK) {
+                    continue;
+                }
+                let secret = std::mem::replace(value, Value::String(MASK.into()));
+                self.values()
+                    .insert((logical_id.to_string(), name.clone()), secret);
+            }
+        }
+        attributes
+    }
+
+    /// The real value of a secret produced in this run.
+    pub fn get(&self, logical_id: &str, attribute: &str) -> Option<Value> {
+        self.values()
+            .get(&(logical_id.to_string(), attribute.to_string()))
+            .cloned()
+    }
+
+    /// `value` with every whole string equal to a secret of this run replaced by the mask.
+    pub fn mask(&self, value: &Value) -> Value {
+        let values = self.values();
+        if values.is_empty() {
+            return value.clone();
+        }
+        fn walk(value: &Value, secrets: &BTreeMap<(String, String), Value>) -> Value {
+            match value {
+                Value::String(_) if secrets.values().any(|secret| secret == value) => {
+                    Value::String(MASK.into())
+                }
+                Value::Array(items) => {
+                    Value::Array(items.iter().map(|v| walk(v, secrets)).collect())
+                }
+                Value::Object(object) => Value::Object(
+                    object
+                        .iter()
+                        .map(|(k, v)| (k.clone(), walk(v, secrets)))
+                        .collect(),
+                ),
+                other => other.clone(),
+            }
+        }
+        walk(value, &values)
+    }
+
+    /// [`RunSecrets::mask`] of a property or output map.
+    pub fn mask_map(&self, map: &Map<String, Value>) -> Map<String, Value> {
+        match self.mask(&Value::Object(map.clone())) {
+            Value::Object(masked) => masked,
+            _ => unreachable!("masking keeps the shape"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_secret_is_kept_for_the_run_and_masked_wherever_it_is_written_down() {
+        let secrets = RunSecrets::default();
+        let attributes = json!({"SecretAccessKey": "s3cr3t", "UserName": "u"})
+            .as_object()
+            .unwrap()
+            .clone();
+        let recorded = secrets.keep("Key", &["SecretAccessKey".into()], attributes);
+        assert_eq!(recorded["SecretAccessKey"], json!(MASK));
+        assert_eq!(recorded["UserName"], json!("u"));
+        assert_eq!(secrets.get("Key", "SecretAccessKey"), Some(json!("s3cr3t")));
+        let consumer = json!({"Value": "s3cr3t", "Nested": ["s3cr3t", "other"], "Embedded": "x-s3cr3t"});
+        assert_eq!(
+            secrets.mask(&consumer),
+            json!({"Value": MASK, "Nested": [MASK, "other"], "Embedded": "x-s3cr3t"})
+        );
+    }
+
+    #[test]
+    fn an_already_masked_value_is_not_taken_for_a_secret() {
+        let secrets = RunSecrets::default();
+        let attributes = json!({"SecretAccessKey": MASK}).as_object().unwrap().clone();
+        secrets.keep("Key", &["SecretAccessKey".into()], attributes);
+        assert_eq!(secrets.get("Key", "SecretAccessKey"), None);
+    }
+}
