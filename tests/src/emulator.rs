@@ -94,6 +94,11 @@ impl Emulator {
         http("GET", &format!("{}{path}", self.endpoint), None)
     }
 
+    /// DELETEs a control path (`/_emulator/stats` clears the counts).
+    pub fn delete(&self, path: &str) -> Value {
+        http("DELETE", &format!("{}{path}", self.endpoint), None)
+    }
+
     /// Environment variables that point cdkd (and the AWS SDK) at this emulator.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         vec![

@@ -475,7 +475,6 @@ async fn show(
     Ok(ExitCode::SUCCESS)
 }
 
-
 /// The attributes of `resource_type` that hold secrets: the owning plugin's declaration, and
 /// CloudFormation's own for the types whose secrets it returns as attributes.
 fn sensitive_attributes(

@@ -18,8 +18,8 @@ use super::journal::{
 };
 use super::ledger::Ledger;
 use super::reconcile;
-use super::secrets::{RunSecrets, MASK};
 use super::report::{Reporter, Summary};
+use super::secrets::{RunSecrets, MASK};
 use crate::analyzer::diff::Action;
 use crate::analyzer::intrinsics::{Environment, Lookup, Resolver};
 use crate::analyzer::plan::{plan, StackContext};
@@ -726,7 +726,12 @@ impl Engine<'_> {
                             &logical_id,
                             physical_id,
                             run_secrets.mask_map(&props),
-                            run_secrets.keep(&logical_id, &sensitive, attributes),
+                            // A consumer's read-back model can echo a secret it was given.
+                            run_secrets.mask_map(&run_secrets.keep(
+                                &logical_id,
+                                &sensitive,
+                                attributes,
+                            )),
                             &node.dependencies,
                             &input.template,
                             provisioned_by,

@@ -25,8 +25,18 @@ impl StateSnapshot {
         let mut records = BTreeMap::new();
         for found in backend.list_stacks().await? {
             let Some(region) = found.region else { continue };
-            if let Some(stored) = backend.load(&found.stack, &region).await? {
-                records.insert((found.stack, region), stored.state);
+            // Another stack's unreadable record must not stop this one: it is reported, and a
+            // reference to that stack then fails by name.
+            match backend.load(&found.stack, &region).await {
+                Ok(Some(stored)) => {
+                    records.insert((found.stack, region), stored.state);
+                }
+                Ok(None) => {}
+                Err(err @ StateError::Schema { .. }) => tracing::warn!(
+                    "skipping the record of stack {} ({region}): {err}",
+                    found.stack
+                ),
+                Err(err) => return Err(err),
             }
         }
         Ok(StateSnapshot {

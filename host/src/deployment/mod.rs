@@ -9,5 +9,5 @@ pub mod journal;
 pub mod ledger;
 pub mod parameters;
 pub mod reconcile;
-pub mod secrets;
 pub mod report;
+pub mod secrets;

@@ -104,7 +104,8 @@ mod tests {
         assert_eq!(recorded["SecretAccessKey"], json!(MASK));
         assert_eq!(recorded["UserName"], json!("u"));
         assert_eq!(secrets.get("Key", "SecretAccessKey"), Some(json!("s3cr3t")));
-        let consumer = json!({"Value": "s3cr3t", "Nested": ["s3cr3t", "other"], "Embedded": "x-s3cr3t"});
+        let consumer =
+            json!({"Value": "s3cr3t", "Nested": ["s3cr3t", "other"], "Embedded": "x-s3cr3t"});
         assert_eq!(
             secrets.mask(&consumer),
             json!({"Value": MASK, "Nested": [MASK, "other"], "Embedded": "x-s3cr3t"})
@@ -114,7 +115,10 @@ mod tests {
     #[test]
     fn an_already_masked_value_is_not_taken_for_a_secret() {
         let secrets = RunSecrets::default();
-        let attributes = json!({"SecretAccessKey": MASK}).as_object().unwrap().clone();
+        let attributes = json!({"SecretAccessKey": MASK})
+            .as_object()
+            .unwrap()
+            .clone();
         secrets.keep("Key", &["SecretAccessKey".into()], attributes);
         assert_eq!(secrets.get("Key", "SecretAccessKey"), None);
     }
