@@ -92,6 +92,10 @@ fn every_bad_plugin_is_refused_alone_with_a_one_line_reason() {
     );
     let missing = dir.path().join("libmissing.so");
     let echo = echo();
+    // A copy cut short: dlopen maps it and the first touch past the end was SIGBUS.
+    let truncated = dir.path().join("libtruncated.so");
+    let whole = std::fs::read(&echo).unwrap();
+    std::fs::write(&truncated, &whole[..100_000]).unwrap();
     let plugins = write_plugins_file(
         dir.path(),
         &[
@@ -121,6 +125,11 @@ fn every_bad_plugin_is_refused_alone_with_a_one_line_reason() {
                 version: "^2",
             },
             PluginEntry {
+                name: "truncated",
+                path: &truncated,
+                version: "*",
+            },
+            PluginEntry {
                 name: "example-echo",
                 path: &echo,
                 version: "^1",
@@ -147,6 +156,7 @@ fn every_bad_plugin_is_refused_alone_with_a_one_line_reason() {
             "too-old",
             "version 1.1.0 does not meet the requirement ^2".to_string(),
         ),
+        ("truncated", "truncated or damaged".to_string()),
     ];
     for (name, fragment) in &expectations {
         let entry = plugin(&list, name);
@@ -165,6 +175,7 @@ fn every_bad_plugin_is_refused_alone_with_a_one_line_reason() {
     path_named("text", &text_file);
     path_named("foreign", &foreign);
     path_named("broken", &broken);
+    path_named("truncated", &truncated);
     assert_eq!(plugin(&list, "example-echo")["status"], "loaded");
 
     // The host keeps working with the plugins that did load, and says once per plugin why
