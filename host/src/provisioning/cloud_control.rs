@@ -242,13 +242,13 @@ impl CloudControlProvider {
         let started = Instant::now();
         let mut delays = self.schedule.delays();
         loop {
-            match event.operation_status() {
-                Some(
-                    OperationStatus::Success
-                    | OperationStatus::Failed
-                    | OperationStatus::CancelComplete,
-                ) => return Ok(event),
-                _ => {}
+            if let Some(
+                OperationStatus::Success
+                | OperationStatus::Failed
+                | OperationStatus::CancelComplete,
+            ) = event.operation_status()
+            {
+                return Ok(event);
             }
             if started.elapsed() > self.schedule.timeout {
                 return Err(ProviderError::new(
