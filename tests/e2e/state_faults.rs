@@ -415,3 +415,24 @@ async fn bucket_resolution_default_legacy_and_migrate() {
     assert_eq!(run.stdout, "Old (us-east-1)\n");
     assert!(!run.stderr.contains("legacy"), "{}", run.stderr);
 }
+
+#[tokio::test]
+async fn an_acquire_whose_answer_was_lost_holds_the_lock() {
+    let _turn = SERIAL.lock().await;
+    let (client, name) = client_and_bucket().await;
+    let locks = manager(&client, &name, "lost@test:1");
+    // The put lands, its answer is lost, the SDK's retry meets the lock with a 412: before,
+    // the process took its own lock for someone else's and locked itself out for the TTL.
+    faults(
+        json!([{"service": "s3", "method": "PUT", "pathContains": "lock.json", "status": 503, "code": "SlowDown", "count": 1, "passThrough": true}]),
+    );
+    let held = locks.acquire("Lost", "us-east-1", "deploy").await;
+    let hits = fault_hits();
+    faults(json!([]));
+    let held = held.expect("the lock this process wrote is its own");
+    assert_eq!(hits, vec![1]);
+    let (info, _) = locks.read("Lost", "us-east-1").await.unwrap().unwrap();
+    assert_eq!(info.owner, "lost@test:1");
+    assert_eq!(held.release().await, ReleaseOutcome::Released);
+    assert!(locks.read("Lost", "us-east-1").await.unwrap().is_none());
+}

@@ -278,6 +278,63 @@ impl LockManager {
         }
     }
 
+    /// The lock object's body and ETag, if it can be read.
+    async fn stored_body(&self, key: &str) -> Option<(Vec<u8>, String)> {
+        let output = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .ok()?;
+        let etag = output.e_tag().unwrap_or_default().to_string();
+        let body = output.body.collect().await.ok()?.into_bytes().to_vec();
+        Some((body, etag))
+    }
+
+    /// The handle of a lock this process wrote (`body`, stored under `etag`).
+    fn hold(
+        &self,
+        key: &str,
+        stack: &str,
+        region: &str,
+        info: &LockInfo,
+        body: Vec<u8>,
+        etag: String,
+    ) -> LockHandle {
+        let shared = Arc::new(Shared {
+            client: self.client.clone(),
+            bucket: self.bucket.clone(),
+            key: key.to_string(),
+            stack: stack.to_string(),
+            region: region.to_string(),
+            info: info.clone(),
+            ttl: self.config.ttl,
+            held: Mutex::new(Held {
+                etag,
+                body,
+                deadline: info.expires_at_millis().unwrap_or_default(),
+                lost: false,
+                released: false,
+                warned_deadline: false,
+            }),
+        });
+        let renewer = tokio::spawn(renew_forever(
+            Arc::clone(&shared),
+            self.config.renew_interval(),
+        ));
+        let history = {
+            let (client, bucket, key) = (self.client.clone(), self.bucket.clone(), key.to_string());
+            tokio::spawn(async move { list_noncurrent_versions(&client, &bucket, &key).await })
+        };
+        LockHandle {
+            shared,
+            renewer: Mutex::new(Some(renewer)),
+            history: Mutex::new(Some(history)),
+        }
+    }
+
     async fn try_put(
         &self,
         key: &str,
@@ -297,45 +354,26 @@ impl LockManager {
             .send()
             .await;
         match put {
-            Ok(output) => {
-                let shared = Arc::new(Shared {
-                    client: self.client.clone(),
-                    bucket: self.bucket.clone(),
-                    key: key.to_string(),
-                    stack: stack.to_string(),
-                    region: region.to_string(),
-                    info: info.clone(),
-                    ttl: self.config.ttl,
-                    held: Mutex::new(Held {
-                        etag: output.e_tag().unwrap_or_default().to_string(),
-                        body,
-                        deadline: info.expires_at_millis().unwrap_or_default(),
-                        lost: false,
-                        released: false,
-                        warned_deadline: false,
-                    }),
-                });
-                let renewer = tokio::spawn(renew_forever(
-                    Arc::clone(&shared),
-                    self.config.renew_interval(),
-                ));
-                let history = {
-                    let (client, bucket, key) =
-                        (self.client.clone(), self.bucket.clone(), key.to_string());
-                    tokio::spawn(
-                        async move { list_noncurrent_versions(&client, &bucket, &key).await },
-                    )
-                };
-                Ok(Some(LockHandle {
-                    shared,
-                    renewer: Mutex::new(Some(renewer)),
-                    history: Mutex::new(Some(history)),
-                }))
-            }
+            Ok(output) => Ok(Some(self.hold(
+                key,
+                stack,
+                region,
+                info,
+                body,
+                output.e_tag().unwrap_or_default().to_string(),
+            ))),
             Err(err) => {
                 let failure = S3Failure::from_sdk(&err);
                 if failure.is_precondition_failed() {
-                    Ok(None)
+                    // A retried put whose first attempt landed with its answer lost meets its
+                    // own lock: the stored body is byte for byte ours (owner with pid, and
+                    // the acquisition time in milliseconds), so the lock is held, not taken.
+                    match self.stored_body(key).await {
+                        Some((stored, etag)) if stored == body => {
+                            Ok(Some(self.hold(key, stack, region, info, body, etag)))
+                        }
+                        _ => Ok(None),
+                    }
                 } else {
                     Err(StateError::from_failure(
                         "acquire lock",
