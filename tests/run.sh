@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README): installs the emulator if needed, builds the workspace (host and
-# every bundled plugin), then runs the Rust unit and end-to-end tests and the emulator's tests.
+# every bundled plugin), then runs the Rust unit and end-to-end tests, the emulator's tests and a
+# short soak.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -10,3 +11,6 @@ bash tests/emulator/setup.sh
 cargo build --workspace
 cargo test --workspace
 .venv/bin/python -m pytest -q tests/emulator
+# A bounded soak (2 rounds of each kind, under a minute): no duplicate, leak or loss under
+# throttling, 5xx, lost answers, kill -9 and double Ctrl-C. `bash tests/soak/soak.sh 20` for more.
+bash tests/soak/soak.sh 2

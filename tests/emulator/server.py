@@ -6,8 +6,11 @@ SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
 - `X-Amz-Target: CloudApiService.*` requests, answered by cloudcontrol.CloudControl;
 - a per-request latency (`EMU_LATENCY_MS`), to make benchmarks honest about round trips;
 - a fault injector: `EMU_FAULT_RATE` (a fraction of requests answered with throttling:
-  400 ThrottlingException for JSON and query services, 503 SlowDown for S3) and targeted rules
-  set at run time with `POST /_emulator/faults`;
+  400 ThrottlingException for JSON and query services, 503 SlowDown for S3; with
+  `EMU_FAULT_5XX_SHARE` that share of them is a server error instead: 500 InternalFailure or
+  503 ServiceUnavailable, for S3 503 SlowDown or 500 InternalError; with
+  `EMU_FAULT_PASS_THROUGH_SHARE` that share of the server errors is answered after the request
+  was applied) and targeted rules set at run time with `POST /_emulator/faults`;
 - `GET /_emulator/health`, `GET|POST /_emulator/config`, `GET /_emulator/stats` (requests
   seen per service and action), and `POST /moto-api/reset` also resetting Cloud Control;
 - bucket-policy statements with a `Condition` are not enforced (moto would deny every call);
@@ -131,6 +134,11 @@ class Emulator:
         self.cloudcontrol = CloudControl(operation_ms=int(os.environ.get("EMU_CC_OPERATION_MS", "0")))
         self.latency_ms = float(os.environ.get("EMU_LATENCY_MS", "0"))
         self.fault_rate = float(os.environ.get("EMU_FAULT_RATE", "0"))
+        # Of the random faults, the share answered with a 5xx instead of throttling, and of
+        # those, the share applied before the error is answered (0: throttling only, as before).
+        self.fault_5xx_share = float(os.environ.get("EMU_FAULT_5XX_SHARE", "0"))
+        self.fault_pass_through_share = float(os.environ.get("EMU_FAULT_PASS_THROUGH_SHARE", "0"))
+        self.random_hits = {}  # "status code" -> random faults answered so far
         self.random = random.Random(int(os.environ.get("EMU_FAULT_SEED", "0")) or None)
         self.rules = []
         self.stats = {}
@@ -229,10 +237,28 @@ class Emulator:
                         rule.remaining -= 1
                     return rule.status, rule.code, rule.message, rule.pass_through
             if self.fault_rate > 0 and self.random.random() < self.fault_rate:
-                if request["service"] == "s3":
-                    return 503, "SlowDown", "Please reduce your request rate (injected)", False
-                return 400, "ThrottlingException", "Rate exceeded (injected)", False
+                fault = self._random_fault(request)
+                key = f"{fault[0]} {fault[1]}" + (" (applied)" if fault[3] else "")
+                self.random_hits[key] = self.random_hits.get(key, 0) + 1
+                return fault
         return None
+
+    def _random_fault(self, request):
+        # Draws beyond the first only when a share asks for them, so a seed's sequence of
+        # throttling faults is unchanged without the 5xx keys.
+        s3 = request["service"] == "s3"
+        if self.fault_5xx_share > 0 and self.random.random() < self.fault_5xx_share:
+            applied = self.fault_pass_through_share > 0 and self.random.random() < self.fault_pass_through_share
+            if self.random.random() < 0.5:
+                if s3:
+                    return 503, "SlowDown", "Please reduce your request rate (injected)", applied
+                return 503, "ServiceUnavailable", "Service unavailable (injected)", applied
+            if s3:
+                return 500, "InternalError", "We encountered an internal error (injected)", applied
+            return 500, "InternalFailure", "Internal failure (injected)", applied
+        if s3:
+            return 503, "SlowDown", "Please reduce your request rate (injected)", False
+        return 400, "ThrottlingException", "Rate exceeded (injected)", False
 
     def _error(self, start_response, request, status, code, message):
         reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 409: "Conflict",
@@ -292,9 +318,18 @@ class Emulator:
                     self.latency_ms = float(body["latencyMs"])
                 if "faultRate" in body:
                     self.fault_rate = float(body["faultRate"])
+                if "fault5xxShare" in body:
+                    self.fault_5xx_share = float(body["fault5xxShare"])
+                if "faultPassThroughShare" in body:
+                    self.fault_pass_through_share = float(body["faultPassThroughShare"])
+                if "faultSeed" in body:  # restart the random faults' sequence (0: unseeded)
+                    with self.lock:
+                        self.random.seed(int(body["faultSeed"]) or None)
                 if "ccOperationMs" in body:
                     self.cloudcontrol.operation_ms = int(body["ccOperationMs"])
             answer = {"latencyMs": self.latency_ms, "faultRate": self.fault_rate,
+                      "fault5xxShare": self.fault_5xx_share,
+                      "faultPassThroughShare": self.fault_pass_through_share,
                       "ccOperationMs": self.cloudcontrol.operation_ms}
         elif path == "/_emulator/faults":
             with self.lock:
@@ -302,7 +337,11 @@ class Emulator:
                     self.rules = [FaultRule(spec) for spec in body.get("rules", [])]
                 elif method == "DELETE":
                     self.rules = []
-                answer = {"rules": [rule.describe() for rule in self.rules]}
+                    self.random_hits = {}
+                # `random`: the faults the fault rate answered, by status and code, since the
+                # last DELETE.
+                answer = {"rules": [rule.describe() for rule in self.rules],
+                          "random": dict(self.random_hits)}
         elif path == "/_emulator/stats":
             access_key = parse_qs(environ.get("QUERY_STRING", "")).get("accessKey", [None])[0]
             with self.lock:

@@ -32,9 +32,10 @@ def test_sqs_queue_lifecycle_is_visible_through_the_sqs_api(emulator):
     assert done["OperationStatus"] == "SUCCESS", done
     url = done["Identifier"]
     assert url.endswith("/123456789012/orders")
-    model = json.loads(done["ResourceModel"])
-    assert model["QueueName"] == "orders"
-    assert model["Arn"] == "arn:aws:sqs:us-east-1:123456789012:orders"
+    # As on AWS: the final model holds the properties sent and the identifier, no attribute.
+    assert json.loads(done["ResourceModel"]) == {"QueueName": "orders", "VisibilityTimeout": 30, "QueueUrl": url}
+    described = cc.get_resource(TypeName="AWS::SQS::Queue", Identifier=url)["ResourceDescription"]
+    assert json.loads(described["Properties"])["Arn"] == "arn:aws:sqs:us-east-1:123456789012:orders"
     # moto answers SQS URLs with the host that was asked; Cloud Control keeps the canonical one.
     assert sqs.get_queue_url(QueueName="orders")["QueueUrl"].endswith("/123456789012/orders")
 
@@ -42,6 +43,7 @@ def test_sqs_queue_lifecycle_is_visible_through_the_sqs_api(emulator):
     updated = wait(cc, cc.update_resource(TypeName="AWS::SQS::Queue", Identifier=url,
                                           PatchDocument=json.dumps(patch))["ProgressEvent"])
     assert updated["OperationStatus"] == "SUCCESS", updated
+    assert json.loads(updated["ResourceModel"]) == {"QueueName": "orders", "VisibilityTimeout": 45, "QueueUrl": url}
     attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["VisibilityTimeout"])["Attributes"]
     assert attrs["VisibilityTimeout"] == "45"
     described = cc.get_resource(TypeName="AWS::SQS::Queue", Identifier=url)["ResourceDescription"]
@@ -104,12 +106,82 @@ def test_unknown_types_are_refused(emulator):
     assert raised.value.response["Error"]["Code"] == "TypeNotFoundException"
 
 
-def test_client_token_makes_create_idempotent(emulator):
+@pytest.mark.parametrize("type_name,desired,identifier_property,read_only", [
+    ("AWS::SNS::Topic", {"TopicName": "sparse"}, "TopicArn", None),
+    ("AWS::Logs::LogGroup", {"LogGroupName": "/sparse", "RetentionInDays": 7}, "LogGroupName", "Arn"),
+    ("AWS::SSM::Parameter", {"Name": "/sparse", "Type": "String", "Value": "v"}, "Name", None),
+    ("AWS::EC2::VPC", {"CidrBlock": "10.9.0.0/16"}, "VpcId", None),
+    ("AWS::SQS::Queue", {}, "QueueUrl", "Arn"),
+])
+def test_a_final_model_holds_the_desired_properties_and_the_identifier_only(
+        emulator, type_name, desired, identifier_property, read_only):
     cc = emulator.client("cloudcontrol")
-    first = cc.create_resource(TypeName="AWS::SNS::Topic", DesiredState='{"TopicName":"once"}', ClientToken="t-1")
-    again = cc.create_resource(TypeName="AWS::SNS::Topic", DesiredState='{"TopicName":"once"}', ClientToken="t-1")
-    assert first["ProgressEvent"]["RequestToken"] == again["ProgressEvent"]["RequestToken"]
-    assert len(emulator.client("sns").list_topics()["Topics"]) == 1
+    done = create(cc, type_name, desired)
+    assert done["OperationStatus"] == "SUCCESS", done
+    assert json.loads(done["ResourceModel"]) == {**desired, identifier_property: done["Identifier"]}
+    full = json.loads(cc.get_resource(TypeName=type_name, Identifier=done["Identifier"])
+                      ["ResourceDescription"]["Properties"])
+    assert full[identifier_property] == done["Identifier"]
+    assert all(full[key] == value for key, value in desired.items())
+    if read_only:
+        assert read_only in full and read_only not in json.loads(done["ResourceModel"])
+    listed = cc.list_resources(TypeName=type_name)["ResourceDescriptions"]
+    assert [json.loads(d["Properties"]) for d in listed] == [full]
+
+
+def test_a_type_without_a_known_identifier_reports_the_desired_properties_alone(emulator):
+    cc = emulator.client("cloudcontrol")
+    done = create(cc, "AWS::EC2::EIP", {"Domain": "vpc"})  # a composite identifier on AWS
+    assert done["OperationStatus"] == "SUCCESS", done
+    assert done["Identifier"]
+    assert json.loads(done["ResourceModel"]) == {"Domain": "vpc"}
+
+
+def test_a_replayed_client_token_answers_the_original_request(emulator):
+    cc = emulator.client("cloudcontrol")
+    desired = '{"QueueName":"once"}'
+    first = cc.create_resource(TypeName="AWS::SQS::Queue", DesiredState=desired, ClientToken="t-1")["ProgressEvent"]
+    done = wait(cc, first)
+    assert done["OperationStatus"] == "SUCCESS", done
+    again = cc.create_resource(TypeName="AWS::SQS::Queue", DesiredState=desired, ClientToken="t-1")["ProgressEvent"]
+    assert again["RequestToken"] == first["RequestToken"]
+    assert again["Identifier"] == done["Identifier"]
+    assert wait(cc, again) == done
+    assert len(cc.list_resources(TypeName="AWS::SQS::Queue")["ResourceDescriptions"]) == 1
+    assert len(emulator.client("sqs").list_queues()["QueueUrls"]) == 1
+    assert emulator.get("/_emulator/stats")["cloudcontrolapi:CreateResource"] == 2
+
+    # A replayed delete does not run again (it would fail with NotFound).
+    url = done["Identifier"]
+    deleted = wait(cc, cc.delete_resource(TypeName="AWS::SQS::Queue", Identifier=url, ClientToken="d-1")["ProgressEvent"])
+    assert deleted["OperationStatus"] == "SUCCESS", deleted
+    replayed = cc.delete_resource(TypeName="AWS::SQS::Queue", Identifier=url, ClientToken="d-1")["ProgressEvent"]
+    assert replayed["RequestToken"] == deleted["RequestToken"]
+    assert wait(cc, replayed)["OperationStatus"] == "SUCCESS"
+
+
+def test_a_client_token_reused_for_another_operation_or_type_conflicts(emulator):
+    cc = emulator.client("cloudcontrol")
+    done = wait(cc, cc.create_resource(TypeName="AWS::SNS::Topic", DesiredState='{"TopicName":"kept"}',
+                                       ClientToken="c-1")["ProgressEvent"])
+    assert done["OperationStatus"] == "SUCCESS", done
+    topic = done["Identifier"]
+    reuses = [
+        lambda: cc.update_resource(TypeName="AWS::SNS::Topic", Identifier=topic, ClientToken="c-1",
+                                   PatchDocument='[{"op":"add","path":"/DisplayName","value":"d"}]'),
+        lambda: cc.delete_resource(TypeName="AWS::SNS::Topic", Identifier=topic, ClientToken="c-1"),
+        lambda: cc.create_resource(TypeName="AWS::SQS::Queue", DesiredState='{"QueueName":"other"}', ClientToken="c-1"),
+    ]
+    for reuse in reuses:
+        with pytest.raises(cc.exceptions.ClientTokenConflictException) as raised:
+            reuse()
+        assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+        assert "already been used" in raised.value.response["Error"]["Message"]
+    assert cc.list_resources(TypeName="AWS::SQS::Queue")["ResourceDescriptions"] == []
+    assert "QueueUrls" not in emulator.client("sqs").list_queues()
+    assert [t["TopicArn"] for t in emulator.client("sns").list_topics()["Topics"]] == [topic]
+    assert "DisplayName" not in json.loads(
+        cc.get_resource(TypeName="AWS::SNS::Topic", Identifier=topic)["ResourceDescription"]["Properties"])
 
 
 def test_operations_stay_in_progress_for_the_configured_time(emulator):
@@ -277,3 +349,56 @@ def test_putting_an_event_invoke_config_replaces_it(emulator):
     for attempts in (1, 2):
         aws_lambda.put_function_event_invoke_config(FunctionName="fn", MaximumRetryAttempts=attempts)
     assert aws_lambda.get_function_event_invoke_config(FunctionName="fn")["MaximumRetryAttempts"] == 2
+
+
+
+def test_a_share_of_random_faults_are_server_errors_deterministic_by_seed(emulator):
+    import urllib.request
+
+    def outcomes(call, count):
+        seen = []
+        for _ in range(count):
+            try:
+                call()
+                seen.append("ok")
+            except botocore.exceptions.ClientError as err:
+                seen.append((err.response["ResponseMetadata"]["HTTPStatusCode"], err.response["Error"]["Code"]))
+        return seen
+
+    def clear_random_counts():
+        request = urllib.request.Request(emulator.endpoint + "/_emulator/faults", method="DELETE")
+        with urllib.request.urlopen(request) as answer:
+            return json.loads(answer.read())["random"]
+
+    # No retries: one request per call, so every call draws one fault.
+    sqs, s3 = emulator.client("sqs", retries=0), emulator.client("s3", retries=0)
+    clear_random_counts()
+    try:
+        # Without the 5xx share the random faults stay throttling, as before.
+        emulator.post("/_emulator/config", {"faultRate": 1.0, "faultSeed": 7})
+        assert set(outcomes(sqs.list_queues, 5)) == {(400, "ThrottlingException")}
+        emulator.post("/_emulator/config", {"fault5xxShare": 1.0})
+        assert set(outcomes(sqs.list_queues, 30)) == {(500, "InternalFailure"), (503, "ServiceUnavailable")}
+        assert set(outcomes(s3.list_buckets, 30)) == {(500, "InternalError"), (503, "SlowDown")}
+        counts = emulator.get("/_emulator/faults")["random"]
+        assert counts["400 ThrottlingException"] == 5
+        assert counts["500 InternalFailure"] + counts["503 ServiceUnavailable"] == 30
+        assert counts["500 InternalError"] + counts["503 SlowDown"] == 30
+
+        # The same seed gives the same sequence of faults, throttling and 5xx mixed.
+        emulator.post("/_emulator/config", {"faultRate": 0.5, "fault5xxShare": 0.5, "faultSeed": 11})
+        first = outcomes(sqs.list_queues, 40)
+        emulator.post("/_emulator/config", {"faultSeed": 11})
+        assert outcomes(sqs.list_queues, 40) == first
+        assert {"ok", (400, "ThrottlingException")} <= set(first)
+        assert any(o != "ok" and o[0] >= 500 for o in first)
+
+        # With the pass-through share the request is applied, then answered with the 5xx.
+        emulator.post("/_emulator/config", {"faultRate": 1.0, "fault5xxShare": 1.0, "faultPassThroughShare": 1.0})
+        assert outcomes(lambda: sqs.create_queue(QueueName="landed-anyway"), 1)[0][0] >= 500
+        emulator.post("/_emulator/config", {"faultRate": 0})
+        assert sqs.list_queues()["QueueUrls"][0].endswith("/landed-anyway")
+        assert any(key.endswith("(applied)") for key in emulator.get("/_emulator/faults")["random"])
+        assert clear_random_counts() == {}
+    finally:
+        emulator.post("/_emulator/config", {"faultRate": 0, "fault5xxShare": 0, "faultPassThroughShare": 0, "faultSeed": 0})
