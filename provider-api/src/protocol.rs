@@ -230,6 +230,11 @@ pub struct CreateRequest {
     /// The resolved template properties.
     #[serde(default)]
     pub properties: Map<String, Value>,
+    /// The create's idempotency token: the same on every attempt of this create, retries and
+    /// a resumed run alike. A plugin that names the resource itself derives the name from it
+    /// (`cdkd_aws_common::physical_name` does), so a retry finds its own resource.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub client_token: String,
 }
 
 /// The outcome of a create.

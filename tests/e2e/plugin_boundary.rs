@@ -66,6 +66,7 @@ fn fault(properties: Value) -> CreateRequest {
         logical_id: "Fault1".into(),
         stack_name: "Test".into(),
         properties: serde_json::from_value::<Map<String, Value>>(properties).unwrap(),
+        client_token: String::new(),
     }
 }
 
@@ -140,6 +141,7 @@ async fn the_plugin_asks_the_host_for_credentials_and_logs_through_it() {
                     json!({"Directory": dir.path(), "Name": "logged-thing"}),
                 )
                 .unwrap(),
+                client_token: String::new(),
             },
         )
         .await

@@ -25,7 +25,7 @@ use crate::analyzer::intrinsics::{Environment, Lookup, Resolver};
 use crate::analyzer::plan::{plan, StackContext};
 use crate::analyzer::template::Template;
 use crate::aws_env::AwsEnvironment;
-use crate::provisioning::cloud_control::{CloudControlProvider, PollSchedule};
+use crate::provisioning::cloud_control::{has_attribute, CloudControlProvider, PollSchedule};
 use crate::provisioning::create_only::KnownCreateOnly;
 use crate::provisioning::names;
 use crate::provisioning::provider::{AccountIds, CreateSpec, Provider};
@@ -601,6 +601,8 @@ impl Engine<'_> {
 
         let ledger = Ledger::new(self.backend.clone(), stack, &context.region, stored);
         let saver = ledger.start_saver();
+        self.read_back_missing_attributes(&ledger, &providers, &needed_attributes)
+            .await;
         let changes: BTreeMap<&str, &crate::analyzer::diff::ResourceChange> = planned
             .changes
             .iter()
@@ -1171,6 +1173,49 @@ impl Engine<'_> {
             format!("deploy of {stack} ({}) failed and the rollback did not finish: {reason}{save_note}; run `cdkd rollback {stack}` to retry it", context.region)
         })
         .into())
+    }
+
+    /// Reads back, with one `GetResource` each and all at once, the Cloud Control records that
+    /// lack an attribute the template now reads (a `Fn::GetAtt` added after they were made,
+    /// or a record written from a sparse model by an older cdkd).
+    async fn read_back_missing_attributes(
+        &self,
+        ledger: &Ledger,
+        providers: &Providers<'_>,
+        needed: &BTreeMap<String, Vec<String>>,
+    ) {
+        let stale: Vec<(String, ResourceState)> = ledger.read(|state| {
+            state
+                .resources
+                .iter()
+                .filter(|(id, record)| {
+                    record.provisioned_by == Some(ProvisionedBy::CcApi)
+                        && needed.get(*id).is_some_and(|names| {
+                            let attributes = record.attributes.clone().unwrap_or_default();
+                            names.iter().any(|name| !has_attribute(&attributes, name))
+                        })
+                })
+                .map(|(id, record)| (id.clone(), record.clone()))
+                .collect()
+        });
+        let reads = stale.iter().map(|(id, record)| async move {
+            let model = providers
+                .for_record(record)
+                .read_current_state(&record.resource_type, id, &record.physical_id, &Map::new())
+                .await;
+            (id, model)
+        });
+        for (id, model) in futures_util::future::join_all(reads).await {
+            let Some(model) = model else { continue };
+            ledger.change(|state| {
+                if let Some(record) = state.resources.get_mut(id) {
+                    let attributes = record.attributes.get_or_insert_with(Map::new);
+                    for (key, value) in model {
+                        attributes.entry(key).or_insert(value);
+                    }
+                }
+            });
+        }
     }
 
     /// Deletes records (dependents first); `#superseded` keys are old halves of replacements.

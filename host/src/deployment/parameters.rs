@@ -28,7 +28,7 @@ pub async fn ssm_parameter(
         .map_err(|err| {
             format!(
                 "cannot read SSM parameter {name} in {region}: {}",
-                aws_sdk_ssm::error::DisplayErrorContext(&err)
+                cdkd_aws_common::error_line(&err)
             )
         })?;
     answer

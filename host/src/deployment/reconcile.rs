@@ -23,7 +23,7 @@ use super::deploy::{is_retained, Providers};
 use super::journal::CreateIntent;
 use super::report::Reporter;
 use crate::provisioning::provider::{AccountIds, Found};
-use crate::state::schema::{now_millis, ProvisionedBy, StackState};
+use crate::state::schema::{now_millis, ProvisionedBy, ResourceState, StackState};
 
 /// How long a Cloud Control client token deduplicates (36 hours), with a margin.
 const TOKEN_LIFETIME_MILLIS: i64 = 35 * 3600 * 1000;
@@ -68,34 +68,59 @@ pub async fn decide(
     ids: &AccountIds,
 ) -> Decision {
     let record = state.and_then(|s| s.resources.get(&intent.logical_id));
-    match (&intent.replaces, record) {
-        (None, Some(_)) => return Decision::Settled,
-        (Some(old), Some(record)) if record.physical_id != old.physical_id => {
-            return Decision::ReplacedLeftOver
-        }
-        _ => {}
+    if let Some(decided) = settled_by_record(intent, record) {
+        return decided;
     }
-    let Some(name) = intent.physical_name.as_deref() else {
-        return Decision::Unknown(format!(
+    let lookup = match intent.physical_name.as_deref() {
+        None => None,
+        Some(name) => Some(
+            providers
+                .for_layer(&intent.resource_type, intent.provisioned_by)
+                .find_named(&intent.resource_type, &intent.logical_id, name, ids)
+                .await
+                .map_err(|err| err.to_string()),
+        ),
+    };
+    classify(intent, record, lookup)
+}
+
+/// What the state record alone settles: a create whose logical id has a record, or a
+/// replacement whose record no longer holds the replaced id.
+pub fn settled_by_record(
+    intent: &CreateIntent,
+    record: Option<&ResourceState>,
+) -> Option<Decision> {
+    match (&intent.replaces, record) {
+        (None, Some(_)) => Some(Decision::Settled),
+        (Some(old), Some(record)) if record.physical_id != old.physical_id => {
+            Some(Decision::ReplacedLeftOver)
+        }
+        _ => None,
+    }
+}
+
+/// The decision once AWS was asked: `lookup` is `None` when the intent has no name to look
+/// up by, else what the lookup by name found.
+pub fn classify(
+    intent: &CreateIntent,
+    record: Option<&ResourceState>,
+    lookup: Option<Result<Option<Found>, String>>,
+) -> Decision {
+    if let Some(decided) = settled_by_record(intent, record) {
+        return decided;
+    }
+    match lookup {
+        None => Decision::Unknown(format!(
             "{} has no name cdkd can look it up by",
             intent.resource_type
-        ));
-    };
-    let provider = providers.for_layer(&intent.resource_type, intent.provisioned_by);
-    match provider
-        .find_named(&intent.resource_type, &intent.logical_id, name, ids)
-        .await
-    {
-        Ok(Some(found)) => {
-            // A replacement whose predecessor is recorded under the same id found itself.
-            if record.is_some_and(|r| r.physical_id == found.physical_id) {
-                Decision::Settled
-            } else {
-                Decision::Unrecorded(found)
-            }
+        )),
+        // A replacement whose predecessor is recorded under the same id found itself.
+        Some(Ok(Some(found))) if record.is_some_and(|r| r.physical_id == found.physical_id) => {
+            Decision::Settled
         }
-        Ok(None) => Decision::Absent,
-        Err(err) => Decision::Unknown(err.to_string()),
+        Some(Ok(Some(found))) => Decision::Unrecorded(found),
+        Some(Ok(None)) => Decision::Absent,
+        Some(Err(reason)) => Decision::Unknown(reason),
     }
 }
 
@@ -266,4 +291,99 @@ pub async fn carry_into_deploy(
         }
     }
     (carried, unsettled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Map};
+
+    fn record(physical_id: &str) -> ResourceState {
+        serde_json::from_value(json!({
+            "physicalId": physical_id, "resourceType": "AWS::SQS::Queue", "properties": {}
+        }))
+        .unwrap()
+    }
+
+    fn intent(replaces: Option<&str>, name: Option<&str>) -> CreateIntent {
+        CreateIntent {
+            logical_id: "Queue".into(),
+            resource_type: "AWS::SQS::Queue".into(),
+            token: "cdkd-run-1".into(),
+            physical_name: name.map(str::to_string),
+            provisioned_by: ProvisionedBy::CcApi,
+            replaces: replaces.map(record),
+            created_at: now_millis(),
+        }
+    }
+
+    fn found(physical_id: &str) -> Found {
+        Found {
+            physical_id: physical_id.into(),
+            properties: Map::new(),
+        }
+    }
+
+    #[test]
+    fn a_recorded_create_is_settled_without_asking_aws() {
+        let decided = settled_by_record(&intent(None, Some("q")), Some(&record("url")));
+        assert_eq!(decided, Some(Decision::Settled));
+    }
+
+    #[test]
+    fn an_unrecorded_create_found_by_name_is_adopted_or_deleted() {
+        let decided = classify(&intent(None, Some("q")), None, Some(Ok(Some(found("url")))));
+        assert_eq!(decided, Decision::Unrecorded(found("url")));
+        let absent = classify(&intent(None, Some("q")), None, Some(Ok(None)));
+        assert_eq!(absent, Decision::Absent);
+    }
+
+    #[test]
+    fn a_finished_replacement_leaves_the_replaced_resource_to_delete() {
+        let decided = settled_by_record(&intent(Some("old"), Some("q")), Some(&record("new")));
+        assert_eq!(decided, Some(Decision::ReplacedLeftOver));
+    }
+
+    #[test]
+    fn an_unfinished_replacement_deletes_the_new_half() {
+        let pending = intent(Some("old"), Some("q2"));
+        let still_old = record("old");
+        assert_eq!(settled_by_record(&pending, Some(&still_old)), None);
+        let decided = classify(&pending, Some(&still_old), Some(Ok(Some(found("new")))));
+        assert_eq!(decided, Decision::Unrecorded(found("new")));
+        // The lookup found the recorded resource itself: nothing was made.
+        let itself = classify(&pending, Some(&still_old), Some(Ok(Some(found("old")))));
+        assert_eq!(itself, Decision::Settled);
+    }
+
+    #[test]
+    fn what_cannot_be_looked_up_is_unknown_and_says_why() {
+        match classify(&intent(None, None), None, None) {
+            Decision::Unknown(reason) => assert!(reason.contains("no name"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        match classify(
+            &intent(None, Some("q")),
+            None,
+            Some(Err("AccessDenied".into())),
+        ) {
+            Decision::Unknown(reason) => assert_eq!(reason, "AccessDenied"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_cloud_control_token_is_reused_only_while_cloud_control_remembers_it() {
+        let fresh = Carried {
+            intent: intent(None, None),
+            found: None,
+        };
+        assert!(fresh.token_reusable());
+        let mut old = fresh.clone();
+        old.intent.created_at -= 36 * 3600 * 1000;
+        assert!(!old.token_reusable());
+        let mut plugin = fresh;
+        plugin.intent.provisioned_by = ProvisionedBy::Sdk;
+        assert!(!plugin.token_reusable());
+    }
 }

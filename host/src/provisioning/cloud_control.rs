@@ -78,7 +78,7 @@ fn kind_of(code: &str) -> ErrorKind {
 fn sdk_error<E, R>(what: &str, err: aws_sdk_cloudcontrol::error::SdkError<E, R>) -> ProviderError
 where
     E: aws_sdk_cloudcontrol::error::ProvideErrorMetadata + std::error::Error + 'static,
-    R: std::fmt::Debug,
+    R: std::fmt::Debug + cdkd_aws_common::HasStatus + 'static,
 {
     use aws_sdk_cloudcontrol::error::ProvideErrorMetadata;
     let code = err.code().unwrap_or("").to_string();
@@ -94,7 +94,7 @@ where
     let detail = err
         .message()
         .map(ToString::to_string)
-        .unwrap_or_else(|| aws_sdk_cloudcontrol::error::DisplayErrorContext(&err).to_string());
+        .unwrap_or_else(|| cdkd_aws_common::error_line(&err));
     let error = ProviderError::new(kind, format!("{what}: {detail}"));
     if code.is_empty() {
         error
@@ -151,7 +151,7 @@ fn poll_again(error: &ProviderError) -> bool {
 }
 
 /// Whether a model answers `Fn::GetAtt` of `name` (`Endpoint.Address` reads nested values).
-fn has_attribute(model: &Map<String, Value>, name: &str) -> bool {
+pub fn has_attribute(model: &Map<String, Value>, name: &str) -> bool {
     if model.contains_key(name) {
         return true;
     }
@@ -569,6 +569,58 @@ mod tests {
             ]
         );
         assert!(top_level_patch(&previous, &previous).is_empty());
+    }
+
+    #[test]
+    fn a_throttled_or_failed_poll_is_polled_again_and_a_refusal_is_not() {
+        assert!(poll_again(&ProviderError::new(
+            ErrorKind::THROTTLED,
+            "slow down"
+        )));
+        assert!(poll_again(
+            &ProviderError::other("GetResourceRequestStatus: boom")
+                .with_aws_code("InternalFailure")
+        ));
+        assert!(poll_again(&ProviderError::other(
+            "dispatch failure: connection refused"
+        )));
+        assert!(!poll_again(
+            &ProviderError::new(ErrorKind::OTHER, "no such request")
+                .with_aws_code("RequestTokenNotFoundException")
+        ));
+    }
+
+    #[test]
+    fn a_sparse_model_lacks_what_the_template_reads() {
+        let model = json!({"QueueUrl": "u", "Endpoint": {"Address": "a"}})
+            .as_object()
+            .unwrap()
+            .clone();
+        assert!(has_attribute(&model, "QueueUrl"));
+        assert!(has_attribute(&model, "Endpoint.Address"));
+        assert!(!has_attribute(&model, "Arn"));
+        assert!(!has_attribute(&model, "Endpoint.Port"));
+    }
+
+    #[test]
+    fn a_failed_event_becomes_an_error_with_its_code() {
+        use aws_sdk_cloudcontrol::types::{HandlerErrorCode, Operation};
+        let failed = ProgressEvent::builder()
+            .operation(Operation::Create)
+            .operation_status(OperationStatus::Failed)
+            .error_code(HandlerErrorCode::AlreadyExists)
+            .status_message("exists")
+            .build();
+        let error = failure_of("AWS::SQS::Queue", "Queue", &failed).unwrap();
+        assert_eq!(error.kind, ErrorKind::ALREADY_EXISTS);
+        assert_eq!(error.aws_code(), Some("AlreadyExists"));
+        assert!(error
+            .message
+            .contains("Cloud Control CREATE failed: exists"));
+        let done = ProgressEvent::builder()
+            .operation_status(OperationStatus::Success)
+            .build();
+        assert!(failure_of("T", "L", &done).is_none());
     }
 
     #[test]

@@ -85,9 +85,7 @@ pub fn rule_for(resource_type: &str) -> Option<NameRule> {
     })
 }
 
-const SUFFIX_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-
-/// FNV-1a: stable across builds and platforms (std's hashers promise neither).
+/// FNV-1a of the parts, for tokens (the same function across builds and platforms).
 fn fnv1a(parts: &[&str]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for part in parts {
@@ -97,23 +95,6 @@ fn fnv1a(parts: &[&str]) -> u64 {
         }
     }
     hash
-}
-
-/// Twelve characters of `SUFFIX_ALPHABET` drawn from `seed`.
-fn suffix(seed: &str) -> String {
-    let mut value = fnv1a(&[seed]);
-    let mut second = fnv1a(&[seed, "suffix"]);
-    (0..12)
-        .map(|i| {
-            if i == 6 {
-                value = second;
-                second = 0;
-            }
-            let c = SUFFIX_ALPHABET[(value % SUFFIX_ALPHABET.len() as u64) as usize] as char;
-            value /= SUFFIX_ALPHABET.len() as u64;
-            c
-        })
-        .collect()
 }
 
 /// A fresh run id: one per deploy, so tokens of different runs never collide.
@@ -131,8 +112,8 @@ pub fn create_token(run_id: &str, stack: &str, region: &str, logical_id: &str) -
     )
 }
 
-/// The CloudFormation-style name for a create with `token`: `{stack}-{logicalId}-{SUFFIX}`,
-/// the stack and logical parts shortened to fit, `.fifo` kept where the type needs it.
+/// The CloudFormation-style name for a create with `token` (aws-common's generator, which
+/// plugins use too): `{stack}-{logicalId}-{SUFFIX}`, `.fifo` kept where the type needs it.
 pub fn generated_name(
     stack: &str,
     logical_id: &str,
@@ -144,26 +125,14 @@ pub fn generated_name(
         matches!(properties.get(flag), Some(Value::Bool(true)))
             || properties.get(flag).and_then(Value::as_str) == Some("true")
     });
-    let ending = if fifo { ".fifo" } else { "" };
-    let suffix = suffix(token);
-    let budget = rule
-        .max_length
-        .saturating_sub(suffix.len() + 2 + ending.len());
-    let stack_part: String = stack.chars().take(budget / 2).collect();
-    let logical_part: String = logical_id
-        .chars()
-        .take(budget - stack_part.chars().count())
-        .collect();
-    let name = if stack_part.is_empty() {
-        format!("{logical_part}-{suffix}{ending}")
-    } else {
-        format!("{stack_part}-{logical_part}-{suffix}{ending}")
-    };
-    if rule.lowercase {
-        name.to_lowercase()
-    } else {
-        name
-    }
+    cdkd_aws_common::generated_name(
+        stack,
+        logical_id,
+        token,
+        rule.max_length,
+        rule.lowercase,
+        if fifo { ".fifo" } else { "" },
+    )
 }
 
 /// The name a create will use: the template's, or one generated now (and then injected).

@@ -136,6 +136,7 @@ impl Provider<'_> {
                                 logical_id: logical_id.to_string(),
                                 stack_name: stack.to_string(),
                                 properties: sent.clone(),
+                                client_token: spec.token.to_string(),
                             },
                         )
                         .await

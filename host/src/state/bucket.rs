@@ -120,7 +120,7 @@ pub async fn account_id(aws: &AwsEnvironment) -> Result<String, StateError> {
     let identity = sts.get_caller_identity().send().await.map_err(|err| {
         StateError::Aws(format!(
             "cannot find the AWS account (sts:GetCallerIdentity): {}",
-            aws_sdk_sts::error::DisplayErrorContext(&err)
+            cdkd_aws_common::error_line(&err)
         ))
     })?;
     identity

@@ -21,17 +21,14 @@ impl S3Failure {
     pub fn from_sdk<E, R>(err: &SdkError<E, R>) -> S3Failure
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
-        R: std::fmt::Debug + HasStatus,
+        R: std::fmt::Debug + HasStatus + 'static,
     {
         let status = err.raw_response().and_then(HasStatus::status);
         let code = err.code().map(ToString::to_string);
         let message = match (err.code(), err.message()) {
             (Some(code), Some(message)) => format!("{code}: {message}"),
             (Some(code), None) => code.to_string(),
-            _ => {
-                let text = aws_sdk_s3::error::DisplayErrorContext(err).to_string();
-                text.split_whitespace().collect::<Vec<_>>().join(" ")
-            }
+            _ => cdkd_aws_common::error_line(err),
         };
         S3Failure {
             status,
@@ -74,14 +71,4 @@ impl std::fmt::Display for S3Failure {
     }
 }
 
-/// The raw response types the SDK hands back expose their status through this.
-pub trait HasStatus {
-    /// The HTTP status code.
-    fn status(&self) -> Option<u16>;
-}
-
-impl HasStatus for aws_smithy_runtime_api::http::Response {
-    fn status(&self) -> Option<u16> {
-        Some(self.status().as_u16())
-    }
-}
+pub use cdkd_aws_common::HasStatus;

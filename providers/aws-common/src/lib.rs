@@ -13,6 +13,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_credential_types::provider::SharedCredentialsProvider;
+use cdkd_provider_api::protocol::CreateRequest;
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
 /// Attempts per AWS call, the first included.
@@ -128,7 +129,7 @@ where
         + Send
         + Sync
         + 'static,
-    R: std::fmt::Debug + HasStatus,
+    R: std::fmt::Debug + HasStatus + 'static,
 {
     match result {
         Ok(answer) => Ok(Some(answer)),
@@ -151,7 +152,7 @@ where
         + Send
         + Sync
         + 'static,
-    R: std::fmt::Debug + HasStatus,
+    R: std::fmt::Debug + HasStatus + 'static,
 {
     let status = err.raw_response().and_then(HasStatus::status);
     let (code, message) = match err.as_service_error() {
@@ -162,7 +163,7 @@ where
         None => (String::new(), String::new()),
     };
     let detail = if message.is_empty() && code.is_empty() {
-        format!("{err:?}").chars().take(300).collect::<String>()
+        error_line(&err)
     } else if message.is_empty() {
         code.clone()
     } else {
@@ -174,6 +175,40 @@ where
     } else {
         error.with_aws_code(code)
     }
+}
+
+/// An SDK error as one readable line: `Code: message (HTTP status)` when AWS answered, else
+/// the chain of causes (dispatch failure, timeout, connection refused ...) each once; never the
+/// SDK's `Debug` dump of the raw response.
+pub fn error_line<E, R>(err: &aws_smithy_runtime_api::client::result::SdkError<E, R>) -> String
+where
+    E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug + HasStatus + 'static,
+{
+    use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+    let status = err.raw_response().and_then(HasStatus::status);
+    let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
+    match (err.code(), err.message()) {
+        (Some(code), Some(message)) => return format!("{code}: {message}{status}"),
+        (Some(code), None) => return format!("{code}{status}"),
+        (None, Some(message)) => return format!("{message}{status}"),
+        (None, None) => {}
+    }
+    let mut line = String::new();
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(current) = cause {
+        let text = current.to_string();
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        if !text.is_empty() && !line.contains(&text) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&text);
+        }
+        cause = current.source();
+    }
+    let line: String = line.chars().take(300).collect();
+    format!("{line}{status}")
 }
 
 /// Raw responses expose their status through this.
@@ -190,26 +225,81 @@ impl HasStatus for aws_smithy_runtime_api::http::Response {
 
 const SUFFIX_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
-/// A CloudFormation-style generated name, `{stack}-{logicalId}-{SUFFIX}`, at most `max`
-/// characters (the stack and logical parts are shortened, the 12-character suffix kept),
-/// lowercased where the service requires it.
-pub fn physical_name(stack: &str, logical_id: &str, max: usize, lowercase: bool) -> String {
-    let suffix: String = (0..12)
-        .map(|_| SUFFIX_ALPHABET[rand::random_range(0..SUFFIX_ALPHABET.len())] as char)
-        .collect();
-    let budget = max.saturating_sub(suffix.len() + 2);
+/// FNV-1a: stable across builds and platforms (std's hashers promise neither).
+fn fnv1a(parts: &[&str]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.bytes().chain(std::iter::once(0)) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// Twelve characters of `SUFFIX_ALPHABET`: drawn from `token` when there is one (so every
+/// attempt of one create names its resource alike), at random otherwise.
+fn suffix(token: &str) -> String {
+    if token.is_empty() {
+        return (0..12)
+            .map(|_| SUFFIX_ALPHABET[rand::random_range(0..SUFFIX_ALPHABET.len())] as char)
+            .collect();
+    }
+    let base = SUFFIX_ALPHABET.len() as u64;
+    let (mut value, second) = (fnv1a(&[token]), fnv1a(&[token, "suffix"]));
+    (0..12)
+        .map(|i| {
+            if i == 6 {
+                value = second;
+            }
+            let c = SUFFIX_ALPHABET[(value % base) as usize] as char;
+            value /= base;
+            c
+        })
+        .collect()
+}
+
+/// A CloudFormation-style generated name, `{stack}-{logicalId}-{SUFFIX}{ending}`, at most
+/// `max` characters (the stack and logical parts are shortened, the 12-character suffix and
+/// the ending kept), lowercased where the service requires it. The suffix comes from the
+/// create's idempotency `token` (random without one).
+pub fn generated_name(
+    stack: &str,
+    logical_id: &str,
+    token: &str,
+    max: usize,
+    lowercase: bool,
+    ending: &str,
+) -> String {
+    let suffix = suffix(token);
+    let budget = max.saturating_sub(suffix.len() + 2 + ending.len());
     let stack_part: String = stack.chars().take(budget / 2).collect();
-    let logical_part: String = logical_id.chars().take(budget - stack_part.len()).collect();
+    let logical_part: String = logical_id
+        .chars()
+        .take(budget - stack_part.chars().count())
+        .collect();
     let name = if stack_part.is_empty() {
-        format!("{logical_part}-{suffix}")
+        format!("{logical_part}-{suffix}{ending}")
     } else {
-        format!("{stack_part}-{logical_part}-{suffix}")
+        format!("{stack_part}-{logical_part}-{suffix}{ending}")
     };
     if lowercase {
         name.to_lowercase()
     } else {
         name
     }
+}
+
+/// The generated name of the resource a create makes (see [`generated_name`]).
+pub fn physical_name(request: &CreateRequest, max: usize, lowercase: bool) -> String {
+    generated_name(
+        &request.stack_name,
+        &request.logical_id,
+        &request.client_token,
+        max,
+        lowercase,
+        "",
+    )
 }
 
 /// A template string (numbers and booleans as CloudFormation writes them too).
@@ -315,15 +405,61 @@ mod tests {
 
     #[test]
     fn generated_names_fit_and_keep_the_shape() {
-        let name = physical_name("MyStack", "Bucket83908E77", 63, true);
+        let name = generated_name("MyStack", "Bucket83908E77", "t1", 63, true, "");
         assert!(name.starts_with("mystack-bucket83908e77-"), "{name}");
         assert_eq!(name.len(), "mystack-bucket83908e77-".len() + 12);
-        let long = physical_name(&"S".repeat(80), &"L".repeat(80), 64, false);
+        let long = generated_name(&"S".repeat(80), &"L".repeat(80), "t1", 64, false, "");
         assert_eq!(long.len(), 64);
         assert!(long.starts_with("SSSS") && long.contains("-LLL"), "{long}");
+        let fifo = generated_name(&"S".repeat(80), "Q", "t1", 80, false, ".fifo");
+        assert!(fifo.ends_with(".fifo") && fifo.len() <= 80, "{fifo}");
+    }
+
+    #[test]
+    fn a_token_fixes_the_suffix_and_no_token_draws_one() {
+        let request = |token: &str| CreateRequest {
+            logical_id: "Role".into(),
+            stack_name: "App".into(),
+            client_token: token.into(),
+            ..CreateRequest::default()
+        };
+        assert_eq!(
+            physical_name(&request("t1"), 64, false),
+            physical_name(&request("t1"), 64, false)
+        );
         assert_ne!(
-            physical_name("a", "b", 64, false),
-            physical_name("a", "b", 64, false)
+            physical_name(&request("t1"), 64, false),
+            physical_name(&request("t2"), 64, false)
+        );
+        assert_ne!(
+            physical_name(&request(""), 64, false),
+            physical_name(&request(""), 64, false)
+        );
+    }
+
+    #[test]
+    fn sdk_errors_read_as_one_line() {
+        use aws_smithy_runtime_api::client::result::SdkError;
+        use aws_smithy_types::error::ErrorMetadata;
+        let timeout: SdkError<ErrorMetadata, aws_smithy_runtime_api::http::Response> =
+            SdkError::timeout_error(std::io::Error::other("read timed out after 5s"));
+        let line = error_line(&timeout);
+        assert_eq!(line, "request has timed out: read timed out after 5s");
+        let response = aws_smithy_runtime_api::http::Response::new(
+            aws_smithy_runtime_api::http::StatusCode::try_from(400).unwrap(),
+            aws_smithy_types::body::SdkBody::empty(),
+        );
+        let throttled: SdkError<ErrorMetadata, aws_smithy_runtime_api::http::Response> =
+            SdkError::service_error(
+                ErrorMetadata::builder()
+                    .code("Throttling")
+                    .message("Rate exceeded")
+                    .build(),
+                response,
+            );
+        assert_eq!(
+            error_line(&throttled),
+            "Throttling: Rate exceeded (HTTP 400)"
         );
     }
 

@@ -186,8 +186,8 @@ impl ResourceProvider for SecurityGroup {
         let what = what(GROUP, &request.logical_id);
         let props = &request.properties;
         let description = require_str(props, "GroupDescription", &what)?;
-        let name = text(props.get("GroupName"))
-            .unwrap_or_else(|| physical_name(&request.stack_name, &request.logical_id, 255, false));
+        let name =
+            text(props.get("GroupName")).unwrap_or_else(|| physical_name(&request, 255, false));
         let vpc = text(props.get("VpcId"));
         let ec2 = client(ctx).await?;
         let created = ec2

@@ -380,7 +380,7 @@ impl ResourceProvider for ManagedPolicy {
         let props = &request.properties;
         let name = match props.get("ManagedPolicyName").and_then(Value::as_str) {
             Some(name) => name.to_string(),
-            None => physical_name(&request.stack_name, &request.logical_id, 128, false),
+            None => physical_name(&request, 128, false),
         };
         let iam = client(ctx).await?;
         let created = iam
@@ -657,7 +657,7 @@ impl ResourceProvider for InstanceProfile {
             .and_then(Value::as_str)
         {
             Some(name) => name.to_string(),
-            None => physical_name(&request.stack_name, &request.logical_id, 128, false),
+            None => physical_name(&request, 128, false),
         };
         let iam = client(ctx).await?;
         let created = iam
@@ -809,7 +809,7 @@ impl ResourceProvider for User {
         let props = &request.properties;
         let name = match props.get("UserName").and_then(Value::as_str) {
             Some(name) => name.to_string(),
-            None => physical_name(&request.stack_name, &request.logical_id, 64, false),
+            None => physical_name(&request, 64, false),
         };
         let iam = client(ctx).await?;
         let created = iam
@@ -1057,7 +1057,7 @@ impl ResourceProvider for Group {
         let what = format!("{GROUP} {}", request.logical_id);
         let name = match request.properties.get("GroupName").and_then(Value::as_str) {
             Some(name) => name.to_string(),
-            None => physical_name(&request.stack_name, &request.logical_id, 128, false),
+            None => physical_name(&request, 128, false),
         };
         let iam = client(ctx).await?;
         let created = iam

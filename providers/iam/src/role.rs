@@ -112,7 +112,7 @@ impl ResourceProvider for Role {
         let props = &request.properties;
         let name = match props.get("RoleName").and_then(Value::as_str) {
             Some(name) => name.to_string(),
-            None => physical_name(&request.stack_name, &request.logical_id, 64, false),
+            None => physical_name(&request, 64, false),
         };
         let trust = props
             .get("AssumeRolePolicyDocument")

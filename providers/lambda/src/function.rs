@@ -258,8 +258,8 @@ impl ResourceProvider for Function {
     ) -> Result<CreateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let props = &request.properties;
-        let name = text(props.get("FunctionName"))
-            .unwrap_or_else(|| physical_name(&request.stack_name, &request.logical_id, 64, false));
+        let name =
+            text(props.get("FunctionName")).unwrap_or_else(|| physical_name(&request, 64, false));
         let lambda = client(ctx).await?;
         let tags: Option<HashMap<String, String>> =
             props.get("Tags").and_then(Value::as_array).map(|tags| {

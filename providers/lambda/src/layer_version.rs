@@ -98,7 +98,7 @@ impl ResourceProvider for LayerVersion {
             })?;
         let name = match props.get("LayerName").and_then(Value::as_str) {
             Some(name) => name.to_string(),
-            None => physical_name(&request.stack_name, &request.logical_id, 140, false),
+            None => physical_name(&request, 140, false),
         };
         let published = client(ctx)
             .await?

@@ -106,7 +106,7 @@ impl ResourceProvider for Permission {
         let what = format!("{PERMISSION} {}", request.logical_id);
         let props = &request.properties;
         let function = require_str(props, "FunctionName", &what)?;
-        let statement = physical_name(&request.stack_name, &request.logical_id, 100, false);
+        let statement = physical_name(&request, 100, false);
         client(ctx)
             .await?
             .add_permission()

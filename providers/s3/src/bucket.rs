@@ -565,7 +565,7 @@ impl ResourceProvider for Bucket {
         let what = format!("{TYPE} {}", request.logical_id);
         let name = match request.properties.get("BucketName").and_then(Value::as_str) {
             Some(name) => name.to_string(),
-            None => physical_name(&request.stack_name, &request.logical_id, 63, true),
+            None => physical_name(&request, 63, true),
         };
         let client = crate::client(ctx).await?;
         let mut create = client.create_bucket().bucket(&name);
