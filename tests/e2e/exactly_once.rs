@@ -18,16 +18,11 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn faults(rules: Value) {
-    Emulator::shared().post("/_emulator/faults", &json!({ "rules": rules }));
+    Emulator::shared().faults(rules);
 }
 
 fn fault_hits() -> Vec<u64> {
-    Emulator::shared().get("/_emulator/faults")["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["hits"].as_u64().unwrap())
-        .collect()
+    Emulator::shared().fault_hits()
 }
 
 fn latency(ms: u64) {

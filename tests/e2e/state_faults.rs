@@ -15,16 +15,11 @@ use serde_json::json;
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn faults(rules: serde_json::Value) {
-    Emulator::shared().post("/_emulator/faults", &json!({ "rules": rules }));
+    Emulator::shared().faults(rules);
 }
 
 fn fault_hits() -> Vec<u64> {
-    Emulator::shared().get("/_emulator/faults")["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["hits"].as_u64().unwrap())
-        .collect()
+    Emulator::shared().fault_hits()
 }
 
 async fn client_and_bucket() -> (aws_sdk_s3::Client, String) {

@@ -94,6 +94,19 @@ impl Emulator {
         http("GET", &format!("{}{path}", self.endpoint), None)
     }
 
+    /// Replaces the emulator's targeted fault rules (`[]` clears them).
+    pub fn faults(&self, rules: Value) {
+        self.post("/_emulator/faults", &serde_json::json!({ "rules": rules }));
+    }
+
+    /// How often each targeted fault rule has answered, in rule order.
+    pub fn fault_hits(&self) -> Vec<u64> {
+        self.get("/_emulator/faults")["rules"]
+            .as_array()
+            .map(|rules| rules.iter().filter_map(|r| r["hits"].as_u64()).collect())
+            .unwrap_or_default()
+    }
+
     /// DELETEs a control path (`/_emulator/stats` clears the counts).
     pub fn delete(&self, path: &str) -> Value {
         http("DELETE", &format!("{}{path}", self.endpoint), None)

@@ -43,6 +43,24 @@ impl Engine<'_> {
         }
     }
 
+    /// Cloud Control for `region` and the plugins that own `records` (deletes and reverts).
+    async fn owners_of(
+        &self,
+        region: &str,
+        records: &[&ResourceState],
+    ) -> anyhow::Result<Providers<'_>> {
+        let mut providers = Providers::prepare(
+            self.registry,
+            self.aws,
+            region,
+            &Default::default(),
+            std::time::Duration::from_secs(30 * 60),
+        )
+        .await?;
+        providers.add_owners(self.aws, records).await?;
+        Ok(providers)
+    }
+
     /// Deletes what interrupted runs created but never recorded (their journal intents);
     /// returns the journal with the intents that could not be settled.
     async fn remove_pending(
@@ -59,18 +77,10 @@ impl Engine<'_> {
             return Ok(Some(journal));
         }
         let pending = std::mem::take(&mut journal.pending_creates);
-        let mut providers = Providers::prepare(
-            self.registry,
-            self.aws,
-            region,
-            &Default::default(),
-            std::time::Duration::from_secs(30 * 60),
-        )
-        .await?;
-        providers.add_intent_owners(self.aws, &pending).await?;
         let records: Vec<&ResourceState> =
             pending.iter().filter_map(|i| i.replaces.as_ref()).collect();
-        providers.add_owners(self.aws, &records).await?;
+        let mut providers = self.owners_of(region, &records).await?;
+        providers.add_intent_owners(self.aws, &pending).await?;
         let ids = self.account_ids(region).await;
         journal.pending_creates =
             reconcile::remove_unrecorded(self.reporter, stack, &providers, pending, state, &ids)
@@ -139,15 +149,7 @@ impl Engine<'_> {
             );
         }
         let records: Vec<&ResourceState> = stored.state.resources.values().collect();
-        let mut providers = Providers::prepare(
-            self.registry,
-            self.aws,
-            region,
-            &Default::default(),
-            std::time::Duration::from_secs(30 * 60),
-        )
-        .await?;
-        providers.add_owners(self.aws, &records).await?;
+        let providers = self.owners_of(region, &records).await?;
         let doomed: BTreeMap<String, ResourceState> = stored.state.resources.clone();
         let ledger = Ledger::new(self.backend.clone(), stack, region, Some(stored));
         let saver = ledger.start_saver();
@@ -301,15 +303,7 @@ impl Engine<'_> {
             }
         }
         let refs: Vec<&ResourceState> = involved.iter().collect();
-        let mut providers = Providers::prepare(
-            self.registry,
-            self.aws,
-            region,
-            &Default::default(),
-            std::time::Duration::from_secs(30 * 60),
-        )
-        .await?;
-        providers.add_owners(self.aws, &refs).await?;
+        let providers = self.owners_of(region, &refs).await?;
 
         let mut partial = false;
         while let Some(mut segment) = journal.segments.pop() {

@@ -22,7 +22,9 @@ use std::collections::BTreeMap;
 use super::deploy::{is_retained, Providers};
 use super::journal::CreateIntent;
 use super::report::Reporter;
-use crate::provisioning::provider::{AccountIds, Found};
+use serde_json::{Map, Value};
+
+use crate::provisioning::provider::{AccountIds, Found, Provider};
 use crate::state::schema::{now_millis, ProvisionedBy, ResourceState, StackState};
 
 /// How long a Cloud Control client token deduplicates (36 hours), with a margin.
@@ -157,82 +159,62 @@ pub async fn settle_by_removal(
     match decision {
         Decision::Settled | Decision::Absent => true,
         Decision::Unrecorded(found) => {
-            let deleted = providers
-                .for_layer(kind, intent.provisioned_by)
-                .delete(kind, id, &found.physical_id, &found.properties)
-                .await;
-            match deleted {
-                Ok(_) => {
-                    reporter.resource(
-                        stack,
-                        id,
-                        kind,
-                        &format!(
-                            "deleted {} (created by an interrupted run, never recorded)",
-                            found.physical_id
-                        ),
-                        None,
-                    );
-                    true
-                }
-                Err(err) => {
-                    reporter.resource(
-                        stack,
-                        id,
-                        kind,
-                        &format!(
-                            "could not delete {} left by an interrupted run: {err}",
-                            found.physical_id
-                        ),
-                        None,
-                    );
-                    false
-                }
-            }
+            let leftover = (found.physical_id.as_str(), &found.properties);
+            let provider = providers.for_layer(kind, intent.provisioned_by);
+            let why = "created by an interrupted run, never recorded";
+            remove_leftover(reporter, stack, intent, provider, leftover, why).await
         }
-        Decision::ReplacedLeftOver => {
-            let Some(old) = &intent.replaces else {
-                return true;
-            };
-            if is_retained(old.update_replace_policy.as_deref()) {
-                return true;
+        Decision::ReplacedLeftOver => match &intent.replaces {
+            Some(old) if !is_retained(old.update_replace_policy.as_deref()) => {
+                let leftover = (old.physical_id.as_str(), &old.properties);
+                let why = "replaced by an interrupted run, not yet deleted";
+                remove_leftover(
+                    reporter,
+                    stack,
+                    intent,
+                    providers.for_record(old),
+                    leftover,
+                    why,
+                )
+                .await
             }
-            let deleted = providers
-                .for_record(old)
-                .delete(kind, id, &old.physical_id, &old.properties)
-                .await;
-            match deleted {
-                Ok(_) => {
-                    reporter.resource(
-                        stack,
-                        id,
-                        kind,
-                        &format!(
-                            "deleted {} (replaced by an interrupted run, not yet deleted)",
-                            old.physical_id
-                        ),
-                        None,
-                    );
-                    true
-                }
-                Err(err) => {
-                    reporter.resource(
-                        stack,
-                        id,
-                        kind,
-                        &format!("could not delete the replaced {}: {err}", old.physical_id),
-                        None,
-                    );
-                    false
-                }
-            }
-        }
+            _ => true,
+        },
         Decision::Unknown(reason) => {
             tracing::warn!(
                 "stack {stack}: {id} ({kind}) may have been created by an interrupted run (token {}) and cannot be checked: {reason}; look for it in AWS and delete it or import it (docs/deploy.md, \"Recovering by hand\")",
                 intent.token
             );
             true
+        }
+    }
+}
+
+/// Deletes one leftover `(physical id, properties)` and reports it; `false` when it stays.
+async fn remove_leftover(
+    reporter: Reporter,
+    stack: &str,
+    intent: &CreateIntent,
+    provider: Provider<'_>,
+    (physical_id, properties): (&str, &Map<String, Value>),
+    why: &str,
+) -> bool {
+    let (id, kind) = (&intent.logical_id, &intent.resource_type);
+    match provider.delete(kind, id, physical_id, properties).await {
+        Ok(_) => {
+            reporter.resource(
+                stack,
+                id,
+                kind,
+                &format!("deleted {physical_id} ({why})"),
+                None,
+            );
+            true
+        }
+        Err(err) => {
+            let message = format!("could not delete {physical_id} ({why}): {err}");
+            reporter.resource(stack, id, kind, &message, None);
+            false
         }
     }
 }
@@ -296,7 +278,7 @@ pub async fn carry_into_deploy(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{json, Map};
+    use serde_json::json;
 
     fn record(physical_id: &str) -> ResourceState {
         serde_json::from_value(json!({

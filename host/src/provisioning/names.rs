@@ -85,18 +85,6 @@ pub fn rule_for(resource_type: &str) -> Option<NameRule> {
     })
 }
 
-/// FNV-1a of the parts, for tokens (the same function across builds and platforms).
-fn fnv1a(parts: &[&str]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for byte in part.bytes().chain(std::iter::once(0)) {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    hash
-}
-
 /// A fresh run id: one per deploy, so tokens of different runs never collide.
 pub fn new_run_id() -> String {
     format!("{:016x}", rand::random::<u64>())
@@ -108,7 +96,7 @@ pub fn new_run_id() -> String {
 pub fn create_token(run_id: &str, stack: &str, region: &str, logical_id: &str) -> String {
     format!(
         "cdkd-{run_id}-{:016x}",
-        fnv1a(&[stack, region, logical_id, run_id])
+        cdkd_aws_common::stable_hash(&[stack, region, logical_id, run_id])
     )
 }
 

@@ -225,8 +225,9 @@ impl HasStatus for aws_smithy_runtime_api::http::Response {
 
 const SUFFIX_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
-/// FNV-1a: stable across builds and platforms (std's hashers promise neither).
-fn fnv1a(parts: &[&str]) -> u64 {
+/// FNV-1a of `parts` (each ended by a NUL): stable across builds and platforms, which std's
+/// hashers do not promise; for names and tokens that must come out the same on every run.
+pub fn stable_hash(parts: &[&str]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for part in parts {
         for byte in part.bytes().chain(std::iter::once(0)) {
@@ -246,7 +247,7 @@ fn suffix(token: &str) -> String {
             .collect();
     }
     let base = SUFFIX_ALPHABET.len() as u64;
-    let (mut value, second) = (fnv1a(&[token]), fnv1a(&[token, "suffix"]));
+    let (mut value, second) = (stable_hash(&[token]), stable_hash(&[token, "suffix"]));
     (0..12)
         .map(|i| {
             if i == 6 {
