@@ -17,6 +17,7 @@ pub async fn ssm_parameter(
 ) -> Result<String, String> {
     let config = aws_sdk_ssm::config::Builder::from(aws.sdk_config())
         .region(aws_sdk_ssm::config::Region::new(region.to_string()))
+        .retry_partition(cdkd_aws_common::retry_partition("cdkd-ssm"))
         .build();
     let client = aws_sdk_ssm::Client::from_conf(config);
     let answer = client

@@ -116,7 +116,11 @@ pub fn legacy_bucket_warning(account_id: &str, region: &str) -> String {
 
 /// The caller's account id, from STS.
 pub async fn account_id(aws: &AwsEnvironment) -> Result<String, StateError> {
-    let sts = aws_sdk_sts::Client::new(aws.sdk_config());
+    let sts = aws_sdk_sts::Client::from_conf(
+        aws_sdk_sts::config::Builder::from(aws.sdk_config())
+            .retry_partition(cdkd_aws_common::retry_partition("cdkd-sts"))
+            .build(),
+    );
     let identity = sts.get_caller_identity().send().await.map_err(|err| {
         StateError::Aws(format!(
             "cannot find the AWS account (sts:GetCallerIdentity): {}",

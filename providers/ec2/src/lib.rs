@@ -48,9 +48,10 @@ use serde_json::{json, Map, Value};
 
 /// An EC2 client for the host's endpoint and credentials.
 pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_ec2::Client, ProviderError> {
-    Ok(aws_sdk_ec2::Client::new(
-        &cdkd_aws_common::sdk_config(ctx).await?,
-    ))
+    let config = aws_sdk_ec2::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
+        .retry_partition(cdkd_aws_common::retry_partition("cdkd-ec2"))
+        .build();
+    Ok(aws_sdk_ec2::Client::from_conf(config))
 }
 
 /// The schema every type here shares: read and import implemented.

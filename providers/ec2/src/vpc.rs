@@ -405,6 +405,7 @@ impl ResourceProvider for Subnet {
             .map_err(|e| ProviderError::validation(format!("{name}: {e}")))?;
         let config = aws_sdk_ec2::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
             .region(aws_sdk_ec2::config::Region::new(request.region.clone()))
+            .retry_partition(cdkd_aws_common::retry_partition("cdkd-ec2"))
             .build();
         let zones = aws_sdk_ec2::Client::from_conf(config)
             .describe_availability_zones()

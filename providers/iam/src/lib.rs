@@ -21,9 +21,10 @@ use serde_json::{Map, Value};
 
 /// An IAM client for the host's endpoint and credentials.
 pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_iam::Client, ProviderError> {
-    Ok(aws_sdk_iam::Client::new(
-        &cdkd_aws_common::sdk_config(ctx).await?,
-    ))
+    let config = aws_sdk_iam::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
+        .retry_partition(cdkd_aws_common::retry_partition("cdkd-iam"))
+        .build();
+    Ok(aws_sdk_iam::Client::from_conf(config))
 }
 
 /// A policy document as IAM wants it: a JSON string.

@@ -25,9 +25,10 @@ use cdkd_provider_api::{PluginContext, ProviderError};
 
 /// A Lambda client for the host's region, endpoint and credentials.
 pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_lambda::Client, ProviderError> {
-    Ok(aws_sdk_lambda::Client::new(
-        &cdkd_aws_common::sdk_config(ctx).await?,
-    ))
+    let config = aws_sdk_lambda::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
+        .retry_partition(cdkd_aws_common::retry_partition("cdkd-lambda"))
+        .build();
+    Ok(aws_sdk_lambda::Client::from_conf(config))
 }
 
 /// The function name inside a name, partial ARN or ARN (`Permission.FunctionName` takes all).

@@ -18,6 +18,7 @@ pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_s3::Client, Pr
     let config = cdkd_aws_common::sdk_config(ctx).await?;
     let s3 = aws_sdk_s3::config::Builder::from(&config)
         .force_path_style(ctx.s3_force_path_style())
+        .retry_partition(cdkd_aws_common::retry_partition("cdkd-s3"))
         .build();
     Ok(aws_sdk_s3::Client::from_conf(s3))
 }
