@@ -14,17 +14,21 @@ SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
 - `GET /_emulator/health`, `GET|POST /_emulator/config`, `GET /_emulator/stats` (requests
   seen per service and action), and `POST /moto-api/reset` also resetting Cloud Control;
 - bucket-policy statements with a `Condition` are not enforced (moto would deny every call);
-- S3 mutations run one at a time, so conditional writes are atomic as they are on AWS.
+- S3 mutations run one at a time, so conditional writes are atomic as they are on AWS;
+- Lambda `Invoke` runs the function's real handler code (nodejs* and python3* zip functions,
+  see lambda_runner.py); other runtimes get moto's canned answer (moto's Docker execution is off).
 
 Run: python server.py --port 0 --endpoint-file FILE   (port 0 picks a free port)
 """
 
 import argparse
+import atexit
 import io
 import json
 import os
 import random
 import re
+import signal
 import socket
 import sys
 import threading
@@ -42,7 +46,15 @@ from moto.moto_server.werkzeug_app import (  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cloudcontrol import ApiError, CloudControl  # noqa: E402
+from lambda_runner import LambdaRunner, patch_moto_inline_code  # noqa: E402
+from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402
+
+# No Docker engine here: moto's own Lambda execution is off from the start (functions live in
+# moto's "simple" backend, whose canned answer is what unsupported runtimes get); the emulator
+# runs Node.js and Python handlers itself (lambda_runner.py).
+default_user_config["lambda"]["use_docker"] = False
+patch_moto_inline_code()
 
 _moto_statement_check = access_control.IAMPolicyStatement.is_action_permitted
 
@@ -148,6 +160,7 @@ class Emulator:
         # conditional PUTs can both succeed. S3 makes them atomic; so does the emulator, by
         # running S3 mutations one at a time.
         self.s3_writes = threading.Lock()
+        self.lambda_runner = LambdaRunner()
 
     # -- WSGI -------------------------------------------------------------------------------
 
@@ -172,12 +185,19 @@ class Emulator:
                     handler = self._cloudcontrol if request["target"].startswith(CC_TARGET_PREFIX) else None
                     if handler:
                         handler(environ, lambda *_: None, request)
+                    elif request["service"] == "lambda" and self.lambda_runner.handle(
+                            environ, lambda *_: None, request) is not None:
+                        pass  # the handler ran (for an Event invocation, runs) before the error
                     else:
                         for _ in self.moto(environ, lambda *_args, **_kw: None):
                             pass
                 return self._error(start_response, request, status, code, message)
         if request["target"].startswith(CC_TARGET_PREFIX):
             return self._cloudcontrol(environ, start_response, request)
+        if request["service"] == "lambda" and request["method"] == "POST":
+            answer = self.lambda_runner.handle(environ, start_response, request)
+            if answer is not None:
+                return answer
         if request["service"] == "s3" and request["method"] in ("PUT", "POST", "DELETE"):
             with self.s3_writes:
                 return list(self.moto(environ, start_response))
@@ -363,22 +383,31 @@ def main():
     parser.add_argument("--exit-with-parent", action="store_true",
                         help="exit when the process that started the emulator exits (test harnesses)")
     args = parser.parse_args()
+    app = Emulator()
     if args.exit_with_parent:
         parent = os.getppid()
 
         def watch_parent():
             while os.getppid() == parent:
                 time.sleep(0.5)
+            app.lambda_runner.kill_all()
             os._exit(0)
 
         threading.Thread(target=watch_parent, daemon=True).start()
-    app = Emulator()
+
+    def stop(_signum, _frame):
+        app.lambda_runner.kill_all()  # running handlers are in their own process groups
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    atexit.register(app.lambda_runner.kill_all)
     if not os.environ.get("EMU_LOG_REQUESTS"):
         import logging
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
     # Always loopback: the emulator is for this machine's tests only.
     server = make_server("127.0.0.1", args.port, app, threaded=True)
     endpoint = f"http://127.0.0.1:{server.socket.getsockname()[1]}"
+    app.lambda_runner.endpoint = endpoint
     if args.endpoint_file:
         tmp = args.endpoint_file + ".tmp"
         with open(tmp, "w") as handle:

@@ -17,7 +17,8 @@ echo $! >"$dir/pid"
 for _ in $(seq 1 300); do
   if [ -s "$dir/endpoint" ] && curl -fsS "$(cat "$dir/endpoint")/_emulator/health" >/dev/null 2>&1; then
     endpoint=$(cat "$dir/endpoint")
-    # Lambda functions are stored, never run: there is no Docker engine here.
+    # moto's Docker-based Lambda execution stays off (server.py turns it off too): there is no
+    # Docker engine here; the emulator runs Node.js and Python handlers itself (lambda_runner.py).
     curl -fsS -X POST "$endpoint/moto-api/config" -H 'Content-Type: application/json' \
       -d '{"lambda":{"use_docker":false}}' >/dev/null
     echo "$endpoint"

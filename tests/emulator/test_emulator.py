@@ -402,3 +402,423 @@ def test_a_share_of_random_faults_are_server_errors_deterministic_by_seed(emulat
         assert clear_random_counts() == {}
     finally:
         emulator.post("/_emulator/config", {"faultRate": 0, "fault5xxShare": 0, "faultPassThroughShare": 0, "faultSeed": 0})
+
+
+# -- Lambda runs handler code (lambda_runner.py) ---------------------------------------------------
+
+import base64
+import io
+import os
+import zipfile
+
+FIXTURE_MODULES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "apps", "node_modules")
+
+
+def _zip(files):
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in files.items():
+            # A fixed date: the same files give the same zip, so the runner's code cache stays put.
+            archive.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), text)
+    return data.getvalue()
+
+
+def _function(emulator, name, files, runtime="nodejs20.x", handler="index.handler", **extra):
+    iam, aws_lambda = emulator.client("iam"), emulator.client("lambda")
+    try:
+        role = iam.get_role(RoleName="lambda-runner")["Role"]["Arn"]
+    except iam.exceptions.NoSuchEntityException:
+        role = iam.create_role(RoleName="lambda-runner", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    code = files if isinstance(files, bytes) else _zip(files)
+    aws_lambda.create_function(FunctionName=name, Runtime=runtime, Role=role, Handler=handler,
+                               Code={"ZipFile": code}, **extra)
+    return aws_lambda
+
+
+def _invoke(aws_lambda, name, event=None, **extra):
+    answer = aws_lambda.invoke(FunctionName=name, Payload=json.dumps(event if event is not None else {}), **extra)
+    payload = answer["Payload"].read()
+    return answer, (json.loads(payload) if payload else None)
+
+
+def test_a_node_handler_runs_and_answers_its_event_and_region(emulator):
+    aws_lambda = _function(emulator, "echo", {"index.js": """
+        exports.handler = async (event, context) => ({
+          event, region: process.env.AWS_REGION, name: context.functionName,
+          remaining: context.getRemainingTimeInMillis(), arn: context.invokedFunctionArn,
+        });
+    """}, Environment={"Variables": {"GREETING": "hi"}})
+    answer, payload = _invoke(aws_lambda, "echo", {"a": [1, "two"]})
+    assert answer["StatusCode"] == 200 and "FunctionError" not in answer
+    assert answer["ExecutedVersion"] == "$LATEST"
+    assert payload["event"] == {"a": [1, "two"]}
+    assert payload["region"] == "us-east-1" and payload["name"] == "echo"
+    assert 0 < payload["remaining"] <= 3000
+    assert payload["arn"] == "arn:aws:lambda:us-east-1:123456789012:function:echo"
+
+
+def test_a_thrown_error_is_an_unhandled_function_error(emulator):
+    aws_lambda = _function(emulator, "thrower", {"index.js": """
+        class BadThing extends Error { constructor(m) { super(m); this.name = 'BadThing'; } }
+        exports.handler = async () => { throw new BadThing('it broke'); };
+    """})
+    answer, payload = _invoke(aws_lambda, "thrower")
+    assert answer["StatusCode"] == 200
+    assert answer["FunctionError"] == "Unhandled"
+    assert payload["errorType"] == "BadThing" and payload["errorMessage"] == "it broke"
+    assert any("index.js" in line for line in payload["trace"])
+
+
+def test_log_type_tail_answers_the_handler_output(emulator):
+    aws_lambda = _function(emulator, "talker", {"index.js": """
+        exports.handler = async () => { console.log('the handler says %s', 'hello'); return 1; };
+    """})
+    answer, payload = _invoke(aws_lambda, "talker", LogType="Tail")
+    assert payload == 1
+    tail = base64.b64decode(answer["LogResult"]).decode()
+    assert "INFO\tthe handler says hello" in tail
+    assert tail.startswith("START RequestId: ") and "\nREPORT RequestId: " in tail
+    assert "LogResult" not in aws_lambda.invoke(FunctionName="talker")
+    # The output also goes to CloudWatch Logs, as Lambda's does.
+    logs = emulator.client("logs")
+    streams = logs.describe_log_streams(logGroupName="/aws/lambda/talker")["logStreams"]
+    messages = [e["message"] for s in streams
+                for e in logs.get_log_events(logGroupName="/aws/lambda/talker", logStreamName=s["logStreamName"])["events"]]
+    assert any("the handler says hello" in m for m in messages)
+
+
+def test_a_handler_running_past_its_timeout_is_killed(emulator):
+    aws_lambda = _function(emulator, "sleeper", {"index.js": """
+        exports.handler = () => new Promise((resolve) => setTimeout(() => resolve('late'), 5000));
+    """}, Timeout=1)
+    started = time.monotonic()
+    answer, payload = _invoke(aws_lambda, "sleeper")
+    elapsed = time.monotonic() - started
+    assert answer["FunctionError"] == "Unhandled"
+    assert "Task timed out after 1.00 seconds" in payload["errorMessage"]
+    assert 1.0 <= elapsed < 4.0
+
+
+def test_a_handler_puts_an_object_with_the_sdk_s3_client(emulator):
+    s3 = emulator.client("s3")
+    s3.create_bucket(Bucket="from-lambda")
+    aws_lambda = _function(emulator, "putter", {"index.js": """
+        const { S3Client, PutObjectCommand } = require('@aws-sdk/client-s3');
+        exports.handler = async (event) => {
+          await new S3Client({}).send(new PutObjectCommand({ Bucket: event.bucket, Key: event.key, Body: 'written by the SDK' }));
+          return 'put';
+        };
+    """}, Timeout=30)
+    answer, payload = _invoke(aws_lambda, "putter", {"bucket": "from-lambda", "key": "dir/obj.txt"})
+    assert "FunctionError" not in answer, payload
+    assert payload == "put"
+    assert s3.get_object(Bucket="from-lambda", Key="dir/obj.txt")["Body"].read() == b"written by the SDK"
+
+
+def test_a_cfn_response_put_to_a_presigned_url_reaches_the_emulator(emulator):
+    # As aws-cdk-lib's custom-resource handlers send their response: https.request with the
+    # ResponseURL's hostname and path only (no scheme, no port).
+    s3 = emulator.client("s3")
+    s3.create_bucket(Bucket="cfn-responses")
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": "cfn-responses", "Key": "resp/1"}, ExpiresIn=600)
+    assert url.startswith("http://127.0.0.1:")
+    aws_lambda = _function(emulator, "responder", {"index.js": """
+        const https = require('https');
+        const url = require('url');
+        exports.handler = async (event) => {
+          const body = JSON.stringify({ Status: 'SUCCESS', PhysicalResourceId: 'phys-1', Data: { Answer: 42 } });
+          const parsed = url.parse(event.ResponseURL);
+          const status = await new Promise((resolve, reject) => {
+            const req = https.request({ hostname: parsed.hostname, path: parsed.path, method: 'PUT',
+              headers: { 'content-type': '', 'content-length': Buffer.byteLength(body) } },
+              (res) => { res.resume(); res.on('end', () => resolve(res.statusCode)); });
+            req.on('error', reject);
+            req.write(body);
+            req.end();
+          });
+          return { status };
+        };
+    """}, Timeout=30)
+    answer, payload = _invoke(aws_lambda, "responder", {"ResponseURL": url})
+    assert "FunctionError" not in answer, payload
+    assert payload == {"status": 200}
+    sent = json.loads(s3.get_object(Bucket="cfn-responses", Key="resp/1")["Body"].read())
+    assert sent["Status"] == "SUCCESS" and sent["Data"] == {"Answer": 42}
+
+
+def test_handlers_reach_only_loopback(emulator):
+    aws_lambda = _function(emulator, "outbound", {"index.js": """
+        const https = require('https');
+        exports.handler = () => new Promise((resolve) => {
+          https.get('https://example.com/', () => resolve('connected')).on('error', (e) => resolve(e.code));
+        });
+    """})
+    _, payload = _invoke(aws_lambda, "outbound")
+    assert payload == "ECONNREFUSED"
+
+
+def test_a_python_handler_runs_with_boto3(emulator):
+    emulator.client("sqs").create_queue(QueueName="seen-by-python")
+    aws_lambda = _function(emulator, "pyfn", {"app/main.py": """
+import os
+import boto3
+
+def handler(event, context):
+    queues = boto3.client("sqs").list_queues()["QueueUrls"]
+    return {"doubled": event["n"] * 2, "region": os.environ["AWS_REGION"],
+            "queues": [q.rsplit("/", 1)[-1] for q in queues], "request": context.aws_request_id,
+            "remaining": context.get_remaining_time_in_millis()}
+"""}, runtime="python3.12", handler="app/main.handler", Timeout=30)
+    answer, payload = _invoke(aws_lambda, "pyfn", {"n": 21})
+    assert "FunctionError" not in answer, payload
+    assert payload["doubled"] == 42 and payload["region"] == "us-east-1"
+    assert payload["queues"] == ["seen-by-python"]
+    assert answer["ResponseMetadata"]["HTTPHeaders"]["x-amzn-requestid"] == payload["request"]
+    assert 0 < payload["remaining"] <= 30000
+
+    aws_lambda = _function(emulator, "pyerr", {"index.py": "def handler(event, context):\n    raise ValueError('bad value')\n"},
+                           runtime="python3.12")
+    answer, payload = _invoke(aws_lambda, "pyerr")
+    assert answer["FunctionError"] == "Unhandled"
+    assert payload["errorType"] == "ValueError" and payload["errorMessage"] == "bad value"
+
+
+def test_a_layer_module_is_required_by_the_handler(emulator):
+    aws_lambda = emulator.client("lambda")
+    layer = aws_lambda.publish_layer_version(LayerName="shared", Content={"ZipFile": _zip({
+        "nodejs/node_modules/shared-greeting/index.js": "exports.greet = (who) => `hello, ${who}, from the layer`;",
+        "python/shared_greeting.py": "def greet(who):\n    return f'hello, {who}, from the python layer'\n",
+    })})["LayerVersionArn"]
+    _function(emulator, "layered", {"index.js": """
+        const { greet } = require('shared-greeting');
+        exports.handler = async (event) => greet(event.who);
+    """}, Layers=[layer])
+    assert _invoke(aws_lambda, "layered", {"who": "cdkd"})[1] == "hello, cdkd, from the layer"
+    _function(emulator, "pylayered", {"index.py": """
+from shared_greeting import greet
+
+def handler(event, context):
+    return greet(event["who"])
+"""}, runtime="python3.12", Layers=[layer])
+    assert _invoke(aws_lambda, "pylayered", {"who": "cdkd"})[1] == "hello, cdkd, from the python layer"
+
+
+def test_callback_handlers_es_modules_event_and_dry_run_invocations(emulator):
+    s3 = emulator.client("s3")
+    s3.create_bucket(Bucket="async-marks")
+    aws_lambda = _function(emulator, "callback", {
+        "index.js": "exports.handler = (event, context, callback) => { setTimeout(() => callback(null, {got: event.x}), 10); };",
+        "esm/handler.mjs": """
+            import { S3Client } from '@aws-sdk/client-s3';  // the runtime's SDK, as on Lambda
+            export const main = async (event) => ({ esm: typeof S3Client === 'function', x: event.x });
+        """,
+        "marker.js": """
+            const { S3Client, PutObjectCommand } = require('@aws-sdk/client-s3');
+            exports.handler = async (event) => {
+              await new S3Client({}).send(new PutObjectCommand({ Bucket: 'async-marks', Key: event.key, Body: 'x' }));
+            };
+        """,
+    }, Timeout=30)
+    assert _invoke(aws_lambda, "callback", {"x": 7})[1] == {"got": 7}
+    aws_lambda.update_function_configuration(FunctionName="callback", Handler="esm/handler.main")
+    assert _invoke(aws_lambda, "callback", {"x": 8})[1] == {"esm": True, "x": 8}
+
+    aws_lambda.update_function_configuration(FunctionName="callback", Handler="marker.handler")
+    dry = aws_lambda.invoke(FunctionName="callback", InvocationType="DryRun", Payload=json.dumps({"key": "dry"}))
+    assert dry["StatusCode"] == 204
+    queued = aws_lambda.invoke(FunctionName="callback", InvocationType="Event", Payload=json.dumps({"key": "event"}))
+    assert queued["StatusCode"] == 202
+    deadline = time.time() + 20
+    while "Contents" not in s3.list_objects_v2(Bucket="async-marks"):
+        assert time.time() < deadline, "the Event invocation did not run"
+        time.sleep(0.1)
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="async-marks")["Contents"]] == ["event"]
+
+
+def test_a_missing_handler_module_is_an_import_error(emulator):
+    aws_lambda = _function(emulator, "nomodule", {"other.js": "exports.handler = async () => 1;"})
+    answer, payload = _invoke(aws_lambda, "nomodule")
+    assert answer["FunctionError"] == "Unhandled"
+    assert payload["errorType"] == "Runtime.ImportModuleError"
+
+
+def test_unsupported_runtimes_keep_moto_s_answer(emulator):
+    aws_lambda = _function(emulator, "javafn", {"x.txt": "not run"}, runtime="java21", handler="a.B::handle")
+    answer = aws_lambda.invoke(FunctionName="javafn", Payload=b'{"k": 1}')
+    assert answer["StatusCode"] == 200 and "FunctionError" not in answer
+    assert json.loads(answer["Payload"].read()) == {"k": 1}  # moto echoes the payload
+
+
+CDK_HANDLERS = os.path.join(FIXTURE_MODULES, "aws-cdk-lib", "custom-resource-handlers", "dist")
+needs_cdk = pytest.mark.skipif(not os.path.isdir(CDK_HANDLERS),
+                               reason="tests/fixtures/apps/node_modules (aws-cdk-lib) is not installed")
+
+
+def _custom_resource_event(emulator, request_type, properties, response_key):
+    s3 = emulator.client("s3")
+    if "cfn-responses" not in [b["Name"] for b in s3.list_buckets().get("Buckets", [])]:
+        s3.create_bucket(Bucket="cfn-responses")
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": "cfn-responses", "Key": response_key}, ExpiresIn=600)
+    return {"RequestType": request_type, "ResponseURL": url, "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/S/1",
+            "RequestId": "req-1", "LogicalResourceId": "Res", "ResourceType": "Custom::Test",
+            "PhysicalResourceId": properties.get("BucketName", "phys"), "ResourceProperties": properties}
+
+
+def _custom_resource_response(emulator, response_key):
+    return json.loads(emulator.client("s3").get_object(Bucket="cfn-responses", Key=response_key)["Body"].read())
+
+
+@needs_cdk
+def test_aws_cdk_lib_s3_auto_delete_objects_handler_empties_the_bucket(emulator):
+    s3 = emulator.client("s3")
+    s3.create_bucket(Bucket="doomed")
+    s3.put_bucket_tagging(Bucket="doomed", Tagging={"TagSet": [{"Key": "aws-cdk:auto-delete-objects", "Value": "true"}]})
+    for key in ("a", "b/c"):
+        s3.put_object(Bucket="doomed", Key=key, Body=b"x")
+    with open(os.path.join(CDK_HANDLERS, "aws-s3", "auto-delete-objects-handler", "index.js")) as handle:
+        aws_lambda = _function(emulator, "auto-delete", {"index.js": handle.read()}, Timeout=60)
+    event = _custom_resource_event(emulator, "Delete", {"BucketName": "doomed"}, "auto-delete")
+    answer, payload = _invoke(aws_lambda, "auto-delete", event, LogType="Tail")
+    assert "FunctionError" not in answer, (payload, base64.b64decode(answer["LogResult"]).decode())
+    assert "Contents" not in s3.list_objects_v2(Bucket="doomed")
+    response = _custom_resource_response(emulator, "auto-delete")
+    assert response["Status"] == "SUCCESS", response
+    assert response["PhysicalResourceId"] == "doomed"
+
+
+@needs_cdk
+def test_aws_cdk_lib_bucket_deployment_handler_runs_the_aws_cli_layer(emulator):
+    s3, aws_lambda = emulator.client("s3"), emulator.client("lambda")
+    s3.create_bucket(Bucket="deploy-source")
+    s3.create_bucket(Bucket="deploy-dest")
+    s3.put_object(Bucket="deploy-source", Key="asset.zip", Body=_zip({"index.html": "<h1>hi</h1>", "css/site.css": "body {}"}))
+    s3.put_object(Bucket="deploy-dest", Key="stale.txt", Body=b"pruned")
+    with open(os.path.join(FIXTURE_MODULES, "@aws-cdk", "asset-awscli-v1", "lib", "layer.zip"), "rb") as handle:
+        s3.put_object(Bucket="deploy-source", Key="awscli-layer.zip", Body=handle.read())
+    layer = aws_lambda.publish_layer_version(
+        LayerName="awscli", Content={"S3Bucket": "deploy-source", "S3Key": "awscli-layer.zip"})["LayerVersionArn"]
+    with open(os.path.join(CDK_HANDLERS, "aws-s3-deployment", "bucket-deployment-handler", "index.py")) as handle:
+        _function(emulator, "deployer", {"index.py": handle.read()}, runtime="python3.13", Timeout=120, Layers=[layer])
+    event = _custom_resource_event(emulator, "Create", {
+        "SourceBucketNames": ["deploy-source"], "SourceObjectKeys": ["asset.zip"],
+        "DestinationBucketName": "deploy-dest", "Prune": "true"}, "deployer")
+    answer, payload = _invoke(aws_lambda, "deployer", event, LogType="Tail")
+    assert "FunctionError" not in answer, (payload, base64.b64decode(answer["LogResult"]).decode())
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="deploy-dest")["Contents"])
+    assert keys == ["css/site.css", "index.html"]
+    assert s3.get_object(Bucket="deploy-dest", Key="index.html")["Body"].read() == b"<h1>hi</h1>"
+    response = _custom_resource_response(emulator, "deployer")
+    assert response["Status"] == "SUCCESS", response
+    assert response["PhysicalResourceId"].startswith("aws.cdk.s3deployment.")
+
+
+@needs_cdk
+def test_aws_cdk_lib_restrict_default_security_group_handler_behind_the_entrypoint(emulator):
+    # CustomResourceProvider code: aws-cdk-lib's __entrypoint__.js (cfn-response) wrapping index.js.
+    ec2 = emulator.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.3.0.0/16")["Vpc"]["VpcId"]
+    group = ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc]},
+                                                  {"Name": "group-name", "Values": ["default"]}])["SecurityGroups"][0]
+    assert group["IpPermissionsEgress"]  # moto's default group allows all egress (and no self ingress)
+    files = {}
+    for name, source in (("__entrypoint__.js", ("core", "nodejs-entrypoint-handler", "index.js")),
+                         ("index.js", ("aws-ec2", "restrict-default-security-group-handler", "index.js"))):
+        with open(os.path.join(CDK_HANDLERS, *source)) as handle:
+            files[name] = handle.read()
+    aws_lambda = _function(emulator, "restrict-sg", files, handler="__entrypoint__.handler", Timeout=60)
+    event = _custom_resource_event(emulator, "Create", {
+        "DefaultSecurityGroupId": group["GroupId"], "Account": "123456789012"}, "restrict-sg")
+    answer, payload = _invoke(aws_lambda, "restrict-sg", event, LogType="Tail")
+    assert "FunctionError" not in answer, (payload, base64.b64decode(answer["LogResult"]).decode())
+    response = _custom_resource_response(emulator, "restrict-sg")
+    assert response["Status"] == "SUCCESS", (response, base64.b64decode(answer["LogResult"]).decode())
+    group = ec2.describe_security_groups(GroupIds=[group["GroupId"]])["SecurityGroups"][0]
+    assert group["IpPermissions"] == [] and group["IpPermissionsEgress"] == []
+    # Delete puts the default rules back.
+    event = _custom_resource_event(emulator, "Delete", {
+        "DefaultSecurityGroupId": group["GroupId"], "Account": "123456789012"}, "restrict-sg-delete")
+    answer, payload = _invoke(aws_lambda, "restrict-sg", event)
+    assert _custom_resource_response(emulator, "restrict-sg-delete")["Status"] == "SUCCESS"
+    group = ec2.describe_security_groups(GroupIds=[group["GroupId"]])["SecurityGroups"][0]
+    assert group["IpPermissionsEgress"][0]["IpRanges"] == [{"CidrIp": "0.0.0.0/0"}]
+    assert group["IpPermissions"][0]["UserIdGroupPairs"][0]["GroupId"] == group["GroupId"]
+
+
+@needs_cdk
+def test_aws_cdk_lib_provider_framework_invokes_the_user_function(emulator):
+    # custom_resources.Provider: the framework's onEvent handler invokes the user's onEvent
+    # function through the Lambda API (a nested invocation) and sends the CloudFormation response.
+    aws_lambda = _function(emulator, "user-on-event", {"index.py": """
+def on_event(event, context):
+    return {"PhysicalResourceId": "user-" + event["ResourceProperties"]["Name"], "Data": {"Answer": 42}}
+"""}, runtime="python3.12", handler="index.on_event")
+    user_arn = aws_lambda.get_function(FunctionName="user-on-event")["Configuration"]["FunctionArn"]
+    runtime = os.path.join(FIXTURE_MODULES, "aws-cdk-lib", "custom-resources", "lib", "provider-framework", "runtime")
+    files = {}
+    for name in os.listdir(runtime):
+        if name.endswith(".js"):
+            with open(os.path.join(runtime, name)) as handle:
+                files[name] = handle.read()
+    _function(emulator, "framework-on-event", files, handler="framework.onEvent", Timeout=60,
+              Environment={"Variables": {"USER_ON_EVENT_FUNCTION_ARN": user_arn}})
+    event = _custom_resource_event(emulator, "Create", {"ServiceToken": "x", "Name": "thing"}, "provider")
+    del event["PhysicalResourceId"]
+    answer, payload = _invoke(aws_lambda, "framework-on-event", event, LogType="Tail")
+    assert "FunctionError" not in answer, (payload, base64.b64decode(answer["LogResult"]).decode())
+    response = _custom_resource_response(emulator, "provider")
+    assert response["Status"] == "SUCCESS", response
+    assert response["PhysicalResourceId"] == "user-thing" and response["Data"] == {"Answer": 42}
+
+
+def test_inline_zip_file_source_becomes_cloudformation_s_package(emulator):
+    # Code.ZipFile in a template is source text: CloudFormation packages it as index.js with the
+    # cfn-response module for Node.js (index.py with cfnresponse for Python).
+    cc = emulator.client("cloudcontrol")
+    role = emulator.client("iam").create_role(RoleName="inline", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    source = """
+        const response = require('cfn-response');
+        exports.handler = (event, context) => {
+          response.send(event, context, response.SUCCESS, { Version: 'one' }, 'inline-phys');
+        };
+    """
+    desired = {"FunctionName": "inline-node", "Runtime": "nodejs20.x", "Handler": "index.handler",
+               "Role": role, "Code": {"ZipFile": source}, "Timeout": 30}
+    done = create(cc, "AWS::Lambda::Function", desired)
+    assert done["OperationStatus"] == "SUCCESS", done
+    aws_lambda = emulator.client("lambda")
+    event = _custom_resource_event(emulator, "Create", {"Name": "x"}, "inline-1")
+    answer, payload = _invoke(aws_lambda, "inline-node", event, LogType="Tail")
+    assert "FunctionError" not in answer, (payload, base64.b64decode(answer["LogResult"]).decode())
+    response = _custom_resource_response(emulator, "inline-1")
+    assert response["Status"] == "SUCCESS" and response["PhysicalResourceId"] == "inline-phys"
+    assert response["Data"] == {"Version": "one"}
+
+    patch = [{"op": "replace", "path": "/Code/ZipFile", "value": source.replace("'one'", "'two'")}]
+    updated = wait(cc, cc.update_resource(TypeName="AWS::Lambda::Function", Identifier="inline-node",
+                                          PatchDocument=json.dumps(patch))["ProgressEvent"])
+    assert updated["OperationStatus"] == "SUCCESS", updated
+    event = _custom_resource_event(emulator, "Update", {"Name": "x"}, "inline-2")
+    _invoke(aws_lambda, "inline-node", event)
+    assert _custom_resource_response(emulator, "inline-2")["Data"] == {"Version": "two"}
+
+    python = {"FunctionName": "inline-py", "Runtime": "python3.12", "Handler": "index.handler", "Role": role,
+              "Code": {"ZipFile": "import cfnresponse\n\ndef handler(event, context):\n"
+                                  "    cfnresponse.send(event, context, cfnresponse.SUCCESS, {'Py': True}, 'py-phys')\n"}}
+    assert create(cc, "AWS::Lambda::Function", python)["OperationStatus"] == "SUCCESS"
+    event = _custom_resource_event(emulator, "Create", {}, "inline-3")
+    answer, payload = _invoke(aws_lambda, "inline-py", event, LogType="Tail")
+    assert "FunctionError" not in answer, (payload, base64.b64decode(answer["LogResult"]).decode())
+    assert _custom_resource_response(emulator, "inline-3")["PhysicalResourceId"] == "py-phys"
+
+
+def test_invocations_run_concurrently(emulator):
+    from concurrent.futures import ThreadPoolExecutor
+
+    _function(emulator, "napper", {"index.js": """
+        exports.handler = (event) => new Promise((resolve) => setTimeout(() => resolve(event.i), 1000));
+    """}, Timeout=10)
+    started = time.monotonic()
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda i: _invoke(emulator.client("lambda"), "napper", {"i": i})[1], range(4)))
+    assert results == [0, 1, 2, 3]
+    assert time.monotonic() - started < 3.5  # one at a time would take 4 s and more
