@@ -360,14 +360,15 @@ fn spawn_call(
     let runtime = RUNTIME
         .get()
         .ok_or_else(|| ProviderError::other("plugin used before init"))?;
-    let provider = providers()
-        .get(resource_type.as_str())
-        .cloned()
-        .ok_or_else(|| {
-            ProviderError::unsupported(format!(
-                "this plugin does not handle resource type {resource_type}"
-            ))
-        })?;
+    let provider =
+        crate::protocol::best_match(providers().keys().map(String::as_str), &resource_type)
+            .and_then(|declared| providers().get(declared))
+            .cloned()
+            .ok_or_else(|| {
+                ProviderError::unsupported(format!(
+                    "this plugin does not handle resource type {resource_type}"
+                ))
+            })?;
     let context = Arc::clone(&runtime.context);
     let what = format!("{operation} of {resource_type}");
     // tokio catches a panic inside the task and reports it through the JoinHandle.

@@ -68,6 +68,11 @@ impl ResourceTypeSchema {
     pub fn supports(&self, operation: &str) -> bool {
         self.operations.iter().any(|op| op == operation)
     }
+
+    /// Whether this schema handles `type_name`: its own name, or a name its pattern covers.
+    pub fn covers(&self, type_name: &str) -> bool {
+        type_matches(&self.type_name, type_name)
+    }
 }
 
 /// The shape of a composite (pipe-delimited) physical id.
@@ -235,6 +240,28 @@ pub struct CreateRequest {
     /// (`cdkd_aws_common::physical_name` does), so a retry finds its own resource.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub client_token: String,
+}
+
+/// Whether a schema's type name (exact, or a pattern ending in `*` such as `Custom::*`)
+/// covers `type_name`. A host before provider-api 0.1.5 reads a pattern as an exact name that
+/// no template uses, so a pattern-declaring plugin still loads there and handles nothing new.
+pub fn type_matches(declared: &str, type_name: &str) -> bool {
+    match declared.strip_suffix('*') {
+        Some(prefix) => type_name.len() > prefix.len() && type_name.starts_with(prefix),
+        None => declared == type_name,
+    }
+}
+
+/// Of the declared names that cover `type_name`, the one that wins: the exact name, else the
+/// longest pattern.
+pub fn best_match<'a>(
+    declared: impl IntoIterator<Item = &'a str>,
+    type_name: &str,
+) -> Option<&'a str> {
+    declared
+        .into_iter()
+        .filter(|name| type_matches(name, type_name))
+        .max_by_key(|name| (!name.ends_with('*'), name.len()))
 }
 
 /// The outcome of a create.
@@ -473,5 +500,24 @@ mod tests {
         assert!(printed.contains("AKIDEXAMPLE"));
         assert!(!printed.contains("very-secret"));
         assert!(!printed.contains("token-secret"));
+    }
+
+    #[test]
+    fn exact_names_win_over_patterns_and_longer_patterns_over_shorter() {
+        assert!(type_matches("Custom::*", "Custom::Anything"));
+        assert!(!type_matches("Custom::*", "Custom::"));
+        assert!(!type_matches("Custom::*", "AWS::S3::Bucket"));
+        assert!(type_matches("AWS::S3::Bucket", "AWS::S3::Bucket"));
+        let declared = ["Custom::*", "Custom::Acme*", "Custom::AcmeThing"];
+        assert_eq!(
+            best_match(declared, "Custom::AcmeThing"),
+            Some("Custom::AcmeThing")
+        );
+        assert_eq!(
+            best_match(declared, "Custom::AcmeOther"),
+            Some("Custom::Acme*")
+        );
+        assert_eq!(best_match(declared, "Custom::Else"), Some("Custom::*"));
+        assert_eq!(best_match(declared, "AWS::SQS::Queue"), None);
     }
 }

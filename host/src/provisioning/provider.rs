@@ -242,7 +242,7 @@ impl Provider<'_> {
                     IdFromName::Name | IdFromName::Listed => name.to_string(),
                 };
                 let readable = plugin.manifest().resource_types.iter().any(|t| {
-                    t.type_name == resource_type
+                    t.covers(resource_type)
                         && t.supports(cdkd_provider_api::protocol::operation::READ_CURRENT_STATE)
                 });
                 if !readable {
@@ -365,7 +365,7 @@ impl Provider<'_> {
         match self {
             Provider::Plugin(plugin, _) => {
                 let supports = plugin.manifest().resource_types.iter().any(|t| {
-                    t.type_name == resource_type
+                    t.covers(resource_type)
                         && t.supports(cdkd_provider_api::protocol::operation::READ_CURRENT_STATE)
                 });
                 if !supports {

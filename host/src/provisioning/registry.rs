@@ -9,7 +9,7 @@ use crate::analyzer::ref_values::RefValues;
 use std::collections::BTreeMap;
 
 use cdkd_provider_api::host::{self, PluginLibrary};
-use cdkd_provider_api::protocol::{HostConfig, ResourceTypeSchema};
+use cdkd_provider_api::protocol::{best_match, HostConfig, ResourceTypeSchema};
 use cdkd_provider_api::ProviderError;
 use tokio::sync::OnceCell;
 
@@ -145,6 +145,13 @@ impl Registry {
         &self.owners
     }
 
+    /// The owners-table entry that handles `type_name`: its own, else the longest type
+    /// pattern (`Custom::*`) a loaded plugin declares that covers it.
+    fn owner_of(&self, type_name: &str) -> Option<(&str, &TypeOwner)> {
+        let declared = best_match(self.owners.keys().map(String::as_str), type_name)?;
+        Some((declared, &self.owners[declared]))
+    }
+
     /// Logs one warning per refused plugin; commands that do not print the table call this.
     pub fn warn_about_failures(&self) {
         for slot in &self.slots {
@@ -156,14 +163,15 @@ impl Registry {
 
     /// The schema a loaded plugin declares for `type_name`, when one plugin owns it.
     pub fn schema(&self, type_name: &str) -> Option<&ResourceTypeSchema> {
-        match self.owners.get(type_name)? {
+        let (declared, owner) = self.owner_of(type_name)?;
+        match owner {
             TypeOwner::Plugin(index) => match &self.slots[*index].status {
                 PluginStatus::Loaded(plugin) => plugin
                     .library
                     .manifest()
                     .resource_types
                     .iter()
-                    .find(|schema| schema.type_name == type_name),
+                    .find(|schema| schema.type_name == declared),
                 _ => None,
             },
             TypeOwner::Contested(_) => None,
@@ -183,10 +191,11 @@ impl Registry {
 
     /// How a resource of `type_name` would be provisioned, ignoring its properties.
     pub fn route(&self, type_name: &str) -> Route {
-        if is_custom_resource(type_name) {
+        let owner = self.owner_of(type_name).map(|(_, owner)| owner);
+        if owner.is_none() && is_custom_resource(type_name) {
             return Route::CustomResource;
         }
-        match self.owners.get(type_name) {
+        match owner {
             Some(TypeOwner::Plugin(index)) => {
                 let slot = &self.slots[*index];
                 let version = match &slot.status {
@@ -216,7 +225,7 @@ impl Registry {
         type_name: &str,
         aws: &AwsEnvironment,
     ) -> Result<&PluginLibrary, RegistryError> {
-        let index = match self.owners.get(type_name) {
+        let index = match self.owner_of(type_name).map(|(_, owner)| owner) {
             Some(TypeOwner::Plugin(index)) => *index,
             Some(TypeOwner::Contested(claimants)) => {
                 return Err(RegistryError::Contested {
@@ -390,5 +399,33 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_type_goes_to_its_exact_owner_else_the_longest_covering_pattern() {
+        let registry = Registry {
+            file: PluginsFile::empty(),
+            slots: Vec::new(),
+            owners: BTreeMap::from([
+                ("Custom::*".to_string(), TypeOwner::Plugin(0)),
+                ("Custom::Acme*".to_string(), TypeOwner::Plugin(1)),
+                ("Custom::AcmeExact".to_string(), TypeOwner::Plugin(2)),
+            ]),
+        };
+        let owner = |t: &str| {
+            registry
+                .owner_of(t)
+                .map(|(declared, _)| declared.to_string())
+        };
+        assert_eq!(
+            owner("Custom::AcmeExact").as_deref(),
+            Some("Custom::AcmeExact")
+        );
+        assert_eq!(owner("Custom::AcmeOther").as_deref(), Some("Custom::Acme*"));
+        assert_eq!(
+            owner("Custom::S3AutoDeleteObjects").as_deref(),
+            Some("Custom::*")
+        );
+        assert_eq!(owner("AWS::SQS::Queue"), None);
     }
 }
