@@ -156,6 +156,11 @@ impl PluginContext {
         self.config.s3_force_path_style
     }
 
+    /// cdkd's state bucket, when the host has one for this command.
+    pub fn state_bucket(&self) -> Option<&crate::protocol::StateBucketRef> {
+        self.config.state_bucket.as_ref()
+    }
+
     /// The name `plugins.toml` gave this plugin.
     pub fn plugin_name(&self) -> &str {
         &self.config.plugin_name
@@ -200,6 +205,17 @@ struct PluginRuntime {
 
 static INFO: OnceLock<PluginInfo> = OnceLock::new();
 static PROVIDERS: OnceLock<BTreeMap<String, Arc<dyn ResourceProvider>>> = OnceLock::new();
+
+tokio::task_local! {
+    /// The resource type of the operation this task runs (a pattern provider's concrete type).
+    static RESOURCE_TYPE: String;
+}
+
+/// The concrete resource type of the operation being run, e.g. `Custom::S3AutoDeleteObjects`
+/// for a provider declared as `Custom::*`; `None` outside an operation.
+pub fn current_resource_type() -> Option<String> {
+    RESOURCE_TYPE.try_with(Clone::clone).ok()
+}
 static RUNTIME: OnceLock<PluginRuntime> = OnceLock::new();
 
 fn providers() -> &'static BTreeMap<String, Arc<dyn ResourceProvider>> {
@@ -372,9 +388,12 @@ fn spawn_call(
     let context = Arc::clone(&runtime.context);
     let what = format!("{operation} of {resource_type}");
     // tokio catches a panic inside the task and reports it through the JoinHandle.
-    let task = runtime.runtime.spawn(async move {
-        run_operation(&*provider, &context, &operation, request.as_str()).await
-    });
+    let concrete = resource_type.to_string();
+    let task = runtime
+        .runtime
+        .spawn(RESOURCE_TYPE.scope(concrete, async move {
+            run_operation(&*provider, &context, &operation, request.as_str()).await
+        }));
     let call = AbortOnDrop(task);
     Ok(async move {
         let outcome = match call.await {

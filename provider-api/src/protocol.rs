@@ -45,7 +45,7 @@ pub struct ResourceTypeSchema {
     /// The CloudFormation type name, e.g. `AWS::S3::Bucket`.
     pub type_name: String,
     /// Template properties the provider applies; any other property routes the resource to
-    /// Cloud Control (the "silent drop" check).
+    /// Cloud Control (the "silent drop" check). `*` applies every property.
     #[serde(default)]
     pub handled_properties: Vec<String>,
     /// Properties whose change needs a replacement.
@@ -211,6 +211,20 @@ pub struct HostConfig {
     /// Worker threads for the plugin's runtime (1 or 2).
     #[serde(default = "default_worker_threads")]
     pub worker_threads: usize,
+    /// cdkd's state bucket, for plugins that exchange objects through it (custom resources'
+    /// response placeholders); absent when the command has no state bucket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_bucket: Option<StateBucketRef>,
+}
+
+/// A state bucket and the region it lives in.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateBucketRef {
+    /// The bucket name.
+    pub name: String,
+    /// Its region (pre-signed URLs must be signed for it).
+    pub region: String,
 }
 
 fn default_worker_threads() -> usize {

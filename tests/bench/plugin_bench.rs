@@ -44,6 +44,7 @@ fn main() {
         plugin_name: "bench".into(),
         region: "us-east-1".into(),
         worker_threads: 2,
+        state_bucket: None,
         ..HostConfig::default()
     };
     let started = Instant::now();

@@ -452,12 +452,22 @@ fn sigint_stops_cleanly_releases_the_lock_and_resumes() {
 }
 
 #[test]
-fn a_custom_resource_is_refused_before_any_change() {
+fn a_custom_resource_is_refused_before_any_change_when_no_plugin_handles_it() {
     let world = World::new();
     world.edit(|t| {
         t["Resources"]["Cleaner"] = json!({"Type": "Custom::S3AutoDeleteObjects", "Properties": {"ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:x"}});
     });
-    let run = world.deploy(&[]);
+    // Only the example plugin: no custom-resource plugin is loaded.
+    let plugins = world.echo.path().join("plugins.toml");
+    std::fs::write(
+        &plugins,
+        format!(
+            "[[plugin]]\nname = \"example-echo\"\npath = \"{}\"\nversion = \"^1\"\n",
+            cdkd_tests::plugin_library("cdkd_provider_example_echo").display()
+        ),
+    )
+    .unwrap();
+    let run = world.deploy(&["--plugins", &plugins.display().to_string()]);
     assert_eq!(run.code, Some(1));
     assert!(
         run.stderr
@@ -467,7 +477,7 @@ fn a_custom_resource_is_refused_before_any_change() {
     );
     assert!(
         run.stderr
-            .contains("Cleaner (Custom::S3AutoDeleteObjects) is a Lambda-backed custom resource"),
+            .contains("Cleaner (Custom::S3AutoDeleteObjects) is a custom resource and no loaded plugin handles custom resources"),
         "{}",
         run.stderr
     );

@@ -47,6 +47,7 @@ fn plugin() -> &'static PluginLibrary {
             plugin_name: "echo-under-test".into(),
             region: "us-west-2".into(),
             worker_threads: 1,
+            state_bucket: None,
             ..HostConfig::default()
         };
         library

@@ -342,7 +342,10 @@ fn providers_show_routes_aws_types_to_cloud_control_and_refuses_unknown_ones() {
     )
     .success()
     .json();
-    assert_eq!(custom["provisionedBy"], "custom-resource");
+    // Custom resources go to the bundled custom-resource plugin through its `Custom::*` pattern.
+    assert_eq!(custom["provisionedBy"], "sdk");
+    assert_eq!(custom["plugin"]["name"], "custom-resource");
+    assert_eq!(custom["schema"]["typeName"], "Custom::*");
     let unknown = cdkd(None, &["providers", "show", "Acme::Unknown::Thing"]);
     assert_eq!(unknown.code, Some(1));
     assert!(unknown

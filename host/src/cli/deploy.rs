@@ -118,6 +118,7 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
     });
     let store = store?;
     account?;
+    store.hand_to(&registry);
     // Other stacks' records are read only when a template refers to another stack.
     let mut cross_stack = false;
     for stack in &stacks {
@@ -284,6 +285,7 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
     let registry = context.registry()?;
     registry.warn_about_failures();
     let store = context.state().await?;
+    store.hand_to(&registry);
     let mut snapshot = StateSnapshot::load(&store.backend).await?;
     let engine = Engine {
         registry: &registry,
@@ -343,6 +345,7 @@ pub async fn state_destroy(
     let registry = context.registry()?;
     registry.warn_about_failures();
     let store = context.state().await?;
+    store.hand_to(&registry);
     let fallback = context.aws().await.region();
     let mut targets: Vec<(String, String)> = Vec::new();
     if args.all {
@@ -422,6 +425,7 @@ pub struct RollbackArgs {
 pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::Result<ExitCode> {
     let registry = context.registry()?;
     let store = context.state().await?;
+    store.hand_to(&registry);
     let fallback = context.aws().await.region();
     let (stack, region) = match &args.stack {
         Some(stack) => (

@@ -254,6 +254,19 @@ pub struct StateStore {
 }
 
 impl StateStore {
+    /// Tells the registry's plugins, when they start, where the state bucket is (the
+    /// custom-resource plugin's response placeholders live there).
+    pub fn hand_to(&self, registry: &crate::provisioning::registry::Registry) {
+        let region = self
+            .backend
+            .client()
+            .config()
+            .region()
+            .map(ToString::to_string)
+            .unwrap_or_else(|| crate::aws_env::FALLBACK_REGION.to_string());
+        registry.set_state_bucket(&self.bucket.name, &region);
+    }
+
     /// The region a stack's record lives in: `--stack-region`, else the only region holding a
     /// record, else `fallback` when there is none.
     pub async fn stack_region(

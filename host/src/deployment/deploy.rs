@@ -22,7 +22,7 @@ use super::report::{Reporter, Summary};
 use super::secrets::{RunSecrets, MASK};
 use crate::analyzer::diff::Action;
 use crate::analyzer::intrinsics::{Environment, Lookup, Resolver};
-use crate::analyzer::plan::{plan, StackContext};
+use crate::analyzer::plan::{plan, CreateOnlyProperties, StackContext};
 use crate::analyzer::template::Template;
 use crate::aws_env::AwsEnvironment;
 use crate::provisioning::cloud_control::{has_attribute, CloudControlProvider, PollSchedule};
@@ -597,6 +597,7 @@ impl Engine<'_> {
         let needed_attributes = input.template.referenced_attributes();
         let no_attributes: Vec<String> = Vec::new();
         let made_nothing: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+        let changed_in_run: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
         let run_secrets = RunSecrets::default();
 
         let ledger = Ledger::new(self.backend.clone(), stack, &context.region, stored);
@@ -644,6 +645,7 @@ impl Engine<'_> {
             let token = tokens.get(&logical_id).cloned().unwrap_or_default();
             let adoption = carried.get(&logical_id).and_then(|c| c.found.clone());
             let (ids, made_nothing, run_secrets) = (&ids, &made_nothing, &run_secrets);
+            let (changed_in_run, create_only) = (&changed_in_run, &create_only);
             let sensitive: Vec<String> = self
                 .registry
                 .schema(&input.template.resources[&logical_id].kind)
@@ -653,7 +655,16 @@ impl Engine<'_> {
                 let began = Instant::now();
                 let previous = ledger.read(|s| s.resources.get(&logical_id).cloned());
                 let recreate = options.recreate.contains_key(&logical_id);
-                if change.action == Action::NoChange && !recreate {
+                // A dependency updated in this run may hand this resource new values (a custom
+                // resource's Data, an attribute an update changed): such a resource is resolved
+                // again and written only if what it would send changed, as CloudFormation does.
+                let upstream_changed = change.action == Action::NoChange
+                    && !recreate
+                    && node
+                        .dependencies
+                        .iter()
+                        .any(|d| changed_in_run.lock().unwrap().contains(d));
+                if change.action == Action::NoChange && !recreate && !upstream_changed {
                     // No provider call; still persist what a newer cdkd records.
                     let wanted = decision.provisioned_by();
                     let dependencies: Vec<String> = node.dependencies.iter().cloned().collect();
@@ -698,6 +709,24 @@ impl Engine<'_> {
                         return Err(err.to_string());
                     }
                 };
+                let mut replacement = change.replacement;
+                let mut action = if recreate {
+                    Action::Update
+                } else {
+                    change.action
+                };
+                if upstream_changed {
+                    let before = previous.as_ref().map(|p| &p.properties);
+                    if before == Some(&run_secrets.mask_map(&properties)) {
+                        summary.lock().unwrap().unchanged += 1;
+                        return Ok(());
+                    }
+                    action = Action::Update;
+                    let create_only = create_only.create_only(&resource.kind);
+                    replacement = create_only
+                        .iter()
+                        .any(|key| before.and_then(|b| b.get(key)) != properties.get(key));
+                }
                 let provider = providers.for_decision(&resource.kind, decision);
                 let provisioned_by = decision.provisioned_by();
                 let fail = |action: OperationKind, error: String| {
@@ -739,11 +768,9 @@ impl Engine<'_> {
                             provisioned_by,
                         )
                     };
-                let action = if recreate {
-                    Action::Update
-                } else {
-                    change.action
-                };
+                if matches!(action, Action::Create | Action::Update) {
+                    changed_in_run.lock().unwrap().insert(logical_id.clone());
+                }
                 match (action, previous.clone()) {
                     (Action::Update, Some(before)) if change.policies_only && !recreate => {
                         let mut after = before.clone();
@@ -769,7 +796,7 @@ impl Engine<'_> {
                         );
                         Ok(())
                     }
-                    (Action::Update, Some(before)) if change.replacement || recreate => {
+                    (Action::Update, Some(before)) if replacement || recreate => {
                         // A move between layers keeps the resource's name: the old one goes first.
                         let replace_first = options.replace_first || recreate;
                         if replace_first {
@@ -847,6 +874,15 @@ impl Engine<'_> {
                                 } else {
                                     OperationKind::Update
                                 };
+                                // A provider that replaced the resource in its update (a
+                                // custom resource's handler returned a new physical id): the
+                                // old one is deleted after the deploy, as for a replacement.
+                                if updated.replaced && after.physical_id != before.physical_id {
+                                    superseded
+                                        .lock()
+                                        .unwrap()
+                                        .push((logical_id.clone(), before.clone()));
+                                }
                                 completed.lock().unwrap().push(Operation {
                                     logical_id: logical_id.clone(),
                                     action: kind,

@@ -9,7 +9,7 @@ use crate::analyzer::ref_values::RefValues;
 use std::collections::BTreeMap;
 
 use cdkd_provider_api::host::{self, PluginLibrary};
-use cdkd_provider_api::protocol::{best_match, HostConfig, ResourceTypeSchema};
+use cdkd_provider_api::protocol::{best_match, HostConfig, ResourceTypeSchema, StateBucketRef};
 use cdkd_provider_api::ProviderError;
 use tokio::sync::OnceCell;
 
@@ -104,6 +104,8 @@ pub struct Registry {
     file: PluginsFile,
     slots: Vec<PluginSlot>,
     owners: BTreeMap<String, TypeOwner>,
+    /// Handed to plugins at init (custom resources' response placeholders live there).
+    state_bucket: std::sync::OnceLock<StateBucketRef>,
 }
 
 /// Whether a type goes to the custom-resource path rather than a provider.
@@ -127,7 +129,17 @@ impl Registry {
             file,
             slots,
             owners,
+            state_bucket: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Names the state bucket plugins are told about when they start (set before any
+    /// plugin is initialised; later calls are ignored).
+    pub fn set_state_bucket(&self, name: &str, region: &str) {
+        let _ = self.state_bucket.set(StateBucketRef {
+            name: name.to_string(),
+            region: region.to_string(),
+        });
     }
 
     /// The plugins file the registry came from.
@@ -249,6 +261,7 @@ impl Registry {
                     endpoint_url: aws.endpoint_url(),
                     s3_force_path_style: aws.s3_force_path_style(),
                     worker_threads: 2,
+                    state_bucket: self.state_bucket.get().cloned(),
                 };
                 let started = std::time::Instant::now();
                 let result = plugin
@@ -406,6 +419,7 @@ mod tests {
         let registry = Registry {
             file: PluginsFile::empty(),
             slots: Vec::new(),
+            state_bucket: std::sync::OnceLock::new(),
             owners: BTreeMap::from([
                 ("Custom::*".to_string(), TypeOwner::Plugin(0)),
                 ("Custom::Acme*".to_string(), TypeOwner::Plugin(1)),

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::registry::{is_custom_resource, Registry, Route};
+use super::registry::{Registry, Route};
 use crate::state::schema::ProvisionedBy;
 
 /// Types whose `cc-api` pin is not sticky: Cloud Control is broken for them and the plugin
@@ -79,11 +79,6 @@ pub fn decide(
     recorded: Option<ProvisionedBy>,
     allowed: &AllowedDrops,
 ) -> Decision {
-    if is_custom_resource(resource_type) {
-        return Decision::Refuse(format!(
-            "{logical_id} ({resource_type}) is a Lambda-backed custom resource, which cdkd does not deploy yet"
-        ));
-    }
     if recorded == Some(ProvisionedBy::CcApi)
         && !STICKY_CC_MIGRATION_EXEMPT.contains(&resource_type)
     {
@@ -95,9 +90,12 @@ pub fn decide(
                 .schema(resource_type)
                 .map(|s| s.handled_properties.clone())
                 .unwrap_or_default();
+            // `*` handles every property (a custom resource's properties are the handler's).
             let dropped: Vec<&String> = properties
                 .keys()
-                .filter(|p| !handled.contains(p) && !allowed.allows(resource_type, p))
+                .filter(|p| {
+                    !handled.iter().any(|h| h == "*" || h == *p) && !allowed.allows(resource_type, p)
+                })
                 .collect();
             if dropped.is_empty() {
                 Decision::Plugin(name)
@@ -127,7 +125,7 @@ pub fn decide(
         }
         Route::CloudControl => Decision::CloudControl(None),
         Route::CustomResource => Decision::Refuse(format!(
-            "{logical_id} ({resource_type}) is a custom resource, which cdkd does not deploy yet"
+            "{logical_id} ({resource_type}) is a custom resource and no loaded plugin handles custom resources; enable the custom-resource plugin in plugins.toml"
         )),
         Route::Unroutable(reason) => Decision::Refuse(format!("{logical_id}: {reason}")),
     }

@@ -1,0 +1,580 @@
+//! One request/response exchange with a custom resource's handler.
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_lambda::primitives::Blob;
+use aws_sdk_lambda::types::{InvocationType, LogType};
+use aws_sdk_s3::presigning::PresigningConfig;
+use aws_sdk_s3::primitives::ByteStream;
+use cdkd_aws_common::aws_error;
+use cdkd_provider_api::protocol::StateBucketRef;
+use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
+use serde_json::{json, Map, Value};
+
+/// CloudFormation's request types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestType {
+    /// A create.
+    Create,
+    /// An update.
+    Update,
+    /// A delete.
+    Delete,
+}
+
+impl RequestType {
+    fn as_str(self) -> &'static str {
+        match self {
+            RequestType::Create => "Create",
+            RequestType::Update => "Update",
+            RequestType::Delete => "Delete",
+        }
+    }
+}
+
+/// What a handler answered with `SUCCESS`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The physical id (`Ref`).
+    pub physical_id: String,
+    /// `Data`: the `Fn::GetAtt` attributes.
+    pub data: Map<String, Value>,
+}
+
+/// How long a handler may take to answer: CloudFormation's one hour.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(3600);
+/// The largest `Data` CloudFormation accepts.
+const MAX_DATA_BYTES: usize = 4096;
+/// The key prefix of response placeholders in the state bucket (the state spec's layout).
+const RESPONSES: &str = "custom-resource-responses";
+
+/// The clients and names one exchange needs.
+pub struct Exchange<'a> {
+    ctx: &'a PluginContext,
+    logical_id: String,
+    stack: String,
+    resource_type: String,
+    bucket: StateBucketRef,
+    s3: aws_sdk_s3::Client,
+    lambda: aws_sdk_lambda::Client,
+}
+
+/// Whether an error says the handler's function no longer exists.
+pub fn handler_is_gone(error: &ProviderError) -> bool {
+    error.kind == ErrorKind::NOT_FOUND
+}
+
+impl<'a> Exchange<'a> {
+    /// Clients for the host's region and the state bucket's.
+    pub async fn new(
+        ctx: &'a PluginContext,
+        logical_id: &str,
+        stack: &str,
+    ) -> Result<Exchange<'a>, ProviderError> {
+        let resource_type = cdkd_provider_api::plugin::current_resource_type()
+            .unwrap_or_else(|| "AWS::CloudFormation::CustomResource".into());
+        let bucket = ctx.state_bucket().cloned().ok_or_else(|| {
+            ProviderError::validation(format!(
+                "{resource_type} {logical_id}: custom resources answer through cdkd's state bucket, and this command has none; run it with a state bucket (cdkd bootstrap, --state-bucket)"
+            ))
+        })?;
+        let config = cdkd_aws_common::sdk_config(ctx).await?;
+        let s3 = aws_sdk_s3::Client::from_conf(
+            aws_sdk_s3::config::Builder::from(&config)
+                .region(aws_sdk_s3::config::Region::new(bucket.region.clone()))
+                .force_path_style(ctx.s3_force_path_style())
+                .retry_partition(cdkd_aws_common::retry_partition("cdkd-s3"))
+                .build(),
+        );
+        let lambda = aws_sdk_lambda::Client::from_conf(
+            aws_sdk_lambda::config::Builder::from(&config)
+                .retry_partition(cdkd_aws_common::retry_partition("cdkd-lambda"))
+                .build(),
+        );
+        Ok(Exchange {
+            ctx,
+            logical_id: logical_id.to_string(),
+            stack: stack.to_string(),
+            resource_type,
+            bucket,
+            s3,
+            lambda,
+        })
+    }
+
+    fn what(&self) -> String {
+        format!("{} {}", self.resource_type, self.logical_id)
+    }
+
+    /// Sends one request and returns the handler's successful answer.
+    pub async fn run(
+        &self,
+        request_type: RequestType,
+        properties: &Map<String, Value>,
+        old_properties: Option<&Map<String, Value>>,
+        physical_id: Option<&str>,
+        token: &str,
+    ) -> Result<Response, ProviderError> {
+        let what = self.what();
+        let function = service_token(&what, properties)?;
+        let request_id = request_id(token, request_type);
+        let key = format!("{RESPONSES}/{request_id}.json");
+        // The placeholder first, as the spec says, so a stranded key is always cdkd's.
+        self.s3
+            .put_object()
+            .bucket(&self.bucket.name)
+            .key(&key)
+            .body(ByteStream::from_static(b""))
+            .send()
+            .await
+            .map_err(|err| aws_error(&format!("{what}: writing {key}"), err))?;
+        let outcome = self
+            .exchange(
+                request_type,
+                properties,
+                old_properties,
+                physical_id,
+                &function,
+                &request_id,
+                &key,
+            )
+            .await;
+        self.remove_placeholder(&key).await;
+        outcome
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn exchange(
+        &self,
+        request_type: RequestType,
+        properties: &Map<String, Value>,
+        old_properties: Option<&Map<String, Value>>,
+        physical_id: Option<&str>,
+        function: &FunctionArn,
+        request_id: &str,
+        key: &str,
+    ) -> Result<Response, ProviderError> {
+        let what = self.what();
+        let response_url = self
+            .s3
+            .put_object()
+            .bucket(&self.bucket.name)
+            .key(key)
+            .presigned(
+                PresigningConfig::expires_in(Duration::from_secs(2 * 3600))
+                    .map_err(|e| ProviderError::other(format!("{what}: {e}")))?,
+            )
+            .await
+            .map_err(|e| ProviderError::other(format!("{what}: signing the response URL: {e}")))?
+            .uri()
+            .to_string();
+        let mut event = json!({
+            "RequestType": request_type.as_str(),
+            "ServiceToken": function.arn,
+            "ResponseURL": response_url,
+            "StackId": format!(
+                "arn:{}:cloudformation:{}:{}:stack/{}/cdkd",
+                function.partition,
+                self.ctx.region(),
+                function.account,
+                if self.stack.is_empty() { "cdkd" } else { &self.stack }
+            ),
+            "RequestId": request_id,
+            "ResourceType": self.resource_type,
+            "LogicalResourceId": self.logical_id,
+            "ResourceProperties": as_cloudformation_sends(properties),
+        });
+        if let Some(old) = old_properties {
+            event["OldResourceProperties"] = as_cloudformation_sends(old);
+        }
+        if let Some(id) = physical_id {
+            event["PhysicalResourceId"] = json!(id);
+        }
+        let invoked = self
+            .lambda
+            .invoke()
+            .function_name(&function.arn)
+            .invocation_type(InvocationType::RequestResponse)
+            .log_type(LogType::Tail)
+            .payload(Blob::new(event.to_string()))
+            .send()
+            .await
+            .map_err(|err| {
+                aws_error(
+                    &format!("{what}: invoking its handler {}", function.arn),
+                    err,
+                )
+            })?;
+        let log_tail = invoked
+            .log_result()
+            .and_then(|encoded| aws_smithy_types::base64::decode(encoded).ok())
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default();
+        let payload: Option<Value> = invoked
+            .payload()
+            .and_then(|blob| serde_json::from_slice(blob.as_ref()).ok());
+        if let Some(error) = invoked.function_error() {
+            let message = payload
+                .as_ref()
+                .and_then(|p| p.get("errorMessage"))
+                .and_then(Value::as_str)
+                .unwrap_or(error);
+            return Err(ProviderError::other(format!(
+                "{what}: its handler {} failed: {message}{}",
+                function.arn,
+                tail_note(&log_tail)
+            )));
+        }
+        // A handler may answer in its return value (the provider framework's onEvent does not;
+        // CDK's own handlers PUT to the URL): take whichever comes first.
+        let answer = match payload.filter(|p| p.get("Status").is_some()) {
+            Some(direct) => direct,
+            None => self.await_response(key, &log_tail).await?,
+        };
+        read_response(&what, request_type, physical_id, &answer, &log_tail)
+    }
+
+    /// Polls the placeholder until the handler has PUT its response: fast at first, backing
+    /// off to 5 s, up to CloudFormation's hour.
+    async fn await_response(&self, key: &str, log_tail: &str) -> Result<Value, ProviderError> {
+        let what = self.what();
+        let started = Instant::now();
+        let mut wait = Duration::from_millis(100);
+        let mut announced = false;
+        loop {
+            let object = self
+                .s3
+                .get_object()
+                .bucket(&self.bucket.name)
+                .key(key)
+                .send()
+                .await;
+            if let Ok(object) = object {
+                let body = object
+                    .body
+                    .collect()
+                    .await
+                    .map(|b| b.into_bytes().to_vec())
+                    .unwrap_or_default();
+                if !body.is_empty() {
+                    return serde_json::from_slice(&body).map_err(|err| {
+                        ProviderError::validation(format!(
+                            "{what}: its handler's response is not JSON ({err}); it must PUT CloudFormation's response document to the ResponseURL{}",
+                            tail_note(log_tail)
+                        ))
+                    });
+                }
+            }
+            if started.elapsed() > RESPONSE_TIMEOUT {
+                return Err(ProviderError::new(
+                    ErrorKind::TIMEOUT,
+                    format!(
+                        "{what}: its handler did not answer within an hour; check the function's logs{}",
+                        tail_note(log_tail)
+                    ),
+                ));
+            }
+            if !announced && started.elapsed() > Duration::from_secs(10) {
+                tracing::info!("{what}: waiting for its handler's response (up to an hour)");
+                announced = true;
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 3 / 2).min(Duration::from_secs(5));
+        }
+    }
+
+    /// Deletes the placeholder and every version of it (it may hold the handler's secrets).
+    async fn remove_placeholder(&self, key: &str) {
+        let versions = self
+            .s3
+            .list_object_versions()
+            .bucket(&self.bucket.name)
+            .prefix(key)
+            .send()
+            .await;
+        let Ok(versions) = versions else {
+            let _ = self
+                .s3
+                .delete_object()
+                .bucket(&self.bucket.name)
+                .key(key)
+                .send()
+                .await;
+            return;
+        };
+        let ids: Vec<String> = versions
+            .versions()
+            .iter()
+            .filter(|v| v.key() == Some(key))
+            .filter_map(|v| v.version_id().map(str::to_string))
+            .chain(
+                versions
+                    .delete_markers()
+                    .iter()
+                    .filter(|m| m.key() == Some(key))
+                    .filter_map(|m| m.version_id().map(str::to_string)),
+            )
+            .collect();
+        if ids.is_empty() {
+            let _ = self
+                .s3
+                .delete_object()
+                .bucket(&self.bucket.name)
+                .key(key)
+                .send()
+                .await;
+        }
+        for id in ids {
+            if let Err(err) = self
+                .s3
+                .delete_object()
+                .bucket(&self.bucket.name)
+                .key(key)
+                .version_id(&id)
+                .send()
+                .await
+            {
+                tracing::warn!(
+                    "could not delete {key} (version {id}) from the state bucket: {}; `cdkd gc` collects it",
+                    cdkd_aws_common::error_line(&err)
+                );
+            }
+        }
+    }
+}
+
+/// A Lambda function ARN, split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionArn {
+    arn: String,
+    partition: String,
+    account: String,
+}
+
+fn service_token(
+    what: &str,
+    properties: &Map<String, Value>,
+) -> Result<FunctionArn, ProviderError> {
+    let token = properties
+        .get("ServiceToken")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            ProviderError::validation(format!(
+                "{what}: no ServiceToken; set it to the ARN of the Lambda function that handles the resource"
+            ))
+        })?;
+    let parts: Vec<&str> = token.split(':').collect();
+    match parts.as_slice() {
+        ["arn", partition, "lambda", _region, account, "function", _name, ..] => Ok(FunctionArn {
+            arn: token.to_string(),
+            partition: partition.to_string(),
+            account: account.to_string(),
+        }),
+        ["arn", _, "sns", ..] => Err(ProviderError::unsupported(format!(
+            "{what}: ServiceToken {token} is an SNS topic; cdkd runs Lambda-backed custom resources only for now"
+        ))),
+        _ => Err(ProviderError::validation(format!(
+            "{what}: ServiceToken {token} is not a Lambda function ARN (arn:aws:lambda:<region>:<account>:function:<name>)"
+        ))),
+    }
+}
+
+/// The request id: the create's token (stable across its retries), else fresh.
+fn request_id(token: &str, request_type: RequestType) -> String {
+    let unique = if token.is_empty() {
+        format!("{:032x}", rand::random::<u128>())
+    } else {
+        token.to_string()
+    };
+    format!("{unique}-{}", request_type.as_str().to_lowercase())
+}
+
+/// Properties as CloudFormation hands them to a handler: every scalar a string.
+pub fn as_cloudformation_sends(properties: &Map<String, Value>) -> Value {
+    fn convert(value: &Value) -> Value {
+        match value {
+            Value::Bool(b) => Value::String(b.to_string()),
+            Value::Number(n) => Value::String(n.to_string()),
+            Value::Array(items) => Value::Array(items.iter().map(convert).collect()),
+            Value::Object(map) => {
+                Value::Object(map.iter().map(|(k, v)| (k.clone(), convert(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    convert(&Value::Object(properties.clone()))
+}
+
+/// Reads a response document.
+fn read_response(
+    what: &str,
+    request_type: RequestType,
+    physical_id: Option<&str>,
+    answer: &Value,
+    log_tail: &str,
+) -> Result<Response, ProviderError> {
+    match answer.get("Status").and_then(Value::as_str) {
+        Some("SUCCESS") => {}
+        Some("FAILED") => {
+            let reason = answer
+                .get("Reason")
+                .and_then(Value::as_str)
+                .unwrap_or("no reason given");
+            return Err(ProviderError::other(format!(
+                "{what}: its handler answered FAILED: {reason}{}",
+                tail_note(log_tail)
+            )));
+        }
+        other => {
+            return Err(ProviderError::validation(format!(
+                "{what}: its handler's response has Status {other:?}; it must be SUCCESS or FAILED"
+            )))
+        }
+    }
+    let data = match answer.get("Data") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(data)) => data.clone(),
+        Some(_) => {
+            return Err(ProviderError::validation(format!(
+                "{what}: its handler's Data is not an object"
+            )))
+        }
+    };
+    let size = Value::Object(data.clone()).to_string().len();
+    if size > MAX_DATA_BYTES {
+        return Err(ProviderError::validation(format!(
+            "{what}: its handler's Data is {size} bytes; CloudFormation accepts at most {MAX_DATA_BYTES}"
+        )));
+    }
+    let physical_id = answer
+        .get("PhysicalResourceId")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
+        .map(str::to_string)
+        .or_else(|| physical_id.map(str::to_string))
+        .ok_or_else(|| {
+            ProviderError::validation(format!(
+                "{what}: its handler's {} response has no PhysicalResourceId",
+                request_type.as_str()
+            ))
+        })?;
+    Ok(Response { physical_id, data })
+}
+
+fn tail_note(log_tail: &str) -> String {
+    let tail: String = log_tail
+        .lines()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(5)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join(" | ");
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!(" (log tail: {tail})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn properties_reach_the_handler_as_cloudformation_sends_them() {
+        let sent = as_cloudformation_sends(&props(json!({
+            "Count": 3, "On": true, "Name": "x", "List": [1, {"Deep": false}]
+        })));
+        assert_eq!(
+            sent,
+            json!({"Count": "3", "On": "true", "Name": "x", "List": ["1", {"Deep": "false"}]})
+        );
+    }
+
+    #[test]
+    fn a_service_token_must_be_a_lambda_function() {
+        let ok = service_token(
+            "C",
+            &props(json!({"ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:f"})),
+        )
+        .unwrap();
+        assert_eq!(ok.account, "123456789012");
+        let missing = service_token("Custom::X C", &Map::new()).unwrap_err();
+        assert!(missing.message.contains("no ServiceToken"), "{missing}");
+        let sns = service_token(
+            "C",
+            &props(json!({"ServiceToken": "arn:aws:sns:us-east-1:123456789012:t"})),
+        )
+        .unwrap_err();
+        assert_eq!(sns.kind, ErrorKind::UNSUPPORTED);
+        let junk = service_token("C", &props(json!({"ServiceToken": "nope"}))).unwrap_err();
+        assert!(junk.message.contains("not a Lambda function ARN"), "{junk}");
+    }
+
+    #[test]
+    fn responses_are_read_as_cloudformation_reads_them() {
+        let ok = read_response(
+            "C",
+            RequestType::Create,
+            None,
+            &json!({"Status": "SUCCESS", "PhysicalResourceId": "p", "Data": {"A": "1"}}),
+            "",
+        )
+        .unwrap();
+        assert_eq!(ok.physical_id, "p");
+        assert_eq!(ok.data["A"], json!("1"));
+        let kept = read_response(
+            "C",
+            RequestType::Update,
+            Some("old"),
+            &json!({"Status": "SUCCESS"}),
+            "",
+        )
+        .unwrap();
+        assert_eq!(kept.physical_id, "old");
+        let failed = read_response(
+            "C",
+            RequestType::Create,
+            None,
+            &json!({"Status": "FAILED", "Reason": "boom"}),
+            "line1\nline2\n",
+        )
+        .unwrap_err();
+        assert!(
+            failed
+                .message
+                .contains("FAILED: boom (log tail: line1 | line2)"),
+            "{failed}"
+        );
+        let big = json!({"Status": "SUCCESS", "PhysicalResourceId": "p", "Data": {"A": "x".repeat(5000)}});
+        let refused = read_response("C", RequestType::Create, None, &big, "").unwrap_err();
+        assert!(refused.message.contains("at most 4096"), "{refused}");
+        let no_id = read_response(
+            "C",
+            RequestType::Create,
+            None,
+            &json!({"Status": "SUCCESS"}),
+            "",
+        );
+        assert!(no_id.is_err());
+    }
+
+    #[test]
+    fn a_create_keeps_its_request_id_across_retries() {
+        assert_eq!(
+            request_id("cdkd-run-1", RequestType::Create),
+            request_id("cdkd-run-1", RequestType::Create)
+        );
+        assert_ne!(
+            request_id("", RequestType::Delete),
+            request_id("", RequestType::Delete)
+        );
+    }
+}

@@ -1,0 +1,196 @@
+//! Lambda-backed custom resources through the custom-resource plugin, against this binary's own
+//! emulator, which runs the handler's real code: the request CloudFormation would send, the
+//! response through the pre-signed URL in the state bucket, `Data` to consumers and outputs,
+//! updates with the old properties, a new physical id replacing the resource, a failing
+//! handler rolled back, deletes on destroy, and no response placeholder left behind.
+
+use std::process::Command;
+
+use cdkd_tests::{cdkd_binary, copy_dir, workspace_root, Emulator, Run};
+use serde_json::{json, Value};
+
+/// One test's world: a state bucket and a copy of the custom-resource fixture.
+struct World {
+    bucket: String,
+    tag: String,
+    assembly: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let world = World {
+            bucket: Emulator::unique("custom"),
+            tag: Emulator::unique("tag"),
+            assembly: tempfile::tempdir().unwrap(),
+        };
+        copy_dir(
+            &workspace_root().join("tests/fixtures/cdk.out/custom"),
+            world.assembly.path(),
+        );
+        let tag = world.tag.clone();
+        world.edit(|t| t["Resources"]["Echo"]["Properties"]["Tag"] = json!(tag));
+        world.cdkd(&["bootstrap", "--no-assets"]).success();
+        world
+    }
+
+    fn cdkd(&self, args: &[&str]) -> Run {
+        let mut command = Command::new(cdkd_binary());
+        command
+            .current_dir(workspace_root())
+            .args(["--state-bucket", &self.bucket])
+            .args(args)
+            .env_remove("CDKD_PLUGINS");
+        for (key, value) in Emulator::shared().env() {
+            command.env(key, value);
+        }
+        command.output().unwrap().into()
+    }
+
+    fn app(&self) -> String {
+        self.assembly.path().display().to_string()
+    }
+
+    fn deploy(&self) -> Run {
+        self.cdkd(&["deploy", "-a", &self.app()])
+    }
+
+    fn edit(&self, change: impl FnOnce(&mut Value)) {
+        let path = self.assembly.path().join("CustomStack.template.json");
+        let mut template: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        change(&mut template);
+        std::fs::write(&path, serde_json::to_vec_pretty(&template).unwrap()).unwrap();
+    }
+
+    fn state(&self) -> Value {
+        self.cdkd(&["state", "show", "CustomStack", "--json"])
+            .json()["state"]
+            .clone()
+    }
+
+    /// The requests the handler received, oldest first (it logs each to SSM).
+    fn requests(&self) -> Vec<Value> {
+        let prefix = format!("/custom/{}/log/", self.tag);
+        let found = Emulator::shared().boto(&format!(
+            "sorted([(p['Name'], c('ssm').get_parameter(Name=p['Name'])['Parameter']['Value']) for p in c('ssm').describe_parameters(ParameterFilters=[{{'Key': 'Name', 'Option': 'BeginsWith', 'Values': ['{prefix}']}}], MaxResults=50)['Parameters']])"
+        ));
+        found
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|pair| serde_json::from_str(pair[1].as_str().unwrap()).unwrap())
+            .collect()
+    }
+
+    fn parameter(&self, name: &str) -> Value {
+        Emulator::shared().boto(&format!(
+            "c('ssm').get_parameter(Name='{name}')['Parameter']['Value']"
+        ))
+    }
+
+    /// Objects (and versions) left under the response prefix of the state bucket.
+    fn placeholders(&self) -> Value {
+        Emulator::shared().boto(&format!(
+            "[v['Key'] for v in c('s3').list_object_versions(Bucket='{}', Prefix='custom-resource-responses/').get('Versions', [])] + [m['Key'] for m in c('s3').list_object_versions(Bucket='{}', Prefix='custom-resource-responses/').get('DeleteMarkers', [])]",
+            self.bucket, self.bucket
+        ))
+    }
+}
+
+#[test]
+fn a_lambda_backed_custom_resource_lives_as_in_cloudformation() {
+    let world = World::new();
+    let shown = world
+        .cdkd(&["providers", "show", "Custom::Anything", "--json"])
+        .success();
+    assert!(shown.stdout.contains("custom-resource"), "{}", shown.stdout);
+
+    // Create: the handler ran, its Data reached the consumer and the outputs.
+    let first = world.deploy().success();
+    assert!(
+        first.stdout.contains("created echo-hello"),
+        "{}",
+        first.stdout
+    );
+    let state = world.state();
+    let echo = &state["resources"]["Echo"];
+    assert_eq!(echo["physicalId"], json!("echo-hello"));
+    assert_eq!(echo["resourceType"], json!("Custom::Echo"));
+    assert_eq!(echo["provisionedBy"], json!("sdk"));
+    assert_eq!(echo["attributes"]["Echo"], json!("hello!"));
+    assert_eq!(state["outputs"]["EchoOut"], json!("hello!"));
+    assert_eq!(state["outputs"]["EchoId"], json!("echo-hello"));
+    let consumer = state["resources"]["Consumer8D6BE417"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(world.parameter(&consumer), json!("hello!"));
+    let requests = world.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    let create = &requests[0];
+    assert_eq!(create["RequestType"], json!("Create"));
+    assert_eq!(create["ResourceType"], json!("Custom::Echo"));
+    assert_eq!(create["LogicalResourceId"], json!("Echo"));
+    // As CloudFormation sends them: scalars as strings, ServiceToken included.
+    assert_eq!(create["ResourceProperties"]["Count"], json!("3"));
+    assert!(create["ResourceProperties"]["ServiceToken"]
+        .as_str()
+        .unwrap()
+        .starts_with("arn:aws:lambda:us-east-1:"));
+    assert_eq!(
+        world.placeholders(),
+        json!([]),
+        "a response placeholder was left"
+    );
+
+    // Unchanged: the handler is not invoked.
+    world.deploy().success();
+    assert_eq!(world.requests().len(), 1);
+
+    // A new Message: Update with the old properties; the new physical id replaces the
+    // resource, so the old one gets a Delete after the deploy.
+    world.edit(|t| t["Resources"]["Echo"]["Properties"]["Message"] = json!("bye"));
+    world.deploy().success();
+    let requests = world.requests();
+    let kinds: Vec<&str> = requests
+        .iter()
+        .map(|r| r["RequestType"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["Create", "Update", "Delete"], "{requests:?}");
+    assert_eq!(requests[1]["PhysicalResourceId"], json!("echo-hello"));
+    assert_eq!(
+        requests[1]["OldResourceProperties"]["Message"],
+        json!("hello")
+    );
+    assert_eq!(requests[2]["PhysicalResourceId"], json!("echo-hello"));
+    assert_eq!(requests[2]["ResourceProperties"]["Message"], json!("hello"));
+    assert_eq!(
+        world.state()["resources"]["Echo"]["physicalId"],
+        json!("echo-bye")
+    );
+    assert_eq!(world.parameter(&consumer), json!("bye!"));
+
+    // Destroy sends the Delete of the current resource.
+    world.cdkd(&["destroy", "-a", &world.app(), "-f"]).success();
+    let last = world.requests().pop().unwrap();
+    assert_eq!(last["RequestType"], json!("Delete"));
+    assert_eq!(last["PhysicalResourceId"], json!("echo-bye"));
+    assert_eq!(world.placeholders(), json!([]));
+}
+
+#[test]
+fn a_failing_handler_fails_the_deploy_with_its_reason_and_is_rolled_back() {
+    let world = World::new();
+    world.edit(|t| t["Resources"]["Echo"]["Properties"]["Fail"] = json!("true"));
+    let run = world.deploy();
+    assert_eq!(run.code, Some(1), "{}", run.stdout);
+    let all = format!("{}{}", run.stdout, run.stderr);
+    assert!(all.contains("answered FAILED: asked to fail"), "{all}");
+    assert!(all.contains("rolled back"), "{all}");
+    // What was created before it (the handler's role and function) was rolled back.
+    let state = world.state();
+    assert!(
+        state["resources"].as_object().is_none_or(|r| r.is_empty()),
+        "{state}"
+    );
+    assert_eq!(world.placeholders(), json!([]));
+}
