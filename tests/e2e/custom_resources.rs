@@ -18,18 +18,26 @@ struct World {
 
 impl World {
     fn new() -> World {
+        let world = World::of("custom", &["bootstrap", "--no-assets"]);
+        let tag = world.tag.clone();
+        world.edit(|t| t["Resources"]["Echo"]["Properties"]["Tag"] = json!(tag));
+        world
+    }
+
+    /// A world over the `fixture` assembly, bootstrapped with `bootstrap`.
+    fn of(fixture: &str, bootstrap: &[&str]) -> World {
         let world = World {
             bucket: Emulator::unique("custom"),
             tag: Emulator::unique("tag"),
             assembly: tempfile::tempdir().unwrap(),
         };
         copy_dir(
-            &workspace_root().join("tests/fixtures/cdk.out/custom"),
+            &workspace_root()
+                .join("tests/fixtures/cdk.out")
+                .join(fixture),
             world.assembly.path(),
         );
-        let tag = world.tag.clone();
-        world.edit(|t| t["Resources"]["Echo"]["Properties"]["Tag"] = json!(tag));
-        world.cdkd(&["bootstrap", "--no-assets"]).success();
+        world.cdkd(bootstrap).success();
         world
     }
 
@@ -192,5 +200,43 @@ fn a_failing_handler_fails_the_deploy_with_its_reason_and_is_rolled_back() {
         state["resources"].as_object().is_none_or(|r| r.is_empty()),
         "{state}"
     );
+    assert_eq!(world.placeholders(), json!([]));
+}
+
+#[test]
+fn a_bucket_with_auto_delete_objects_is_emptied_by_its_handler_on_destroy() {
+    // aws-cdk-lib's own handler (an asset) empties the bucket; cdkd's S3 plugin never does.
+    let world = World::of("autodelete", &["bootstrap"]);
+    world.deploy().success();
+    let state = world
+        .cdkd(&["state", "show", "AutoDeleteStack", "--json"])
+        .json()["state"]
+        .clone();
+    let bucket = state["resources"]["ScratchF72D2ED6"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cleaner = &state["resources"]["ScratchAutoDeleteObjectsCustomResourceDA7C4F2C"];
+    assert_eq!(cleaner["provisionedBy"], json!("sdk"), "{state}");
+    // Several objects, several versions each.
+    Emulator::shared().boto(&format!(
+        "[c('s3').put_object(Bucket='{bucket}', Key=f'k{{i}}', Body=b'v{{j}}')['ETag'] for i in range(3) for j in range(2)]"
+    ));
+    let versions = Emulator::shared().boto(&format!(
+        "len(c('s3').list_object_versions(Bucket='{bucket}').get('Versions', []))"
+    ));
+    assert_eq!(versions, json!(6));
+    let destroyed = world.cdkd(&["destroy", "-a", &world.app(), "-f"]);
+    assert_eq!(
+        destroyed.code,
+        Some(0),
+        "{}\n{}",
+        destroyed.stdout,
+        destroyed.stderr
+    );
+    let exists = Emulator::shared().boto(&format!(
+        "'{bucket}' in [b['Name'] for b in c('s3').list_buckets()['Buckets']]"
+    ));
+    assert_eq!(exists, json!(false), "the bucket survived its destroy");
     assert_eq!(world.placeholders(), json!([]));
 }
