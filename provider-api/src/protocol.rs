@@ -287,6 +287,10 @@ pub struct CreateResult {
     /// `Fn::GetAtt` attributes known after the create.
     #[serde(default)]
     pub attributes: Map<String, Value>,
+    /// Attributes of this resource that hold secrets (a custom resource's `NoEcho` response),
+    /// beyond the type's own `sensitiveAttributes`: kept for the run, recorded as `***`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sensitive_attributes: Vec<String>,
 }
 
 /// Updates a resource.
@@ -320,6 +324,9 @@ pub struct UpdateResult {
     /// Attributes after the update.
     #[serde(default)]
     pub attributes: Map<String, Value>,
+    /// Attributes of this resource that hold secrets, as in [`CreateResult`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sensitive_attributes: Vec<String>,
 }
 
 /// Deletes a resource.

@@ -240,3 +240,48 @@ fn a_bucket_with_auto_delete_objects_is_emptied_by_its_handler_on_destroy() {
     assert_eq!(exists, json!(false), "the bucket survived its destroy");
     assert_eq!(world.placeholders(), json!([]));
 }
+
+#[test]
+fn a_no_echo_response_reaches_its_consumer_but_never_state() {
+    let world = World::new();
+    world.edit(|t| t["Resources"]["Echo"]["Properties"]["NoEcho"] = json!("true"));
+    world.deploy().success();
+    let state = world.state();
+    let consumer = state["resources"]["Consumer8D6BE417"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // AWS got the real value; everything cdkd wrote down holds the mask.
+    assert_eq!(world.parameter(&consumer), json!("hello!"));
+    assert_eq!(
+        state["resources"]["Echo"]["attributes"]["Echo"],
+        json!("***")
+    );
+    assert_eq!(
+        state["resources"]["Consumer8D6BE417"]["properties"]["Value"],
+        json!("***")
+    );
+    assert_eq!(state["outputs"]["EchoOut"], json!("***"));
+    let raw = Emulator::shared().boto(&format!(
+        "c('s3').get_object(Bucket='{}', Key='cdkd/CustomStack/us-east-1/state.json')['Body'].read().decode()",
+        world.bucket
+    ));
+    assert!(!raw.as_str().unwrap().contains("hello!"), "{raw}");
+    // Unchanged: nothing needs the value again, the handler is not invoked.
+    world.deploy().success();
+    assert_eq!(world.requests().len(), 1);
+    // The consumer must be written again but the custom resource is unchanged: refused with
+    // the remedy rather than sending the mask.
+    world.edit(|t| {
+        t["Resources"]["Consumer8D6BE417"]["Properties"]["Description"] = json!("changed")
+    });
+    let refused = world.deploy();
+    assert_eq!(refused.code, Some(1));
+    let all = format!("{}{}", refused.stdout, refused.stderr);
+    assert!(all.contains("Echo.Echo is a secret"), "{all}");
+    // Changing the custom resource too makes its handler answer again in the same deploy.
+    world.edit(|t| t["Resources"]["Echo"]["Properties"]["Nonce"] = json!("2"));
+    world.deploy().success();
+    assert_eq!(world.parameter(&consumer), json!("hello!"));
+    world.cdkd(&["destroy", "-a", &world.app(), "-f"]).success();
+}

@@ -254,7 +254,7 @@ impl Environment for LiveEnvironment<'_> {
         self.ledger.read(|state| match state.resources.get(logical_id) {
             Some(record) => match record.attributes.as_ref().and_then(|a| attribute_of(a, attribute)) {
                 Some(value) if value.as_str() == Some(MASK) && !self.for_outputs => Lookup::Missing(format!(
-                    "{logical_id}.{attribute} is a secret and state keeps only its mask, so cdkd cannot send it again; replace {logical_id} in this deploy (change a create-only property such as an access key's Serial) so the value is produced anew"
+                    "{logical_id}.{attribute} is a secret and state keeps only its mask, so cdkd cannot send it again; make {logical_id} produce it anew in this deploy (change one of its properties, e.g. a nonce for a custom resource, or an access key's Serial)"
                 )),
                 Some(value) => Lookup::Known(value),
                 None => Lookup::Missing(format!(
@@ -749,25 +749,27 @@ impl Engine<'_> {
                     Err(error)
                 };
                 // What is written down holds masks where AWS got secrets.
-                let make_record =
-                    |physical_id: String,
-                     props: Map<String, Value>,
-                     attributes: Map<String, Value>| {
-                        record_for(
+                // `secret`: attributes this result declares sensitive beyond the type's own.
+                let make_record = |physical_id: String,
+                                   props: Map<String, Value>,
+                                   attributes: Map<String, Value>,
+                                   secret: Vec<String>| {
+                    let sensitive: Vec<String> = sensitive.iter().cloned().chain(secret).collect();
+                    record_for(
+                        &logical_id,
+                        physical_id,
+                        run_secrets.mask_map(&props),
+                        // A consumer's read-back model can echo a secret it was given.
+                        run_secrets.mask_map(&run_secrets.keep(
                             &logical_id,
-                            physical_id,
-                            run_secrets.mask_map(&props),
-                            // A consumer's read-back model can echo a secret it was given.
-                            run_secrets.mask_map(&run_secrets.keep(
-                                &logical_id,
-                                &sensitive,
-                                attributes,
-                            )),
-                            &node.dependencies,
-                            &input.template,
-                            provisioned_by,
-                        )
-                    };
+                            &sensitive,
+                            attributes,
+                        )),
+                        &node.dependencies,
+                        &input.template,
+                        provisioned_by,
+                    )
+                };
                 if matches!(action, Action::Create | Action::Update) {
                     changed_in_run.lock().unwrap().insert(logical_id.clone());
                 }
@@ -827,7 +829,7 @@ impl Engine<'_> {
                         match provider.create(&resource.kind, &logical_id, stack, &properties, &spec).await {
                             Ok(created) => {
                                 let shown = format!("replaced by {}", created.physical_id);
-                                let after = make_record(created.physical_id, properties.clone(), created.attributes);
+                                let after = make_record(created.physical_id, properties.clone(), created.attributes, created.sensitive_attributes);
                                 ledger.change(|s| {
                                     s.resources.insert(logical_id.clone(), after.clone());
                                 });
@@ -865,6 +867,7 @@ impl Engine<'_> {
                                     updated.physical_id,
                                     properties.clone(),
                                     updated.attributes,
+                                    updated.sensitive_attributes,
                                 );
                                 ledger.change(|s| {
                                     s.resources.insert(logical_id.clone(), after.clone());
@@ -942,6 +945,7 @@ impl Engine<'_> {
                                 created.physical_id,
                                 properties.clone(),
                                 created.attributes,
+                                created.sensitive_attributes,
                             );
                             ledger.change(|s| {
                                 s.resources.insert(logical_id.clone(), after.clone());

@@ -433,6 +433,7 @@ impl CloudControlProvider {
         Ok(CreateResult {
             physical_id: identifier,
             attributes,
+            ..Default::default()
         })
     }
 
@@ -452,6 +453,7 @@ impl CloudControlProvider {
                 physical_id: identifier.to_string(),
                 replaced: false,
                 attributes: self.model(resource_type, identifier).await?,
+                ..Default::default()
             });
         }
         let started = self
@@ -480,6 +482,7 @@ impl CloudControlProvider {
                 .await?,
             physical_id: identifier,
             replaced: false,
+            ..Default::default()
         })
     }
 

@@ -210,6 +210,7 @@ impl Provider<'_> {
         Ok(CreateResult {
             physical_id: updated.physical_id,
             attributes: updated.attributes,
+            ..Default::default()
         })
     }
 

@@ -39,6 +39,19 @@ pub struct Response {
     pub physical_id: String,
     /// `Data`: the `Fn::GetAtt` attributes.
     pub data: Map<String, Value>,
+    /// The response set `NoEcho`: every `Data` value is a secret.
+    pub no_echo: bool,
+}
+
+impl Response {
+    /// The attributes to record masked: all of `Data` under `NoEcho`.
+    pub fn sensitive_attributes(&self) -> Vec<String> {
+        if self.no_echo {
+            self.data.keys().cloned().collect()
+        } else {
+            Vec::new()
+        }
+    }
 }
 
 /// How long a handler may take to answer: CloudFormation's one hour.
@@ -458,7 +471,13 @@ fn read_response(
                 request_type.as_str()
             ))
         })?;
-    Ok(Response { physical_id, data })
+    let no_echo = matches!(answer.get("NoEcho"), Some(Value::Bool(true)))
+        || answer.get("NoEcho").and_then(Value::as_str) == Some("true");
+    Ok(Response {
+        physical_id,
+        data,
+        no_echo,
+    })
 }
 
 fn tail_note(log_tail: &str) -> String {

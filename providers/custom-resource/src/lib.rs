@@ -8,8 +8,10 @@
 //! cdkd's state bucket, signed for that bucket's region. The placeholder and every version of
 //! it are deleted once read (a response may hold secrets).
 //!
-//! Not for: SNS-backed custom resources (refused with a clear error), `NoEcho` responses (their
-//! `Data` is recorded as returned; see docs/custom-resources.md).
+//! A response with `NoEcho: true` marks every `Data` value sensitive: consumers get it within the
+//! run, cdkd records `***` (the state spec's `NoEcho` section).
+//!
+//! Not for: SNS-backed custom resources (refused with a clear error; docs/custom-resources.md).
 
 mod exchange;
 
@@ -62,6 +64,7 @@ async fn create(
         )
         .await?;
     Ok(CreateResult {
+        sensitive_attributes: response.sensitive_attributes(),
         physical_id: response.physical_id,
         attributes: response.data,
     })
@@ -85,6 +88,7 @@ async fn update(
         // A handler that answers with another physical id has replaced the resource: the host
         // sends the old one a Delete once the rest of the deploy succeeded.
         replaced: response.physical_id != request.physical_id,
+        sensitive_attributes: response.sensitive_attributes(),
         physical_id: response.physical_id,
         attributes: response.data,
     })

@@ -75,6 +75,7 @@ impl ResourceProvider for InternetGateway {
         Ok(CreateResult {
             attributes: id_attribute("InternetGatewayId", &id),
             physical_id: id,
+            ..Default::default()
         })
     }
 
@@ -146,6 +147,7 @@ impl ResourceProvider for InternetGateway {
         Ok(CreateResult {
             attributes: id_attribute("InternetGatewayId", &request.physical_id),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 }
@@ -219,6 +221,7 @@ impl ResourceProvider for GatewayAttachment {
         Ok(CreateResult {
             physical_id: id,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -273,6 +276,7 @@ impl ResourceProvider for GatewayAttachment {
         Ok(CreateResult {
             physical_id: request.physical_id,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 }
@@ -395,6 +399,7 @@ impl ResourceProvider for NatGateway {
         Ok(CreateResult {
             attributes: id_attribute("NatGatewayId", &id),
             physical_id: id,
+            ..Default::default()
         })
     }
 
@@ -483,6 +488,7 @@ impl ResourceProvider for NatGateway {
         Ok(CreateResult {
             attributes: id_attribute("NatGatewayId", &request.physical_id),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 }
@@ -561,6 +567,7 @@ impl ResourceProvider for Eip {
         Ok(CreateResult {
             physical_id,
             attributes,
+            ..Default::default()
         })
     }
 
@@ -587,6 +594,7 @@ impl ResourceProvider for Eip {
             physical_id: request.physical_id,
             replaced: false,
             attributes,
+            ..Default::default()
         })
     }
 
@@ -656,6 +664,7 @@ impl ResourceProvider for Eip {
         Ok(CreateResult {
             physical_id,
             attributes,
+            ..Default::default()
         })
     }
 }

@@ -167,6 +167,7 @@ pub(crate) fn unchanged(request: UpdateRequest, attributes: Map<String, Value>) 
         physical_id: request.physical_id,
         replaced: false,
         attributes,
+        ..Default::default()
     }
 }
 

@@ -84,6 +84,7 @@ impl ResourceProvider for NetworkAcl {
         Ok(CreateResult {
             attributes: id_attribute("Id", &id),
             physical_id: id,
+            ..Default::default()
         })
     }
 
@@ -147,6 +148,7 @@ impl ResourceProvider for NetworkAcl {
         Ok(CreateResult {
             attributes: id_attribute("Id", &request.physical_id),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 }
@@ -272,6 +274,7 @@ impl ResourceProvider for Entry {
         Ok(CreateResult {
             physical_id: id,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -370,6 +373,7 @@ impl ResourceProvider for Entry {
         Ok(CreateResult {
             physical_id: request.physical_id,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 }
@@ -453,6 +457,7 @@ impl ResourceProvider for SubnetAssociation {
         Ok(CreateResult {
             attributes: id_attribute("AssociationId", &id),
             physical_id: id,
+            ..Default::default()
         })
     }
 
@@ -524,6 +529,7 @@ impl ResourceProvider for SubnetAssociation {
         Ok(CreateResult {
             attributes: id_attribute("AssociationId", &request.physical_id),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 }

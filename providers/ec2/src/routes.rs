@@ -68,6 +68,7 @@ impl ResourceProvider for RouteTable {
         Ok(CreateResult {
             attributes: id_attribute("RouteTableId", &id),
             physical_id: id,
+            ..Default::default()
         })
     }
 
@@ -135,6 +136,7 @@ impl ResourceProvider for RouteTable {
         Ok(CreateResult {
             attributes: id_attribute("RouteTableId", &request.physical_id),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 }
@@ -291,6 +293,7 @@ impl ResourceProvider for Route {
         Ok(CreateResult {
             physical_id: id,
             attributes,
+            ..Default::default()
         })
     }
 
@@ -317,6 +320,7 @@ impl ResourceProvider for Route {
             physical_id: request.physical_id,
             replaced: false,
             attributes,
+            ..Default::default()
         })
     }
 
@@ -384,6 +388,7 @@ impl ResourceProvider for Route {
         Ok(CreateResult {
             physical_id: request.physical_id,
             attributes,
+            ..Default::default()
         })
     }
 }
@@ -447,6 +452,7 @@ impl ResourceProvider for SubnetRouteTableAssociation {
         Ok(CreateResult {
             attributes: id_attribute("Id", &id),
             physical_id: id,
+            ..Default::default()
         })
     }
 
@@ -510,6 +516,7 @@ impl ResourceProvider for SubnetRouteTableAssociation {
         Ok(CreateResult {
             attributes: id_attribute("Id", &request.physical_id),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 }

@@ -219,6 +219,7 @@ impl ResourceProvider for SecurityGroup {
         Ok(CreateResult {
             attributes: group_attributes(&id, vpc.as_deref()),
             physical_id: id,
+            ..Default::default()
         })
     }
 
@@ -256,6 +257,7 @@ impl ResourceProvider for SecurityGroup {
             attributes: group_attributes(id, after.get("VpcId").and_then(Value::as_str)),
             physical_id: request.physical_id,
             replaced: false,
+            ..Default::default()
         })
     }
 
@@ -324,6 +326,7 @@ impl ResourceProvider for SecurityGroup {
         Ok(CreateResult {
             attributes: group_attributes(&request.physical_id, group.vpc_id()),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 }
@@ -418,6 +421,7 @@ async fn authorize_ingress(
     Ok(CreateResult {
         physical_id,
         attributes: rule_id_attribute(&ids),
+        ..Default::default()
     })
 }
 
@@ -516,6 +520,7 @@ impl ResourceProvider for Ingress {
                 physical_id: created.physical_id,
                 replaced: false,
                 attributes: created.attributes,
+                ..Default::default()
             }),
             Err(err) => {
                 if let Err(restore) =
@@ -590,6 +595,7 @@ impl ResourceProvider for Ingress {
         Ok(CreateResult {
             physical_id: request.physical_id,
             attributes: rule_id_attribute(&ids),
+            ..Default::default()
         })
     }
 }
@@ -623,6 +629,7 @@ async fn authorize_egress(
     Ok(CreateResult {
         attributes: rule_id_attribute(std::slice::from_ref(&id)),
         physical_id: id,
+        ..Default::default()
     })
 }
 
@@ -716,6 +723,7 @@ impl ResourceProvider for Egress {
             physical_id: created.physical_id,
             replaced: false,
             attributes: created.attributes,
+            ..Default::default()
         })
     }
 
@@ -756,6 +764,7 @@ impl ResourceProvider for Egress {
         Ok(CreateResult {
             attributes: rule_id_attribute(std::slice::from_ref(&request.physical_id)),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 }

@@ -170,6 +170,7 @@ impl ResourceProvider for Vpc {
         Ok(CreateResult {
             attributes: attributes?,
             physical_id: id,
+            ..Default::default()
         })
     }
 
@@ -204,6 +205,7 @@ impl ResourceProvider for Vpc {
             physical_id: request.physical_id.clone(),
             replaced: false,
             attributes: vpc_attributes(&ec2, &what, &vpc).await?,
+            ..Default::default()
         })
     }
 
@@ -289,6 +291,7 @@ impl ResourceProvider for Vpc {
         Ok(CreateResult {
             attributes: vpc_attributes(&ec2, &what, &vpc).await?,
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 }
@@ -467,6 +470,7 @@ impl ResourceProvider for Subnet {
         Ok(CreateResult {
             attributes: subnet_attributes(&ec2, &what, &subnet).await?,
             physical_id: id,
+            ..Default::default()
         })
     }
 
@@ -500,6 +504,7 @@ impl ResourceProvider for Subnet {
             physical_id: request.physical_id.clone(),
             replaced: false,
             attributes: subnet_attributes(&ec2, &what, &subnet).await?,
+            ..Default::default()
         })
     }
 
@@ -564,6 +569,7 @@ impl ResourceProvider for Subnet {
         Ok(CreateResult {
             attributes: subnet_attributes(&ec2, &what, &subnet).await?,
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 }

@@ -167,6 +167,7 @@ impl ResourceProvider for EchoThing {
         Ok(CreateResult {
             attributes: attributes(&physical_id, &request.properties),
             physical_id,
+            ..Default::default()
         })
     }
 
@@ -197,6 +198,7 @@ impl ResourceProvider for EchoThing {
             attributes: attributes(&request.physical_id, &request.properties),
             physical_id: request.physical_id,
             replaced: false,
+            ..Default::default()
         })
     }
 
@@ -242,6 +244,7 @@ impl ResourceProvider for EchoThing {
         Ok(CreateResult {
             attributes: attributes(&request.physical_id, &found),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 
@@ -341,6 +344,7 @@ impl ResourceProvider for EchoFault {
         Ok(CreateResult {
             physical_id: format!("fault-{}", request.logical_id),
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -354,6 +358,7 @@ impl ResourceProvider for EchoFault {
             physical_id: request.physical_id,
             replaced: false,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 

@@ -62,6 +62,7 @@ impl ResourceProvider for EchoPair {
         Ok(CreateResult {
             physical_id: format!("{left}|{right}"),
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -75,6 +76,7 @@ impl ResourceProvider for EchoPair {
             physical_id: request.physical_id,
             replaced: false,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 

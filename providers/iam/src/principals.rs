@@ -189,6 +189,7 @@ impl ResourceProvider for InlinePolicy {
         Ok(CreateResult {
             physical_id: request.physical_id,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -213,6 +214,7 @@ impl ResourceProvider for InlinePolicy {
         Ok(CreateResult {
             physical_id: name,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -245,6 +247,7 @@ impl ResourceProvider for InlinePolicy {
             physical_id: name,
             replaced: false,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -423,6 +426,7 @@ impl ResourceProvider for ManagedPolicy {
                 .cloned()
                 .unwrap_or_default(),
             physical_id: arn,
+            ..Default::default()
         })
     }
 
@@ -489,6 +493,7 @@ impl ResourceProvider for ManagedPolicy {
                 .unwrap_or_default(),
             physical_id: arn,
             replaced: false,
+            ..Default::default()
         })
     }
 
@@ -592,6 +597,7 @@ impl ResourceProvider for ManagedPolicy {
                 .cloned()
                 .unwrap_or_default(),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 }
@@ -642,6 +648,7 @@ impl ResourceProvider for InstanceProfile {
         Ok(CreateResult {
             attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 
@@ -688,6 +695,7 @@ impl ResourceProvider for InstanceProfile {
         Ok(CreateResult {
             attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
             physical_id: name,
+            ..Default::default()
         })
     }
 
@@ -730,6 +738,7 @@ impl ResourceProvider for InstanceProfile {
             attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
             physical_id: request.physical_id,
             replaced: false,
+            ..Default::default()
         })
     }
 
@@ -839,6 +848,7 @@ impl ResourceProvider for User {
         Ok(CreateResult {
             attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
             physical_id: name,
+            ..Default::default()
         })
     }
 
@@ -869,6 +879,7 @@ impl ResourceProvider for User {
             attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
             physical_id: request.physical_id,
             replaced: false,
+            ..Default::default()
         })
     }
 
@@ -952,6 +963,7 @@ impl ResourceProvider for User {
         Ok(CreateResult {
             attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 }
@@ -1046,6 +1058,7 @@ impl ResourceProvider for Group {
         Ok(CreateResult {
             attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 
@@ -1086,6 +1099,7 @@ impl ResourceProvider for Group {
         Ok(CreateResult {
             attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
             physical_id: name,
+            ..Default::default()
         })
     }
 
@@ -1122,6 +1136,7 @@ impl ResourceProvider for Group {
             attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
             physical_id: name,
             replaced: false,
+            ..Default::default()
         })
     }
 
@@ -1214,6 +1229,7 @@ impl ResourceProvider for UserToGroupAddition {
         Ok(CreateResult {
             physical_id: request.physical_id,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -1236,6 +1252,7 @@ impl ResourceProvider for UserToGroupAddition {
         Ok(CreateResult {
             physical_id: group,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -1270,6 +1287,7 @@ impl ResourceProvider for UserToGroupAddition {
             physical_id: request.physical_id,
             replaced: false,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -1349,6 +1367,7 @@ impl ResourceProvider for AccessKey {
         Ok(CreateResult {
             physical_id: request.physical_id,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -1385,6 +1404,7 @@ impl ResourceProvider for AccessKey {
                 .cloned()
                 .unwrap_or_default(),
             physical_id: id,
+            ..Default::default()
         })
     }
 
@@ -1413,6 +1433,7 @@ impl ResourceProvider for AccessKey {
             physical_id: request.physical_id,
             replaced: false,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 

@@ -162,6 +162,7 @@ impl ResourceProvider for Role {
         Ok(CreateResult {
             attributes: attributes(role),
             physical_id: name,
+            ..Default::default()
         })
     }
 
@@ -262,6 +263,7 @@ impl ResourceProvider for Role {
             physical_id: name.to_string(),
             replaced: false,
             attributes,
+            ..Default::default()
         })
     }
 
@@ -419,6 +421,7 @@ impl ResourceProvider for Role {
         Ok(CreateResult {
             attributes: answer.role().map(attributes).unwrap_or_default(),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 }

@@ -117,6 +117,7 @@ impl ResourceProvider for EventInvokeConfig {
         Ok(CreateResult {
             physical_id: format!("{function}|{qualifier}"),
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -129,6 +130,7 @@ impl ResourceProvider for EventInvokeConfig {
         Ok(CreateResult {
             physical_id: put(ctx, &what, &request.properties).await?,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -143,6 +145,7 @@ impl ResourceProvider for EventInvokeConfig {
             physical_id: request.physical_id,
             replaced: false,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 

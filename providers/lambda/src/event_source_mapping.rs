@@ -82,6 +82,7 @@ impl ResourceProvider for EventSourceMapping {
         Ok(CreateResult {
             attributes: attributes(&request.physical_id, arn.as_deref()),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 
@@ -115,6 +116,7 @@ impl ResourceProvider for EventSourceMapping {
         Ok(CreateResult {
             attributes: attributes(&uuid, created.event_source_mapping_arn()),
             physical_id: uuid,
+            ..Default::default()
         })
     }
 
@@ -142,6 +144,7 @@ impl ResourceProvider for EventSourceMapping {
             attributes: attributes(&request.physical_id, updated.event_source_mapping_arn()),
             physical_id: request.physical_id,
             replaced: false,
+            ..Default::default()
         })
     }
 

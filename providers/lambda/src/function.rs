@@ -329,6 +329,7 @@ impl ResourceProvider for Function {
         Ok(CreateResult {
             attributes,
             physical_id: name,
+            ..Default::default()
         })
     }
 
@@ -420,6 +421,7 @@ impl ResourceProvider for Function {
             attributes: arn_of(&lambda, &what, name).await?,
             physical_id: name.to_string(),
             replaced: false,
+            ..Default::default()
         })
     }
 
@@ -503,6 +505,7 @@ impl ResourceProvider for Function {
         Ok(CreateResult {
             attributes,
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 }

@@ -78,6 +78,7 @@ impl ResourceProvider for LayerVersion {
         Ok(CreateResult {
             physical_id: request.physical_id,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -145,6 +146,7 @@ impl ResourceProvider for LayerVersion {
                 .unwrap_or_default()
                 .to_string(),
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -159,6 +161,7 @@ impl ResourceProvider for LayerVersion {
             physical_id: request.physical_id,
             replaced: false,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 

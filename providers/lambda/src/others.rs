@@ -95,6 +95,7 @@ impl ResourceProvider for Permission {
         Ok(CreateResult {
             physical_id: request.physical_id,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -128,6 +129,7 @@ impl ResourceProvider for Permission {
         Ok(CreateResult {
             physical_id: statement,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -240,6 +242,7 @@ impl ResourceProvider for Url {
         Ok(CreateResult {
             physical_id: request.physical_id,
             attributes: attributes.as_object().cloned().unwrap_or_default(),
+            ..Default::default()
         })
     }
 
@@ -272,6 +275,7 @@ impl ResourceProvider for Url {
         Ok(CreateResult {
             physical_id: created.function_arn().to_string(),
             attributes: attributes.as_object().cloned().unwrap_or_default(),
+            ..Default::default()
         })
     }
 
@@ -301,6 +305,7 @@ impl ResourceProvider for Url {
             physical_id: request.physical_id,
             replaced: false,
             attributes: attributes.as_object().cloned().unwrap_or_default(),
+            ..Default::default()
         })
     }
 
@@ -376,6 +381,7 @@ impl ResourceProvider for Version {
                 .as_object()
                 .cloned()
                 .unwrap_or_default(),
+            ..Default::default()
         })
     }
 
@@ -402,6 +408,7 @@ impl ResourceProvider for Version {
                 .as_object()
                 .cloned()
                 .unwrap_or_default(),
+            ..Default::default()
         })
     }
 
@@ -490,6 +497,7 @@ impl ResourceProvider for Alias {
         Ok(CreateResult {
             physical_id: request.physical_id,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -513,6 +521,7 @@ impl ResourceProvider for Alias {
         Ok(CreateResult {
             physical_id: created.alias_arn().unwrap_or_default().to_string(),
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -537,6 +546,7 @@ impl ResourceProvider for Alias {
             physical_id: request.physical_id,
             replaced: false,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 

@@ -618,6 +618,7 @@ impl ResourceProvider for Bucket {
         Ok(CreateResult {
             attributes: attributes(&name, ctx.region()),
             physical_id: name,
+            ..Default::default()
         })
     }
 
@@ -645,6 +646,7 @@ impl ResourceProvider for Bucket {
             attributes: attributes(&request.physical_id, ctx.region()),
             physical_id: request.physical_id,
             replaced: false,
+            ..Default::default()
         })
     }
 
@@ -787,6 +789,7 @@ impl ResourceProvider for Bucket {
         Ok(CreateResult {
             attributes: attributes(&request.physical_id, ctx.region()),
             physical_id: request.physical_id,
+            ..Default::default()
         })
     }
 

@@ -63,6 +63,7 @@ impl ResourceProvider for BucketPolicy {
         Ok(CreateResult {
             physical_id: bucket,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -76,6 +77,7 @@ impl ResourceProvider for BucketPolicy {
             physical_id: bucket,
             replaced: false,
             attributes: Map::new(),
+            ..Default::default()
         })
     }
 
@@ -164,6 +166,7 @@ impl ResourceProvider for BucketPolicy {
             Some(_) => Ok(CreateResult {
                 physical_id: request.physical_id,
                 attributes: Map::new(),
+                ..Default::default()
             }),
             None => Err(ProviderError::new(
                 ErrorKind::NOT_FOUND,
