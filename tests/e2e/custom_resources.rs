@@ -285,3 +285,47 @@ fn a_no_echo_response_reaches_its_consumer_but_never_state() {
     assert_eq!(world.parameter(&consumer), json!("hello!"));
     world.cdkd(&["destroy", "-a", &world.app(), "-f"]).success();
 }
+
+#[test]
+fn the_provider_framework_and_a_vpcs_default_group_restriction_run_their_handlers() {
+    let world = World::of("framework", &["bootstrap"]);
+    let run = world.deploy();
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let state = world
+        .cdkd(&["state", "show", "FrameworkStack", "--json"])
+        .json()["state"]
+        .clone();
+    // The provider framework's onEvent (aws-cdk-lib's asset) called the user function and
+    // answered with its Data.
+    let greeter = &state["resources"]["Greeter"];
+    assert_eq!(greeter["physicalId"], json!("greeter-cdkd"), "{state}");
+    assert_eq!(greeter["attributes"]["Greeting"], json!("hi cdkd"));
+    assert_eq!(state["outputs"]["Greeting"], json!("hi cdkd"));
+    let param = state["resources"]["GreetingParam3E268858"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(world.parameter(&param), json!("hi cdkd"));
+    // The VPC's default security group lost its rules to the handler.
+    let vpc = state["resources"]["NetDBED6B57"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let rules = Emulator::shared().boto(&format!(
+        "[(len(g['IpPermissions']), len(g['IpPermissionsEgress'])) for g in c('ec2').describe_security_groups(Filters=[{{'Name': 'vpc-id', 'Values': ['{vpc}']}}, {{'Name': 'group-name', 'Values': ['default']}}])['SecurityGroups']]"
+    ));
+    assert_eq!(rules, json!([[0, 0]]), "the default group still has rules");
+    assert_eq!(world.placeholders(), json!([]));
+    let destroyed = world.cdkd(&["destroy", "-a", &world.app(), "-f"]);
+    assert_eq!(
+        destroyed.code,
+        Some(0),
+        "{}\n{}",
+        destroyed.stdout,
+        destroyed.stderr
+    );
+    let left = Emulator::shared().boto(&format!(
+        "[v['VpcId'] for v in c('ec2').describe_vpcs()['Vpcs'] if v['VpcId'] == '{vpc}']"
+    ));
+    assert_eq!(left, json!([]));
+}
