@@ -287,7 +287,7 @@ fn a_no_echo_response_reaches_its_consumer_but_never_state() {
 }
 
 #[test]
-fn the_provider_framework_and_a_vpcs_default_group_restriction_run_their_handlers() {
+fn aws_cdk_libs_own_custom_resources_run_their_real_handlers() {
     let world = World::of("framework", &["bootstrap"]);
     let run = world.deploy();
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
@@ -315,6 +315,22 @@ fn the_provider_framework_and_a_vpcs_default_group_restriction_run_their_handler
         "[(len(g['IpPermissions']), len(g['IpPermissionsEgress'])) for g in c('ec2').describe_security_groups(Filters=[{{'Name': 'vpc-id', 'Values': ['{vpc}']}}, {{'Name': 'group-name', 'Values': ['default']}}])['SecurityGroups']]"
     ));
     assert_eq!(rules, json!([[0, 0]]), "the default group still has rules");
+    // AwsCustomResource (Custom::AWS) made its SDK call and exposed the response field.
+    assert_eq!(state["outputs"]["Looked"], json!("from ssm"), "{state}");
+    // logRetention (Custom::LogRetention) set the function's log group retention.
+    let function = state["resources"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(id, _)| {
+            id.starts_with("Retained") && !id.contains("Role") && !id.contains("LogRetention")
+        })
+        .map(|(_, r)| r["physicalId"].as_str().unwrap().to_string())
+        .unwrap();
+    let retention = Emulator::shared().boto(&format!(
+        "[g.get('retentionInDays') for g in c('logs').describe_log_groups(logGroupNamePrefix='/aws/lambda/{function}')['logGroups']]"
+    ));
+    assert_eq!(retention, json!([7]), "log group of {function}");
     assert_eq!(world.placeholders(), json!([]));
     let destroyed = world.cdkd(&["destroy", "-a", &world.app(), "-f"]);
     assert_eq!(
