@@ -345,3 +345,29 @@ fn aws_cdk_libs_own_custom_resources_run_their_real_handlers() {
     ));
     assert_eq!(left, json!([]));
 }
+
+#[test]
+fn an_sns_backed_custom_resource_is_answered_by_its_topics_subscriber() {
+    let world = World::of("snsbacked", &["bootstrap", "--no-assets"]);
+    let run = world.deploy();
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let state = world
+        .cdkd(&["state", "show", "SnsBackedStack", "--json"])
+        .json()["state"]
+        .clone();
+    assert_eq!(
+        state["resources"]["ViaTopic"]["physicalId"],
+        json!("topic-sns")
+    );
+    assert_eq!(state["outputs"]["Echo"], json!("Create sns"), "{state}");
+    assert_eq!(world.placeholders(), json!([]));
+    let destroyed = world.cdkd(&["destroy", "-a", &world.app(), "-f"]);
+    assert_eq!(
+        destroyed.code,
+        Some(0),
+        "{}\n{}",
+        destroyed.stdout,
+        destroyed.stderr
+    );
+    assert_eq!(world.placeholders(), json!([]));
+}

@@ -298,8 +298,53 @@ def _required(body, key):
     return value
 
 
+class _SnsSubscription:
+    """`AWS::SNS::Subscription`, which moto's CloudFormation has no model for: subscribe on
+    create, unsubscribe on delete; the identifier (and `Ref`) is the subscription ARN."""
+
+    def __init__(self, arn, account_id, region):
+        self.physical_resource_id = arn
+        self._account_id, self._region = account_id, region
+
+    @staticmethod
+    def has_cfn_attr(attribute):
+        return attribute == "Arn"
+
+    def get_cfn_attribute(self, attribute):
+        if attribute == "Arn":
+            return self.physical_resource_id
+        raise KeyError(attribute)
+
+    @classmethod
+    def create_from_cloudformation_json(cls, _name, json, account_id, region, **_kw):
+        from moto.sns.models import sns_backends
+        properties = json["Properties"]
+        backend = sns_backends[account_id][properties.get("Region") or region]
+        subscription = backend.subscribe(
+            properties["TopicArn"], properties["Endpoint"], properties["Protocol"]
+        )
+        if properties.get("FilterPolicy"):
+            import json as _json
+            backend.set_subscription_attributes(
+                subscription.arn, "FilterPolicy", _json.dumps(properties["FilterPolicy"])
+            )
+        return cls(subscription.arn, account_id, region)
+
+    def delete(self, account_id, region):
+        from moto.sns.models import sns_backends
+        sns_backends[account_id][self._region].unsubscribe(self.physical_resource_id)
+
+    @staticmethod
+    def update_from_cloudformation_json(**_kw):
+        raise _Failure("NotUpdatable", "the emulator cannot update AWS::SNS::Subscription")
+
+
+# Types moto's CloudFormation has no model for, modelled here.
+EXTRA_MODELS = {"AWS::SNS::Subscription": _SnsSubscription}
+
+
 def _model_class(type_name):
-    model_class = parsing.resource_class_from_type(type_name)
+    model_class = EXTRA_MODELS.get(type_name) or parsing.resource_class_from_type(type_name)
     if model_class is None:
         raise ApiError("TypeNotFoundException", f"the emulator has no model for {type_name}")
     return model_class

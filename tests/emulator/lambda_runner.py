@@ -26,6 +26,11 @@ for a `nodejs*` or `python3*` function with a zip package:
 Other runtimes (java, dotnet, provided, go, ruby) and image packages keep moto's answer; a line
 on stderr says so.
 
+`patch_moto_sns_delivery(runner)` (called by server.py) makes SNS deliver a message published to a
+topic with a `lambda` subscription as SNS does: an `Event` invocation of the endpoint function
+(qualifier too) with SNS's `{"Records": [{"EventSource": "aws:sns", …, "Sns": {…}}]}` event,
+started in the background, so the Publish neither waits for the handler nor fails with it.
+
 `patch_moto_inline_code()` (called by server.py) makes CloudFormation's inline `Code.ZipFile`
 source (Cloud Control and moto's CloudFormation create functions through moto's CloudFormation
 model) into the package CloudFormation makes: `index.js` plus the `cfn-response` module for
@@ -162,12 +167,7 @@ class LambdaRunner:
         endpoint = self.endpoint or f"http://127.0.0.1:{environ.get('SERVER_PORT')}"
         args = (fn, backend, kind, event, request_id, invoked_arn, endpoint)
         if invocation_type == "Event":
-            def background():
-                outcome = self.invoke(*args)
-                if outcome.function_error:
-                    log(f"{fn.function_name}: asynchronous invocation {request_id} failed: "
-                        f"{outcome.payload[:500].decode('utf-8', 'replace')}")
-            threading.Thread(target=background, name=f"lambda-{request_id}", daemon=True).start()
+            self.invoke_in_background(*args)
             return self._answer(start_response, "202 Accepted", {"x-amzn-RequestId": request_id}, b"")
         outcome = self.invoke(*args)
         headers = {
@@ -181,6 +181,73 @@ class LambdaRunner:
             tail = outcome.log_text.encode("utf-8", "replace")[-LOG_TAIL_BYTES:]
             headers["X-Amz-Log-Result"] = base64.b64encode(tail).decode()
         return self._answer(start_response, "200 OK", headers, outcome.payload)
+
+    def invoke_in_background(self, fn, backend, kind, event, request_id, invoked_arn, endpoint, source=""):
+        """An `Event` invocation: runs the handler on its own thread; a failure is only logged."""
+        def background():
+            try:
+                outcome = self.invoke(fn, backend, kind, event, request_id, invoked_arn, endpoint)
+            except Exception as err:  # invoke never raises; a thread must not die silently either
+                log(f"{fn.function_name}: asynchronous invocation {request_id}{source} failed: {err!r}")
+                return
+            if outcome.function_error:
+                log(f"{fn.function_name}: asynchronous invocation {request_id}{source} failed: "
+                    f"{outcome.payload[:500].decode('utf-8', 'replace')}")
+        threading.Thread(target=background, name=f"lambda-{request_id}", daemon=True).start()
+
+    # -- SNS ----------------------------------------------------------------------------------
+
+    def deliver_sns(self, subscription, message, message_id, subject, message_attributes):
+        """Delivers one SNS notification to a `lambda` subscription, as SNS does: an `Event`
+        (asynchronous) invocation of the endpoint function with SNS's event. Never raises:
+        what goes wrong is logged, and the Publish succeeds as it does on AWS."""
+        arn = subscription.endpoint or ""
+        parts = arn.split(":")
+        if len(parts) not in (7, 8) or parts[2] != "lambda" or parts[5] != "function":
+            log(f"SNS subscription {subscription.arn}: endpoint {arn!r} is not a function ARN; not delivered")
+            return
+        region, account, name = parts[3], parts[4] or subscription.account_id, parts[6]
+        qualifier = parts[7] if len(parts) == 8 else None
+        from moto.awslambda.utils import get_backend
+
+        try:
+            backend = get_backend(account, region)
+            fn = backend.get_function(name, qualifier)
+        except Exception as err:
+            log(f"SNS subscription {subscription.arn}: function {arn} not found ({err}); not delivered")
+            return
+        kind = runtime_kind(fn)
+        if kind is None or not getattr(fn, "code_bytes", b""):
+            log(f"{fn.function_name}: runtime {fn.run_time or fn.package_type} is not run by the emulator "
+                f"(only nodejs* and python3* zip functions are); SNS message {message_id} not delivered")
+            return
+        if not self.endpoint:
+            log(f"{fn.function_name}: the emulator's endpoint is unknown; SNS message {message_id} not delivered")
+            return
+        now = datetime.datetime.now(datetime.timezone.utc)
+        event = {"Records": [{
+            "EventSource": "aws:sns",
+            "EventVersion": "1.0",
+            "EventSubscriptionArn": subscription.arn,
+            "Sns": {
+                "Type": "Notification",
+                "MessageId": message_id,
+                "TopicArn": subscription.topic.arn,
+                "Subject": subject,  # null when the Publish had none, as on AWS
+                "Message": message,
+                "Timestamp": now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z",
+                "SignatureVersion": "1",
+                "Signature": "EXAMPLE",
+                "SigningCertUrl": "EXAMPLE",
+                "UnsubscribeUrl": "EXAMPLE",
+                # moto keeps them as SNS forwards them: {"Type": "String", "Value": "…"}
+                "MessageAttributes": {key: {"Type": value["Type"], "Value": value["Value"]}
+                                      for key, value in (message_attributes or {}).items()},
+            },
+        }]}
+        request_id = str(uuid.uuid4())
+        self.invoke_in_background(fn, backend, kind, event, request_id, arn, self.endpoint,
+                                  source=f" (SNS message {message_id})")
 
     @staticmethod
     def _answer(start_response, status, headers, body):
@@ -600,3 +667,41 @@ def patch_moto_inline_code():
     LambdaFunction._create_zipfile_from_plaintext_code = staticmethod(plaintext_zip)
     LambdaFunction.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)
     LambdaFunction.update_from_cloudformation_json = classmethod(update_from_cloudformation_json)
+
+
+# -- SNS to Lambda ------------------------------------------------------------------------------
+
+
+def patch_moto_sns_delivery(runner):
+    """Makes moto's SNS deliver to `lambda` subscriptions through `runner`.
+
+    moto's `Subscription.publish` hands a `lambda` subscription's message to the Lambda
+    backend's `send_sns_message`, which builds a fixed sample event (example ARNs and message
+    id, test attributes) and runs it synchronously in Docker (here: an error in the log). The
+    patched `publish` keeps moto's filter policy and `MessageStructure: json` handling, then
+    starts an asynchronous invocation with SNS's event and returns at once. Every other protocol
+    (sqs, http/https, email, sms, application) is moto's, unchanged."""
+    from moto.sns.models import Subscription
+
+    # moto's own publish, kept once: a second patch (another Emulator) only changes the runner.
+    moto_publish = Subscription.__dict__.get("_moto_publish") or Subscription.publish
+    Subscription._moto_publish = moto_publish
+
+    def publish(self, message, message_id, subject=None, message_attributes=None, group_id=None,
+                deduplication_id=None, message_structure=None):
+        if self.protocol != "lambda":
+            return moto_publish(self, message, message_id, subject=subject, message_attributes=message_attributes,
+                                group_id=group_id, deduplication_id=deduplication_id,
+                                message_structure=message_structure)
+        if self._filter_policy_matcher is not None and not self._filter_policy_matcher.matches(
+                message_attributes, message):
+            return None
+        if message_structure == "json":
+            message = self._parse_message_structure(message, self.protocol)  # as moto: "lambda" or "default"
+        try:
+            runner.deliver_sns(self, message, message_id, subject, message_attributes)
+        except Exception as err:  # a delivery problem never fails the Publish
+            log(f"SNS subscription {self.arn}: delivery failed: {err!r}")
+        return None
+
+    Subscription.publish = publish

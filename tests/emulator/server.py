@@ -16,7 +16,8 @@ SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
 - bucket-policy statements with a `Condition` are not enforced (moto would deny every call);
 - S3 mutations run one at a time, so conditional writes are atomic as they are on AWS;
 - Lambda `Invoke` runs the function's real handler code (nodejs* and python3* zip functions,
-  see lambda_runner.py); other runtimes get moto's canned answer (moto's Docker execution is off).
+  see lambda_runner.py); other runtimes get moto's canned answer (moto's Docker execution is off);
+- SNS delivers to `lambda` subscriptions through the same runner, asynchronously.
 
 Run: python server.py --port 0 --endpoint-file FILE   (port 0 picks a free port)
 """
@@ -46,7 +47,7 @@ from moto.moto_server.werkzeug_app import (  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cloudcontrol import ApiError, CloudControl  # noqa: E402
-from lambda_runner import LambdaRunner, patch_moto_inline_code  # noqa: E402
+from lambda_runner import LambdaRunner, patch_moto_inline_code, patch_moto_sns_delivery  # noqa: E402
 from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402
 
@@ -161,6 +162,8 @@ class Emulator:
         # running S3 mutations one at a time.
         self.s3_writes = threading.Lock()
         self.lambda_runner = LambdaRunner()
+        # SNS `lambda` subscriptions are delivered through the runner (asynchronously).
+        patch_moto_sns_delivery(self.lambda_runner)
 
     # -- WSGI -------------------------------------------------------------------------------
 

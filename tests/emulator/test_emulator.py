@@ -822,3 +822,157 @@ def test_invocations_run_concurrently(emulator):
         results = list(pool.map(lambda i: _invoke(emulator.client("lambda"), "napper", {"i": i})[1], range(4)))
     assert results == [0, 1, 2, 3]
     assert time.monotonic() - started < 3.5  # one at a time would take 4 s and more
+
+
+# -- SNS delivers to Lambda subscriptions through the runner ---------------------------------------
+
+SNS_NODE_HANDLER = """
+    const { SSMClient, PutParameterCommand } = require('@aws-sdk/client-ssm');
+    exports.handler = async (event, context) => {
+      const record = event.Records[0];
+      await new SSMClient({}).send(new PutParameterCommand({
+        Name: process.env.PARAMETER, Type: 'String', Overwrite: true, Value: record.Sns.Message }));
+      await new SSMClient({}).send(new PutParameterCommand({
+        Name: process.env.PARAMETER + '-event', Type: 'String', Overwrite: true,
+        Value: JSON.stringify({ event, invokedArn: context.invokedFunctionArn }) }));
+    };
+"""
+
+SNS_PYTHON_HANDLER = """
+import json
+import os
+import boto3
+
+def handler(event, context):
+    ssm = boto3.client("ssm")
+    ssm.put_parameter(Name=os.environ["PARAMETER"], Type="String", Overwrite=True,
+                      Value=event["Records"][0]["Sns"]["Message"])
+    ssm.put_parameter(Name=os.environ["PARAMETER"] + "-event", Type="String", Overwrite=True,
+                      Value=json.dumps({"event": event, "invokedArn": context.invoked_function_arn}))
+"""
+
+
+def _parameter(ssm, name, timeout=15):
+    """The parameter's value once it exists (bounded wait: the delivery is asynchronous)."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            return ssm.get_parameter(Name=name)["Parameter"]["Value"]
+        except ssm.exceptions.ParameterNotFound:
+            assert time.time() < deadline, f"{name} was not written within {timeout} s"
+            time.sleep(0.1)
+
+
+def _sns_subscribed_function(emulator, name, files, runtime, handler, parameter, topic_name):
+    aws_lambda = _function(emulator, name, files, runtime=runtime, handler=handler, Timeout=30,
+                           Environment={"Variables": {"PARAMETER": parameter}})
+    function_arn = aws_lambda.get_function(FunctionName=name)["Configuration"]["FunctionArn"]
+    sns = emulator.client("sns")
+    topic = sns.create_topic(Name=topic_name)["TopicArn"]
+    subscription = sns.subscribe(TopicArn=topic, Protocol="lambda", Endpoint=function_arn)["SubscriptionArn"]
+    return sns, topic, subscription, function_arn
+
+
+@pytest.mark.parametrize("runtime, handler, files", [
+    ("nodejs20.x", "index.handler", {"index.js": SNS_NODE_HANDLER}),
+    ("python3.12", "index.handler", {"index.py": SNS_PYTHON_HANDLER}),
+], ids=["nodejs", "python"])
+def test_sns_delivers_a_published_message_to_a_lambda_subscription(emulator, runtime, handler, files):
+    name = f"sns-{runtime.replace('.', '-')}"
+    parameter = f"/sns/{name}"
+    sns, topic, subscription, function_arn = _sns_subscribed_function(
+        emulator, name, files, runtime, handler, parameter, f"topic-{name}")
+    message = json.dumps({"RequestType": "Create", "ResponseURL": "http://127.0.0.1/x", "n": 1})
+    started = time.monotonic()
+    published = sns.publish(TopicArn=topic, Message=message, Subject="custom resource",
+                            MessageAttributes={"kind": {"DataType": "String", "StringValue": "test"}})
+    assert time.monotonic() - started < 2  # Publish does not wait for the handler
+    ssm = emulator.client("ssm")
+    assert _parameter(ssm, parameter) == message
+    seen = json.loads(_parameter(ssm, parameter + "-event"))
+    assert seen["invokedArn"] == function_arn
+    [record] = seen["event"]["Records"]
+    assert record["EventSource"] == "aws:sns" and record["EventVersion"] == "1.0"
+    assert record["EventSubscriptionArn"] == subscription
+    notification = record["Sns"]
+    assert notification["Type"] == "Notification" and notification["MessageId"] == published["MessageId"]
+    assert notification["TopicArn"] == topic and notification["Subject"] == "custom resource"
+    assert notification["Message"] == message
+    assert notification["MessageAttributes"] == {"kind": {"Type": "String", "Value": "test"}}
+    assert notification["SignatureVersion"] == "1" and notification["Timestamp"].endswith("Z")
+
+    # The handler's run is the function's: its log lines are in its CloudWatch Logs group.
+    logs = emulator.client("logs")
+    streams = logs.describe_log_streams(logGroupName=f"/aws/lambda/{name}")["logStreams"]
+    assert streams
+
+
+def test_sns_lambda_delivery_is_asynchronous_and_never_fails_the_publish(emulator):
+    sns, topic, _, _ = _sns_subscribed_function(emulator, "sns-slow", {"index.js": """
+        const { SSMClient, PutParameterCommand } = require('@aws-sdk/client-ssm');
+        exports.handler = async (event) => {
+          const message = event.Records[0].Sns.Message;
+          if (message === 'fail') throw new Error('the handler failed');
+          await new Promise((resolve) => setTimeout(resolve, 2000));
+          await new SSMClient({}).send(new PutParameterCommand({
+            Name: process.env.PARAMETER, Type: 'String', Overwrite: true, Value: message }));
+        };
+    """}, "nodejs20.x", "index.handler", "/sns/slow", "topic-slow")
+    # A subscription to a function that does not exist, one of a runtime the emulator does not
+    # run, and an SQS subscription on the same topic: only logged, and SQS still gets its copy.
+    sns.subscribe(TopicArn=topic, Protocol="lambda",
+                  Endpoint="arn:aws:lambda:us-east-1:123456789012:function:no-such-function")
+    java = _function(emulator, "sns-java", {"x.txt": "not run"}, runtime="java21", handler="a.B::handle")
+    sns.subscribe(TopicArn=topic, Protocol="lambda",
+                  Endpoint=java.get_function(FunctionName="sns-java")["Configuration"]["FunctionArn"])
+    sqs = emulator.client("sqs")
+    queue = sqs.create_queue(QueueName="sns-copy")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+
+    assert sns.publish(TopicArn=topic, Message="fail")["MessageId"]
+    started = time.monotonic()
+    sns.publish(TopicArn=topic, Message="slow but delivered")
+    assert time.monotonic() - started < 1.5  # the handler sleeps 2 s: Publish did not wait
+    ssm = emulator.client("ssm")
+    with pytest.raises(ssm.exceptions.ParameterNotFound):
+        ssm.get_parameter(Name="/sns/slow")
+    assert _parameter(ssm, "/sns/slow") == "slow but delivered"
+    received = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]
+    assert sorted(json.loads(m["Body"])["Message"] for m in received) == ["fail", "slow but delivered"]
+
+
+def test_sns_filter_policy_and_message_structure_apply_to_lambda_subscriptions(emulator):
+    sns, topic, subscription, _ = _sns_subscribed_function(
+        emulator, "sns-filtered", {"index.py": SNS_PYTHON_HANDLER}, "python3.12", "index.handler",
+        "/sns/filtered", "topic-filtered")
+    sns.set_subscription_attributes(SubscriptionArn=subscription, AttributeName="FilterPolicy",
+                                    AttributeValue=json.dumps({"kind": ["wanted"]}))
+    sns.publish(TopicArn=topic, Message="filtered out",
+                MessageAttributes={"kind": {"DataType": "String", "StringValue": "other"}})
+    sns.publish(TopicArn=topic, MessageStructure="json",
+                Message=json.dumps({"default": "the default", "lambda": "for lambda"}),
+                MessageAttributes={"kind": {"DataType": "String", "StringValue": "wanted"}})
+    ssm = emulator.client("ssm")
+    assert _parameter(ssm, "/sns/filtered") == "for lambda"
+    time.sleep(1)  # the filtered-out message, published first, would have been handled by now
+    # One invocation only (each writes its own log stream), the one the filter policy let through.
+    logs = emulator.client("logs")
+    assert len(logs.describe_log_streams(logGroupName="/aws/lambda/sns-filtered")["logStreams"]) == 1
+    assert ssm.get_parameter(Name="/sns/filtered")["Parameter"]["Value"] == "for lambda"
+
+
+def test_an_sns_subscription_is_made_and_removed_through_cloud_control(emulator):
+    # moto's CloudFormation has no model for it; the emulator subscribes and unsubscribes.
+    cc, sns = emulator.client("cloudcontrol"), emulator.client("sns")
+    topic = sns.create_topic(Name="subscribed")["TopicArn"]
+    queue = emulator.client("sqs").create_queue(QueueName="subscriber")["QueueUrl"]
+    endpoint = f"arn:aws:sqs:us-east-1:123456789012:subscriber"
+    done = create(cc, "AWS::SNS::Subscription", {"TopicArn": topic, "Protocol": "sqs", "Endpoint": endpoint})
+    assert done["OperationStatus"] == "SUCCESS", done
+    listed = sns.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]
+    assert [s["SubscriptionArn"] for s in listed] == [done["Identifier"]]
+    deleted = wait(cc, cc.delete_resource(TypeName="AWS::SNS::Subscription", Identifier=done["Identifier"])["ProgressEvent"])
+    assert deleted["OperationStatus"] == "SUCCESS", deleted
+    assert sns.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"] == []
+    assert queue

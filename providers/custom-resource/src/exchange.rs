@@ -70,6 +70,7 @@ pub struct Exchange<'a> {
     bucket: StateBucketRef,
     s3: aws_sdk_s3::Client,
     lambda: aws_sdk_lambda::Client,
+    sns: aws_sdk_sns::Client,
 }
 
 /// Whether an error says the handler's function no longer exists.
@@ -104,7 +105,13 @@ impl<'a> Exchange<'a> {
                 .retry_partition(cdkd_aws_common::retry_partition("cdkd-lambda"))
                 .build(),
         );
+        let sns = aws_sdk_sns::Client::from_conf(
+            aws_sdk_sns::config::Builder::from(&config)
+                .retry_partition(cdkd_aws_common::retry_partition("cdkd-sns"))
+                .build(),
+        );
         Ok(Exchange {
+            sns,
             ctx,
             logical_id: logical_id.to_string(),
             stack: stack.to_string(),
@@ -163,7 +170,7 @@ impl<'a> Exchange<'a> {
         properties: &Map<String, Value>,
         old_properties: Option<&Map<String, Value>>,
         physical_id: Option<&str>,
-        function: &FunctionArn,
+        function: &Handler,
         request_id: &str,
         key: &str,
     ) -> Result<Response, ProviderError> {
@@ -202,6 +209,23 @@ impl<'a> Exchange<'a> {
         }
         if let Some(id) = physical_id {
             event["PhysicalResourceId"] = json!(id);
+        }
+        if function.topic {
+            // CloudFormation publishes the same request; the subscriber answers through the URL.
+            self.sns
+                .publish()
+                .topic_arn(&function.arn)
+                .message(event.to_string())
+                .send()
+                .await
+                .map_err(|err| {
+                    aws_error(
+                        &format!("{what}: publishing to its topic {}", function.arn),
+                        err,
+                    )
+                })?;
+            let answer = self.await_response(key, "").await?;
+            return read_response(&what, request_type, physical_id, &answer, "");
         }
         let invoked = self
             .lambda
@@ -356,18 +380,17 @@ impl<'a> Exchange<'a> {
     }
 }
 
-/// A Lambda function ARN, split.
+/// Where a custom resource's requests go: a Lambda function, or an SNS topic whose
+/// subscriber answers through the ResponseURL.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FunctionArn {
+pub struct Handler {
     arn: String,
     partition: String,
     account: String,
+    topic: bool,
 }
 
-fn service_token(
-    what: &str,
-    properties: &Map<String, Value>,
-) -> Result<FunctionArn, ProviderError> {
+fn service_token(what: &str, properties: &Map<String, Value>) -> Result<Handler, ProviderError> {
     let token = properties
         .get("ServiceToken")
         .and_then(Value::as_str)
@@ -378,16 +401,20 @@ fn service_token(
         })?;
     let parts: Vec<&str> = token.split(':').collect();
     match parts.as_slice() {
-        ["arn", partition, "lambda", _region, account, "function", _name, ..] => Ok(FunctionArn {
+        ["arn", partition, "lambda", _region, account, "function", _name, ..] => Ok(Handler {
             arn: token.to_string(),
             partition: partition.to_string(),
             account: account.to_string(),
+            topic: false,
         }),
-        ["arn", _, "sns", ..] => Err(ProviderError::unsupported(format!(
-            "{what}: ServiceToken {token} is an SNS topic; cdkd runs Lambda-backed custom resources only for now"
-        ))),
+        ["arn", partition, "sns", _region, account, _topic] => Ok(Handler {
+            arn: token.to_string(),
+            partition: partition.to_string(),
+            account: account.to_string(),
+            topic: true,
+        }),
         _ => Err(ProviderError::validation(format!(
-            "{what}: ServiceToken {token} is not a Lambda function ARN (arn:aws:lambda:<region>:<account>:function:<name>)"
+            "{what}: ServiceToken {token} is neither a Lambda function ARN (arn:aws:lambda:<region>:<account>:function:<name>) nor an SNS topic ARN (arn:aws:sns:<region>:<account>:<topic>)"
         ))),
     }
 }
@@ -531,10 +558,13 @@ mod tests {
             "C",
             &props(json!({"ServiceToken": "arn:aws:sns:us-east-1:123456789012:t"})),
         )
-        .unwrap_err();
-        assert_eq!(sns.kind, ErrorKind::UNSUPPORTED);
+        .unwrap();
+        assert!(sns.topic);
         let junk = service_token("C", &props(json!({"ServiceToken": "nope"}))).unwrap_err();
-        assert!(junk.message.contains("not a Lambda function ARN"), "{junk}");
+        assert!(
+            junk.message.contains("neither a Lambda function ARN"),
+            "{junk}"
+        );
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! A response with `NoEcho: true` marks every `Data` value sensitive: consumers get it within the
 //! run, cdkd records `***` (the state spec's `NoEcho` section).
 //!
-//! Not for: SNS-backed custom resources (refused with a clear error; docs/custom-resources.md).
+//! An SNS-backed custom resource (`ServiceToken` a topic ARN) gets the same request published
+//! to its topic; its subscriber answers through the ResponseURL.
 
 mod exchange;
 
