@@ -371,3 +371,40 @@ fn an_sns_backed_custom_resource_is_answered_by_its_topics_subscriber() {
     );
     assert_eq!(world.placeholders(), json!([]));
 }
+
+#[test]
+fn a_no_echo_value_crosses_stacks_only_within_one_run() {
+    let world = World::of("noecho", &["bootstrap", "--no-assets"]);
+    let run = world.cdkd(&["deploy", "-a", &world.app(), "--all"]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let consumer = world
+        .cdkd(&["state", "show", "NoEchoConsumer", "--json"])
+        .json()["state"]
+        .clone();
+    let copy = consumer["resources"]["Copy1ED8A51E"].clone();
+    // The consumer got the plaintext from the producer deployed earlier in the same run...
+    let name = copy["physicalId"].as_str().unwrap().to_string();
+    assert_eq!(world.parameter(&name), json!("classified!"));
+    // ...and masks it in its own record; the producer's export is the mask too.
+    assert_eq!(copy["properties"]["Value"], json!("***"), "{consumer}");
+    let producer = world
+        .cdkd(&["state", "show", "NoEchoProducer", "--json"])
+        .json()["state"]
+        .clone();
+    assert_eq!(
+        producer["outputs"]["ExportsOutputFnGetAttSecretEchoC9389C67"],
+        json!("***")
+    );
+    // The consumer alone, needing to write the value again, is refused with the remedy.
+    let path = world.assembly.path().join("NoEchoConsumer.template.json");
+    let mut template: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    template["Resources"]["Copy1ED8A51E"]["Properties"]["Description"] = json!("changed");
+    std::fs::write(&path, serde_json::to_vec_pretty(&template).unwrap()).unwrap();
+    let refused = world.cdkd(&["deploy", "-a", &world.app(), "NoEchoConsumer"]);
+    assert_eq!(refused.code, Some(1));
+    let all = format!("{}{}", refused.stdout, refused.stderr);
+    assert!(all.contains("is a NoEcho secret"), "{all}");
+    world
+        .cdkd(&["destroy", "-a", &world.app(), "--all", "-f"])
+        .success();
+}

@@ -217,11 +217,14 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
                 };
                 // Producers this stack reads from finished before it started.
                 let view = snapshot.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                let state = engine.deploy(&input, &view, options).await?;
-                snapshot
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .update(state);
+                let deployed = engine.deploy(&input, &view, options).await?;
+                let mut shared = snapshot.lock().unwrap_or_else(|e| e.into_inner());
+                shared.keep_secret_outputs(
+                    &input.context.stack_name,
+                    &input.context.region,
+                    deployed.secret_outputs,
+                );
+                shared.update(deployed.state);
                 anyhow::Ok(())
             };
             run.await.map_err(|err| format!("{err:#}"))

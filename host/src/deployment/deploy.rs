@@ -217,6 +217,26 @@ struct LiveEnvironment<'a> {
     for_outputs: bool,
 }
 
+impl LiveEnvironment<'_> {
+    /// Another stack's output as this stack may send it: a masked (`NoEcho`) value is bridged
+    /// from a producer deployed earlier in this run, and becomes this run's secret (masked in
+    /// this stack's own record); otherwise it cannot be sent and the write is refused.
+    fn unmasked(&self, stack: &str, region: &str, output: &str, value: Value) -> Lookup {
+        if self.for_outputs || value.as_str() != Some(MASK) {
+            return Lookup::Known(value);
+        }
+        match self.snapshot.secret_output(stack, region, output) {
+            Some(plain) => {
+                self.secrets.remember(plain.clone());
+                Lookup::Known(plain.clone())
+            }
+            None => Lookup::Missing(format!(
+                "output {output} of stack {stack} ({region}) is a NoEcho secret that state keeps only as its mask; deploy {stack} and this stack in one `cdkd deploy` run with its custom resource actually running (change one of its properties), or stop marking that response NoEcho"
+            )),
+        }
+    }
+}
+
 /// Reads `Endpoint.Address`-style attributes from nested models.
 fn attribute_of(attributes: &Map<String, Value>, name: &str) -> Option<Value> {
     if let Some(value) = attributes.get(name) {
@@ -277,7 +297,8 @@ impl Environment for LiveEnvironment<'_> {
                         self.context.region.clone(),
                         export_name.to_string(),
                     ));
-                Lookup::Known(value.clone())
+                let producer = producer.to_string();
+                self.unmasked(&producer, &self.context.region, export_name, value.clone())
             }
             None => Lookup::Missing(format!(
                 "no deployed stack in {} exports {export_name}; deploy the producer first",
@@ -304,6 +325,7 @@ impl Environment for LiveEnvironment<'_> {
             Lookup::Unknown => Lookup::Missing(format!(
                 "stack {stack} has no output {output} in {region}; deploy it first"
             )),
+            Lookup::Known(value) => self.unmasked(stack, region, output, value),
             other => other,
         }
     }
@@ -316,6 +338,16 @@ impl Environment for LiveEnvironment<'_> {
             )),
         }
     }
+}
+
+/// A finished deploy: the record as saved, and, for consumers in the same run only, the
+/// plaintext of the outputs it recorded masked.
+#[derive(Debug, Clone)]
+pub struct Deployed {
+    /// The saved record.
+    pub state: StackState,
+    /// Output name → plaintext, for outputs whose recorded value is the mask.
+    pub secret_outputs: Map<String, Value>,
 }
 
 /// A deploy that did not finish.
@@ -355,7 +387,7 @@ impl Engine<'_> {
         input: &StackInput,
         snapshot: &StateSnapshot,
         options: &DeployOptions,
-    ) -> anyhow::Result<StackState> {
+    ) -> anyhow::Result<Deployed> {
         let context = &input.context;
         let lock = self
             .locks
@@ -371,7 +403,7 @@ impl Engine<'_> {
         input: &StackInput,
         snapshot: &StateSnapshot,
         options: &DeployOptions,
-    ) -> anyhow::Result<StackState> {
+    ) -> anyhow::Result<Deployed> {
         let started = Instant::now();
         let context = &input.context;
         let stack = context.stack_name.as_str();
@@ -1043,7 +1075,12 @@ impl Engine<'_> {
             };
             let (outputs, export_names) =
                 resolve_outputs(&input.template, &env, &input.parameters)?;
-            let outputs = run_secrets.mask_map(&outputs);
+            let plain_outputs = outputs;
+            let outputs = run_secrets.mask_map(&plain_outputs);
+            let secret_outputs: Map<String, Value> = plain_outputs
+                .into_iter()
+                .filter(|(name, value)| outputs.get(name) != Some(value))
+                .collect();
             let imports: Vec<StateImportEntry> = imports
                 .into_inner()
                 .unwrap()
@@ -1093,7 +1130,10 @@ impl Engine<'_> {
             saver.abort();
             self.reporter
                 .finish(stack, &summary.lock().unwrap(), started.elapsed(), &outputs);
-            return Ok(ledger.snapshot());
+            return Ok(Deployed {
+                state: ledger.snapshot(),
+                secret_outputs,
+            });
         }
 
         // Failure or interruption. A failed save must not stop the journal and the rollback:

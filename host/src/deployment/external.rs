@@ -17,6 +17,9 @@ pub struct StateSnapshot {
     records: BTreeMap<(String, String), StackState>,
     /// Stacks being deployed in this run that may not exist yet: their outputs are pending.
     pub pending: BTreeSet<String>,
+    /// The plaintext of outputs that a stack deployed earlier in this run recorded masked
+    /// (`NoEcho` data): handed to consumers of the same run, as the state spec says.
+    secret_outputs: BTreeMap<(String, String), serde_json::Map<String, Value>>,
 }
 
 impl StateSnapshot {
@@ -42,6 +45,7 @@ impl StateSnapshot {
         Ok(StateSnapshot {
             records,
             pending: BTreeSet::new(),
+            secret_outputs: BTreeMap::new(),
         })
     }
 
@@ -50,6 +54,26 @@ impl StateSnapshot {
         let region = state.region.clone().unwrap_or_default();
         self.records
             .insert((state.stack_name.clone(), region), state);
+    }
+
+    /// Keeps, for this run only, the plaintext of a stack's masked outputs.
+    pub fn keep_secret_outputs(
+        &mut self,
+        stack: &str,
+        region: &str,
+        outputs: serde_json::Map<String, Value>,
+    ) {
+        if !outputs.is_empty() {
+            self.secret_outputs
+                .insert((stack.to_string(), region.to_string()), outputs);
+        }
+    }
+
+    /// The plaintext of a masked output of a stack deployed earlier in this run.
+    pub fn secret_output(&self, stack: &str, region: &str, output: &str) -> Option<&Value> {
+        self.secret_outputs
+            .get(&(stack.to_string(), region.to_string()))?
+            .get(output)
     }
 
     /// The producer of an export in `region`, and its value.

@@ -46,6 +46,14 @@ impl RunSecrets {
         attributes
     }
 
+    /// Treats `value` as a secret of this run (a masked output handed over from a producer
+    /// deployed earlier in the run): masked wherever this stack writes it down.
+    pub fn remember(&self, value: Value) {
+        let mut values = self.values();
+        let key = (String::new(), format!("bridged-{}", values.len()));
+        values.insert(key, value);
+    }
+
     /// The real value of a secret produced in this run.
     pub fn get(&self, logical_id: &str, attribute: &str) -> Option<Value> {
         self.values()
