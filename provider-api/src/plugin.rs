@@ -156,6 +156,13 @@ impl PluginContext {
         self.config.s3_force_path_style
     }
 
+    /// The user's `--resource-timeout`, when given (a plugin applies its own default else).
+    pub fn resource_timeout(&self) -> Option<std::time::Duration> {
+        self.config
+            .resource_timeout_secs
+            .map(std::time::Duration::from_secs)
+    }
+
     /// cdkd's state bucket, when the host has one for this command.
     pub fn state_bucket(&self) -> Option<&crate::protocol::StateBucketRef> {
         self.config.state_bucket.as_ref()

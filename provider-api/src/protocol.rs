@@ -215,6 +215,9 @@ pub struct HostConfig {
     /// response placeholders); absent when the command has no state bucket.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_bucket: Option<StateBucketRef>,
+    /// `--resource-timeout`, when the user gave one: the longest one operation may take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_timeout_secs: Option<u64>,
 }
 
 /// A state bucket and the region it lives in.

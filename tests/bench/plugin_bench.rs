@@ -45,6 +45,7 @@ fn main() {
         region: "us-east-1".into(),
         worker_threads: 2,
         state_bucket: None,
+        resource_timeout_secs: None,
         ..HostConfig::default()
     };
     let started = Instant::now();

@@ -408,3 +408,15 @@ fn a_no_echo_value_crosses_stacks_only_within_one_run() {
         .cdkd(&["destroy", "-a", &world.app(), "--all", "-f"])
         .success();
 }
+
+#[test]
+fn a_handler_that_never_answers_times_out_and_is_rolled_back() {
+    let world = World::new();
+    world.edit(|t| t["Resources"]["Echo"]["Properties"]["Silent"] = json!("true"));
+    let run = world.cdkd(&["deploy", "-a", &world.app(), "--resource-timeout", "3"]);
+    assert_eq!(run.code, Some(1), "{}", run.stdout);
+    let all = format!("{}{}", run.stdout, run.stderr);
+    assert!(all.contains("did not answer within 3 s"), "{all}");
+    assert!(all.contains("rolled back"), "{all}");
+    assert_eq!(world.placeholders(), json!([]));
+}

@@ -48,6 +48,7 @@ fn plugin() -> &'static PluginLibrary {
             region: "us-west-2".into(),
             worker_threads: 1,
             state_bucket: None,
+            resource_timeout_secs: None,
             ..HostConfig::default()
         };
         library

@@ -82,9 +82,10 @@ pub struct DeployArgs {
     /// A template parameter value, `Name=Value` (repeatable).
     #[arg(long = "parameters", value_name = "NAME=VALUE")]
     parameters: Vec<String>,
-    /// The longest one resource operation may take, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
-    resource_timeout: u64,
+    /// The longest one resource operation may take, in seconds (default: 1800, and 3600 for a
+    /// custom resource's handler, CloudFormation's limits).
+    #[arg(long, value_name = "SECONDS")]
+    resource_timeout: Option<u64>,
     /// Print one JSON object per event.
     #[arg(long)]
     json: bool,
@@ -119,6 +120,9 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
     let store = store?;
     account?;
     store.hand_to(&registry);
+    if let Some(seconds) = args.resource_timeout {
+        registry.set_resource_timeout(seconds);
+    }
     // Other stacks' records are read only when a template refers to another stack.
     let mut cross_stack = false;
     for stack in &stacks {
@@ -136,7 +140,7 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
         allowed: AllowedDrops::parse(&args.allow_unsupported_properties)
             .map_err(anyhow::Error::msg)?,
         replace_first: args.replace,
-        resource_timeout: std::time::Duration::from_secs(args.resource_timeout),
+        resource_timeout: std::time::Duration::from_secs(args.resource_timeout.unwrap_or(1800)),
         recreate: args
             .recreate_via_cc_api
             .iter()

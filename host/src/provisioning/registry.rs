@@ -106,6 +106,8 @@ pub struct Registry {
     owners: BTreeMap<String, TypeOwner>,
     /// Handed to plugins at init (custom resources' response placeholders live there).
     state_bucket: std::sync::OnceLock<StateBucketRef>,
+    /// `--resource-timeout`, handed to plugins at init when the user gave one.
+    resource_timeout: std::sync::OnceLock<u64>,
 }
 
 /// Whether a type goes to the custom-resource path rather than a provider.
@@ -130,6 +132,7 @@ impl Registry {
             slots,
             owners,
             state_bucket: std::sync::OnceLock::new(),
+            resource_timeout: std::sync::OnceLock::new(),
         }
     }
 
@@ -140,6 +143,11 @@ impl Registry {
             name: name.to_string(),
             region: region.to_string(),
         });
+    }
+
+    /// Hands the user's `--resource-timeout` to plugins when they start.
+    pub fn set_resource_timeout(&self, seconds: u64) {
+        let _ = self.resource_timeout.set(seconds);
     }
 
     /// The plugins file the registry came from.
@@ -262,6 +270,7 @@ impl Registry {
                     s3_force_path_style: aws.s3_force_path_style(),
                     worker_threads: 2,
                     state_bucket: self.state_bucket.get().cloned(),
+                    resource_timeout_secs: self.resource_timeout.get().copied(),
                 };
                 let started = std::time::Instant::now();
                 let result = plugin
@@ -420,6 +429,7 @@ mod tests {
             file: PluginsFile::empty(),
             slots: Vec::new(),
             state_bucket: std::sync::OnceLock::new(),
+            resource_timeout: std::sync::OnceLock::new(),
             owners: BTreeMap::from([
                 ("Custom::*".to_string(), TypeOwner::Plugin(0)),
                 ("Custom::Acme*".to_string(), TypeOwner::Plugin(1)),

@@ -276,6 +276,7 @@ impl<'a> Exchange<'a> {
     async fn await_response(&self, key: &str, log_tail: &str) -> Result<Value, ProviderError> {
         let what = self.what();
         let started = Instant::now();
+        let limit = self.ctx.resource_timeout().unwrap_or(RESPONSE_TIMEOUT);
         let mut wait = Duration::from_millis(100);
         let mut announced = false;
         loop {
@@ -302,17 +303,21 @@ impl<'a> Exchange<'a> {
                     });
                 }
             }
-            if started.elapsed() > RESPONSE_TIMEOUT {
+            if started.elapsed() > limit {
                 return Err(ProviderError::new(
                     ErrorKind::TIMEOUT,
                     format!(
-                        "{what}: its handler did not answer within an hour; check the function's logs{}",
+                        "{what}: its handler did not answer within {} s; check the function's logs, or allow longer with --resource-timeout{}",
+                        limit.as_secs(),
                         tail_note(log_tail)
                     ),
                 ));
             }
             if !announced && started.elapsed() > Duration::from_secs(10) {
-                tracing::info!("{what}: waiting for its handler's response (up to an hour)");
+                tracing::info!(
+                    "{what}: waiting for its handler's response (up to {} s)",
+                    limit.as_secs()
+                );
                 announced = true;
             }
             tokio::time::sleep(wait).await;
