@@ -327,57 +327,51 @@ impl<'a> Exchange<'a> {
 
     /// Deletes the placeholder and every version of it (it may hold the handler's secrets).
     async fn remove_placeholder(&self, key: &str) {
-        let versions = self
+        let listed = self
             .s3
             .list_object_versions()
             .bucket(&self.bucket.name)
             .prefix(key)
             .send()
             .await;
-        let Ok(versions) = versions else {
-            let _ = self
-                .s3
-                .delete_object()
-                .bucket(&self.bucket.name)
-                .key(key)
-                .send()
-                .await;
-            return;
-        };
-        let ids: Vec<String> = versions
-            .versions()
-            .iter()
-            .filter(|v| v.key() == Some(key))
-            .filter_map(|v| v.version_id().map(str::to_string))
-            .chain(
-                versions
+        // Every version and delete marker of exactly this key; without a listing (or on an
+        // unversioned bucket), the plain object.
+        let mut versions: Vec<Option<String>> = match &listed {
+            Ok(listed) => {
+                let versions = listed
+                    .versions()
+                    .iter()
+                    .filter(|v| v.key() == Some(key))
+                    .map(|v| v.version_id());
+                let markers = listed
                     .delete_markers()
                     .iter()
                     .filter(|m| m.key() == Some(key))
-                    .filter_map(|m| m.version_id().map(str::to_string)),
-            )
-            .collect();
-        if ids.is_empty() {
-            let _ = self
+                    .map(|m| m.version_id());
+                versions
+                    .chain(markers)
+                    .flatten()
+                    .map(|id| Some(id.to_string()))
+                    .collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        if versions.is_empty() {
+            versions.push(None);
+        }
+        for version in versions {
+            let deleted = self
                 .s3
                 .delete_object()
                 .bucket(&self.bucket.name)
                 .key(key)
+                .set_version_id(version.clone())
                 .send()
                 .await;
-        }
-        for id in ids {
-            if let Err(err) = self
-                .s3
-                .delete_object()
-                .bucket(&self.bucket.name)
-                .key(key)
-                .version_id(&id)
-                .send()
-                .await
-            {
+            if let Err(err) = deleted {
                 tracing::warn!(
-                    "could not delete {key} (version {id}) from the state bucket: {}; `cdkd gc` collects it",
+                    "could not delete {key} (version {}) from the state bucket: {}; `cdkd gc` collects it",
+                    version.as_deref().unwrap_or("current"),
                     cdkd_aws_common::error_line(&err)
                 );
             }
