@@ -13,11 +13,13 @@ use super::app::{load_assembly, stack_target, AppArgs};
 use super::{confirm, CommandContext};
 use crate::analyzer::plan::StackContext;
 use crate::analyzer::template::Template;
-use crate::deployment::deploy::{DeployOptions, Engine, StackInput};
+use crate::deployment::deploy::{DeployOptions, StackInput};
 use crate::deployment::destroy::RollbackOutcome;
+use crate::deployment::engine::Engine;
 use crate::deployment::executor::{Executor, Outcome, Task};
 use crate::deployment::external::StateSnapshot;
 use crate::deployment::report::Reporter;
+use crate::provisioning::providers::LiveProviders;
 use crate::provisioning::router::AllowedDrops;
 use crate::synthesis::selection::select;
 
@@ -154,10 +156,14 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
     };
     let parameters = parameters(&args.parameters)?;
     let aws = context.aws().await;
+    let live = LiveProviders {
+        registry: &registry,
+        aws: context.aws().await,
+    };
     let engine = Engine {
         registry: &registry,
-        aws,
-        backend: &store.backend,
+        providers: &live,
+        store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
         reporter: Reporter { json: args.json },
         stop: stop_signal("deploy"),
@@ -294,10 +300,14 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
     let store = context.state().await?;
     store.hand_to(&registry);
     let mut snapshot = StateSnapshot::load(&store.backend).await?;
-    let engine = Engine {
+    let live = LiveProviders {
         registry: &registry,
         aws: context.aws().await,
-        backend: &store.backend,
+    };
+    let engine = Engine {
+        registry: &registry,
+        providers: &live,
+        store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
         reporter: Reporter { json: args.json },
         stop: stop_signal("destroy"),
@@ -394,10 +404,14 @@ pub async fn state_destroy(
         println!("Nothing destroyed.");
         return Ok(ExitCode::SUCCESS);
     }
-    let engine = Engine {
+    let live = LiveProviders {
         registry: &registry,
         aws: context.aws().await,
-        backend: &store.backend,
+    };
+    let engine = Engine {
+        registry: &registry,
+        providers: &live,
+        store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
         reporter: Reporter { json: args.json },
         stop: stop_signal("destroy"),
@@ -468,10 +482,14 @@ pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::R
             }
         }
     };
-    let engine = Engine {
+    let live = LiveProviders {
         registry: &registry,
         aws: context.aws().await,
-        backend: &store.backend,
+    };
+    let engine = Engine {
+        registry: &registry,
+        providers: &live,
+        store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
         reporter: Reporter { json: args.json },
         stop: stop_signal("rollback"),

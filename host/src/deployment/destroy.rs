@@ -11,14 +11,16 @@ use std::time::Instant;
 
 use serde_json::Map;
 
-use super::deploy::{deletion_tasks, is_retained, revert_operations, Engine, Providers};
+use super::deletes::{delete_one, deletion_tasks, is_retained};
+use super::engine::Engine;
 use super::executor::{Executor, Outcome};
 use super::external::StateSnapshot;
 use super::journal::{self, Reason};
 use super::ledger::Ledger;
 use super::reconcile;
 use super::report::Summary;
-use crate::provisioning::provider::AccountIds;
+use super::revert::revert_operations;
+use crate::provisioning::operations::{owner_types, ProviderSet};
 use crate::state::schema::ResourceState;
 
 /// How a rollback ended.
@@ -33,32 +35,21 @@ pub enum RollbackOutcome {
 }
 
 impl Engine<'_> {
-    /// The account and partition, asked of STS only when an intent needs them.
-    async fn account_ids(&self, region: &str) -> AccountIds {
-        AccountIds {
-            account: crate::state::bucket::account_id(self.aws)
-                .await
-                .unwrap_or_default(),
-            partition: crate::analyzer::intrinsics::partition_of(region).to_string(),
-        }
-    }
-
-    /// Cloud Control for `region` and the plugins that own `records` (deletes and reverts).
+    /// Cloud Control for `region` and the plugins that own `records` or `intents`.
     async fn owners_of(
         &self,
         region: &str,
         records: &[&ResourceState],
-    ) -> anyhow::Result<Providers<'_>> {
-        let mut providers = Providers::prepare(
-            self.registry,
-            self.aws,
-            region,
-            &Default::default(),
-            std::time::Duration::from_secs(30 * 60),
-        )
-        .await?;
-        providers.add_owners(self.aws, records).await?;
-        Ok(providers)
+        intents: &[journal::CreateIntent],
+    ) -> anyhow::Result<Box<dyn ProviderSet + '_>> {
+        let types = owner_types(
+            records.iter().copied(),
+            intents
+                .iter()
+                .map(|i| (i.resource_type.as_str(), i.provisioned_by)),
+        );
+        let timeout = std::time::Duration::from_secs(30 * 60);
+        self.providers.prepare(region, &types, timeout).await
     }
 
     /// Deletes what interrupted runs created but never recorded (their journal intents);
@@ -79,17 +70,22 @@ impl Engine<'_> {
         let pending = std::mem::take(&mut journal.pending_creates);
         let records: Vec<&ResourceState> =
             pending.iter().filter_map(|i| i.replaces.as_ref()).collect();
-        let mut providers = self.owners_of(region, &records).await?;
-        providers.add_intent_owners(self.aws, &pending).await?;
-        let ids = self.account_ids(region).await;
-        journal.pending_creates =
-            reconcile::remove_unrecorded(self.reporter, stack, &providers, pending, state, &ids)
-                .await;
+        let providers = self.owners_of(region, &records, &pending).await?;
+        let ids = self.providers.account_ids(region).await;
+        journal.pending_creates = reconcile::remove_unrecorded(
+            self.reporter,
+            stack,
+            providers.as_ref(),
+            pending,
+            state,
+            &ids,
+        )
+        .await;
         if journal.segments.is_empty() && journal.pending_creates.is_empty() {
-            journal::remove(self.backend, stack, region).await?;
+            self.store.remove_journal(stack, region).await?;
             return Ok(None);
         }
-        journal::write(self.backend, &journal).await?;
+        self.store.write_journal(&journal).await?;
         Ok(Some(journal))
     }
 
@@ -121,8 +117,8 @@ impl Engine<'_> {
     ) -> anyhow::Result<bool> {
         let started = Instant::now();
         let (stored, found_journal) = tokio::join!(
-            self.backend.load(stack, region),
-            journal::read(self.backend, stack, region)
+            self.store.load(stack, region),
+            self.store.read_journal(stack, region)
         );
         let stored = stored?;
         let left = self
@@ -149,15 +145,15 @@ impl Engine<'_> {
             );
         }
         let records: Vec<&ResourceState> = stored.state.resources.values().collect();
-        let providers = self.owners_of(region, &records).await?;
+        let providers = self.owners_of(region, &records, &[]).await?;
         let doomed: BTreeMap<String, ResourceState> = stored.state.resources.clone();
-        let ledger = Ledger::new(self.backend.clone(), stack, region, Some(stored));
+        let ledger = Ledger::new(self.store.clone(), stack, region, Some(stored));
         let saver = ledger.start_saver();
         let summary = std::sync::Mutex::new(Summary::default());
         let tasks = deletion_tasks(&doomed);
         let work = |logical_id: String| {
             let record = doomed[&logical_id].clone();
-            let (providers, ledger, summary) = (&providers, &ledger, &summary);
+            let (providers, ledger, summary) = (providers.as_ref(), &ledger, &summary);
             async move {
                 let began = Instant::now();
                 let policy = record
@@ -166,9 +162,9 @@ impl Engine<'_> {
                     .or_else(|| template_policies.get(&logical_id).cloned());
                 let retained = is_retained(policy.as_deref());
                 if !retained {
-                    if let Err(err) = self
-                        .delete_one(stack, providers, &logical_id, &record, began)
-                        .await
+                    if let Err(err) =
+                        delete_one(self.reporter, stack, providers, &logical_id, &record, began)
+                            .await
                     {
                         summary.lock().unwrap().failed += 1;
                         return Err(err);
@@ -207,15 +203,15 @@ impl Engine<'_> {
             .collect();
         let complete = outcomes.values().all(|o| *o == Outcome::Done);
         if complete {
-            saver.abort();
+            drop(saver);
             ledger.delete().await?;
             match left.filter(|j| !j.pending_creates.is_empty()) {
                 // Intents that could not be checked stay, so nothing is forgotten silently.
                 Some(mut kept) => {
                     kept.segments.clear();
-                    journal::write(self.backend, &kept).await?;
+                    self.store.write_journal(&kept).await?;
                 }
-                None => journal::remove(self.backend, stack, region).await?,
+                None => self.store.remove_journal(stack, region).await?,
             }
             self.reporter.finish(
                 stack,
@@ -226,7 +222,7 @@ impl Engine<'_> {
             return Ok(true);
         }
         ledger.flush().await?;
-        saver.abort();
+        drop(saver);
         self.reporter.finish(
             stack,
             &summary.lock().unwrap(),
@@ -263,8 +259,8 @@ impl Engine<'_> {
         orphan: &[String],
     ) -> anyhow::Result<RollbackOutcome> {
         let (found_journal, stored) = tokio::join!(
-            journal::read(self.backend, stack, region),
-            self.backend.load(stack, region)
+            self.store.read_journal(stack, region),
+            self.store.load(stack, region)
         );
         let stored = stored?;
         let had_pending = found_journal
@@ -290,8 +286,8 @@ impl Engine<'_> {
             );
             return Ok(RollbackOutcome::Nothing);
         };
-        let ledger = Ledger::new(self.backend.clone(), stack, region, stored.clone());
-        let saver = ledger.start_saver();
+        let ledger = Ledger::new(self.store.clone(), stack, region, stored.clone());
+        let _saver = ledger.start_saver();
         let records: Vec<ResourceState> = stored
             .map(|s| s.state.resources.into_values().collect())
             .unwrap_or_default();
@@ -303,7 +299,7 @@ impl Engine<'_> {
             }
         }
         let refs: Vec<&ResourceState> = involved.iter().collect();
-        let providers = self.owners_of(region, &refs).await?;
+        let providers = self.owners_of(region, &refs, &[]).await?;
 
         let mut partial = false;
         while let Some(mut segment) = journal.segments.pop() {
@@ -326,7 +322,7 @@ impl Engine<'_> {
                 );
             }
             let remaining =
-                revert_operations(self.reporter, stack, &ledger, &providers, replay).await;
+                revert_operations(self.reporter, stack, &ledger, providers.as_ref(), replay).await;
             if !remaining.is_empty() {
                 segment.operations = remaining;
                 journal.segments.push(segment);
@@ -382,15 +378,14 @@ impl Engine<'_> {
             }
         }
         ledger.flush().await?;
-        saver.abort();
         if partial {
-            journal::write(self.backend, &journal).await?;
+            self.store.write_journal(&journal).await?;
             return Ok(RollbackOutcome::Partial);
         }
         if journal.segments.is_empty() && journal.pending_creates.is_empty() {
-            journal::remove(self.backend, stack, region).await?;
+            self.store.remove_journal(stack, region).await?;
         } else {
-            journal::write(self.backend, &journal).await?;
+            self.store.write_journal(&journal).await?;
         }
         Ok(RollbackOutcome::Clean)
     }

@@ -12,12 +12,10 @@
 //! first create is sent. A run that ends normally clears them; after a crash the next run
 //! that takes the lock reconciles them (deployment/reconcile.rs).
 
-use aws_sdk_s3::primitives::ByteStream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::state::backend::StateBackend;
-use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
+use super::store::RecordStore;
 use crate::state::schema::{now_millis, ProvisionedBy, ResourceState};
 use crate::state::StateError;
 
@@ -170,73 +168,17 @@ impl Segment {
     }
 }
 
-/// Reads the stack's journal.
-pub async fn read(
-    backend: &StateBackend,
-    stack: &str,
-    region: &str,
-) -> Result<Option<Journal>, StateError> {
-    let key = backend.keys().journal(stack, region);
-    match backend.get_object(&key).await? {
-        None => Ok(None),
-        Some(object) => serde_json::from_slice(&object.body)
-            .map(Some)
-            .map_err(|err| StateError::s3("read", &key, format!("not a rollback journal: {err}"))),
-    }
-}
-
-/// Writes the journal (the caller holds the stack lock).
-pub async fn write(backend: &StateBackend, journal: &Journal) -> Result<(), StateError> {
-    let key = backend.keys().journal(&journal.stack_name, &journal.region);
-    let body = serde_json::to_vec_pretty(journal).expect("a journal serialises");
-    backend
-        .client()
-        .put_object()
-        .bucket(backend.bucket())
-        .key(&key)
-        .content_type("application/json")
-        .body(ByteStream::from(body))
-        .send()
-        .await
-        .map_err(|err| {
-            StateError::from_failure(
-                "write",
-                &key,
-                backend.bucket(),
-                crate::state::s3_error::S3Failure::from_sdk(&err),
-            )
-        })?;
-    Ok(())
-}
-
 /// Appends a segment to the stack's journal.
 pub async fn append(
-    backend: &StateBackend,
+    store: &dyn RecordStore,
     stack: &str,
     region: &str,
     segment: Segment,
 ) -> Result<(), StateError> {
-    let mut journal = read(backend, stack, region)
+    let mut journal = store
+        .read_journal(stack, region)
         .await?
         .unwrap_or_else(|| Journal::new(stack, region));
     journal.segments.push(segment);
-    write(backend, &journal).await
-}
-
-/// Deletes the journal and its noncurrent versions (it holds attempted properties verbatim).
-pub async fn remove(backend: &StateBackend, stack: &str, region: &str) -> Result<(), StateError> {
-    let key = backend.keys().journal(stack, region);
-    if backend.get_object(&key).await?.is_none() {
-        return Ok(());
-    }
-    backend.delete_object(&key).await?;
-    purge_and_report(
-        backend.client(),
-        backend.bucket(),
-        &key,
-        PurgedObject::RollbackJournal,
-        PurgeLogLevel::Warn,
-    )
-    .await;
-    Ok(())
+    store.write_journal(&journal).await
 }

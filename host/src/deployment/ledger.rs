@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
-use crate::state::backend::{StateBackend, StateLocation, StoredState};
+use super::store::RecordStore;
+use crate::state::backend::{StateLocation, StoredState};
 use crate::state::schema::StackState;
 use crate::state::StateError;
 
@@ -23,6 +24,16 @@ struct Inner {
     deleted: bool,
 }
 
+/// The background saver of a ledger; dropping it stops the saver on every path out of an
+/// operation, early returns included (a save in flight is abandoned: `flush` first).
+pub struct Saver(tokio::task::JoinHandle<()>);
+
+impl Drop for Saver {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// The shared, saved state of one stack.
 #[derive(Clone)]
 pub struct Ledger {
@@ -30,7 +41,7 @@ pub struct Ledger {
     wake: Arc<Notify>,
     /// One save at a time: each is conditional on the ETag the previous one returned.
     save_gate: Arc<tokio::sync::Mutex<()>>,
-    backend: StateBackend,
+    store: Arc<dyn RecordStore>,
     stack: String,
     region: String,
 }
@@ -38,7 +49,7 @@ pub struct Ledger {
 impl Ledger {
     /// A ledger starting from `stored` (or a fresh record).
     pub fn new(
-        backend: StateBackend,
+        store: Arc<dyn RecordStore>,
         stack: &str,
         region: &str,
         stored: Option<StoredState>,
@@ -58,7 +69,7 @@ impl Ledger {
             })),
             wake: Arc::new(Notify::new()),
             save_gate: Arc::new(tokio::sync::Mutex::new(())),
-            backend,
+            store,
             stack: stack.to_string(),
             region: region.to_string(),
         }
@@ -83,15 +94,15 @@ impl Ledger {
         self.wake.notify_one();
     }
 
-    /// Starts the background saver; it runs until the ledger is dropped everywhere.
-    pub fn start_saver(&self) -> tokio::task::JoinHandle<()> {
+    /// Starts the background saver; it stops when the returned guard is dropped.
+    pub fn start_saver(&self) -> Saver {
         let ledger = self.clone();
-        tokio::spawn(async move {
+        Saver(tokio::spawn(async move {
             loop {
                 ledger.wake.notified().await;
                 let _ = ledger.save_latest().await;
             }
-        })
+        }))
     }
 
     async fn save_latest(&self) -> Result<(), StateError> {
@@ -104,7 +115,7 @@ impl Ledger {
             (inner.state.clone(), inner.stored.clone(), inner.version)
         };
         match self
-            .backend
+            .store
             .save(&self.stack, &self.region, &mut snapshot, previous.as_ref())
             .await
         {
@@ -157,7 +168,7 @@ impl Ledger {
     /// Deletes the record (a fully destroyed stack).
     pub async fn delete(&self) -> Result<(), StateError> {
         self.lock().deleted = true;
-        self.backend.delete(&self.stack, &self.region).await
+        self.store.delete(&self.stack, &self.region).await
     }
 
     /// The latest record.

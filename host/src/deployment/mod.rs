@@ -1,13 +1,19 @@
 //! The deployment layer: turning plans into provider calls (deploy, destroy, rollback), the
 //! state ledger and rollback journal they keep, and the cross-stack values they read.
 
+pub mod deletes;
 pub mod deploy;
 pub mod destroy;
+pub mod engine;
 pub mod executor;
 pub mod external;
+#[cfg(test)]
+pub(crate) mod fakes;
 pub mod journal;
 pub mod ledger;
 pub mod parameters;
 pub mod reconcile;
 pub mod report;
+pub mod revert;
 pub mod secrets;
+pub mod store;

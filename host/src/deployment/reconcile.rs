@@ -19,12 +19,13 @@
 
 use std::collections::BTreeMap;
 
-use super::deploy::{is_retained, Providers};
-use super::journal::CreateIntent;
-use super::report::Reporter;
 use serde_json::{Map, Value};
 
-use crate::provisioning::provider::{AccountIds, Found, Provider};
+use super::deletes::is_retained;
+use super::journal::CreateIntent;
+use super::report::Reporter;
+use crate::provisioning::operations::{ProviderSet, ResourceOperations};
+use crate::provisioning::provider::{AccountIds, Found};
 use crate::state::schema::{now_millis, ProvisionedBy, ResourceState, StackState};
 
 /// How long a Cloud Control client token deduplicates (36 hours), with a margin.
@@ -64,7 +65,7 @@ pub enum Decision {
 
 /// Decides one intent against the state record and AWS.
 pub async fn decide(
-    providers: &Providers<'_>,
+    providers: &dyn ProviderSet,
     intent: &CreateIntent,
     state: Option<&StackState>,
     ids: &AccountIds,
@@ -131,7 +132,7 @@ pub fn classify(
 pub async fn remove_unrecorded(
     reporter: Reporter,
     stack: &str,
-    providers: &Providers<'_>,
+    providers: &dyn ProviderSet,
     intents: Vec<CreateIntent>,
     state: Option<&StackState>,
     ids: &AccountIds,
@@ -150,7 +151,7 @@ pub async fn remove_unrecorded(
 pub async fn settle_by_removal(
     reporter: Reporter,
     stack: &str,
-    providers: &Providers<'_>,
+    providers: &dyn ProviderSet,
     intent: &CreateIntent,
     decision: Decision,
 ) -> bool {
@@ -195,7 +196,7 @@ async fn remove_leftover(
     reporter: Reporter,
     stack: &str,
     intent: &CreateIntent,
-    provider: Provider<'_>,
+    provider: &dyn ResourceOperations,
     (physical_id, properties): (&str, &Map<String, Value>),
     why: &str,
 ) -> bool {
@@ -225,7 +226,7 @@ async fn remove_leftover(
 pub async fn carry_into_deploy(
     reporter: Reporter,
     stack: &str,
-    providers: &Providers<'_>,
+    providers: &dyn ProviderSet,
     intents: Vec<CreateIntent>,
     state: Option<&StackState>,
     ids: &AccountIds,

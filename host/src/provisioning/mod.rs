@@ -1,13 +1,15 @@
-//! Provisioning: the registry of provider plugins and the host side of the plugin boundary.
-//!
-//! Later: the Cloud Control provider and the custom-resource path live here too.
+//! Provisioning: the registry of provider plugins, routing and pre-flight, the Cloud Control
+//! provider, and the seam the engine calls providers through ([`operations`]).
 
 pub mod cloud_control;
 pub mod create_only;
 pub mod names;
+pub mod operations;
 pub mod plugin_callbacks;
 pub mod plugins_file;
+pub mod preflight;
 pub mod provider;
+pub mod providers;
 pub mod registry;
 pub mod router;
 pub mod zones;

@@ -3,6 +3,7 @@
 //! eventual consistency (a role not yet assumable) on a dense schedule of about 50 s.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use cdkd_provider_api::host::PluginLibrary;
@@ -15,6 +16,7 @@ use serde_json::{Map, Value};
 
 use super::cloud_control::CloudControlProvider;
 use super::names::{self, ChosenName, IdFromName};
+use super::operations::ResourceOperations;
 
 /// What makes one create idempotent, and what it must report.
 #[derive(Debug, Clone, Copy)]
@@ -48,12 +50,12 @@ pub struct Found {
 }
 
 /// Where calls for one resource go.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub enum Provider<'a> {
     /// A loaded plugin, by `plugins.toml` name.
-    Plugin(&'a PluginLibrary, &'a str),
+    Plugin(&'a PluginLibrary, String),
     /// Cloud Control.
-    CloudControl(&'a CloudControlProvider),
+    CloudControl(Arc<CloudControlProvider>),
 }
 
 /// Messages AWS gives while a new IAM role or policy has not propagated yet.
@@ -102,9 +104,9 @@ where
     }
 }
 
-impl Provider<'_> {
-    /// `plugin <name>` or `Cloud Control`, for messages.
-    pub fn label(&self) -> String {
+#[async_trait::async_trait]
+impl ResourceOperations for Provider<'_> {
+    fn label(&self) -> String {
         match self {
             Provider::Plugin(_, name) => format!("plugin {name}"),
             Provider::CloudControl(_) => "Cloud Control".into(),
@@ -115,7 +117,7 @@ impl Provider<'_> {
     /// retry after a lost answer is deduplicated by the token (Cloud Control) or finds the
     /// resource by its name (an "already exists" for a name cdkd generated, or for any name
     /// on a retry, is the earlier attempt's resource and is adopted, not made again).
-    pub async fn create(
+    async fn create(
         &self,
         resource_type: &str,
         logical_id: &str,
@@ -181,7 +183,7 @@ impl Provider<'_> {
     }
 
     /// Records an existing resource as this create's result, bringing it to `desired`.
-    pub async fn adopt(
+    async fn adopt(
         &self,
         resource_type: &str,
         logical_id: &str,
@@ -215,7 +217,7 @@ impl Provider<'_> {
     }
 
     /// Finds the resource of `resource_type` named `name`, if it exists.
-    pub async fn find_named(
+    async fn find_named(
         &self,
         resource_type: &str,
         logical_id: &str,
@@ -279,7 +281,7 @@ impl Provider<'_> {
     /// Updates a resource (in place, or the plugin reports a replacement); `needed` names
     /// the attributes the template reads from it.
     #[allow(clippy::too_many_arguments)]
-    pub async fn update(
+    async fn update(
         &self,
         resource_type: &str,
         logical_id: &str,
@@ -322,7 +324,7 @@ impl Provider<'_> {
     }
 
     /// Deletes a resource; one already gone counts as deleted.
-    pub async fn delete(
+    async fn delete(
         &self,
         resource_type: &str,
         logical_id: &str,
@@ -356,7 +358,7 @@ impl Provider<'_> {
     }
 
     /// The AWS-current properties, when the provider can read them.
-    pub async fn read_current_state(
+    async fn read_current_state(
         &self,
         resource_type: &str,
         logical_id: &str,

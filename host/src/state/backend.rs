@@ -214,6 +214,22 @@ impl StateBackend {
         self.delete_object(&self.keys.state(stack, region)).await
     }
 
+    /// Writes one JSON object unconditionally (the caller holds the stack lock).
+    pub async fn put_json(&self, key: &str, body: Vec<u8>) -> Result<(), StateError> {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type("application/json")
+            .body(ByteStream::from(body))
+            .send()
+            .await
+            .map_err(|err| {
+                StateError::from_failure("write", key, &self.bucket, S3Failure::from_sdk(&err))
+            })?;
+        Ok(())
+    }
+
     /// Deletes one object; one already gone counts as deleted.
     pub async fn delete_object(&self, key: &str) -> Result<(), StateError> {
         match self

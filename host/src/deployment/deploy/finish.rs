@@ -1,0 +1,336 @@
+//! The phases after execution. On success: deletes (removed resources and the old halves of
+//! replacements, dependents first), outputs and cross-stack reads, the final save. On failure
+//! or interruption: the journal, then the automatic rollback unless `--no-rollback`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use super::environment::LiveEnvironment;
+use super::{DeployFailed, Deployed, StackRun};
+use crate::analyzer::diff::Action;
+use crate::analyzer::intrinsics::{Environment, Resolver};
+use crate::analyzer::template::Template;
+use crate::deployment::deletes::{delete_one, deletion_tasks, is_retained, DeleteKind};
+use crate::deployment::executor::{Executor, Outcome};
+use crate::deployment::journal::{Journal, Reason, Segment};
+use crate::deployment::reconcile;
+use crate::deployment::revert::revert_operations;
+use crate::state::schema::{ResourceState, StateImportEntry, StateOutputReadEntry};
+
+impl StackRun<'_> {
+    /// Deletes, outputs and the final save of a deploy whose resources all succeeded.
+    pub(super) async fn finish(&self) -> anyhow::Result<Deployed> {
+        let (stack, region) = (self.stack(), self.region());
+        if let Err(message) = self.delete_doomed().await {
+            self.ledger.flush().await?;
+            return Err(DeployFailed(format!(
+                "deploy of {stack} ({region}) failed while deleting: {message}"
+            ))
+            .into());
+        }
+        let outputs = self.record_outputs()?;
+        // The final save and the journal clean-up touch different keys: do both at once.
+        // Intents this run could not settle (an interrupted run's) stay for the next one.
+        let store = &self.engine.store;
+        let unsettled = &self.write_ahead.unsettled;
+        let cleanup = async {
+            if unsettled.is_empty() {
+                store.remove_journal(stack, region).await
+            } else {
+                let mut left = Journal::new(stack, region);
+                left.pending_creates = unsettled.clone();
+                store.write_journal(&left).await
+            }
+        };
+        let (saved, cleaned) = tokio::join!(self.ledger.flush(), cleanup);
+        saved?;
+        cleaned?;
+        let summary = self.record().summary.clone();
+        let shown = self.ledger.read(|s| s.outputs.clone());
+        (self.engine.reporter).finish(stack, &summary, self.started.elapsed(), &shown);
+        Ok(Deployed {
+            state: self.ledger.snapshot(),
+            secret_outputs: outputs,
+        })
+    }
+
+    /// Deletes what the template no longer has and what replacements superseded.
+    async fn delete_doomed(&self) -> Result<(), String> {
+        let mut doomed: BTreeMap<String, (DeleteKind, ResourceState)> = BTreeMap::new();
+        for change in self.planned.changes.iter() {
+            if change.action != Action::Delete {
+                continue;
+            }
+            let recorded = self.recorded.as_ref();
+            if let Some(record) = recorded.and_then(|s| s.resources.get(&change.logical_id)) {
+                doomed.insert(
+                    change.logical_id.clone(),
+                    (DeleteKind::Removed, record.clone()),
+                );
+            }
+        }
+        let superseded = std::mem::take(&mut self.record().superseded);
+        for (id, record) in superseded {
+            doomed.insert(id, (DeleteKind::Superseded, record));
+        }
+        if doomed.is_empty() {
+            return Ok(());
+        }
+        let tasks = deletion_tasks(doomed.iter().map(|(id, (_, record))| (id, record)));
+        let work = |logical_id: String| {
+            let (kind, record) = doomed[&logical_id].clone();
+            async move {
+                let began = Instant::now();
+                let superseded = kind == DeleteKind::Superseded;
+                let retained = !superseded && is_retained(record.deletion_policy.as_deref());
+                if !retained {
+                    let providers = self.providers.as_ref();
+                    delete_one(
+                        self.engine.reporter,
+                        self.stack(),
+                        providers,
+                        &logical_id,
+                        &record,
+                        began,
+                    )
+                    .await
+                    .map_err(|err| format!("{logical_id}: {err}"))?;
+                }
+                if !superseded {
+                    self.ledger.change(|s| {
+                        s.resources.remove(&logical_id);
+                    });
+                }
+                let action = match (superseded, retained) {
+                    (true, _) => "old resource deleted after replacement",
+                    (false, true) => "removed from state, kept in AWS (DeletionPolicy)",
+                    (false, false) => "deleted",
+                };
+                self.engine.reporter.resource(
+                    self.stack(),
+                    &logical_id,
+                    &record.resource_type,
+                    action,
+                    Some(began.elapsed()),
+                );
+                Ok(())
+            }
+        };
+        let executor = Executor {
+            concurrency: self.options.concurrency,
+        };
+        let outcomes = executor.run(&tasks, &self.engine.stop, work).await;
+        match outcomes.into_values().find_map(|o| match o {
+            Outcome::Failed(message) => Some(message),
+            _ => None,
+        }) {
+            Some(message) => Err(message),
+            None => Ok(()),
+        }
+    }
+
+    /// Resolves outputs, export names and the cross-stack reads into the live record;
+    /// returns the plaintext of outputs recorded masked.
+    fn record_outputs(&self) -> anyhow::Result<Map<String, Value>> {
+        let env = LiveEnvironment {
+            context: &self.input.context,
+            ledger: &self.ledger,
+            snapshot: self.snapshot,
+            run: &self.run,
+            secrets: &self.secrets,
+            for_outputs: true,
+        };
+        let (plain, export_names) =
+            resolve_outputs(&self.input.template, &env, &self.input.parameters)?;
+        let outputs = self.secrets.mask_map(&plain);
+        let secret_outputs: Map<String, Value> = plain
+            .into_iter()
+            .filter(|(name, value)| outputs.get(name) != Some(value))
+            .collect();
+        let (imports, output_reads) = {
+            let run = self.record();
+            (run.imports.clone(), run.output_reads.clone())
+        };
+        let imports: Vec<StateImportEntry> = imports
+            .into_iter()
+            .map(
+                |(source_stack, source_region, export_name)| StateImportEntry {
+                    source_stack,
+                    source_region,
+                    export_name,
+                    extra: Map::new(),
+                },
+            )
+            .collect();
+        let output_reads: Vec<StateOutputReadEntry> = output_reads
+            .into_iter()
+            .map(
+                |(source_stack, source_region, output_name)| StateOutputReadEntry {
+                    source_stack,
+                    source_region,
+                    output_name,
+                    extra: Map::new(),
+                },
+            )
+            .collect();
+        self.ledger.change(|s| {
+            s.outputs = outputs;
+            s.export_names = Some(export_names);
+            s.imports = (!imports.is_empty()).then_some(imports);
+            s.output_reads = (!output_reads.is_empty()).then_some(output_reads);
+        });
+        Ok(secret_outputs)
+    }
+
+    /// After a failure or interruption: the journal, and the rollback unless disabled.
+    /// Returns the deploy's error (a failed save does not stop the journal or the rollback:
+    /// it is reported with the deploy's own error).
+    pub(super) async fn fail(
+        &self,
+        outcomes: &BTreeMap<String, Outcome>,
+        interrupted: bool,
+        reason: String,
+    ) -> anyhow::Result<DeployFailed> {
+        let (stack, region) = (self.stack(), self.region());
+        let store = &self.engine.store;
+        let save_failure = self.ledger.flush().await.err();
+        let save_note = save_failure
+            .as_ref()
+            .map(|err| format!(" (and saving state failed: {err})"))
+            .unwrap_or_default();
+        self.keep_failed_intents(outcomes).await?;
+        let (operations, failures, summary) = {
+            let mut run = self.record();
+            (
+                std::mem::take(&mut run.completed),
+                std::mem::take(&mut run.failed),
+                run.summary.clone(),
+            )
+        };
+        let reporter = self.engine.reporter;
+        if interrupted || !self.options.rollback {
+            let why = if interrupted {
+                Reason::Interrupted
+            } else {
+                Reason::NoRollbackFailure
+            };
+            let segment = Segment::new(why, operations, failures);
+            crate::deployment::journal::append(store.as_ref(), stack, region, segment).await?;
+            reporter.finish(stack, &summary, self.started.elapsed(), &Map::new());
+            let what = if interrupted {
+                "was interrupted"
+            } else {
+                "failed"
+            };
+            return Ok(DeployFailed(format!(
+                "deploy of {stack} ({region}) {what}: {reason}{save_note}. What succeeded is kept and recorded; run `cdkd rollback {stack}` to undo it, or fix the cause and deploy again"
+            )));
+        }
+        // Automatic rollback: journal first, so a rollback that dies can be resumed.
+        let started = Segment::new(
+            Reason::AutoRollbackStarted,
+            operations.clone(),
+            failures.clone(),
+        );
+        crate::deployment::journal::append(store.as_ref(), stack, region, started).await?;
+        reporter.stack(
+            stack,
+            &format!(
+                "deploy failed ({reason}); rolling back {} completed operation(s)",
+                operations.len()
+            ),
+        );
+        let providers = self.providers.as_ref();
+        let remaining =
+            revert_operations(reporter, stack, &self.ledger, providers, operations).await;
+        let save_failure = self.ledger.flush().await.err().or(save_failure);
+        let mut journal = store
+            .read_journal(stack, region)
+            .await?
+            .unwrap_or_else(|| Journal::new(stack, region));
+        journal.segments.pop();
+        // What a failed create left in AWS unrecorded goes with the rollback.
+        let pending = std::mem::take(&mut journal.pending_creates);
+        let recorded_now = self.ledger.snapshot();
+        journal.pending_creates = reconcile::remove_unrecorded(
+            reporter,
+            stack,
+            providers,
+            pending,
+            Some(&recorded_now),
+            &self.ids,
+        )
+        .await;
+        let clean = remaining.is_empty();
+        let why = if clean {
+            Reason::AutoRollbackClean
+        } else {
+            Reason::AutoRollbackStarted
+        };
+        journal
+            .segments
+            .push(Segment::new(why, remaining, failures));
+        store.write_journal(&journal).await?;
+        reporter.finish(stack, &summary, self.started.elapsed(), &Map::new());
+        let save_note = save_failure
+            .map(|err| format!(" (saving state failed: {err}; the journal has what `cdkd rollback {stack}` needs)"))
+            .unwrap_or_default();
+        Ok(DeployFailed(if clean {
+            format!("deploy of {stack} ({region}) failed and was rolled back: {reason}{save_note}")
+        } else {
+            format!("deploy of {stack} ({region}) failed and the rollback did not finish: {reason}{save_note}; run `cdkd rollback {stack}` to retry it")
+        }))
+    }
+
+    /// Only creates that were sent and failed can have left something unrecorded: the others
+    /// finished (and are recorded) or never started. A create refused because the name was
+    /// taken made nothing. An interrupted run's unsettled intents stay.
+    async fn keep_failed_intents(
+        &self,
+        outcomes: &BTreeMap<String, Outcome>,
+    ) -> anyhow::Result<()> {
+        let (stack, region) = (self.stack(), self.region());
+        let store = &self.engine.store;
+        let made_nothing: BTreeSet<String> = self.record().made_nothing.clone();
+        let unsettled = &self.write_ahead.unsettled;
+        if let Some(mut doc) = store.read_journal(stack, region).await? {
+            let before = doc.pending_creates.len();
+            doc.pending_creates.retain(|intent| {
+                let failed = matches!(outcomes.get(&intent.logical_id), Some(Outcome::Failed(_)))
+                    && !made_nothing.contains(&intent.logical_id);
+                failed || unsettled.iter().any(|u| u.token == intent.token)
+            });
+            if doc.pending_creates.len() != before {
+                store.write_journal(&doc).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn resolve_outputs(
+    template: &Template,
+    env: &dyn Environment,
+    parameters: &BTreeMap<String, Value>,
+) -> anyhow::Result<(Map<String, Value>, Vec<String>)> {
+    let resolver = Resolver::new(template, env, parameters)?;
+    let mut outputs = Map::new();
+    let mut export_names = Vec::new();
+    for (name, output) in &template.outputs {
+        if !resolver.is_active(output.condition.as_deref())? {
+            continue;
+        }
+        let value = resolver.resolve(&output.value, &format!("Outputs.{name}.Value"))?;
+        if let Some(export) = &output.export_name {
+            let export = resolver.resolve(export, &format!("Outputs.{name}.Export.Name"))?;
+            if let Some(export) = export.as_str() {
+                outputs.insert(export.to_string(), value.clone());
+                export_names.push(export.to_string());
+            }
+        }
+        outputs.insert(name.clone(), value);
+    }
+    Ok((outputs, export_names))
+}

@@ -1,0 +1,354 @@
+//! Deploying one stack, in phases: plan → pre-flight → write-ahead → execute (creates and
+//! updates in dependency order, event-driven) → deletes (reverse order) → outputs → finish.
+//! The stack lock is held throughout. A failure rolls back what this deploy did (unless
+//! `--no-rollback`), and either way the rollback journal records what `cdkd rollback` needs.
+
+mod apply;
+mod environment;
+mod finish;
+mod run;
+mod write_ahead;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use self::run::RunRecord;
+use self::write_ahead::WriteAhead;
+use super::engine::Engine;
+use super::executor::{Executor, Outcome, Task};
+use super::external::{SnapshotLookups, StateSnapshot};
+use super::ledger::Ledger;
+use super::secrets::RunSecrets;
+use crate::analyzer::plan::{plan, StackContext, StackPlan};
+use crate::analyzer::template::Template;
+use crate::provisioning::cloud_control::has_attribute;
+use crate::provisioning::create_only::KnownCreateOnly;
+use crate::provisioning::operations::{owner_types, ProviderSet};
+use crate::provisioning::preflight::{route_all, Candidate};
+use crate::provisioning::provider::AccountIds;
+use crate::provisioning::router::{AllowedDrops, Decision};
+use crate::state::schema::{ProvisionedBy, ResourceState, StackState};
+
+/// How to deploy.
+#[derive(Debug, Clone)]
+pub struct DeployOptions {
+    /// Resources in flight at once.
+    pub concurrency: usize,
+    /// Undo what this deploy did when it fails.
+    pub rollback: bool,
+    /// Properties plugins may drop.
+    pub allowed: AllowedDrops,
+    /// Delete a replaced resource before creating its successor (for names that collide).
+    pub replace_first: bool,
+    /// The longest one resource operation may take.
+    pub resource_timeout: Duration,
+    /// Resources to destroy and re-create on the given layer (`--recreate-via-…`).
+    pub recreate: BTreeMap<String, ProvisionedBy>,
+}
+
+impl Default for DeployOptions {
+    fn default() -> DeployOptions {
+        DeployOptions {
+            concurrency: 10,
+            rollback: true,
+            allowed: AllowedDrops::default(),
+            replace_first: false,
+            resource_timeout: Duration::from_secs(30 * 60),
+            recreate: BTreeMap::new(),
+        }
+    }
+}
+
+/// One stack to deploy.
+pub struct StackInput {
+    /// The stack's name and target.
+    pub context: StackContext,
+    /// Its template.
+    pub template: Template,
+    /// Parameter values beyond defaults.
+    pub parameters: BTreeMap<String, Value>,
+}
+
+/// A finished deploy: the record as saved, and, for consumers in the same run only, the
+/// plaintext of the outputs it recorded masked.
+#[derive(Debug, Clone)]
+pub struct Deployed {
+    /// The saved record.
+    pub state: StackState,
+    /// Output name → plaintext, for outputs whose recorded value is the mask.
+    pub secret_outputs: Map<String, Value>,
+}
+
+/// A deploy that did not finish.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DeployFailed(pub String);
+
+/// One stack's deploy once planned and routed: what its later phases share.
+struct StackRun<'r> {
+    engine: &'r Engine<'r>,
+    input: &'r StackInput,
+    snapshot: &'r StateSnapshot,
+    options: &'r DeployOptions,
+    planned: StackPlan,
+    recorded: Option<StackState>,
+    decisions: BTreeMap<String, Decision>,
+    providers: Box<dyn ProviderSet + 'r>,
+    ids: AccountIds,
+    write_ahead: WriteAhead,
+    /// Attributes the template reads, per logical id.
+    needed_attributes: BTreeMap<String, Vec<String>>,
+    create_only: KnownCreateOnly<'r>,
+    ledger: Ledger,
+    run: Mutex<RunRecord>,
+    secrets: RunSecrets,
+    started: Instant,
+}
+
+impl StackRun<'_> {
+    fn stack(&self) -> &str {
+        &self.input.context.stack_name
+    }
+
+    fn region(&self) -> &str {
+        &self.input.context.region
+    }
+
+    fn record(&self) -> std::sync::MutexGuard<'_, RunRecord> {
+        self.run.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Engine<'_> {
+    /// Deploys one stack and returns its final record.
+    pub async fn deploy(
+        &self,
+        input: &StackInput,
+        snapshot: &StateSnapshot,
+        options: &DeployOptions,
+    ) -> anyhow::Result<Deployed> {
+        let context = &input.context;
+        let lock = self
+            .locks
+            .acquire(&context.stack_name, &context.region, "deploy")
+            .await?;
+        let result = self.deploy_locked(input, snapshot, options).await;
+        lock.release().await;
+        result
+    }
+
+    async fn deploy_locked(
+        &self,
+        input: &StackInput,
+        snapshot: &StateSnapshot,
+        options: &DeployOptions,
+    ) -> anyhow::Result<Deployed> {
+        let started = Instant::now();
+        let context = &input.context;
+        let (stack, region) = (context.stack_name.as_str(), context.region.as_str());
+
+        // Plan. The journal may hold an interrupted run's intents: read it with the record.
+        let (stored, journal_found) = tokio::join!(
+            self.store.load(stack, region),
+            self.store.read_journal(stack, region)
+        );
+        let (stored, journal_found) = (stored?, journal_found?);
+        let recorded = stored.as_ref().map(|s| s.state.clone());
+        let lookups = SnapshotLookups { snapshot, region };
+        let create_only = KnownCreateOnly::new(self.registry);
+        let planned = plan(
+            &input.template,
+            recorded.as_ref(),
+            context,
+            &input.parameters,
+            &lookups,
+            &create_only,
+        )
+        .map_err(|err| anyhow::anyhow!("stack {stack}: {err}"))?;
+
+        // Pre-flight: every resource must have somewhere to go, before anything changes.
+        let candidates = planned.graph.order().iter().map(|id| Candidate {
+            logical_id: id,
+            resource_type: &input.template.resources[id].kind,
+            properties: &planned.properties[id],
+        });
+        let decisions = route_all(
+            self.registry,
+            stack,
+            candidates,
+            recorded.as_ref(),
+            &options.allowed,
+            &options.recreate,
+        )
+        .map_err(|refused| {
+            DeployFailed(format!(
+                "stack {stack} cannot be deployed; nothing was changed:\n  - {}",
+                refused.join("\n  - ")
+            ))
+        })?;
+
+        // The providers of what will be routed, recorded or reconciled.
+        let pending = journal_found
+            .as_ref()
+            .map(|j| j.pending_creates.as_slice())
+            .unwrap_or_default();
+        let mut plugin_types: BTreeSet<String> = decisions
+            .iter()
+            .filter(|(_, d)| matches!(d, Decision::Plugin(_)))
+            .map(|(id, _)| input.template.resources[id].kind.clone())
+            .collect();
+        plugin_types.extend(owner_types(
+            recorded.iter().flat_map(|s| s.resources.values()),
+            pending
+                .iter()
+                .map(|i| (i.resource_type.as_str(), i.provisioned_by)),
+        ));
+        let providers = self
+            .providers
+            .prepare(region, &plugin_types, options.resource_timeout)
+            .await?;
+        let ids = AccountIds {
+            account: context.account.clone(),
+            partition: context
+                .pseudo("AWS::Partition")
+                .and_then(|p| p.as_str().map(str::to_string))
+                .unwrap_or_else(|| "aws".into()),
+        };
+
+        // Write-ahead: this run's creates are recorded before the first one is sent.
+        let write_ahead = write_ahead::record_intents(
+            self,
+            input,
+            providers.as_ref(),
+            journal_found,
+            recorded.as_ref(),
+            &planned,
+            &decisions,
+            options,
+            &ids,
+        )
+        .await?;
+
+        let ledger = Ledger::new(self.store.clone(), stack, region, stored);
+        let _saver = ledger.start_saver();
+        let run = StackRun {
+            engine: self,
+            input,
+            snapshot,
+            options,
+            needed_attributes: input.template.referenced_attributes(),
+            planned,
+            recorded,
+            decisions,
+            providers,
+            ids,
+            write_ahead,
+            create_only,
+            ledger,
+            run: Mutex::new(RunRecord::default()),
+            secrets: RunSecrets::default(),
+            started,
+        };
+        run.read_back_missing_attributes().await;
+        let outcomes = run.execute().await;
+        let interrupted = *self.stop.borrow();
+        let first_failure = outcomes.iter().find_map(|(id, o)| match o {
+            Outcome::Failed(message) => Some(format!("{id}: {message}")),
+            _ => None,
+        });
+        match first_failure {
+            None if !interrupted => run.finish().await,
+            failure => {
+                let reason = failure.unwrap_or_else(|| "interrupted".into());
+                Err(run.fail(&outcomes, interrupted, reason).await?.into())
+            }
+        }
+    }
+}
+
+impl StackRun<'_> {
+    /// Runs every resource step in dependency order; reports what was skipped.
+    async fn execute(&self) -> BTreeMap<String, Outcome> {
+        let tasks: Vec<Task> = self
+            .planned
+            .graph
+            .order()
+            .iter()
+            .map(|id| {
+                let node = self.planned.graph.node(id).expect("ordered ids are nodes");
+                Task {
+                    id: id.clone(),
+                    dependencies: node.dependencies.clone(),
+                    priority: node.priority,
+                }
+            })
+            .collect();
+        let executor = Executor {
+            concurrency: self.options.concurrency,
+        };
+        let outcomes = executor
+            .run(&tasks, &self.engine.stop, |id| async move {
+                self.step(&id).await
+            })
+            .await;
+        for (id, outcome) in &outcomes {
+            if let Outcome::Skipped(reason) = outcome {
+                self.record().summary.skipped += 1;
+                self.engine.reporter.resource(
+                    self.stack(),
+                    id,
+                    &self.input.template.resources[id].kind,
+                    &format!("skipped ({reason})"),
+                    None,
+                );
+            }
+        }
+        outcomes
+    }
+
+    /// Reads back, with one `GetResource` each and all at once, the Cloud Control records that
+    /// lack an attribute the template now reads (a `Fn::GetAtt` added after they were made,
+    /// or a record written from a sparse model by an older cdkd).
+    async fn read_back_missing_attributes(&self) {
+        let needed = &self.needed_attributes;
+        let stale: Vec<(String, ResourceState)> = self.ledger.read(|state| {
+            state
+                .resources
+                .iter()
+                .filter(|(id, record)| {
+                    record.provisioned_by == Some(ProvisionedBy::CcApi)
+                        && needed.get(*id).is_some_and(|names| {
+                            let attributes = record.attributes.clone().unwrap_or_default();
+                            names.iter().any(|name| !has_attribute(&attributes, name))
+                        })
+                })
+                .map(|(id, record)| (id.clone(), record.clone()))
+                .collect()
+        });
+        let reads = stale.iter().map(|(id, record)| async move {
+            let model = self
+                .providers
+                .for_record(record)
+                .read_current_state(&record.resource_type, id, &record.physical_id, &Map::new())
+                .await;
+            (id, model)
+        });
+        for (id, model) in futures_util::future::join_all(reads).await {
+            let Some(model) = model else { continue };
+            self.ledger.change(|state| {
+                if let Some(record) = state.resources.get_mut(id) {
+                    let attributes = record.attributes.get_or_insert_with(Map::new);
+                    for (key, value) in model {
+                        attributes.entry(key).or_insert(value);
+                    }
+                }
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

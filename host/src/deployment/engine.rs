@@ -1,0 +1,25 @@
+//! The engine: what deploy, destroy and rollback work with, each behind its seam (providers,
+//! the record store, the locks), so the rules above them run on in-memory fakes in tests.
+
+use std::sync::Arc;
+
+use super::report::Reporter;
+use super::store::{RecordStore, StackLocks};
+use crate::provisioning::operations::ProviderSource;
+use crate::provisioning::registry::Registry;
+
+/// What the engine works with.
+pub struct Engine<'a> {
+    /// Loaded plugins: routing decisions and type schemas.
+    pub registry: &'a Registry,
+    /// Where resource operations go.
+    pub providers: &'a dyn ProviderSource,
+    /// Stack records and journals.
+    pub store: Arc<dyn RecordStore>,
+    /// Stack locks.
+    pub locks: &'a dyn StackLocks,
+    /// Output.
+    pub reporter: Reporter,
+    /// Set on the first Ctrl-C / SIGTERM.
+    pub stop: tokio::sync::watch::Receiver<bool>,
+}

@@ -1,0 +1,405 @@
+//! In-memory implementations of the engine's seams, for the engine's unit tests: a cloud
+//! that keeps resources in a map and can be told to fail or stall a resource, a record store
+//! with conditional saves, and locks that refuse a second holder.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use cdkd_provider_api::protocol::{CreateResult, DeleteResult, UpdateResult};
+use cdkd_provider_api::ProviderError;
+use serde_json::{json, Map, Value};
+
+use super::journal::Journal;
+use super::store::{HeldLock, RecordStore, StackLocks};
+use crate::provisioning::operations::{ProviderSet, ProviderSource, ResourceOperations};
+use crate::provisioning::provider::{AccountIds, CreateSpec, Found};
+use crate::provisioning::router::Decision;
+use crate::state::backend::{StateLocation, StoredState};
+use crate::state::schema::{ProvisionedBy, ResourceState, StackState};
+use crate::state::StateError;
+
+fn guard<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A resource the fake cloud holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveResource {
+    /// Its type.
+    pub resource_type: String,
+    /// Its logical id when made.
+    pub logical_id: String,
+    /// Its properties.
+    pub properties: Map<String, Value>,
+}
+
+#[derive(Default)]
+struct Cloud {
+    next: u32,
+    resources: BTreeMap<String, LiveResource>,
+    calls: Vec<String>,
+    failing: BTreeMap<String, String>,
+    delays: BTreeMap<String, Duration>,
+}
+
+/// A cloud in a map. Every call is logged as `"{verb} {logical id}"`.
+#[derive(Default)]
+pub struct FakeCloud {
+    cloud: Mutex<Cloud>,
+}
+
+impl FakeCloud {
+    /// Makes every call for `logical_id` fail with `message` until [`FakeCloud::heal`].
+    pub fn fail(&self, logical_id: &str, message: &str) {
+        guard(&self.cloud)
+            .failing
+            .insert(logical_id.into(), message.into());
+    }
+
+    /// Lets calls for `logical_id` succeed again.
+    pub fn heal(&self, logical_id: &str) {
+        guard(&self.cloud).failing.remove(logical_id);
+    }
+
+    /// Makes calls for `logical_id` take `delay` (tokio time: pause it in tests).
+    pub fn delay(&self, logical_id: &str, delay: Duration) {
+        guard(&self.cloud).delays.insert(logical_id.into(), delay);
+    }
+
+    /// The calls so far, in order.
+    pub fn calls(&self) -> Vec<String> {
+        guard(&self.cloud).calls.clone()
+    }
+
+    /// Forgets the call log.
+    pub fn clear_calls(&self) {
+        guard(&self.cloud).calls.clear();
+    }
+
+    /// What exists, by physical id.
+    pub fn live(&self) -> BTreeMap<String, LiveResource> {
+        guard(&self.cloud).resources.clone()
+    }
+
+    /// Logs the call, waits its delay, then fails it if told to.
+    async fn enter(&self, verb: &str, logical_id: &str) -> Result<(), ProviderError> {
+        let delay = {
+            let mut cloud = guard(&self.cloud);
+            cloud.calls.push(format!("{verb} {logical_id}"));
+            cloud.delays.get(logical_id).copied()
+        };
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
+        }
+        match guard(&self.cloud).failing.get(logical_id) {
+            Some(message) => Err(ProviderError::validation(message.clone())),
+            None => Ok(()),
+        }
+    }
+}
+
+fn attributes_of(physical_id: &str) -> Map<String, Value> {
+    json!({ "Arn": format!("arn:aws:fake:::{physical_id}") })
+        .as_object()
+        .cloned()
+        .expect("an object")
+}
+
+#[async_trait]
+impl ResourceOperations for FakeCloud {
+    fn label(&self) -> String {
+        "the fake cloud".into()
+    }
+
+    async fn create(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        _stack: &str,
+        properties: &Map<String, Value>,
+        _spec: &CreateSpec<'_>,
+    ) -> Result<CreateResult, ProviderError> {
+        self.enter("create", logical_id).await?;
+        let mut cloud = guard(&self.cloud);
+        cloud.next += 1;
+        let physical_id = format!("{logical_id}-{}", cloud.next);
+        cloud.resources.insert(
+            physical_id.clone(),
+            LiveResource {
+                resource_type: resource_type.into(),
+                logical_id: logical_id.into(),
+                properties: properties.clone(),
+            },
+        );
+        Ok(CreateResult {
+            attributes: attributes_of(&physical_id),
+            physical_id,
+            ..Default::default()
+        })
+    }
+
+    async fn adopt(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        stack: &str,
+        found: Found,
+        desired: &Map<String, Value>,
+        needed: &[String],
+    ) -> Result<CreateResult, ProviderError> {
+        let updated = self
+            .update(
+                resource_type,
+                logical_id,
+                stack,
+                &found.physical_id,
+                &found.properties,
+                desired,
+                needed,
+            )
+            .await?;
+        Ok(CreateResult {
+            physical_id: updated.physical_id,
+            attributes: updated.attributes,
+            ..Default::default()
+        })
+    }
+
+    async fn find_named(
+        &self,
+        _resource_type: &str,
+        _logical_id: &str,
+        _name: &str,
+        _ids: &AccountIds,
+    ) -> Result<Option<Found>, ProviderError> {
+        Ok(None)
+    }
+
+    async fn update(
+        &self,
+        _resource_type: &str,
+        logical_id: &str,
+        _stack: &str,
+        physical_id: &str,
+        _previous: &Map<String, Value>,
+        desired: &Map<String, Value>,
+        _needed: &[String],
+    ) -> Result<UpdateResult, ProviderError> {
+        self.enter("update", logical_id).await?;
+        let mut cloud = guard(&self.cloud);
+        let Some(resource) = cloud.resources.get_mut(physical_id) else {
+            return Err(ProviderError::new(
+                cdkd_provider_api::ErrorKind::NOT_FOUND,
+                format!("{physical_id} does not exist"),
+            ));
+        };
+        resource.properties = desired.clone();
+        Ok(UpdateResult {
+            physical_id: physical_id.into(),
+            attributes: attributes_of(physical_id),
+            ..Default::default()
+        })
+    }
+
+    async fn delete(
+        &self,
+        _resource_type: &str,
+        logical_id: &str,
+        physical_id: &str,
+        _properties: &Map<String, Value>,
+    ) -> Result<DeleteResult, ProviderError> {
+        self.enter("delete", logical_id).await?;
+        guard(&self.cloud).resources.remove(physical_id);
+        Ok(DeleteResult::Deleted)
+    }
+
+    async fn read_current_state(
+        &self,
+        _resource_type: &str,
+        _logical_id: &str,
+        physical_id: &str,
+        _properties: &Map<String, Value>,
+    ) -> Option<Map<String, Value>> {
+        let cloud = guard(&self.cloud);
+        cloud
+            .resources
+            .get(physical_id)
+            .map(|r| r.properties.clone())
+    }
+}
+
+/// The fake cloud as the provider of everything.
+pub struct FakeSet<'a>(&'a FakeCloud);
+
+impl ProviderSet for FakeSet<'_> {
+    fn for_decision(&self, _: &str, _: &Decision) -> &dyn ResourceOperations {
+        self.0
+    }
+
+    fn for_layer(&self, _: &str, _: ProvisionedBy) -> &dyn ResourceOperations {
+        self.0
+    }
+
+    fn for_record(&self, _: &ResourceState) -> &dyn ResourceOperations {
+        self.0
+    }
+}
+
+#[async_trait]
+impl ProviderSource for FakeCloud {
+    async fn prepare(
+        &self,
+        _region: &str,
+        _plugin_types: &BTreeSet<String>,
+        _timeout: Duration,
+    ) -> anyhow::Result<Box<dyn ProviderSet + '_>> {
+        Ok(Box::new(FakeSet(self)))
+    }
+
+    async fn account_ids(&self, _region: &str) -> AccountIds {
+        AccountIds {
+            account: "123456789012".into(),
+            partition: "aws".into(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Records {
+    records: BTreeMap<(String, String), (StackState, String)>,
+    journals: BTreeMap<(String, String), Journal>,
+    next_etag: u64,
+}
+
+/// Records and journals in maps; saves are conditional on the ETag, as S3's.
+#[derive(Default)]
+pub struct MemoryStore {
+    records: Mutex<Records>,
+}
+
+impl MemoryStore {
+    /// The stored record of a stack.
+    pub fn record(&self, stack: &str, region: &str) -> Option<StackState> {
+        let records = guard(&self.records);
+        let key = (stack.to_string(), region.to_string());
+        records.records.get(&key).map(|(state, _)| state.clone())
+    }
+
+    /// The stored journal of a stack.
+    pub fn journal(&self, stack: &str, region: &str) -> Option<Journal> {
+        let records = guard(&self.records);
+        let key = (stack.to_string(), region.to_string());
+        records.journals.get(&key).cloned()
+    }
+}
+
+#[async_trait]
+impl RecordStore for MemoryStore {
+    async fn load(&self, stack: &str, region: &str) -> Result<Option<StoredState>, StateError> {
+        let records = guard(&self.records);
+        let key = (stack.to_string(), region.to_string());
+        Ok(records.records.get(&key).map(|(state, etag)| StoredState {
+            state: state.clone(),
+            etag: etag.clone(),
+            location: StateLocation::Current,
+        }))
+    }
+
+    async fn save(
+        &self,
+        stack: &str,
+        region: &str,
+        state: &mut StackState,
+        previous: Option<&StoredState>,
+    ) -> Result<String, StateError> {
+        let mut records = guard(&self.records);
+        let key = (stack.to_string(), region.to_string());
+        let current = records.records.get(&key).map(|(_, etag)| etag.clone());
+        if current != previous.map(|p| p.etag.clone()) {
+            return Err(StateError::ConcurrentModification {
+                stack: stack.into(),
+                region: region.into(),
+            });
+        }
+        records.next_etag += 1;
+        let etag = format!("etag-{}", records.next_etag);
+        state.stack_name = stack.into();
+        state.region = Some(region.into());
+        records.records.insert(key, (state.clone(), etag.clone()));
+        Ok(etag)
+    }
+
+    async fn delete(&self, stack: &str, region: &str) -> Result<(), StateError> {
+        let key = (stack.to_string(), region.to_string());
+        guard(&self.records).records.remove(&key);
+        Ok(())
+    }
+
+    async fn read_journal(&self, stack: &str, region: &str) -> Result<Option<Journal>, StateError> {
+        Ok(self.journal(stack, region))
+    }
+
+    async fn write_journal(&self, journal: &Journal) -> Result<(), StateError> {
+        let key = (journal.stack_name.clone(), journal.region.clone());
+        guard(&self.records).journals.insert(key, journal.clone());
+        Ok(())
+    }
+
+    async fn remove_journal(&self, stack: &str, region: &str) -> Result<(), StateError> {
+        let key = (stack.to_string(), region.to_string());
+        guard(&self.records).journals.remove(&key);
+        Ok(())
+    }
+}
+
+/// Locks in a set: a second holder is refused, as a live S3 lock refuses it.
+#[derive(Default, Clone)]
+pub struct MemoryLocks {
+    held: Arc<Mutex<BTreeSet<(String, String)>>>,
+}
+
+impl MemoryLocks {
+    /// Whether the stack's lock is held.
+    pub fn is_held(&self, stack: &str, region: &str) -> bool {
+        guard(&self.held).contains(&(stack.to_string(), region.to_string()))
+    }
+}
+
+struct MemoryLock {
+    held: Arc<Mutex<BTreeSet<(String, String)>>>,
+    key: (String, String),
+}
+
+#[async_trait]
+impl StackLocks for MemoryLocks {
+    async fn acquire(
+        &self,
+        stack: &str,
+        region: &str,
+        operation: &str,
+    ) -> Result<Box<dyn HeldLock>, StateError> {
+        let key = (stack.to_string(), region.to_string());
+        if !guard(&self.held).insert(key.clone()) {
+            return Err(StateError::Locked {
+                stack: stack.into(),
+                region: region.into(),
+                owner: "another test".into(),
+                operation: operation.into(),
+                expires: "later".into(),
+            });
+        }
+        Ok(Box::new(MemoryLock {
+            held: self.held.clone(),
+            key,
+        }))
+    }
+}
+
+#[async_trait]
+impl HeldLock for MemoryLock {
+    async fn release(&self) {
+        guard(&self.held).remove(&self.key);
+    }
+}

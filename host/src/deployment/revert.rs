@@ -1,0 +1,133 @@
+//! Undoing completed operations (an automatic rollback, or `cdkd rollback` replaying the
+//! journal): newest first, each through the provider that owns its record.
+
+use std::time::Instant;
+
+use super::journal::{Operation, OperationKind};
+use super::ledger::Ledger;
+use super::report::Reporter;
+use crate::provisioning::operations::ProviderSet;
+
+/// Undoes completed operations, newest first; returns those that could not be undone (the
+/// first failure stops the walk, so the journal keeps them in order).
+pub async fn revert_operations(
+    reporter: Reporter,
+    stack: &str,
+    ledger: &Ledger,
+    providers: &dyn ProviderSet,
+    operations: Vec<Operation>,
+) -> Vec<Operation> {
+    let mut remaining = operations;
+    while let Some(operation) = remaining.pop() {
+        let began = Instant::now();
+        let id = operation.logical_id.clone();
+        match revert_one(stack, ledger, providers, &operation).await {
+            Ok(()) => reporter.resource(
+                stack,
+                &id,
+                &operation.resource_type,
+                "rolled back",
+                Some(began.elapsed()),
+            ),
+            Err(message) => {
+                reporter.resource(
+                    stack,
+                    &id,
+                    &operation.resource_type,
+                    &format!("rollback failed: {message}"),
+                    Some(began.elapsed()),
+                );
+                remaining.push(operation);
+                return remaining;
+            }
+        }
+    }
+    remaining
+}
+
+async fn revert_one(
+    stack: &str,
+    ledger: &Ledger,
+    providers: &dyn ProviderSet,
+    operation: &Operation,
+) -> Result<(), String> {
+    let id = &operation.logical_id;
+    match operation.action {
+        OperationKind::Create => {
+            let after = operation
+                .after
+                .as_ref()
+                .ok_or("no record of the created resource")?;
+            providers
+                .for_record(after)
+                .delete(
+                    &after.resource_type,
+                    id,
+                    &after.physical_id,
+                    &after.properties,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            ledger.change(|s| {
+                s.resources.remove(id);
+            });
+        }
+        OperationKind::Replace => {
+            let after = operation
+                .after
+                .as_ref()
+                .ok_or("no record of the replacement")?;
+            let before = operation
+                .before
+                .clone()
+                .ok_or("no record of the replaced resource")?;
+            if after.physical_id != before.physical_id {
+                providers
+                    .for_record(after)
+                    .delete(
+                        &after.resource_type,
+                        id,
+                        &after.physical_id,
+                        &after.properties,
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            ledger.change(|s| {
+                s.resources.insert(id.clone(), before);
+            });
+        }
+        OperationKind::Update => {
+            let after = operation.after.as_ref().ok_or("no record of the update")?;
+            let mut before = operation
+                .before
+                .clone()
+                .ok_or("no record of the previous properties")?;
+            let restored = providers
+                .for_record(after)
+                .update(
+                    &after.resource_type,
+                    id,
+                    stack,
+                    &after.physical_id,
+                    &after.properties,
+                    &before.properties,
+                    &[],
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            before.physical_id = restored.physical_id;
+            before.attributes = Some(restored.attributes);
+            ledger.change(|s| {
+                s.resources.insert(id.clone(), before);
+            });
+        }
+        OperationKind::Policy => {
+            let before = operation.before.clone().ok_or("no previous record")?;
+            ledger.change(|s| {
+                s.resources.insert(id.clone(), before);
+            });
+        }
+    }
+    Ok(())
+}

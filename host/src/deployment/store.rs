@@ -1,0 +1,137 @@
+//! The engine's seam to storage, after OpenTofu's `statemgr`: a stack's record and its
+//! rollback journal ([`RecordStore`]), and its lock ([`StackLocks`]). The S3 state bucket and
+//! its lock manager implement them; the engine's unit tests use in-memory ones.
+
+use async_trait::async_trait;
+
+use super::journal::Journal;
+use crate::state::backend::{StateBackend, StoredState};
+use crate::state::lock::{LockHandle, LockManager};
+use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
+use crate::state::schema::StackState;
+use crate::state::StateError;
+
+/// Where stack records and rollback journals are kept.
+#[async_trait]
+pub trait RecordStore: Send + Sync {
+    /// A stack's record, with what a conditional save needs.
+    async fn load(&self, stack: &str, region: &str) -> Result<Option<StoredState>, StateError>;
+
+    /// Writes a record, conditional on `previous` (none: there must be no record yet);
+    /// returns the new ETag.
+    async fn save(
+        &self,
+        stack: &str,
+        region: &str,
+        state: &mut StackState,
+        previous: Option<&StoredState>,
+    ) -> Result<String, StateError>;
+
+    /// Deletes a stack's record (a fully destroyed stack).
+    async fn delete(&self, stack: &str, region: &str) -> Result<(), StateError>;
+
+    /// The stack's rollback journal.
+    async fn read_journal(&self, stack: &str, region: &str) -> Result<Option<Journal>, StateError>;
+
+    /// Writes the journal (the caller holds the stack lock).
+    async fn write_journal(&self, journal: &Journal) -> Result<(), StateError>;
+
+    /// Deletes the journal and every earlier version of it (it holds attempted properties).
+    async fn remove_journal(&self, stack: &str, region: &str) -> Result<(), StateError>;
+}
+
+#[async_trait]
+impl RecordStore for StateBackend {
+    async fn load(&self, stack: &str, region: &str) -> Result<Option<StoredState>, StateError> {
+        StateBackend::load(self, stack, region).await
+    }
+
+    async fn save(
+        &self,
+        stack: &str,
+        region: &str,
+        state: &mut StackState,
+        previous: Option<&StoredState>,
+    ) -> Result<String, StateError> {
+        StateBackend::save(self, stack, region, state, previous).await
+    }
+
+    async fn delete(&self, stack: &str, region: &str) -> Result<(), StateError> {
+        StateBackend::delete(self, stack, region).await
+    }
+
+    async fn read_journal(&self, stack: &str, region: &str) -> Result<Option<Journal>, StateError> {
+        let key = self.keys().journal(stack, region);
+        match self.get_object(&key).await? {
+            None => Ok(None),
+            Some(object) => serde_json::from_slice(&object.body)
+                .map(Some)
+                .map_err(|err| {
+                    StateError::s3("read", &key, format!("not a rollback journal: {err}"))
+                }),
+        }
+    }
+
+    async fn write_journal(&self, journal: &Journal) -> Result<(), StateError> {
+        let key = self.keys().journal(&journal.stack_name, &journal.region);
+        let body = serde_json::to_vec_pretty(journal).expect("a journal serialises");
+        self.put_json(&key, body).await
+    }
+
+    async fn remove_journal(&self, stack: &str, region: &str) -> Result<(), StateError> {
+        let key = self.keys().journal(stack, region);
+        if self.get_object(&key).await?.is_none() {
+            return Ok(());
+        }
+        self.delete_object(&key).await?;
+        purge_and_report(
+            self.client(),
+            self.bucket(),
+            &key,
+            PurgedObject::RollbackJournal,
+            PurgeLogLevel::Warn,
+        )
+        .await;
+        Ok(())
+    }
+}
+
+/// Takes stack locks.
+#[async_trait]
+pub trait StackLocks: Send + Sync {
+    /// Takes the lock of `stack` in `region` for `operation` (waiting out a live holder).
+    async fn acquire(
+        &self,
+        stack: &str,
+        region: &str,
+        operation: &str,
+    ) -> Result<Box<dyn HeldLock>, StateError>;
+}
+
+/// A lock this process holds.
+#[async_trait]
+pub trait HeldLock: Send + Sync {
+    /// Releases it; never fails (what cannot be released lapses at its deadline).
+    async fn release(&self);
+}
+
+#[async_trait]
+impl StackLocks for LockManager {
+    async fn acquire(
+        &self,
+        stack: &str,
+        region: &str,
+        operation: &str,
+    ) -> Result<Box<dyn HeldLock>, StateError> {
+        Ok(Box::new(
+            LockManager::acquire(self, stack, region, operation).await?,
+        ))
+    }
+}
+
+#[async_trait]
+impl HeldLock for LockHandle {
+    async fn release(&self) {
+        LockHandle::release(self).await;
+    }
+}

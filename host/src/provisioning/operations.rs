@@ -1,0 +1,134 @@
+//! The engine's seam to AWS, after OpenTofu's `providers.Interface`: what it asks of the
+//! provider of one resource ([`ResourceOperations`]), which provider owns a resource
+//! ([`ProviderSet`]), and where the providers of an operation come from ([`ProviderSource`]).
+//! Plugins and Cloud Control implement them for real runs; the engine's unit tests use an
+//! in-memory cloud.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use cdkd_provider_api::protocol::{CreateResult, DeleteResult, UpdateResult};
+use cdkd_provider_api::ProviderError;
+use serde_json::{Map, Value};
+
+use super::provider::{AccountIds, CreateSpec, Found};
+use super::router::Decision;
+use crate::state::schema::{ProvisionedBy, ResourceState};
+
+/// The calls the engine makes for one resource.
+#[async_trait]
+pub trait ResourceOperations: Send + Sync {
+    /// `plugin <name>` or `Cloud Control`, for messages.
+    fn label(&self) -> String;
+
+    /// Creates a resource exactly once: every attempt carries `spec`'s token and name, a
+    /// retry after a lost answer is deduplicated by the token (Cloud Control) or finds the
+    /// resource by its name (an "already exists" for a name cdkd generated, or for any name
+    /// on a retry, is the earlier attempt's resource and is adopted, not made again).
+    async fn create(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        stack: &str,
+        properties: &Map<String, Value>,
+        spec: &CreateSpec<'_>,
+    ) -> Result<CreateResult, ProviderError>;
+
+    /// Records an existing resource as this create's result, bringing it to `desired`.
+    async fn adopt(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        stack: &str,
+        found: Found,
+        desired: &Map<String, Value>,
+        needed: &[String],
+    ) -> Result<CreateResult, ProviderError>;
+
+    /// Finds the resource of `resource_type` named `name`, if it exists.
+    async fn find_named(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        name: &str,
+        ids: &AccountIds,
+    ) -> Result<Option<Found>, ProviderError>;
+
+    /// Updates a resource (in place, or the provider reports a replacement); `needed` names
+    /// the attributes the template reads from it.
+    #[allow(clippy::too_many_arguments)]
+    async fn update(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        stack: &str,
+        physical_id: &str,
+        previous: &Map<String, Value>,
+        desired: &Map<String, Value>,
+        needed: &[String],
+    ) -> Result<UpdateResult, ProviderError>;
+
+    /// Deletes a resource; one already gone counts as deleted.
+    async fn delete(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        physical_id: &str,
+        properties: &Map<String, Value>,
+    ) -> Result<DeleteResult, ProviderError>;
+
+    /// The AWS-current properties, when the provider can read them.
+    async fn read_current_state(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        physical_id: &str,
+        properties: &Map<String, Value>,
+    ) -> Option<Map<String, Value>>;
+}
+
+/// The providers of one stack's resources, ready before any change.
+pub trait ProviderSet: Send + Sync {
+    /// The provider a routing decision chose.
+    fn for_decision(&self, resource_type: &str, decision: &Decision) -> &dyn ResourceOperations;
+    /// The provider of `resource_type` on a given layer (write-ahead intents name one).
+    fn for_layer(&self, resource_type: &str, layer: ProvisionedBy) -> &dyn ResourceOperations;
+    /// The provider that owns a recorded resource (deletes and reverts).
+    fn for_record(&self, record: &ResourceState) -> &dyn ResourceOperations;
+}
+
+/// Where one operation's providers come from.
+#[async_trait]
+pub trait ProviderSource: Send + Sync {
+    /// Cloud Control for `region`, and the plugins of `plugin_types` that a loaded plugin
+    /// handles (types no plugin handles are left to Cloud Control).
+    async fn prepare(
+        &self,
+        region: &str,
+        plugin_types: &BTreeSet<String>,
+        timeout: Duration,
+    ) -> anyhow::Result<Box<dyn ProviderSet + '_>>;
+
+    /// The account and partition of `region`, for ids built from names.
+    async fn account_ids(&self, region: &str) -> AccountIds;
+}
+
+/// The types whose plugins deletes, reverts and intents may need: those recorded (or
+/// intended) on the SDK layer.
+pub fn owner_types<'r>(
+    records: impl IntoIterator<Item = &'r ResourceState>,
+    intents: impl IntoIterator<Item = (&'r str, ProvisionedBy)>,
+) -> BTreeSet<String> {
+    records
+        .into_iter()
+        .filter(|record| record.provisioned_by != Some(ProvisionedBy::CcApi))
+        .map(|record| record.resource_type.clone())
+        .chain(
+            intents
+                .into_iter()
+                .filter(|(_, layer)| *layer == ProvisionedBy::Sdk)
+                .map(|(kind, _)| kind.to_string()),
+        )
+        .collect()
+}

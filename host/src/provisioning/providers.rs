@@ -1,0 +1,92 @@
+//! The live providers of one operation: the loaded plugins (initialised for the types they
+//! handle) and Cloud Control for the stack's region.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::cloud_control::{CloudControlProvider, PollSchedule};
+use super::operations::{ProviderSet, ProviderSource, ResourceOperations};
+use super::provider::{AccountIds, Provider};
+use super::registry::{Registry, Route};
+use super::router::Decision;
+use crate::aws_env::AwsEnvironment;
+use crate::state::schema::{ProvisionedBy, ResourceState};
+
+/// Plugins and Cloud Control, as a [`ProviderSource`].
+pub struct LiveProviders<'a> {
+    /// Loaded plugins.
+    pub registry: &'a Registry,
+    /// AWS settings.
+    pub aws: &'a AwsEnvironment,
+}
+
+/// The providers of one stack's resources.
+pub struct Providers<'a> {
+    plugins: BTreeMap<String, Provider<'a>>,
+    cloud_control: Provider<'a>,
+}
+
+#[async_trait]
+impl ProviderSource for LiveProviders<'_> {
+    async fn prepare(
+        &self,
+        region: &str,
+        plugin_types: &BTreeSet<String>,
+        timeout: Duration,
+    ) -> anyhow::Result<Box<dyn ProviderSet + '_>> {
+        let mut plugins = BTreeMap::new();
+        for resource_type in plugin_types {
+            if let Route::Plugin { name, .. } = self.registry.route(resource_type) {
+                let library = self.registry.plugin_for(resource_type, self.aws).await?;
+                plugins.insert(resource_type.clone(), Provider::Plugin(library, name));
+            }
+        }
+        let schedule = PollSchedule {
+            timeout,
+            ..PollSchedule::default()
+        };
+        let cloud_control = CloudControlProvider::new(self.aws, region, schedule);
+        Ok(Box::new(Providers {
+            plugins,
+            cloud_control: Provider::CloudControl(Arc::new(cloud_control)),
+        }))
+    }
+
+    async fn account_ids(&self, region: &str) -> AccountIds {
+        AccountIds {
+            account: crate::state::bucket::account_id(self.aws)
+                .await
+                .unwrap_or_default(),
+            partition: crate::analyzer::intrinsics::partition_of(region).to_string(),
+        }
+    }
+}
+
+impl ProviderSet for Providers<'_> {
+    fn for_decision(&self, resource_type: &str, decision: &Decision) -> &dyn ResourceOperations {
+        match (decision, self.plugins.get(resource_type)) {
+            (Decision::Plugin(_), Some(plugin)) => plugin,
+            _ => &self.cloud_control,
+        }
+    }
+
+    fn for_layer(&self, resource_type: &str, layer: ProvisionedBy) -> &dyn ResourceOperations {
+        match (layer, self.plugins.get(resource_type)) {
+            (ProvisionedBy::Sdk, Some(plugin)) => plugin,
+            _ => &self.cloud_control,
+        }
+    }
+
+    fn for_record(&self, record: &ResourceState) -> &dyn ResourceOperations {
+        if record.provisioned_by == Some(ProvisionedBy::CcApi) {
+            return &self.cloud_control;
+        }
+        match self.plugins.get(&record.resource_type) {
+            Some(plugin) => plugin,
+            None => &self.cloud_control,
+        }
+    }
+}
