@@ -101,3 +101,28 @@ impl AwsEnvironment {
         })
     }
 }
+
+/// The AWS partition of a region.
+pub fn partition(region: &str) -> &'static str {
+    if region.starts_with("cn-") {
+        "aws-cn"
+    } else if region.starts_with("us-gov-") {
+        "aws-us-gov"
+    } else if region.starts_with("us-isob-") {
+        "aws-iso-b"
+    } else if region.starts_with("us-iso-") {
+        "aws-iso"
+    } else {
+        "aws"
+    }
+}
+
+/// The URL suffix of a region's partition (`AWS::URLSuffix`).
+pub fn url_suffix(region: &str) -> &'static str {
+    match partition(region) {
+        "aws-cn" => "amazonaws.com.cn",
+        "aws-iso" => "c2s.ic.gov",
+        "aws-iso-b" => "sc2s.sgov.gov",
+        _ => "amazonaws.com",
+    }
+}

@@ -1,7 +1,9 @@
 //! cdkd: deploys AWS CDK apps without CloudFormation.
 //!
-//! The library behind the `cdkd` binary. Layers, in their one direction of dependency:
-//! [`cli`] → synthesis → assets → analyzer → state → deployment → [`provisioning`].
+//! The library behind the `cdkd` binary. Layers, each using only those to its right:
+//! [`cli`] → [`deployment`] → [`assets`] → [`synthesis`] → [`provisioning`] → [`analyzer`] →
+//! [`state`] → [`aws_env`]. (`deployment` also uses `provisioning` through its seam,
+//! [`provisioning::operations`]; `synthesis` needs only `analyzer`.)
 //! Provider plugins are loaded through `cdkd-provider-api`; this crate holds no `unsafe`.
 
 #![forbid(unsafe_code)]

@@ -53,6 +53,27 @@ impl AppWorld {
         world
     }
 
+    /// The fixture `tests/fixtures/cdk.out/{fixture}` as synthesized (several stacks, or
+    /// stacks inside stages).
+    pub fn unedited(fixture: &str, prefix: &str) -> AppWorld {
+        let world = AppWorld {
+            bucket: Emulator::unique(prefix),
+            assets: Emulator::unique(&format!("{prefix}-assets")),
+            assembly: tempfile::tempdir().unwrap(),
+            stack: String::new(),
+        };
+        copy_dir(
+            &workspace_root()
+                .join("tests/fixtures/cdk.out")
+                .join(fixture),
+            world.assembly.path(),
+        );
+        world
+            .cdkd(&["bootstrap", "--asset-bucket", &world.assets])
+            .success();
+        world
+    }
+
     /// Runs cdkd against the emulator with this world's state bucket and the bundled plugins.
     pub fn cdkd(&self, args: &[&str]) -> Run {
         let mut command = Command::new(cdkd_binary());

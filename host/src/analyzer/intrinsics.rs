@@ -81,21 +81,6 @@ fn fail<T>(path: &str, message: impl Into<String>) -> Result<T, ResolveError> {
     })
 }
 
-/// The partition of a region (for `AWS::Partition` and `AWS::URLSuffix`).
-pub fn partition_of(region: &str) -> &'static str {
-    crate::state::bootstrap::partition(region)
-}
-
-/// The URL suffix of a region's partition.
-pub fn url_suffix_of(region: &str) -> &'static str {
-    match partition_of(region) {
-        "aws-cn" => "amazonaws.com.cn",
-        "aws-iso" => "c2s.ic.gov",
-        "aws-iso-b" => "sc2s.sgov.gov",
-        _ => "amazonaws.com",
-    }
-}
-
 /// Resolves one template's values against an environment.
 pub struct Resolver<'a> {
     template: &'a Template,

@@ -10,9 +10,10 @@ use serde_json::{json, Map, Value};
 
 use super::dag::{Graph, GraphError};
 use super::diff::{deletion, diff_resource, Action, Desired, ResourceChange};
-use super::intrinsics::{partition_of, url_suffix_of, Environment, Lookup, ResolveError, Resolver};
+use super::intrinsics::{Environment, Lookup, ResolveError, Resolver};
 use super::ref_values::RefValues;
 use super::template::Template;
+use crate::aws_env::{partition as partition_of, url_suffix as url_suffix_of};
 use crate::state::schema::StackState;
 
 /// Values from outside the stack: other stacks' outputs and AWS lookups.

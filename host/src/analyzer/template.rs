@@ -91,6 +91,23 @@ pub struct Output {
     pub condition: Option<String>,
 }
 
+/// A value one template reads from another stack.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum StackRead {
+    /// `Fn::GetStackOutput`: the stack, its region if the template names one literally
+    /// (else this stack's), and the output.
+    Output {
+        /// The producer's stack name.
+        stack: String,
+        /// The producer's region, when literal.
+        region: Option<String>,
+        /// The output name.
+        output: String,
+    },
+    /// `Fn::ImportValue` of a literal export name.
+    Export(String),
+}
+
 /// A parsed template.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Template {
@@ -179,6 +196,59 @@ impl Template {
             .values()
             .for_each(|v| walk(v, stack_region, &mut found));
         found
+    }
+
+    /// What this template reads from other stacks: `Fn::GetStackOutput` with a literal
+    /// stack name, and `Fn::ImportValue` of a literal export name.
+    pub fn stack_reads(&self) -> std::collections::BTreeSet<StackRead> {
+        fn literal(value: Option<&Value>) -> Option<String> {
+            value.and_then(Value::as_str).map(str::to_string)
+        }
+        fn walk(value: &Value, found: &mut std::collections::BTreeSet<StackRead>) {
+            match value {
+                Value::Object(map) => {
+                    if let Some(read) = map.get("Fn::GetStackOutput") {
+                        if let (Some(stack), Some(output)) = (
+                            literal(read.get("StackName")),
+                            literal(read.get("OutputName")),
+                        ) {
+                            let region = literal(read.get("Region"));
+                            found.insert(StackRead::Output {
+                                stack,
+                                region,
+                                output,
+                            });
+                        }
+                    }
+                    if let Some(name) = literal(map.get("Fn::ImportValue")) {
+                        found.insert(StackRead::Export(name));
+                    }
+                    map.values().for_each(|v| walk(v, found));
+                }
+                Value::Array(items) => items.iter().for_each(|v| walk(v, found)),
+                _ => {}
+            }
+        }
+        let mut found = std::collections::BTreeSet::new();
+        for resource in self.resources.values() {
+            resource
+                .properties
+                .values()
+                .for_each(|v| walk(v, &mut found));
+        }
+        for output in self.outputs.values() {
+            walk(&output.value, &mut found);
+        }
+        self.conditions.values().for_each(|v| walk(v, &mut found));
+        found
+    }
+
+    /// The export names this template declares as literals.
+    pub fn literal_export_names(&self) -> std::collections::BTreeSet<String> {
+        self.outputs
+            .values()
+            .filter_map(|output| output.export_name.as_ref()?.as_str().map(str::to_string))
+            .collect()
     }
 
     /// Parses a template document.

@@ -14,10 +14,11 @@ use aws_sdk_s3::primitives::ByteStream;
 use serde_json::Value;
 
 use crate::analyzer::template::Template;
+use crate::aws_env::partition;
 use crate::aws_env::AwsEnvironment;
-use crate::cli::StateStore;
-use crate::state::bootstrap::{partition, read_marker};
+use crate::state::bootstrap::read_marker;
 use crate::state::bucket;
+use crate::state::store::StateStore;
 use crate::synthesis::assembly::{CloudAssembly, FileAsset, Packaging, StackArtifact};
 
 /// Zips a folder deterministically.

@@ -3,7 +3,7 @@
 //! The first Ctrl-C or SIGTERM stops dispatching, lets calls in flight finish, saves state,
 //! writes the journal and releases the lock; a second one exits 130 at once.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 
 use clap::Args;
@@ -11,16 +11,17 @@ use serde_json::Value;
 
 use super::app::{load_assembly, stack_target, AppArgs};
 use super::{confirm, CommandContext};
-use crate::analyzer::plan::StackContext;
 use crate::analyzer::template::Template;
-use crate::deployment::deploy::{DeployOptions, StackInput};
+use crate::deployment::deploy::DeployOptions;
 use crate::deployment::destroy::RollbackOutcome;
 use crate::deployment::engine::Engine;
 use crate::deployment::executor::{Executor, Outcome, Task};
 use crate::deployment::external::StateSnapshot;
+use crate::deployment::prepare::Preparation;
 use crate::deployment::report::Reporter;
 use crate::provisioning::providers::LiveProviders;
 use crate::provisioning::router::AllowedDrops;
+use crate::synthesis::order::{ordered, run_dependencies, Placed};
 use crate::synthesis::selection::select;
 
 /// Installs the Ctrl-C / SIGTERM handling and returns the stop signal.
@@ -104,6 +105,41 @@ fn parameters(items: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
         .collect()
 }
 
+/// The order of one run's stacks: what each waits for, and whether it reads other stacks.
+struct RunOrder {
+    waits: BTreeMap<String, BTreeSet<String>>,
+    /// Per stack: whether its template reads another stack's values.
+    reads_others: BTreeMap<String, bool>,
+}
+
+async fn read_order(
+    context: &CommandContext,
+    stacks: &[&crate::synthesis::assembly::StackArtifact],
+) -> anyhow::Result<RunOrder> {
+    let fallback = context.aws().await.region();
+    let mut placed = Vec::new();
+    for stack in stacks {
+        let template = Template::parse(&stack.template()?)
+            .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
+        placed.push(Placed {
+            stack,
+            region: stack.environment.region.clone().unwrap_or(fallback.clone()),
+            template,
+        });
+    }
+    let waits = run_dependencies(&placed);
+    let ids: Vec<String> = stacks.iter().map(|s| s.id.clone()).collect();
+    ordered(&ids, &waits)?;
+    let reads_others = placed
+        .iter()
+        .map(|p| (p.stack.id.clone(), !p.template.stack_reads().is_empty()))
+        .collect();
+    Ok(RunOrder {
+        waits,
+        reads_others,
+    })
+}
+
 pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Result<ExitCode> {
     let assembly = load_assembly(context, &args.app).await?;
     let stacks = select(&assembly, &args.stacks, args.all, args.exclusively)?;
@@ -121,16 +157,14 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
     });
     let store = store?;
     account?;
-    store.hand_to(&registry);
+    registry.set_state_bucket(&store.bucket.name, &store.region());
     if let Some(seconds) = args.resource_timeout {
         registry.set_resource_timeout(seconds);
     }
-    // Other stacks' records are read only when a template refers to another stack.
-    let mut cross_stack = false;
-    for stack in &stacks {
-        let text = std::fs::read_to_string(&stack.template_file).unwrap_or_default();
-        cross_stack |= text.contains("Fn::ImportValue") || text.contains("Fn::GetStackOutput");
-    }
+    // Stacks that read each other's values run in order; other stacks' records are read only
+    // when some template reads another stack.
+    let waits = read_order(context, &stacks).await?;
+    let cross_stack = stacks.iter().any(|s| waits.reads_others[&s.id]);
     let snapshot = if cross_stack {
         StateSnapshot::load(&store.backend).await?
     } else {
@@ -168,63 +202,32 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
         reporter: Reporter { json: args.json },
         stop: stop_signal("deploy"),
     };
-    let selected: std::collections::BTreeSet<String> =
-        stacks.iter().map(|s| s.id.clone()).collect();
     let tasks: Vec<Task> = stacks
         .iter()
         .map(|stack| Task {
             id: stack.id.clone(),
-            dependencies: stack
-                .dependencies
-                .iter()
-                .filter(|d| selected.contains(*d))
-                .cloned()
-                .collect(),
+            dependencies: waits.waits[&stack.id].clone(),
             priority: 0,
         })
         .collect();
     let snapshot = std::sync::Mutex::new(snapshot);
+    let preparation = Preparation {
+        assembly: &assembly,
+        registry: &registry,
+        aws,
+        store: &store,
+        ref_values,
+        parameters: &parameters,
+    };
     let work = |id: String| {
         let stack = assembly
             .stack(&id)
             .expect("selected stacks are in the assembly");
-        let (engine, snapshot, options, parameters, store, assembly) =
-            (&engine, &snapshot, &options, &parameters, &store, &assembly);
-        let ref_values = ref_values.clone();
+        let (engine, snapshot, options, preparation) = (&engine, &snapshot, &options, &preparation);
         async move {
             let run = async {
                 let (account, region) = stack_target(context, stack).await?;
-                let template = Template::parse(&stack.template()?)
-                    .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
-                let template = crate::assets::publish_for_stack(
-                    assembly, stack, template, aws, store, &account, &region,
-                )
-                .await?;
-                let parameters =
-                    crate::deployment::parameters::resolve(&template, parameters, aws, &region)
-                        .await?;
-                let mut availability_zones = std::collections::BTreeMap::new();
-                for zone_region in template.availability_zone_regions(&region) {
-                    let zones = crate::provisioning::zones::availability_zones(
-                        engine.registry,
-                        aws,
-                        &zone_region,
-                    )
-                    .await
-                    .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
-                    availability_zones.insert(zone_region, zones);
-                }
-                let input = StackInput {
-                    context: StackContext {
-                        stack_name: stack.stack_name.clone(),
-                        region,
-                        account,
-                        ref_values,
-                        availability_zones,
-                    },
-                    template,
-                    parameters,
-                };
+                let input = preparation.stack_input(stack, account, region).await?;
                 // Producers this stack reads from finished before it started.
                 let view = snapshot.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 let deployed = engine.deploy(&input, &view, options).await?;
@@ -281,8 +284,14 @@ pub struct DestroyArgs {
 
 pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Result<ExitCode> {
     let assembly = load_assembly(context, &args.app).await?;
-    // Only the named stacks; consumers go before producers.
-    let mut stacks = select(&assembly, &args.stacks, args.all, true)?;
+    // Only the named stacks; consumers (by dependency or by reading values) before producers.
+    let selected = select(&assembly, &args.stacks, args.all, true)?;
+    let waits = read_order(context, &selected).await?;
+    let ids: Vec<String> = selected.iter().map(|s| s.id.clone()).collect();
+    let mut stacks: Vec<&crate::synthesis::assembly::StackArtifact> = ordered(&ids, &waits.waits)?
+        .iter()
+        .filter_map(|id| assembly.stack(id))
+        .collect();
     stacks.reverse();
     let names: Vec<&str> = stacks.iter().map(|s| s.stack_name.as_str()).collect();
     if !confirm(
@@ -298,7 +307,7 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
     let registry = context.registry()?;
     registry.warn_about_failures();
     let store = context.state().await?;
-    store.hand_to(&registry);
+    registry.set_state_bucket(&store.bucket.name, &store.region());
     let mut snapshot = StateSnapshot::load(&store.backend).await?;
     let live = LiveProviders {
         registry: &registry,
@@ -362,7 +371,7 @@ pub async fn state_destroy(
     let registry = context.registry()?;
     registry.warn_about_failures();
     let store = context.state().await?;
-    store.hand_to(&registry);
+    registry.set_state_bucket(&store.bucket.name, &store.region());
     let fallback = context.aws().await.region();
     let mut targets: Vec<(String, String)> = Vec::new();
     if args.all {
@@ -446,7 +455,7 @@ pub struct RollbackArgs {
 pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::Result<ExitCode> {
     let registry = context.registry()?;
     let store = context.state().await?;
-    store.hand_to(&registry);
+    registry.set_state_bucket(&store.bucket.name, &store.region());
     let fallback = context.aws().await.region();
     let (stack, region) = match &args.stack {
         Some(stack) => (

@@ -22,9 +22,10 @@ use crate::aws_env::{AwsEnvironment, AwsOptions};
 use crate::provisioning::plugins_file::{PluginsFile, PluginsFileSource};
 use crate::provisioning::registry::Registry;
 use crate::state::backend::StateBackend;
-use crate::state::bucket::{self, BucketChoice, StateBucket};
+use crate::state::bucket::{self, BucketChoice};
 use crate::state::keys::StateKeys;
 use crate::state::lock::{LockConfig, LockManager};
+use crate::state::store::StateStore;
 
 /// Deploy AWS CDK apps without CloudFormation.
 #[derive(Debug, Parser)]
@@ -240,53 +241,6 @@ impl CommandContext {
             tracing::debug!("no plugins.toml found; every AWS type goes to Cloud Control");
         }
         Ok(Registry::load(file))
-    }
-}
-
-/// The state bucket as the commands use it.
-pub struct StateStore {
-    /// The resolved bucket.
-    pub bucket: StateBucket,
-    /// Stack records.
-    pub backend: StateBackend,
-    /// Stack locks.
-    pub locks: LockManager,
-}
-
-impl StateStore {
-    /// Tells the registry's plugins, when they start, where the state bucket is (the
-    /// custom-resource plugin's response placeholders live there).
-    pub fn hand_to(&self, registry: &crate::provisioning::registry::Registry) {
-        let region = self
-            .backend
-            .client()
-            .config()
-            .region()
-            .map(ToString::to_string)
-            .unwrap_or_else(|| crate::aws_env::FALLBACK_REGION.to_string());
-        registry.set_state_bucket(&self.bucket.name, &region);
-    }
-
-    /// The region a stack's record lives in: `--stack-region`, else the only region holding a
-    /// record, else `fallback` when there is none.
-    pub async fn stack_region(
-        &self,
-        stack: &str,
-        flag: Option<&str>,
-        fallback: &str,
-    ) -> anyhow::Result<String> {
-        if let Some(region) = flag {
-            return Ok(region.to_string());
-        }
-        let regions = self.backend.regions_of(stack).await?;
-        match regions.as_slice() {
-            [] => Ok(fallback.to_string()),
-            [only] => Ok(only.clone()),
-            several => anyhow::bail!(
-                "stack {stack} has state in several regions ({}); pick one with --stack-region",
-                several.join(", ")
-            ),
-        }
     }
 }
 

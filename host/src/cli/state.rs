@@ -11,13 +11,14 @@ use anyhow::Context as _;
 use clap::Subcommand;
 use serde_json::{json, Value};
 
-use super::{confirm, table, CommandContext, StateStore};
+use super::{confirm, table, CommandContext};
 use crate::deployment::secrets::MASK;
 use crate::state::bootstrap;
 use crate::state::bucket::{self, BucketSource};
 use crate::state::keys::{child_stack_name, StackRef};
 use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
 use crate::state::schema::{LockInfo, StackState, SCHEMA_VERSION_CURRENT};
+use crate::state::store::StateStore;
 
 #[derive(Debug, Subcommand)]
 pub enum StateCommand {

@@ -12,6 +12,7 @@ pub(crate) mod fakes;
 pub mod journal;
 pub mod ledger;
 pub mod parameters;
+pub mod prepare;
 pub mod reconcile;
 pub mod report;
 pub mod revert;

@@ -60,7 +60,7 @@ impl ProviderSource for LiveProviders<'_> {
             account: crate::state::bucket::account_id(self.aws)
                 .await
                 .unwrap_or_default(),
-            partition: crate::analyzer::intrinsics::partition_of(region).to_string(),
+            partition: crate::aws_env::partition(region).to_string(),
         }
     }
 }

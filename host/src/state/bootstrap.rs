@@ -66,24 +66,9 @@ pub struct BootstrapMarker {
     pub container_repo: String,
 }
 
-/// The AWS partition of a region.
-pub fn partition(region: &str) -> &'static str {
-    if region.starts_with("cn-") {
-        "aws-cn"
-    } else if region.starts_with("us-gov-") {
-        "aws-us-gov"
-    } else if region.starts_with("us-isob-") {
-        "aws-iso-b"
-    } else if region.starts_with("us-iso-") {
-        "aws-iso"
-    } else {
-        "aws"
-    }
-}
-
 /// The policy every cdkd bucket gets: no principal outside the account, no plain HTTP.
 pub fn deny_external_access_policy(bucket: &str, account: &str, region: &str) -> Value {
-    let partition = partition(region);
+    let partition = crate::aws_env::partition(region);
     let resources = json!([
         format!("arn:{partition}:s3:::{bucket}"),
         format!("arn:{partition}:s3:::{bucket}/*"),
@@ -508,6 +493,7 @@ mod tests {
 
     #[test]
     fn partitions_follow_the_region() {
+        use crate::aws_env::partition;
         assert_eq!(partition("us-east-1"), "aws");
         assert_eq!(partition("cn-northwest-1"), "aws-cn");
         assert_eq!(partition("us-gov-west-1"), "aws-us-gov");

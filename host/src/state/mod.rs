@@ -13,6 +13,7 @@ pub mod lock;
 pub mod purge;
 pub mod s3_error;
 pub mod schema;
+pub mod store;
 pub mod upgrade;
 
 use s3_error::S3Failure;

@@ -289,6 +289,17 @@ impl CloudAssembly {
                 Some("cdk:tree") => {
                     assembly.tree = string_field(&properties, "file").map(|file| dir.join(file));
                 }
+                // A Stage: its stacks join the app's (their display paths say `Stage/Stack`),
+                // with their templates and assets read from the stage's own folder.
+                Some("cdk:cloud-assembly") => {
+                    let folder = string_field(&properties, "directoryName").ok_or_else(|| {
+                        invalid(&manifest_path, format!("stage {id} has no directoryName"))
+                    })?;
+                    let stage = CloudAssembly::read(&dir.join(folder))?;
+                    assembly.stacks.extend(stage.stacks);
+                    assembly.asset_manifests.extend(stage.asset_manifests);
+                    assembly.missing.extend(stage.missing);
+                }
                 _ => {}
             }
         }
@@ -387,6 +398,30 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../tests/fixtures/cdk.out")
             .join(name)
+    }
+
+    #[test]
+    fn stages_are_read_from_their_folders_with_stage_paths() {
+        let assembly = CloudAssembly::read(&fixture("stages")).unwrap();
+        let shown: Vec<(&str, &str)> = assembly
+            .stacks
+            .iter()
+            .map(|s| (s.display_name.as_str(), s.stack_name.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("Shared/Network", "Shared-Network"),
+                ("Prod/Service", "Prod-Service")
+            ]
+        );
+        let prod = assembly.stack("ProdServiceC810982D").unwrap();
+        assert!(prod
+            .template_file
+            .starts_with(fixture("stages").join("assembly-Prod")));
+        assert!(prod.template().is_ok());
+        let assets = prod.asset_manifest.as_ref().unwrap();
+        assert!(assembly.asset_manifests.contains_key(assets));
     }
 
     #[test]

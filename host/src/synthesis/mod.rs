@@ -2,5 +2,6 @@
 //! assembly it produced: stacks, templates, environments, assets, missing context.
 
 pub mod assembly;
+pub mod order;
 pub mod runner;
 pub mod selection;

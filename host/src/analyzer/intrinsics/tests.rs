@@ -4,6 +4,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::analyzer::template::Template;
+use crate::aws_env::{partition as partition_of, url_suffix as url_suffix_of};
 
 /// Resources `Done*` exist (Ref = lowercased id, attributes `Arn` and list `Zones`);
 /// `Pending` is not created yet.
