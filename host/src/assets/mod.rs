@@ -136,8 +136,37 @@ async fn publish_file(
     Ok(true)
 }
 
-/// Publishes a stack's file assets and returns its template, rewritten for cdkd's asset
-/// bucket when the region opted in.
+/// The bucket names a region's asset bucket replaces in templates (its nested ones too).
+#[derive(Debug, Clone, Default)]
+pub struct BucketRewrites(Vec<(Vec<String>, String)>);
+
+impl BucketRewrites {
+    /// `template` with the CDK asset bucket's names replaced by cdkd's.
+    pub fn apply(&self, template: Template) -> Template {
+        if self.0.is_empty() {
+            return template;
+        }
+        let mut document =
+            serde_json::to_value(TemplateResources(&template)).expect("resources serialise");
+        for (from, to) in &self.0 {
+            rewrite_strings(&mut document, from, to);
+        }
+        let mut template = template;
+        if let Value::Object(resources) = document {
+            for (id, properties) in resources {
+                if let (Some(resource), Value::Object(properties)) =
+                    (template.resources.get_mut(&id), properties)
+                {
+                    resource.properties = properties;
+                }
+            }
+        }
+        template
+    }
+}
+
+/// Publishes a stack's file assets (its nested stacks' too) and returns its template,
+/// rewritten for cdkd's asset bucket when the region opted in, with the rewrites made.
 pub async fn publish_for_stack(
     assembly: &CloudAssembly,
     stack: &StackArtifact,
@@ -146,13 +175,14 @@ pub async fn publish_for_stack(
     store: &StateStore,
     account: &str,
     region: &str,
-) -> anyhow::Result<Template> {
+) -> anyhow::Result<(Template, BucketRewrites)> {
+    let unchanged = |template| Ok((template, BucketRewrites::default()));
     let Some(manifest) = stack
         .asset_manifest
         .as_ref()
         .and_then(|id| assembly.asset_manifests.get(id))
     else {
-        return Ok(template);
+        return unchanged(template);
     };
     if let Some(image) = manifest.docker_images.values().next() {
         anyhow::bail!(
@@ -178,7 +208,7 @@ pub async fn publish_for_stack(
                 .is_some_and(|n| n.ends_with(".template.json"))
     };
     if manifest.files.values().all(is_template) {
-        return Ok(template);
+        return unchanged(template);
     }
     let marker = read_marker(store.backend.client(), store.backend.bucket(), region).await?;
     let mut rewrites: Vec<(Vec<String>, String)> = Vec::new();
@@ -209,25 +239,8 @@ pub async fn publish_for_stack(
             }
         }
     }
-    if rewrites.is_empty() {
-        return Ok(template);
-    }
-    let mut document =
-        serde_json::to_value(TemplateResources(&template)).expect("resources serialise");
-    for (from, to) in &rewrites {
-        rewrite_strings(&mut document, from, to);
-    }
-    let mut template = template;
-    if let Value::Object(resources) = document {
-        for (id, properties) in resources {
-            if let (Some(resource), Value::Object(properties)) =
-                (template.resources.get_mut(&id), properties)
-            {
-                resource.properties = properties;
-            }
-        }
-    }
-    Ok(template)
+    let rewrites = BucketRewrites(rewrites);
+    Ok((rewrites.apply(template), rewrites))
 }
 
 /// The resources' properties as one JSON object, for rewriting.

@@ -17,6 +17,7 @@ use super::executor::{Executor, Outcome};
 use super::external::StateSnapshot;
 use super::journal::{self, Reason};
 use super::ledger::Ledger;
+use super::nested::{NestedStacks, WithNested};
 use super::reconcile;
 use super::report::Summary;
 use super::revert::revert_operations;
@@ -49,7 +50,14 @@ impl Engine<'_> {
                 .map(|i| (i.resource_type.as_str(), i.provisioned_by)),
         );
         let timeout = std::time::Duration::from_secs(30 * 60);
-        self.providers.prepare(region, &types, timeout).await
+        Ok(Box::new(WithNested {
+            inner: self.providers.prepare(region, &types, timeout).await?,
+            nested: NestedStacks {
+                engine: self,
+                region: region.to_string(),
+                deploys: None,
+            },
+        }))
     }
 
     /// Deletes what interrupted runs created but never recorded (their journal intents);
@@ -107,7 +115,7 @@ impl Engine<'_> {
         result
     }
 
-    async fn destroy_locked(
+    pub(crate) async fn destroy_locked(
         &self,
         stack: &str,
         region: &str,

@@ -11,6 +11,7 @@ pub mod external;
 pub(crate) mod fakes;
 pub mod journal;
 pub mod ledger;
+pub mod nested;
 pub mod parameters;
 pub mod prepare;
 pub mod reconcile;

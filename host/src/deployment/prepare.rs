@@ -1,19 +1,23 @@
 //! Preparing one stack of the app for the engine: its template with assets published, its
-//! parameter values (SSM-backed ones read), and the availability zones its template asks for.
+//! nested stacks' templates (from the assembly, recursively), its parameter values (SSM-backed
+//! ones read), and the availability zones its templates ask for.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::deploy::StackInput;
+use super::deploy::{ParentStack, StackInput};
 use crate::analyzer::plan::StackContext;
 use crate::analyzer::ref_values::RefValues;
 use crate::analyzer::template::Template;
+use crate::assets::BucketRewrites;
 use crate::aws_env::AwsEnvironment;
+use crate::provisioning::preflight::NESTED_STACK;
 use crate::provisioning::registry::Registry;
 use crate::state::store::StateStore;
-use crate::synthesis::assembly::{CloudAssembly, StackArtifact};
+use crate::synthesis::assembly::{read_json, CloudAssembly, StackArtifact};
 
 /// What preparing a stack needs besides the stack.
 pub struct Preparation<'a> {
@@ -42,7 +46,7 @@ impl Preparation<'_> {
         let named =
             |err: &dyn std::fmt::Display| anyhow::anyhow!("stack {}: {err}", stack.display_name);
         let template = Template::parse(&stack.template()?).map_err(|err| named(&err))?;
-        let template = crate::assets::publish_for_stack(
+        let (template, rewrites) = crate::assets::publish_for_stack(
             self.assembly,
             stack,
             template,
@@ -54,27 +58,109 @@ impl Preparation<'_> {
         .await?;
         let parameters =
             super::parameters::resolve(&template, self.parameters, self.aws, &region).await?;
-        let mut availability_zones = BTreeMap::new();
-        for zone_region in template.availability_zone_regions(&region) {
-            let zones = crate::provisioning::zones::availability_zones(
+        let mut input = StackInput {
+            context: StackContext {
+                stack_name: stack.stack_name.clone(),
+                region,
+                account,
+                ref_values: self.ref_values.clone(),
+                availability_zones: BTreeMap::new(),
+            },
+            template,
+            parameters,
+            children: BTreeMap::new(),
+            parent: None,
+        };
+        let folder = stack.template_file.parent().unwrap_or(Path::new("."));
+        input.children = nested_inputs(folder, &input, &rewrites)?;
+        let mut zone_regions = BTreeSet::new();
+        visit(&input, &mut |stack| {
+            zone_regions.extend(
+                stack
+                    .template
+                    .availability_zone_regions(&stack.context.region),
+            )
+        });
+        let mut zones = BTreeMap::new();
+        for zone_region in zone_regions {
+            let found = crate::provisioning::zones::availability_zones(
                 self.registry,
                 self.aws,
                 &zone_region,
             )
             .await
             .map_err(|err| named(&err))?;
-            availability_zones.insert(zone_region, zones);
+            zones.insert(zone_region, found);
         }
-        Ok(StackInput {
-            context: StackContext {
-                stack_name: stack.stack_name.clone(),
-                region,
-                account,
-                ref_values: self.ref_values.clone(),
-                availability_zones,
-            },
-            template,
-            parameters,
-        })
+        set_zones(&mut input, &zones);
+        Ok(input)
     }
+}
+
+fn visit(input: &StackInput, f: &mut dyn FnMut(&StackInput)) {
+    f(input);
+    for child in input.children.values() {
+        visit(child, f);
+    }
+}
+
+fn set_zones(input: &mut StackInput, zones: &BTreeMap<String, Vec<String>>) {
+    input.context.availability_zones = zones.clone();
+    for child in input.children.values_mut() {
+        set_zones(child, zones);
+    }
+}
+
+/// The nested stacks of `parent` whose templates the assembly holds (`aws:asset:path`
+/// metadata naming a `*.nested.template.json` file beside the parent's template).
+fn nested_inputs(
+    folder: &Path,
+    parent: &StackInput,
+    rewrites: &BucketRewrites,
+) -> anyhow::Result<BTreeMap<String, StackInput>> {
+    let mut children = BTreeMap::new();
+    for (logical_id, resource) in &parent.template.resources {
+        if resource.kind != NESTED_STACK {
+            continue;
+        }
+        let Some(path) = resource
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get("aws:asset:path"))
+            .and_then(Value::as_str)
+        else {
+            continue;
+        };
+        let file = folder.join(path);
+        let document = read_json(&file).map_err(|err| {
+            anyhow::anyhow!(
+                "stack {}: nested stack {logical_id}: {err}",
+                parent.context.stack_name
+            )
+        })?;
+        let template = Template::parse(&document).map_err(|err| {
+            anyhow::anyhow!(
+                "stack {}: nested stack {logical_id} ({}): {err}",
+                parent.context.stack_name,
+                file.display()
+            )
+        })?;
+        let mut child = StackInput {
+            context: StackContext {
+                stack_name: format!("{}~{logical_id}", parent.context.stack_name),
+                ..parent.context.clone()
+            },
+            template: rewrites.apply(template),
+            parameters: BTreeMap::new(),
+            children: BTreeMap::new(),
+            parent: Some(ParentStack {
+                stack: parent.context.stack_name.clone(),
+                logical_id: logical_id.clone(),
+                region: parent.context.region.clone(),
+            }),
+        };
+        child.children = nested_inputs(folder, &child, rewrites)?;
+        children.insert(logical_id.clone(), child);
+    }
+    Ok(children)
 }

@@ -141,6 +141,12 @@ impl ChosenName {
     }
 }
 
+/// The stack name providers see and generated names start with: a nested stack's record name
+/// (`Parent~Child`) holds a `~`, which no AWS name allows, so it becomes `Parent-Child`.
+pub fn stack_for_names(stack: &str) -> String {
+    stack.replace('~', "-")
+}
+
 /// Chooses the name of a create of `resource_type`, when the type has a name property.
 pub fn choose(
     resource_type: &str,

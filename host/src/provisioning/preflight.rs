@@ -21,11 +21,17 @@ pub struct Candidate<'a> {
     pub properties: &'a Map<String, Value>,
 }
 
+/// The type of a nested stack.
+pub const NESTED_STACK: &str = "AWS::CloudFormation::Stack";
+
 /// The routing decision of every candidate, or every reason the stack cannot be deployed.
+/// `nested` names the nested stacks whose templates the assembly holds.
+#[allow(clippy::too_many_arguments)]
 pub fn route_all<'a>(
     registry: &Registry,
     stack: &str,
     candidates: impl IntoIterator<Item = Candidate<'a>>,
+    nested: &std::collections::BTreeSet<String>,
     recorded: Option<&StackState>,
     allowed: &AllowedDrops,
     recreate: &BTreeMap<String, ProvisionedBy>,
@@ -40,6 +46,9 @@ pub fn route_all<'a>(
         } = candidate;
         let previous = recorded.and_then(|s| s.resources.get(logical_id));
         let decision = match recreate.get(logical_id) {
+            None if resource_type == NESTED_STACK && nested.contains(logical_id) => {
+                Decision::NestedStack
+            }
             // An explicit move between layers overrides the sticky record.
             Some(ProvisionedBy::CcApi) => Decision::CloudControl(None),
             Some(ProvisionedBy::Sdk) => match registry.route(resource_type) {

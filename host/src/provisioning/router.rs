@@ -31,6 +31,8 @@ pub enum Decision {
     CloudControl(Option<String>),
     /// Refused before any change, with the reason.
     Refuse(String),
+    /// A nested stack whose template is in the cloud assembly: deployed as a child stack.
+    NestedStack,
 }
 
 impl Decision {
@@ -39,7 +41,7 @@ impl Decision {
         match self {
             Decision::Plugin(_) => Some(ProvisionedBy::Sdk),
             Decision::CloudControl(_) => Some(ProvisionedBy::CcApi),
-            Decision::Refuse(_) => None,
+            Decision::Refuse(_) | Decision::NestedStack => None,
         }
     }
 }
@@ -116,7 +118,7 @@ pub fn decide(
         Route::CloudControl if NOT_PROVISIONABLE.contains(&resource_type) => {
             Decision::Refuse(match resource_type {
                 "AWS::CloudFormation::Stack" => {
-                    format!("{logical_id} is a nested stack, which cdkd does not deploy yet")
+                    format!("{logical_id} is a nested stack whose template is not in the cloud assembly (its TemplateURL is not a nested template asset), which cdkd cannot deploy")
                 }
                 _ => format!(
                     "{logical_id} ({resource_type}) cannot be provisioned without CloudFormation"
@@ -161,7 +163,7 @@ mod tests {
             matches!(decide(&registry, "C", "Custom::Thing", &props, None, &allowed), Decision::Refuse(r) if r.contains("custom resource"))
         );
         assert!(
-            matches!(decide(&registry, "N", "AWS::CloudFormation::Stack", &props, None, &allowed), Decision::Refuse(r) if r.contains("nested stack"))
+            matches!(decide(&registry, "N", "AWS::CloudFormation::Stack", &props, None, &allowed), Decision::Refuse(r) if r.contains("nested stack whose template"))
         );
         assert!(
             matches!(decide(&registry, "P", "Acme::X::Y", &props, None, &allowed), Decision::Refuse(r) if r.contains("no loaded plugin"))

@@ -403,7 +403,7 @@ impl StackRun<'_> {
             .update(
                 &resource.kind,
                 logical_id,
-                self.stack(),
+                &self.naming_stack(),
                 &before.physical_id,
                 &before.properties,
                 &properties,
@@ -453,7 +453,7 @@ impl StackRun<'_> {
                     .adopt(
                         &resource.kind,
                         logical_id,
-                        self.stack(),
+                        &self.naming_stack(),
                         found,
                         &properties,
                         self.needed(logical_id),
@@ -504,7 +504,13 @@ impl StackRun<'_> {
             .get(logical_id)
             .cloned()
             .unwrap_or_default();
-        let chosen = names::choose(&resource.kind, self.stack(), logical_id, &token, properties);
+        let chosen = names::choose(
+            &resource.kind,
+            &self.naming_stack(),
+            logical_id,
+            &token,
+            properties,
+        );
         let spec = CreateSpec {
             token: &token,
             name: chosen.as_ref(),
@@ -513,8 +519,19 @@ impl StackRun<'_> {
         };
         self.providers
             .for_decision(&resource.kind, &self.decisions[logical_id])
-            .create(&resource.kind, logical_id, self.stack(), properties, &spec)
+            .create(
+                &resource.kind,
+                logical_id,
+                &self.naming_stack(),
+                properties,
+                &spec,
+            )
             .await
+    }
+
+    /// The stack name providers and generated names see (a nested stack's without `~`).
+    fn naming_stack(&self) -> String {
+        names::stack_for_names(self.stack())
     }
 
     fn needed(&self, logical_id: &str) -> &[String] {

@@ -175,7 +175,13 @@ impl StackRun<'_> {
                 },
             )
             .collect();
+        let parent = self.input.parent.clone();
         self.ledger.change(|s| {
+            if let Some(parent) = parent {
+                s.parent_stack = Some(parent.stack);
+                s.parent_logical_id = Some(parent.logical_id);
+                s.parent_region = Some(parent.region);
+            }
             s.outputs = outputs;
             s.export_names = Some(export_names);
             s.imports = (!imports.is_empty()).then_some(imports);

@@ -21,6 +21,7 @@ use super::engine::Engine;
 use super::executor::{Executor, Outcome, Task};
 use super::external::{SnapshotLookups, StateSnapshot};
 use super::ledger::Ledger;
+use super::nested::{nested_ids, ChildDeploys, NestedStacks, WithNested};
 use super::secrets::RunSecrets;
 use crate::analyzer::plan::{plan, StackContext, StackPlan};
 use crate::analyzer::template::Template;
@@ -63,6 +64,7 @@ impl Default for DeployOptions {
 }
 
 /// One stack to deploy.
+#[derive(Clone)]
 pub struct StackInput {
     /// The stack's name and target.
     pub context: StackContext,
@@ -70,6 +72,21 @@ pub struct StackInput {
     pub template: Template,
     /// Parameter values beyond defaults.
     pub parameters: BTreeMap<String, Value>,
+    /// Its nested stacks, by the logical id of their `AWS::CloudFormation::Stack` resource.
+    pub children: BTreeMap<String, StackInput>,
+    /// For a nested stack: its parent.
+    pub parent: Option<ParentStack>,
+}
+
+/// Where a nested stack sits (its record's `parentStack`, `parentLogicalId`, `parentRegion`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentStack {
+    /// The parent's stack name.
+    pub stack: String,
+    /// The logical id of the child's resource in the parent.
+    pub logical_id: String,
+    /// The parent's region.
+    pub region: String,
 }
 
 /// A finished deploy: the record as saved, and, for consumers in the same run only, the
@@ -135,12 +152,13 @@ impl Engine<'_> {
             .locks
             .acquire(&context.stack_name, &context.region, "deploy")
             .await?;
-        let result = self.deploy_locked(input, snapshot, options).await;
+        let result = self.deploy_child(input, snapshot, options).await;
         lock.release().await;
         result
     }
 
-    async fn deploy_locked(
+    /// Deploys one stack whose lock is held (its own, or its parent's for a nested stack).
+    pub(crate) async fn deploy_child(
         &self,
         input: &StackInput,
         snapshot: &StateSnapshot,
@@ -179,6 +197,7 @@ impl Engine<'_> {
             self.registry,
             stack,
             candidates,
+            &nested_ids(input),
             recorded.as_ref(),
             &options.allowed,
             &options.recreate,
@@ -206,10 +225,21 @@ impl Engine<'_> {
                 .iter()
                 .map(|i| (i.resource_type.as_str(), i.provisioned_by)),
         ));
-        let providers = self
-            .providers
-            .prepare(region, &plugin_types, options.resource_timeout)
-            .await?;
+        let providers: Box<dyn ProviderSet + '_> = Box::new(WithNested {
+            inner: self
+                .providers
+                .prepare(region, &plugin_types, options.resource_timeout)
+                .await?,
+            nested: NestedStacks {
+                engine: self,
+                region: region.to_string(),
+                deploys: Some(ChildDeploys {
+                    children: &input.children,
+                    snapshot,
+                    options,
+                }),
+            },
+        });
         let ids = AccountIds {
             account: context.account.clone(),
             partition: context

@@ -67,6 +67,8 @@ impl World {
             },
             template: Template::parse(template).expect("a valid template"),
             parameters: Default::default(),
+            children: Default::default(),
+            parent: None,
         };
         self.engine().deploy(&input, snapshot, options).await
     }

@@ -102,7 +102,7 @@ pub async fn record_intents(
         };
         let physical_name = names::choose(
             &resource.kind,
-            stack,
+            &names::stack_for_names(stack),
             logical_id,
             &token,
             &planned.properties[logical_id],
