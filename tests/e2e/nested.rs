@@ -158,6 +158,24 @@ fn a_three_level_tree_passes_values_both_ways_and_a_leaf_failure_rolls_back_the_
     );
     // The leaf's topic ARN went up two levels.
     assert_eq!(tree["outputs"]["BottomArn"], bottom["physicalId"]);
+    // The state commands show the tree cdkd wrote.
+    let listed = world
+        .cdkd(&["state", "list", "--tree", "--json"])
+        .success()
+        .json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(
+        listed[0]["children"][0]["children"][0]["stackName"], LEAF,
+        "{listed}"
+    );
+    let shown = world
+        .cdkd(&["state", "show", "TreeStack", "--show-nested", "--json"])
+        .success()
+        .json();
+    assert_eq!(
+        shown["children"][0]["children"][0]["state"]["stackName"],
+        LEAF
+    );
 
     let started = Instant::now();
     let again = world.cdkd(&["deploy", "-a", &app]).success().stdout;
