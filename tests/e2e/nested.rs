@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use cdkd_tests::app_world::AppWorld;
-use cdkd_tests::Emulator;
+use cdkd_tests::{resource_of_type, Emulator};
 use serde_json::{json, Value};
 
 const CHILD: &str = "NestedParentStack~ChildNestedStackChildNestedStackResourceC40294CA";
@@ -20,15 +20,6 @@ fn record(world: &AppWorld, stack: &str) -> Value {
     } else {
         Value::Null
     }
-}
-
-fn of_type<'a>(state: &'a Value, kind: &str) -> &'a Value {
-    state["resources"]
-        .as_object()
-        .unwrap()
-        .values()
-        .find(|r| r["resourceType"] == kind)
-        .unwrap_or_else(|| panic!("no {kind} in {state}"))
 }
 
 fn edit(path: &Path, change: impl FnOnce(&mut Value)) {
@@ -57,7 +48,7 @@ fn a_nested_stack_deploys_updates_and_is_destroyed_with_its_parent() {
         "ChildNestedStackChildNestedStackResourceC40294CA"
     );
     assert_eq!(child["parentRegion"], "us-east-1");
-    let nested = of_type(&parent, "AWS::CloudFormation::Stack");
+    let nested = resource_of_type(&parent, "AWS::CloudFormation::Stack");
     assert_eq!(
         nested["physicalId"],
         json!(format!(
@@ -66,15 +57,15 @@ fn a_nested_stack_deploys_updates_and_is_destroyed_with_its_parent() {
     );
     // Down: the parent's bucket reached the child's function; up: the function's name
     // reached the parent's log group and its ARN the parent's output.
-    let bucket = of_type(&parent, "AWS::S3::Bucket")["physicalId"].clone();
-    let function = of_type(&child, "AWS::Lambda::Function");
+    let bucket = resource_of_type(&parent, "AWS::S3::Bucket")["physicalId"].clone();
+    let function = resource_of_type(&child, "AWS::Lambda::Function");
     assert_eq!(
         function["properties"]["Environment"]["Variables"]["BUCKET"],
         bucket
     );
     let name = function["physicalId"].as_str().unwrap().to_string();
     assert!(function_exists(&name));
-    let logs = of_type(&parent, "AWS::Logs::LogGroup");
+    let logs = resource_of_type(&parent, "AWS::Logs::LogGroup");
     assert_eq!(
         logs["properties"]["LogGroupName"],
         json!(format!("/aws/lambda/{name}"))
@@ -83,7 +74,7 @@ fn a_nested_stack_deploys_updates_and_is_destroyed_with_its_parent() {
         parent["outputs"]["HandlerArn"],
         function["attributes"]["Arn"]
     );
-    let role = of_type(&child, "AWS::IAM::Role")["physicalId"]
+    let role = resource_of_type(&child, "AWS::IAM::Role")["physicalId"]
         .as_str()
         .unwrap()
         .to_string();
@@ -143,15 +134,15 @@ fn a_three_level_tree_passes_values_both_ways_and_a_leaf_failure_rolls_back_the_
     let leaf = record(&world, LEAF);
     assert_eq!(mid["parentStack"], "TreeStack");
     assert_eq!(leaf["parentStack"], MID);
-    let queue_name = of_type(&tree, "AWS::SQS::Queue")["attributes"]["QueueName"]
+    let queue_name = resource_of_type(&tree, "AWS::SQS::Queue")["attributes"]["QueueName"]
         .as_str()
         .unwrap()
         .to_string();
-    let middle = of_type(&mid, "AWS::SNS::Topic")["attributes"]["TopicName"]
+    let middle = resource_of_type(&mid, "AWS::SNS::Topic")["attributes"]["TopicName"]
         .as_str()
         .unwrap()
         .to_string();
-    let bottom = of_type(&leaf, "AWS::SNS::Topic");
+    let bottom = resource_of_type(&leaf, "AWS::SNS::Topic");
     assert_eq!(
         bottom["properties"]["DisplayName"],
         json!(format!("{queue_name}-{middle}"))

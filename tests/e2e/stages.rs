@@ -3,7 +3,7 @@
 //! the reads impose, checked in the state records and the emulator.
 
 use cdkd_tests::app_world::AppWorld;
-use cdkd_tests::Emulator;
+use cdkd_tests::{resource_of_type, Emulator};
 use serde_json::{json, Value};
 
 fn position(text: &str, needle: &str) -> usize {
@@ -17,15 +17,6 @@ fn record(world: &AppWorld, stack: &str, region: &str) -> Value {
         .success()
         .json()["state"]
         .clone()
-}
-
-fn of_type<'a>(state: &'a Value, kind: &str) -> &'a Value {
-    state["resources"]
-        .as_object()
-        .unwrap()
-        .values()
-        .find(|r| r["resourceType"] == kind)
-        .unwrap_or_else(|| panic!("no {kind} in {state}"))
 }
 
 #[test]
@@ -55,16 +46,11 @@ fn stages_are_listed_by_path_and_deployed_in_the_order_their_imports_need() {
     );
     let shared = record(&world, "Shared-Network", "us-east-1");
     let prod = record(&world, "Prod-Service", "us-east-1");
-    let events = of_type(&shared, "AWS::SNS::Topic")["physicalId"]
+    let events = resource_of_type(&shared, "AWS::SNS::Topic")["physicalId"]
         .as_str()
         .unwrap()
         .to_string();
-    let relay = prod["resources"]
-        .as_object()
-        .unwrap()
-        .values()
-        .find(|r| r["resourceType"] == "AWS::SNS::Topic")
-        .unwrap();
+    let relay = resource_of_type(&prod, "AWS::SNS::Topic");
     // Fn::Select 5 of the ARN split on ':' is the topic's name.
     let name = events.rsplit(':').next().unwrap();
     assert_eq!(relay["properties"]["DisplayName"], json!(name));

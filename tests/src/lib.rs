@@ -209,3 +209,13 @@ pub fn cdkd_with_env(plugins: Option<&Path>, args: &[&str], env: &[(&str, &str)]
     }
     command.output().expect("cdkd runs").into()
 }
+
+/// The first resource of type `kind` in a state record (`state show --json`'s `state`).
+pub fn resource_of_type<'a>(state: &'a serde_json::Value, kind: &str) -> &'a serde_json::Value {
+    state["resources"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no resources in {state}"))
+        .values()
+        .find(|r| r["resourceType"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in {state}"))
+}

@@ -105,11 +105,10 @@ fn parameters(items: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
         .collect()
 }
 
-/// The order of one run's stacks: what each waits for, and whether it reads other stacks.
+/// The order of one run's stacks: what each waits for, and their templates (parsed once).
 struct RunOrder {
     waits: BTreeMap<String, BTreeSet<String>>,
-    /// Per stack: whether its template reads another stack's values.
-    reads_others: BTreeMap<String, bool>,
+    templates: BTreeMap<String, Template>,
 }
 
 async fn read_order(
@@ -130,14 +129,11 @@ async fn read_order(
     let waits = run_dependencies(&placed);
     let ids: Vec<String> = stacks.iter().map(|s| s.id.clone()).collect();
     ordered(&ids, &waits)?;
-    let reads_others = placed
-        .iter()
-        .map(|p| (p.stack.id.clone(), !p.template.stack_reads().is_empty()))
+    let templates = placed
+        .into_iter()
+        .map(|p| (p.stack.id.clone(), p.template))
         .collect();
-    Ok(RunOrder {
-        waits,
-        reads_others,
-    })
+    Ok(RunOrder { waits, templates })
 }
 
 pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Result<ExitCode> {
@@ -164,7 +160,7 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
     // Stacks that read each other's values run in order; other stacks' records are read only
     // when some template reads another stack.
     let waits = read_order(context, &stacks).await?;
-    let cross_stack = stacks.iter().any(|s| waits.reads_others[&s.id]);
+    let cross_stack = (waits.templates.values()).any(|t| !t.stack_reads().is_empty());
     let snapshot = if cross_stack {
         StateSnapshot::load(&store.backend).await?
     } else {
@@ -224,10 +220,13 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
             .stack(&id)
             .expect("selected stacks are in the assembly");
         let (engine, snapshot, options, preparation) = (&engine, &snapshot, &options, &preparation);
+        let template = waits.templates[&id].clone();
         async move {
             let run = async {
                 let (account, region) = stack_target(context, stack).await?;
-                let input = preparation.stack_input(stack, account, region).await?;
+                let input = preparation
+                    .stack_input(stack, template, account, region)
+                    .await?;
                 // Producers this stack reads from finished before it started.
                 let view = snapshot.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 let deployed = engine.deploy(&input, &view, options).await?;
@@ -323,9 +322,7 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
     };
     for stack in stacks {
         let (_, region) = stack_target(context, stack).await?;
-        let template = Template::parse(&stack.template()?)
-            .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
-        let policies: BTreeMap<String, String> = template
+        let policies: BTreeMap<String, String> = waits.templates[&stack.id]
             .resources
             .iter()
             .filter_map(|(id, r)| r.deletion_policy.clone().map(|p| (id.clone(), p)))

@@ -53,6 +53,25 @@ pub fn deletion_tasks<'r>(
         .collect()
 }
 
+/// Deletes one recorded resource through the provider that owns it.
+pub async fn delete_record(
+    providers: &dyn ProviderSet,
+    logical_id: &str,
+    record: &ResourceState,
+) -> Result<(), String> {
+    providers
+        .for_record(record)
+        .delete(
+            &record.resource_type,
+            logical_id,
+            &record.physical_id,
+            &record.properties,
+        )
+        .await
+        .map(|_| ())
+        .map_err(|err| err.to_string())
+}
+
 /// Deletes one recorded resource through its provider, reporting a failure.
 pub async fn delete_one(
     reporter: Reporter,
@@ -62,23 +81,15 @@ pub async fn delete_one(
     record: &ResourceState,
     began: Instant,
 ) -> Result<(), String> {
-    let deleted = providers
-        .for_record(record)
-        .delete(
-            &record.resource_type,
-            logical_id,
-            &record.physical_id,
-            &record.properties,
-        )
-        .await;
-    deleted.map(|_| ()).map_err(|err| {
-        reporter.resource(
-            stack,
-            logical_id,
-            &record.resource_type,
-            &format!("delete failed: {err}"),
-            Some(began.elapsed()),
-        );
-        err.to_string()
-    })
+    delete_record(providers, logical_id, record)
+        .await
+        .inspect_err(|err| {
+            reporter.resource(
+                stack,
+                logical_id,
+                &record.resource_type,
+                &format!("delete failed: {err}"),
+                Some(began.elapsed()),
+            );
+        })
 }

@@ -36,16 +36,16 @@ pub struct Preparation<'a> {
 }
 
 impl Preparation<'_> {
-    /// The engine's input for `stack` deployed to `account` / `region`.
+    /// The engine's input for `stack` (its parsed `template`) deployed to `account` / `region`.
     pub async fn stack_input(
         &self,
         stack: &StackArtifact,
+        template: Template,
         account: String,
         region: String,
     ) -> anyhow::Result<StackInput> {
         let named =
             |err: &dyn std::fmt::Display| anyhow::anyhow!("stack {}: {err}", stack.display_name);
-        let template = Template::parse(&stack.template()?).map_err(|err| named(&err))?;
         let (template, rewrites) = crate::assets::publish_for_stack(
             self.assembly,
             stack,

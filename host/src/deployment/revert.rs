@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use super::deletes::delete_record;
 use super::journal::{Operation, OperationKind};
 use super::ledger::Ledger;
 use super::report::Reporter;
@@ -58,16 +59,7 @@ async fn revert_one(
                 .after
                 .as_ref()
                 .ok_or("no record of the created resource")?;
-            providers
-                .for_record(after)
-                .delete(
-                    &after.resource_type,
-                    id,
-                    &after.physical_id,
-                    &after.properties,
-                )
-                .await
-                .map_err(|e| e.to_string())?;
+            delete_record(providers, id, after).await?;
             ledger.change(|s| {
                 s.resources.remove(id);
             });
@@ -82,16 +74,7 @@ async fn revert_one(
                 .clone()
                 .ok_or("no record of the replaced resource")?;
             if after.physical_id != before.physical_id {
-                providers
-                    .for_record(after)
-                    .delete(
-                        &after.resource_type,
-                        id,
-                        &after.physical_id,
-                        &after.properties,
-                    )
-                    .await
-                    .map_err(|e| e.to_string())?;
+                delete_record(providers, id, after).await?;
             }
             ledger.change(|s| {
                 s.resources.insert(id.clone(), before);

@@ -11,6 +11,7 @@ use super::StackRun;
 use crate::analyzer::diff::{Action, ResourceChange};
 use crate::analyzer::intrinsics::Resolver;
 use crate::analyzer::plan::CreateOnlyProperties;
+use crate::deployment::deletes::delete_record;
 use crate::deployment::journal::{FailedOperation, Operation, OperationKind};
 use crate::provisioning::names;
 use crate::provisioning::provider::CreateSpec;
@@ -125,11 +126,7 @@ impl StackRun<'_> {
     }
 
     fn change(&self, logical_id: &str) -> &ResourceChange {
-        self.planned
-            .changes
-            .iter()
-            .find(|c| c.logical_id == logical_id)
-            .expect("every planned resource has a change")
+        &self.planned.changes[self.change_at[logical_id]]
     }
 
     async fn apply(
@@ -341,16 +338,7 @@ impl StackRun<'_> {
     ) -> Result<Applied, Failure> {
         let replace_first = self.options.replace_first || recreate;
         if replace_first {
-            let deleted = self
-                .providers
-                .for_record(&before)
-                .delete(
-                    &before.resource_type,
-                    logical_id,
-                    &before.physical_id,
-                    &before.properties,
-                )
-                .await;
+            let deleted = delete_record(self.providers.as_ref(), logical_id, &before).await;
             if let Err(err) = deleted {
                 let message = format!("deleting the resource being replaced failed: {err}");
                 return Err(self.failure(OperationKind::Replace, message, &properties));

@@ -111,6 +111,8 @@ struct StackRun<'r> {
     snapshot: &'r StateSnapshot,
     options: &'r DeployOptions,
     planned: StackPlan,
+    /// Where each logical id's change sits in `planned.changes`.
+    change_at: BTreeMap<String, usize>,
     recorded: Option<StackState>,
     decisions: BTreeMap<String, Decision>,
     providers: Box<dyn ProviderSet + 'r>,
@@ -270,6 +272,9 @@ impl Engine<'_> {
             snapshot,
             options,
             needed_attributes: input.template.referenced_attributes(),
+            change_at: (planned.changes.iter().enumerate())
+                .map(|(at, change)| (change.logical_id.clone(), at))
+                .collect(),
             planned,
             recorded,
             decisions,
