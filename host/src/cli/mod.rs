@@ -6,6 +6,7 @@ mod deploy;
 mod diff;
 mod force_unlock;
 mod providers;
+mod scrub;
 mod state;
 mod synth;
 mod table;
@@ -94,6 +95,8 @@ enum Command {
     Rollback(deploy::RollbackArgs),
     /// Forget the app's stacks: delete their state records, leave their resources in AWS.
     Orphan(deploy::OrphanArgs),
+    /// Put `{{resolve:...}}` expressions back where a record holds a resolved secret.
+    Scrub(scrub::ScrubArgs),
 }
 
 /// Runs the CLI and turns any error into a message on stderr and exit code 1.
@@ -169,6 +172,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Destroy(args) => deploy::destroy(&context, args).await,
         Command::Rollback(args) => deploy::rollback(&context, args).await,
         Command::Orphan(args) => deploy::orphan(&context, args).await,
+        Command::Scrub(args) => scrub::run(&context, args).await,
     }
 }
 

@@ -17,5 +17,6 @@ pub mod prepare;
 pub mod reconcile;
 pub mod report;
 pub mod revert;
+pub mod scrub;
 pub mod secrets;
 pub mod store;

@@ -3,6 +3,7 @@
 
 pub mod cloud_control;
 pub mod create_only;
+pub mod dynamic_references;
 pub mod names;
 pub mod operations;
 pub mod plugin_callbacks;

@@ -1,5 +1,6 @@
 //! The live providers of one operation: the loaded plugins (initialised for the types they
-//! handle) and Cloud Control for the stack's region.
+//! handle) and Cloud Control for the stack's region, each resolving dynamic references on the
+//! way in and hiding them again on the way out.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::cloud_control::{CloudControlProvider, PollSchedule};
+use super::dynamic_references::{AwsSecrets, DynamicReferences, Resolving};
 use super::operations::{ProviderSet, ProviderSource, ResourceOperations};
 use super::provider::{AccountIds, Provider};
 use super::registry::{Registry, Route};
@@ -25,8 +27,8 @@ pub struct LiveProviders<'a> {
 
 /// The providers of one stack's resources.
 pub struct Providers<'a> {
-    plugins: BTreeMap<String, Provider<'a>>,
-    cloud_control: Provider<'a>,
+    plugins: BTreeMap<String, Resolving<Provider<'a>>>,
+    cloud_control: Resolving<Provider<'a>>,
 }
 
 #[async_trait]
@@ -37,11 +39,18 @@ impl ProviderSource for LiveProviders<'_> {
         plugin_types: &BTreeSet<String>,
         timeout: Duration,
     ) -> anyhow::Result<Box<dyn ProviderSet + '_>> {
+        // One set of references per stack, so a secret used by many resources is read once.
+        let references = Arc::new(DynamicReferences::new(Box::new(AwsSecrets::new(
+            self.aws, region,
+        ))));
         let mut plugins = BTreeMap::new();
         for resource_type in plugin_types {
             if let Route::Plugin { name, .. } = self.registry.route(resource_type) {
                 let library = self.registry.plugin_for(resource_type, self.aws).await?;
-                plugins.insert(resource_type.clone(), Provider::Plugin(library, name));
+                plugins.insert(
+                    resource_type.clone(),
+                    Resolving::new(Provider::Plugin(library, name), references.clone()),
+                );
             }
         }
         let schedule = PollSchedule {
@@ -51,7 +60,10 @@ impl ProviderSource for LiveProviders<'_> {
         let cloud_control = CloudControlProvider::new(self.aws, region, schedule);
         Ok(Box::new(Providers {
             plugins,
-            cloud_control: Provider::CloudControl(Arc::new(cloud_control)),
+            cloud_control: Resolving::new(
+                Provider::CloudControl(Arc::new(cloud_control)),
+                references,
+            ),
         }))
     }
 

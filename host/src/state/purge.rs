@@ -4,7 +4,8 @@
 //! readable by `VersionId`. For transient objects (the lock, the rollback journal, the
 //! bootstrap marker, custom-resource responses) cdkd also removes those versions. It never
 //! touches the current version, never another key, and never `state.json` (whose history is
-//! the recovery capability versioning exists for). It fails soft: the caller logs the
+//! the recovery capability versioning exists for) except the versions `cdkd scrub` finds holding
+//! a secret. It fails soft: the caller logs the
 //! report's warning and carries on.
 
 use aws_sdk_s3::types::{Delete, ObjectIdentifier};
@@ -25,6 +26,8 @@ pub enum PurgedObject {
     CustomResourceResponse,
     /// A transient CloudFormation template upload.
     TransientTemplate,
+    /// `state.json`, only the versions that held a resolved dynamic reference (`cdkd scrub`).
+    ScrubbedState,
 }
 
 impl PurgedObject {
@@ -36,6 +39,7 @@ impl PurgedObject {
             PurgedObject::BootstrapMarker => "the asset-storage bootstrap marker, which names the region's asset bucket and container repository; no secret",
             PurgedObject::CustomResourceResponse => "a custom-resource response, whose `Data` holds whatever the handler returned, secrets included",
             PurgedObject::TransientTemplate => "a transient CloudFormation template, which carries a secret only if the template does",
+            PurgedObject::ScrubbedState => "earlier state records that hold the resolved value of a dynamic reference in plaintext",
         }
     }
 }
@@ -129,6 +133,38 @@ pub async fn list_noncurrent_versions(
         }
     }
     Ok(doomed)
+}
+
+/// The noncurrent versions of `key` whose body `holds` (delete markers have none): the
+/// versions `cdkd scrub` removes from a record's history, leaving the others as history.
+pub async fn noncurrent_versions_holding(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    holds: impl Fn(&[u8]) -> bool,
+) -> Result<Vec<ObjectIdentifier>, PurgeFailure> {
+    let mut holding = Vec::new();
+    for version in list_noncurrent_versions(client, bucket, key).await? {
+        let Some(version_id) = version.version_id() else {
+            continue;
+        };
+        let body = match client
+            .get_object()
+            .bucket(bucket)
+            .key(key)
+            .version_id(version_id)
+            .send()
+            .await
+        {
+            Ok(object) => object.body.collect().await.map(|b| b.to_vec()).ok(),
+            // A delete marker has no body to hold anything.
+            Err(_) => None,
+        };
+        if body.as_deref().is_some_and(&holds) {
+            holding.push(version);
+        }
+    }
+    Ok(holding)
 }
 
 /// Removes listed versions of `key` (a version already gone counts as removed).

@@ -1,0 +1,371 @@
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+
+use super::*;
+
+/// Secrets in a map; every fetch is counted.
+#[derive(Default)]
+struct Vault {
+    parameters: BTreeMap<String, String>,
+    secrets: BTreeMap<String, String>,
+    fetches: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl SecretSource for Arc<Vault> {
+    async fn parameter(
+        &self,
+        name: &str,
+        version: Option<&str>,
+        decrypt: bool,
+    ) -> Result<String, String> {
+        let key = format!(
+            "{name}{}{}",
+            version.map(|v| format!(":{v}")).unwrap_or_default(),
+            if decrypt { "!" } else { "" }
+        );
+        self.fetches.lock().unwrap().push(key.clone());
+        self.parameters
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| "ParameterNotFound".to_string())
+    }
+
+    async fn secret(
+        &self,
+        secret_id: &str,
+        stage: Option<&str>,
+        id: Option<&str>,
+    ) -> Result<String, String> {
+        self.fetches.lock().unwrap().push(secret_id.to_string());
+        assert_eq!((stage, id), (None, None));
+        self.secrets
+            .get(secret_id)
+            .cloned()
+            .ok_or_else(|| "ResourceNotFoundException".to_string())
+    }
+}
+
+fn vault() -> Arc<Vault> {
+    Arc::new(Vault {
+        parameters: [
+            ("/app/greeting:1".to_string(), "hello".to_string()),
+            ("/app/token!".to_string(), "tok-123456".to_string()),
+        ]
+        .into(),
+        secrets: [(
+            "db".to_string(),
+            r#"{"password":"hunter2-long","port":5432}"#.to_string(),
+        )]
+        .into(),
+        fetches: Mutex::default(),
+    })
+}
+
+/// A provider that echoes what it was sent as attributes, and records it.
+#[derive(Default)]
+struct Echo {
+    sent: Mutex<Vec<Map<String, Value>>>,
+    fail: bool,
+}
+
+#[async_trait]
+impl ResourceOperations for Echo {
+    fn label(&self) -> String {
+        "echo".into()
+    }
+    async fn create(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        properties: &Map<String, Value>,
+        _: &CreateSpec<'_>,
+    ) -> Result<CreateResult, ProviderError> {
+        self.sent.lock().unwrap().push(properties.clone());
+        if self.fail {
+            return Err(ProviderError::new(
+                ErrorKind::VALIDATION,
+                format!("bad request: {}", Value::Object(properties.clone())),
+            ));
+        }
+        Ok(CreateResult {
+            physical_id: "id-1".into(),
+            attributes: properties.clone(),
+            ..Default::default()
+        })
+    }
+    async fn adopt(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: Found,
+        _: &Map<String, Value>,
+        _: &[String],
+    ) -> Result<CreateResult, ProviderError> {
+        unreachable!()
+    }
+    async fn find_named(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &AccountIds,
+    ) -> Result<Option<Found>, ProviderError> {
+        Ok(None)
+    }
+    async fn update(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        id: &str,
+        _: &Map<String, Value>,
+        desired: &Map<String, Value>,
+        _: &[String],
+    ) -> Result<UpdateResult, ProviderError> {
+        self.sent.lock().unwrap().push(desired.clone());
+        Ok(UpdateResult {
+            physical_id: id.into(),
+            attributes: desired.clone(),
+            ..Default::default()
+        })
+    }
+    async fn delete(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        properties: &Map<String, Value>,
+    ) -> Result<DeleteResult, ProviderError> {
+        self.sent.lock().unwrap().push(properties.clone());
+        Ok(DeleteResult::Deleted)
+    }
+    async fn read_current_state(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        properties: &Map<String, Value>,
+    ) -> Option<Map<String, Value>> {
+        Some(properties.clone())
+    }
+}
+
+fn spec_ids() -> AccountIds {
+    AccountIds {
+        account: "123456789012".into(),
+        partition: "aws".into(),
+    }
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    value.as_object().unwrap().clone()
+}
+
+fn template_properties() -> Map<String, Value> {
+    object(json!({
+        "Environment": {"Variables": {
+            "PASSWORD": "{{resolve:secretsmanager:db:SecretString:password::}}",
+            "URL": "postgres://app:{{resolve:secretsmanager:db:SecretString:password::}}@db:{{resolve:secretsmanager:db:SecretString:port::}}/app",
+            "GREETING": "{{resolve:ssm:/app/greeting:1}}",
+            "TOKEN": "{{resolve:ssm-secure:/app/token}}",
+        }},
+        "Plain": "nothing to see",
+        "Tags": [{"Key": "k", "Value": "{{resolve:ssm:/app/greeting:1}}"}],
+    }))
+}
+
+#[test]
+fn parses_the_three_services_and_their_optional_parts() {
+    assert_eq!(
+        DynamicReference::parse("ssm:/a/b:3").unwrap(),
+        DynamicReference::Parameter {
+            name: "/a/b".into(),
+            version: Some("3".into()),
+            secure: false
+        }
+    );
+    assert_eq!(
+        DynamicReference::parse("ssm-secure:/a/b").unwrap(),
+        DynamicReference::Parameter {
+            name: "/a/b".into(),
+            version: None,
+            secure: true
+        }
+    );
+    assert_eq!(
+        DynamicReference::parse("secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:db-AbCdEf:SecretString:password:AWSPREVIOUS:").unwrap(),
+        DynamicReference::Secret {
+            secret_id: "arn:aws:secretsmanager:us-east-1:123456789012:secret:db-AbCdEf".into(),
+            json_key: Some("password".into()),
+            version_stage: Some("AWSPREVIOUS".into()),
+            version_id: None,
+        }
+    );
+    assert_eq!(
+        DynamicReference::parse("secretsmanager:db").unwrap(),
+        DynamicReference::Secret {
+            secret_id: "db".into(),
+            json_key: None,
+            version_stage: None,
+            version_id: None
+        }
+    );
+    assert!(DynamicReference::parse("secretsmanager:db:SecretBinary")
+        .unwrap_err()
+        .contains("SecretString"));
+    assert!(DynamicReference::parse("vault:x")
+        .unwrap_err()
+        .contains("unknown service 'vault'"));
+    assert!(DynamicReference::parse("secretsmanager:db:SecretString:k:AWSCURRENT:v1").is_err());
+    assert_eq!(
+        expressions("a{{resolve:ssm:x}}b{{resolve:ssm:y:2}}"),
+        vec!["{{resolve:ssm:x}}", "{{resolve:ssm:y:2}}"]
+    );
+}
+
+#[tokio::test]
+async fn the_provider_gets_plaintext_and_everything_returned_gets_the_expressions() {
+    let vault = vault();
+    let references = Arc::new(DynamicReferences::new(Box::new(vault.clone())));
+    let provider = Resolving::new(Echo::default(), references);
+    let properties = template_properties();
+    let spec = CreateSpec {
+        token: "t",
+        name: None,
+        needed: &[],
+        ids: &spec_ids(),
+    };
+    let result = provider
+        .create("AWS::Lambda::Function", "Fn", "S", &properties, &spec)
+        .await
+        .unwrap();
+
+    let sent = provider.inner.sent.lock().unwrap()[0].clone();
+    assert_eq!(
+        sent["Environment"]["Variables"],
+        json!({"PASSWORD": "hunter2-long", "URL": "postgres://app:hunter2-long@db:5432/app", "GREETING": "hello", "TOKEN": "tok-123456"})
+    );
+    assert_eq!(sent["Tags"][0]["Value"], "hello");
+    assert_eq!(sent["Plain"], "nothing to see");
+    // The echoed attributes are back to the template's expressions, byte for byte.
+    assert_eq!(result.attributes, properties);
+    // One fetch per distinct reference, however often it is used.
+    let fetches = vault.fetches.lock().unwrap().clone();
+    assert_eq!(
+        fetches.iter().filter(|f| *f == "db").count(),
+        2,
+        "{fetches:?}"
+    );
+    assert_eq!(fetches.len(), 4, "{fetches:?}");
+}
+
+#[tokio::test]
+async fn errors_and_read_back_state_never_carry_the_plaintext() {
+    let references = Arc::new(DynamicReferences::new(Box::new(vault())));
+    let provider = Resolving::new(
+        Echo {
+            fail: true,
+            ..Echo::default()
+        },
+        references,
+    );
+    let spec = CreateSpec {
+        token: "t",
+        name: None,
+        needed: &[],
+        ids: &spec_ids(),
+    };
+    let err = provider
+        .create("T", "Fn", "S", &template_properties(), &spec)
+        .await
+        .unwrap_err();
+    assert!(!err.message.contains("hunter2-long"), "{}", err.message);
+    assert!(!err.message.contains("tok-123456"), "{}", err.message);
+    assert!(
+        err.message.contains("{{resolve:ssm-secure:/app/token}}"),
+        "{}",
+        err.message
+    );
+
+    let live = provider
+        .read_current_state("T", "Fn", "id", &template_properties())
+        .await
+        .unwrap();
+    assert_eq!(live, template_properties());
+}
+
+#[tokio::test]
+async fn a_missing_secret_or_key_names_the_resource_and_reference() {
+    let references = Arc::new(DynamicReferences::new(Box::new(vault())));
+    let provider = Resolving::new(Echo::default(), references);
+    let spec = CreateSpec {
+        token: "t",
+        name: None,
+        needed: &[],
+        ids: &spec_ids(),
+    };
+    for (reference, expected) in [
+        (
+            "{{resolve:secretsmanager:nope}}",
+            "cannot read the secret: ResourceNotFoundException",
+        ),
+        (
+            "{{resolve:secretsmanager:db:SecretString:user::}}",
+            "picks the JSON key 'user', which the secret does not have",
+        ),
+        (
+            "{{resolve:ssm:/app/missing}}",
+            "cannot read the SSM parameter: ParameterNotFound",
+        ),
+        ("x{{resolve:ssm:/app/greeting:1", "is not closed"),
+    ] {
+        let properties = object(json!({"Value": reference}));
+        let err = provider
+            .create("T", "Param", "S", &properties, &spec)
+            .await
+            .unwrap_err();
+        assert!(
+            err.message
+                .starts_with("Param: the dynamic reference {{resolve:"),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains(expected), "{}", err.message);
+        assert!(!err.message.contains("hunter2"), "{}", err.message);
+    }
+    assert!(
+        provider.inner.sent.lock().unwrap().is_empty(),
+        "nothing was sent"
+    );
+}
+
+#[tokio::test]
+async fn a_delete_whose_secret_is_gone_still_runs() {
+    let references = Arc::new(DynamicReferences::new(Box::new(vault())));
+    let provider = Resolving::new(Echo::default(), references);
+    let properties = object(json!({"Value": "{{resolve:secretsmanager:deleted-first}}"}));
+    provider
+        .delete("T", "Param", "id", &properties)
+        .await
+        .unwrap();
+    assert_eq!(provider.inner.sent.lock().unwrap()[0], properties);
+}
+
+#[test]
+fn short_secrets_are_replaced_only_as_whole_values() {
+    let resolution = Resolution {
+        properties: Map::new(),
+        strings: vec![],
+        secrets: vec![("ab".into(), "{{resolve:ssm:x}}".into())],
+    };
+    assert_eq!(
+        resolution.scrub_text("ab").as_deref(),
+        Some("{{resolve:ssm:x}}")
+    );
+    assert_eq!(resolution.scrub_text("arn:aws:lab"), None);
+}

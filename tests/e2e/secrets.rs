@@ -1,0 +1,198 @@
+//! Dynamic references (`{{resolve:ssm:…}}`, `{{resolve:ssm-secure:…}}`,
+//! `{{resolve:secretsmanager:…}}`) in a real CDK app: AWS gets the values, the state bucket
+//! (every version of every object) and cdkd's output get the expressions only; a rotated
+//! secret is not a change; `cdkd scrub` repairs a record planted with the plaintext.
+
+use cdkd_tests::app_world::AppWorld;
+use cdkd_tests::{resource_of_type, Emulator};
+use serde_json::{json, Value};
+
+const PASSWORD: &str = "s3cr3t-Pa55word-e2e";
+const USERNAME: &str = "app-user-e2e";
+const GREETING: &str = "hello-from-ssm-v1";
+const TOKEN: &str = "tok-0123456789-secure";
+const PASSWORD_REF: &str = "{{resolve:secretsmanager:cdkd/test/db:SecretString:password::}}";
+const USERNAME_REF: &str = "{{resolve:secretsmanager:cdkd/test/db:SecretString:username::}}";
+
+fn put_secret(password: &str) {
+    let value = json!({"username": USERNAME, "password": password}).to_string();
+    Emulator::shared().boto(&format!(
+        "(lambda sm: sm.put_secret_value(SecretId='cdkd/test/db', SecretString={value:?}) \
+         if [s for s in sm.list_secrets()['SecretList'] if s['Name'] == 'cdkd/test/db'] \
+         else sm.create_secret(Name='cdkd/test/db', SecretString={value:?}))(c('secretsmanager')) and None"
+    ));
+}
+
+fn seed() {
+    put_secret(PASSWORD);
+    Emulator::shared().boto(&format!(
+        "[c('ssm').put_parameter(Name='/cdkd/test/greeting', Value='{GREETING}', Type='String', Overwrite=True) if not [p for p in c('ssm').describe_parameters()['Parameters'] if p['Name'] == '/cdkd/test/greeting'] else None, \
+          c('ssm').put_parameter(Name='/cdkd/test/token', Value='{TOKEN}', Type='SecureString', Overwrite=True)] and None"
+    ));
+}
+
+/// Every version of every object in the state bucket, as text.
+fn every_stored_body(bucket: &str) -> Vec<String> {
+    let bodies = Emulator::shared().boto(&format!(
+        "[c('s3').get_object(Bucket='{bucket}', Key=v['Key'], VersionId=v['VersionId'])['Body'].read().decode() \
+          for v in c('s3').list_object_versions(Bucket='{bucket}').get('Versions', [])]"
+    ));
+    bodies
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn assert_no_plaintext(what: &str, text: &str) {
+    for secret in [PASSWORD, USERNAME, TOKEN] {
+        assert!(
+            !text.contains(secret),
+            "{what} holds the secret {secret}:\n{text}"
+        );
+    }
+}
+
+fn state(world: &AppWorld) -> Value {
+    world
+        .cdkd(&["state", "show", "SecretsStack", "--json"])
+        .success()
+        .json()["state"]
+        .clone()
+}
+
+#[test]
+fn secrets_reach_aws_but_never_the_state_bucket() {
+    seed();
+    let world = AppWorld::of("secrets", "SecretsStack", "secrets", |_| {});
+    let app = world.assembly.path().display().to_string();
+    let deploy = world.cdkd(&["deploy", "-a", &app, "--verbose"]).success();
+    assert_no_plaintext(
+        "deploy's output",
+        &format!("{}{}", deploy.stdout, deploy.stderr),
+    );
+
+    // AWS got the values: the function's code reads them from its environment.
+    let record = state(&world);
+    let function = resource_of_type(&record, "AWS::Lambda::Function");
+    let name = function["physicalId"].as_str().unwrap();
+    let answer = Emulator::shared().boto(&format!(
+        "json.loads(c('lambda').invoke(FunctionName='{name}')['Payload'].read())"
+    ));
+    assert_eq!(
+        answer,
+        json!({
+            "password": PASSWORD,
+            "url": format!("postgres://app:{PASSWORD}@db.internal:5432/app"),
+            "greeting": GREETING,
+            "token": TOKEN,
+        })
+    );
+    // A Cloud Control resource too.
+    let copy = Emulator::shared()
+        .boto("c('ssm').get_parameter(Name='/cdkd/test/copy')['Parameter']['Value']");
+    assert_eq!(copy, json!(USERNAME));
+
+    // The record keeps the expressions, and no version of any object holds a value.
+    let variables = &function["properties"]["Environment"]["Variables"];
+    assert_eq!(variables["DB_PASSWORD"], json!(PASSWORD_REF));
+    assert_eq!(
+        variables["DB_URL"],
+        json!(format!(
+            "postgres://app:{PASSWORD_REF}@db.internal:5432/app"
+        ))
+    );
+    assert_eq!(
+        variables["API_TOKEN"],
+        json!("{{resolve:ssm-secure:/cdkd/test/token}}")
+    );
+    assert_eq!(
+        record["resources"]["Copy"]["properties"]["Value"],
+        json!(USERNAME_REF)
+    );
+    for body in every_stored_body(&world.bucket) {
+        assert_no_plaintext("a stored object", &body);
+    }
+
+    // A rotated secret is not a template change (CloudFormation's rule): nothing to deploy.
+    put_secret("rotated-Pa55word-e2e");
+    let diff = world.cdkd(&["diff", "-a", &app]);
+    assert!(!diff.stdout.contains("ReaderF7BF189D"), "{}", diff.stdout);
+    world.cdkd(&["deploy", "-a", &app]).success();
+    let environment = Emulator::shared().boto(&format!(
+        "c('lambda').get_function_configuration(FunctionName='{name}')['Environment']['Variables']['DB_PASSWORD']"
+    ));
+    assert_eq!(environment, json!(PASSWORD));
+    put_secret(PASSWORD);
+
+    // A reference to a missing JSON key fails naming the resource and the reference only.
+    world.edit(|template| {
+        template["Resources"]["Copy"]["Properties"]["Value"] =
+            json!("{{resolve:secretsmanager:cdkd/test/db:SecretString:missing::}}");
+    });
+    let failed = world.cdkd(&["deploy", "-a", &app]);
+    assert_eq!(failed.code, Some(1), "{}{}", failed.stdout, failed.stderr);
+    let output = format!("{}{}", failed.stdout, failed.stderr);
+    assert!(output.contains("Copy"), "{output}");
+    assert!(
+        output.contains("{{resolve:secretsmanager:cdkd/test/db:SecretString:missing::}}")
+            && output.contains("picks the JSON key 'missing'"),
+        "{output}"
+    );
+    assert_no_plaintext("a failed deploy's output", &output);
+    world.edit(|template| {
+        template["Resources"]["Copy"]["Properties"]["Value"] = json!(USERNAME_REF);
+    });
+
+    // A record written by another tool with the plaintext in it.
+    let key = "cdkd/SecretsStack/us-east-1/state.json";
+    Emulator::shared().boto(&format!(
+        "(lambda s3: s3.put_object(Bucket='{bucket}', Key='{key}', Body=s3.get_object(Bucket='{bucket}', Key='{key}')['Body'].read().decode().replace('{PASSWORD_REF}', '{PASSWORD}').replace('{USERNAME_REF}', '{USERNAME}')))(c('s3')) and None",
+        bucket = world.bucket
+    ));
+    assert!(every_stored_body(&world.bucket)
+        .iter()
+        .any(|b| b.contains(PASSWORD)));
+    let dry = world.cdkd(&["scrub", "-a", &app, "--dry-run"]).success();
+    assert!(
+        dry.stdout.contains(
+            "resource(s) Copy, ReaderF7BF189D held a resolved secret; would be rewritten"
+        ),
+        "{}",
+        dry.stdout
+    );
+    assert!(
+        every_stored_body(&world.bucket)
+            .iter()
+            .any(|b| b.contains(PASSWORD)),
+        "a dry run changes nothing"
+    );
+    let scrub = world.cdkd(&["scrub", "-a", &app]).success();
+    assert!(scrub.stdout.contains("was rewritten"), "{}", scrub.stdout);
+    assert_no_plaintext(
+        "scrub's output",
+        &format!("{}{}", scrub.stdout, scrub.stderr),
+    );
+    for body in every_stored_body(&world.bucket) {
+        assert_no_plaintext("a stored object after scrub", &body);
+    }
+    let record = state(&world);
+    let function = resource_of_type(&record, "AWS::Lambda::Function");
+    assert_eq!(
+        function["properties"]["Environment"]["Variables"]["DB_URL"],
+        json!(format!(
+            "postgres://app:{PASSWORD_REF}@db.internal:5432/app"
+        ))
+    );
+    // State history without secrets is kept: earlier clean versions survive.
+    let versions = Emulator::shared().boto(&format!(
+        "len([v for v in c('s3').list_object_versions(Bucket='{bucket}', Prefix='{key}').get('Versions', []) if v['Key'] == '{key}'])",
+        bucket = world.bucket
+    ));
+    assert!(versions.as_u64().unwrap() >= 2, "{versions}");
+    let again = world.cdkd(&["scrub", "-a", &app]).success();
+    assert!(again.stdout.contains("clean"), "{}", again.stdout);
+
+    world.cdkd(&["destroy", "-a", &app, "--force"]).success();
+}
