@@ -675,6 +675,17 @@ impl<'a> Resolver<'a> {
                 pending = true;
                 continue;
             }
+            // The one list pseudo parameter: CloudFormation joins it with commas in a Sub.
+            let value = match value {
+                Value::Array(items) if name == "AWS::NotificationARNs" => Value::String(
+                    items
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
+                other => other,
+            };
             match text_of(&value) {
                 Some(text) => out.push_str(&text),
                 None => return fail(path, format!("${{{name}}} is not a string: {value}")),

@@ -226,6 +226,11 @@ fn join_sub_select_split() {
         .unwrap(),
         json!("ab-us-east-1")
     );
+    // The list pseudo parameter is joined, as CloudFormation does (empty without topics).
+    assert_eq!(
+        resolve(json!({"Fn::Sub": "topics=[${AWS::NotificationARNs}]"})).unwrap(),
+        json!("topics=[]")
+    );
     assert_eq!(
         resolve(json!({"Fn::Sub": "q-${Pending.Arn}"})).unwrap(),
         unknown("Fn::Sub")
