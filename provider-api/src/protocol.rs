@@ -18,6 +18,10 @@ pub mod operation {
     /// The availability zones of a region, for `Fn::GetAZs` (added in 0.1.3; a type that
     /// lists it answers for the whole plugin).
     pub const AVAILABILITY_ZONES: &str = "availability_zones";
+    /// Take the final snapshot a `DeletionPolicy: Snapshot` asks for, before the host deletes
+    /// the resource (added in 0.1.6). A type may list it with no handled property: it then
+    /// only answers this operation and its resources stay on Cloud Control.
+    pub const FINAL_SNAPSHOT: &str = "final_snapshot";
 }
 
 /// What a plugin says about itself; returned by `describe`.
@@ -429,6 +433,38 @@ pub struct AvailabilityZonesRequest {
 pub struct AvailabilityZonesResult {
     /// Zone names, e.g. `["us-east-1a", "us-east-1b"]`.
     pub zones: Vec<String>,
+}
+
+/// Asks for a final snapshot of one resource ([`operation::FINAL_SNAPSHOT`]).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FinalSnapshotRequest {
+    /// The region of the resource.
+    pub region: String,
+    /// Its logical id, for messages.
+    pub logical_id: String,
+    /// Its physical id.
+    pub physical_id: String,
+    /// Its recorded properties.
+    #[serde(default)]
+    pub properties: Map<String, Value>,
+    /// The identifier to give the snapshot where the service lets the caller name it; the
+    /// same on a retry, so an "already exists" is the earlier attempt's snapshot.
+    pub snapshot_id: String,
+}
+
+/// The snapshot taken, once it is complete.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FinalSnapshotResult {
+    /// The snapshot's identifier (the service's own where it names snapshots itself); absent
+    /// when no snapshot is due (see `note`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_id: Option<String>,
+    /// Why no snapshot was taken, when none was (an Aurora instance, whose cluster holds
+    /// the data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ ATTRIBUTE_CANDIDATES = [
     "Arn", "Id", "Name", "QueueName", "QueueUrl", "TopicArn", "TopicName", "TableName",
     "StreamArn", "LogGroupName", "RoleId", "GroupId", "VpcId", "KeyId", "DomainName",
     "RegionalDomainName", "WebsiteURL", "Endpoint.Address", "Endpoint.Port", "ProviderName",
+    "DBClusterArn", "DBClusterResourceId", "ReadEndpoint.Address",
 ]
 
 # The primary identifier property of each type (its registry schema's `primaryIdentifier`), for
@@ -45,6 +46,7 @@ PRIMARY_IDENTIFIERS = {
     "AWS::EC2::RouteTable": "RouteTableId",
     "AWS::EC2::SecurityGroup": "Id",  # the group id in a VPC; GroupId is a read-only attribute
     "AWS::EC2::Subnet": "SubnetId",
+    "AWS::EC2::Volume": "VolumeId",
     "AWS::EC2::VPC": "VpcId",
     "AWS::Events::Rule": "Arn",
     "AWS::IAM::InstanceProfile": "InstanceProfileName",
@@ -56,6 +58,8 @@ PRIMARY_IDENTIFIERS = {
     "AWS::Lambda::EventSourceMapping": "Id",
     "AWS::Lambda::Function": "FunctionName",
     "AWS::Logs::LogGroup": "LogGroupName",
+    "AWS::RDS::DBCluster": "DBClusterIdentifier",
+    "AWS::RDS::DBInstance": "DBInstanceIdentifier",
     "AWS::S3::Bucket": "BucketName",
     "AWS::SNS::Subscription": "SubscriptionArn",
     "AWS::SNS::Topic": "TopicArn",
@@ -74,6 +78,9 @@ CLIENT_TOKEN_CONFLICT = "The specified client token has already been used in ano
 # HandlerErrorCode values.
 ERROR_CODES = {
     "ResourceNotFoundException": "NotFound",
+    "DBInstanceNotFound": "NotFound",
+    "DBClusterNotFoundFault": "NotFound",
+    "InvalidVolume.NotFound": "NotFound",
     "NoSuchEntity": "NotFound",
     "NoSuchBucket": "NotFound",
     "QueueDoesNotExist": "NotFound",
@@ -82,6 +89,7 @@ ERROR_CODES = {
     "BucketAlreadyExists": "AlreadyExists",
     "QueueAlreadyExists": "AlreadyExists",
     "ResourceAlreadyExistsException": "AlreadyExists",
+    "DBInstanceAlreadyExists": "AlreadyExists",
     "ValidationException": "InvalidRequest",
     "ValidationError": "InvalidRequest",
     "InvalidParameterValue": "InvalidRequest",
@@ -339,8 +347,127 @@ class _SnsSubscription:
         raise _Failure("NotUpdatable", "the emulator cannot update AWS::SNS::Subscription")
 
 
+def _flag(value, default):
+    """A template boolean ("true", true, absent) as a bool."""
+    if value is None:
+        return default
+    return value if isinstance(value, bool) else str(value).lower() == "true"
+
+
+def _integer(value):
+    return None if value in (None, "") else int(value)
+
+
+def _delete_automated_cluster_snapshots(backend, cluster_identifier):
+    for name, snapshot in list(backend.cluster_snapshots.items()):
+        if snapshot.snapshot_type == "automated" and snapshot.cluster.db_cluster_identifier == cluster_identifier:
+            backend.delete_db_cluster_snapshot(name)
+
+
+class _RdsDBCluster:
+    """`AWS::RDS::DBCluster`, which moto's CloudFormation has no model for: created through
+    moto's RDS backend; deleted as Cloud Control's handler does, without a final snapshot (only
+    CloudFormation's `DeletionPolicy: Snapshot` asks for one; a caller takes it beforehand) and
+    with the cluster's automated backups (AWS's `DeleteAutomatedBackups` default; moto's
+    DeleteDBCluster keeps them). The identifier (and `Ref`) is the DBClusterIdentifier."""
+
+    # Template property -> moto's DBCluster argument, with a conversion for template strings.
+    PROPERTIES = {
+        "Engine": ("engine", str),
+        "EngineVersion": ("engine_version", str),
+        "EngineMode": ("engine_mode", str),
+        "MasterUsername": ("master_username", str),
+        "MasterUserPassword": ("master_user_password", str),
+        "DatabaseName": ("database_name", str),
+        "Port": ("port", _integer),
+        "AllocatedStorage": ("allocated_storage", _integer),
+        "Iops": ("iops", _integer),
+        "StorageType": ("storage_type", str),
+        "BackupRetentionPeriod": ("backup_retention_period", _integer),
+        "PreferredBackupWindow": ("preferred_backup_window", str),
+        "PreferredMaintenanceWindow": ("preferred_maintenance_window", str),
+        "DBClusterParameterGroupName": ("db_cluster_parameter_group_name", str),
+        "DBSubnetGroupName": ("db_subnet_group_name", str),
+        "DBClusterInstanceClass": ("db_cluster_instance_class", str),
+        "VpcSecurityGroupIds": ("vpc_security_group_ids", list),
+        "AvailabilityZones": ("availability_zones", list),
+        "StorageEncrypted": ("storage_encrypted", lambda v: _flag(v, False)),
+        "KmsKeyId": ("kms_key_id", str),
+        "DeletionProtection": ("deletion_protection", lambda v: _flag(v, False)),
+        "CopyTagsToSnapshot": ("copy_tags_to_snapshot", lambda v: _flag(v, False)),
+        "Tags": ("tags", list),
+    }
+
+    ATTRIBUTES = {
+        "DBClusterArn": lambda c: c.db_cluster_arn,
+        "DBClusterResourceId": lambda c: c.db_cluster_resource_id,
+        "Endpoint.Address": lambda c: c.endpoint,
+        "Endpoint.Port": lambda c: str(c.port),
+        "ReadEndpoint.Address": lambda c: c.reader_endpoint,
+    }
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.physical_resource_id = cluster.db_cluster_identifier
+
+    @classmethod
+    def has_cfn_attr(cls, attribute):
+        return attribute in cls.ATTRIBUTES
+
+    def get_cfn_attribute(self, attribute):
+        if attribute in self.ATTRIBUTES:
+            return self.ATTRIBUTES[attribute](self.cluster)
+        raise KeyError(attribute)
+
+    @classmethod
+    def create_from_cloudformation_json(cls, name, json, account_id, region, **_kw):
+        from moto.rds.models import rds_backends
+        properties = json["Properties"]
+        backend = rds_backends[account_id][region]
+        # RDS keeps identifiers in lower case; a generated one is made from the logical id.
+        identifier = (properties.get("DBClusterIdentifier") or name).lower()
+        if identifier in backend.clusters:
+            raise _Failure("AlreadyExists", f"DBClusterAlreadyExistsFault: DB cluster {identifier} already exists")
+        kwargs = {"db_cluster_identifier": identifier}
+        for key, (argument, convert) in cls.PROPERTIES.items():
+            if properties.get(key) is not None:
+                kwargs[argument] = convert(properties[key])
+        return cls(backend.create_db_cluster(kwargs))
+
+    def delete(self, _account_id, _region):
+        backend = self.cluster.backend
+        identifier = self.cluster.db_cluster_identifier
+        backend.delete_db_cluster(cluster_identifier=identifier, snapshot_name=None)
+        _delete_automated_cluster_snapshots(backend, identifier)
+
+    @staticmethod
+    def update_from_cloudformation_json(**_kw):
+        raise _Failure("NotUpdatable", "the emulator cannot update AWS::RDS::DBCluster")
+
+
 # Types moto's CloudFormation has no model for, modelled here.
-EXTRA_MODELS = {"AWS::SNS::Subscription": _SnsSubscription}
+EXTRA_MODELS = {"AWS::SNS::Subscription": _SnsSubscription, "AWS::RDS::DBCluster": _RdsDBCluster}
+
+
+def _delete_db_instance(model, properties):
+    # As Cloud Control's handler: no final snapshot (CloudFormation asks for one only for
+    # `DeletionPolicy: Snapshot`), automated backups removed unless the template keeps them.
+    # Manual snapshots stay, as on AWS.
+    model.backend.delete_db_instance(
+        model.db_instance_identifier,
+        skip_final_snapshot=False, final_db_snapshot_identifier="x-final",
+        delete_automated_backups=_flag(properties.get("DeleteAutomatedBackups"), True),
+    )
+
+
+def _delete_volume(model, _properties):
+    # moto's Volume model has no delete; DeleteVolume takes no snapshot, as on AWS.
+    model.ec2_backend.delete_volume(model.id)
+
+
+# Types whose moto model deletes otherwise than Cloud Control's handler (or not at all): deleted
+# here, through the service backend.
+DELETERS = {"AWS::RDS::DBInstance": _delete_db_instance, "AWS::EC2::Volume": _delete_volume}
 
 
 def _model_class(type_name):
@@ -362,6 +489,9 @@ def _physical_name(type_name, desired, fallback=None):
 
 def _delete_model(type_name, entry, account_id, region):
     model = entry["model"]
+    if type_name in DELETERS:
+        DELETERS[type_name](model, entry["properties"] or {})
+        return
     try:
         model.delete(account_id, region)
     except (TypeError, AttributeError, NotImplementedError):

@@ -976,3 +976,138 @@ def test_an_sns_subscription_is_made_and_removed_through_cloud_control(emulator)
     assert deleted["OperationStatus"] == "SUCCESS", deleted
     assert sns.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"] == []
     assert queue
+
+
+# -- types destroyed with `DeletionPolicy: Snapshot` ------------------------------------------
+# cdkd takes the snapshot itself (RDS CreateDBSnapshot / CreateDBClusterSnapshot, EC2
+# CreateSnapshot) and then deletes through Cloud Control, whose delete takes none: a snapshot
+# found after a destroy is cdkd's.
+
+def _rds_instance_snapshots(emulator, identifier):
+    snapshots = emulator.client("rds").describe_db_snapshots(DBInstanceIdentifier=identifier)["DBSnapshots"]
+    return [(s["DBSnapshotIdentifier"], s["SnapshotType"], s["Status"]) for s in snapshots]
+
+
+def _rds_cluster_snapshots(emulator, identifier):
+    snapshots = emulator.client("rds").describe_db_cluster_snapshots(
+        DBClusterIdentifier=identifier)["DBClusterSnapshots"]
+    return [(s["DBClusterSnapshotIdentifier"], s["SnapshotType"], s["Status"]) for s in snapshots]
+
+
+def _ec2_volume_snapshots(emulator, identifier):
+    # Filtered by volume: moto's account also owns the snapshots of its canned AMIs.
+    snapshots = emulator.client("ec2").describe_snapshots(
+        Filters=[{"Name": "volume-id", "Values": [identifier]}])["Snapshots"]
+    return [(s["SnapshotId"], "manual", s["State"]) for s in snapshots]
+
+
+def _rds_instance_snapshot(emulator, identifier):
+    rds = emulator.client("rds")
+    snapshot = rds.create_db_snapshot(DBInstanceIdentifier=identifier,
+                                      DBSnapshotIdentifier=f"{identifier}-final")["DBSnapshot"]
+    return snapshot["DBSnapshotIdentifier"], snapshot["Status"]
+
+
+def _rds_cluster_snapshot(emulator, identifier):
+    rds = emulator.client("rds")
+    snapshot = rds.create_db_cluster_snapshot(DBClusterIdentifier=identifier,
+                                              DBClusterSnapshotIdentifier=f"{identifier}-final")["DBClusterSnapshot"]
+    return snapshot["DBClusterSnapshotIdentifier"], snapshot["Status"]
+
+
+def _ec2_volume_snapshot(emulator, identifier):
+    snapshot = emulator.client("ec2").create_snapshot(VolumeId=identifier, Description="final")
+    return snapshot["SnapshotId"], snapshot["State"]
+
+
+SNAPSHOTTED_TYPES = {
+    "AWS::RDS::DBInstance": dict(
+        desired={"AllocatedStorage": "20", "DBInstanceClass": "db.t3.micro",
+                 "DBInstanceIdentifier": "cdkd-snapshot-db", "Engine": "mysql",
+                 "MasterUserPassword": "not-a-secret-1", "MasterUsername": "admin"},
+        identifier_property="DBInstanceIdentifier",
+        live=lambda e, i: [d["DBInstanceIdentifier"] for d in e.client("rds").describe_db_instances()["DBInstances"]],
+        snapshot=_rds_instance_snapshot, snapshots=_rds_instance_snapshots,
+        # moto answers the finished state at once; AWS passes through creating / pending.
+        snapshot_status="available",
+    ),
+    "AWS::RDS::DBCluster": dict(
+        desired={"DBClusterIdentifier": "cdkd-snapshot-cluster", "Engine": "aurora-mysql",
+                 "MasterUserPassword": "not-a-secret-1", "MasterUsername": "admin"},
+        identifier_property="DBClusterIdentifier",
+        live=lambda e, i: [c["DBClusterIdentifier"] for c in e.client("rds").describe_db_clusters()["DBClusters"]],
+        snapshot=_rds_cluster_snapshot, snapshots=_rds_cluster_snapshots,
+        snapshot_status="available",
+    ),
+    "AWS::EC2::Volume": dict(
+        desired={"AvailabilityZone": "us-east-1a", "Size": 1},
+        identifier_property="VolumeId",
+        live=lambda e, i: [v["VolumeId"] for v in e.client("ec2").describe_volumes()["Volumes"]],
+        snapshot=_ec2_volume_snapshot, snapshots=_ec2_volume_snapshots,
+        snapshot_status="completed",
+    ),
+}
+
+
+@pytest.mark.parametrize("take_snapshot", [True, False], ids=["snapshot", "no-snapshot"])
+@pytest.mark.parametrize("type_name", list(SNAPSHOTTED_TYPES))
+def test_a_snapshot_taken_before_a_cloud_control_delete_is_the_only_one_left(emulator, type_name, take_snapshot):
+    spec = SNAPSHOTTED_TYPES[type_name]
+    cc = emulator.client("cloudcontrol")
+    done = create(cc, type_name, spec["desired"])
+    assert done["OperationStatus"] == "SUCCESS", done
+    identifier = done["Identifier"]
+    assert json.loads(done["ResourceModel"]) == {**spec["desired"], spec["identifier_property"]: identifier}
+    assert spec["live"](emulator, identifier) == [identifier]
+
+    taken = []
+    if take_snapshot:
+        name, status = spec["snapshot"](emulator, identifier)
+        assert status == spec["snapshot_status"]
+        taken = [(name, "manual", spec["snapshot_status"])]
+
+    deleted = wait(cc, cc.delete_resource(TypeName=type_name, Identifier=identifier)["ProgressEvent"])
+    assert deleted["OperationStatus"] == "SUCCESS", deleted
+    assert spec["live"](emulator, identifier) == []
+    # No final snapshot, no automated backup left: only the snapshot taken before the delete.
+    assert spec["snapshots"](emulator, identifier) == taken
+    with pytest.raises(cc.exceptions.ResourceNotFoundException):
+        cc.get_resource(TypeName=type_name, Identifier=identifier)
+
+    # Created again under the same identifier (a redeploy), then deleted again: nothing clashes
+    # with what the first one left.
+    if type_name != "AWS::EC2::Volume":
+        again = create(cc, type_name, spec["desired"])
+        assert again["OperationStatus"] == "SUCCESS", again
+        gone = wait(cc, cc.delete_resource(TypeName=type_name, Identifier=identifier)["ProgressEvent"])
+        assert gone["OperationStatus"] == "SUCCESS", gone
+        assert spec["snapshots"](emulator, identifier) == taken
+
+
+@pytest.mark.parametrize("type_name,identifier", [
+    ("AWS::RDS::DBInstance", "cdkd-missing-db"),
+    ("AWS::RDS::DBCluster", "cdkd-missing-cluster"),
+    ("AWS::EC2::Volume", "vol-0123456789abcdef0"),
+])
+def test_deleting_a_missing_snapshotted_type_fails_with_not_found(emulator, type_name, identifier):
+    cc = emulator.client("cloudcontrol")
+    event = wait(cc, cc.delete_resource(TypeName=type_name, Identifier=identifier)["ProgressEvent"])
+    assert event["OperationStatus"] == "FAILED"
+    assert event["ErrorCode"] == "NotFound", event
+
+
+def test_an_rds_db_cluster_answers_its_attributes_and_refuses_a_duplicate(emulator):
+    cc = emulator.client("cloudcontrol")
+    desired = SNAPSHOTTED_TYPES["AWS::RDS::DBCluster"]["desired"]
+    assert create(cc, "AWS::RDS::DBCluster", desired)["OperationStatus"] == "SUCCESS"
+    full = json.loads(cc.get_resource(TypeName="AWS::RDS::DBCluster", Identifier="cdkd-snapshot-cluster")
+                      ["ResourceDescription"]["Properties"])
+    cluster = emulator.client("rds").describe_db_clusters(DBClusterIdentifier="cdkd-snapshot-cluster")["DBClusters"][0]
+    assert full["DBClusterArn"] == cluster["DBClusterArn"] == \
+        "arn:aws:rds:us-east-1:123456789012:cluster:cdkd-snapshot-cluster"
+    assert full["Endpoint.Address"] == cluster["Endpoint"]
+    assert full["Endpoint.Port"] == "3306"
+    assert full["ReadEndpoint.Address"] == cluster["ReaderEndpoint"]
+    duplicate = create(cc, "AWS::RDS::DBCluster", desired)
+    assert duplicate["OperationStatus"] == "FAILED"
+    assert duplicate["ErrorCode"] == "AlreadyExists", duplicate

@@ -13,7 +13,7 @@ use super::app::{load_assembly, stack_target, AppArgs};
 use super::{confirm, CommandContext};
 use crate::analyzer::template::Template;
 use crate::deployment::deploy::DeployOptions;
-use crate::deployment::destroy::RollbackOutcome;
+use crate::deployment::destroy::{DestroyOptions, RollbackOutcome};
 use crate::deployment::engine::Engine;
 use crate::deployment::executor::{Executor, Outcome, Task};
 use crate::deployment::external::StateSnapshot;
@@ -276,6 +276,9 @@ pub struct DestroyArgs {
     /// Resource deletions in flight at once, per stack.
     #[arg(long, default_value_t = 10)]
     concurrency: usize,
+    /// Delete `DeletionPolicy: Snapshot` resources without taking their final snapshot.
+    #[arg(long)]
+    skip_final_snapshot: bool,
     /// Print one JSON object per event.
     #[arg(long)]
     json: bool,
@@ -333,7 +336,10 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
                 &region,
                 &policies,
                 &snapshot,
-                args.concurrency.max(1),
+                DestroyOptions {
+                    concurrency: args.concurrency.max(1),
+                    skip_final_snapshot: args.skip_final_snapshot,
+                },
             )
             .await?
         {
@@ -425,7 +431,13 @@ pub async fn state_destroy(
     for (stack, region) in targets {
         let snapshot = StateSnapshot::load(&store.backend).await?;
         engine
-            .destroy(&stack, &region, &BTreeMap::new(), &snapshot, 10)
+            .destroy(
+                &stack,
+                &region,
+                &BTreeMap::new(),
+                &snapshot,
+                DestroyOptions::default(),
+            )
             .await?;
     }
     Ok(ExitCode::SUCCESS)

@@ -1,8 +1,12 @@
 //! Deleting recorded resources, shared by deploy (removed resources, replaced halves) and
-//! destroy: the order (dependents first), the retain policies, one delete call.
+//! destroy: the order (dependents first), the retain policies, the final snapshot a `Snapshot`
+//! policy asks for, one delete call.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
+
+use cdkd_provider_api::protocol::{FinalSnapshotRequest, FinalSnapshotResult};
+use cdkd_provider_api::ErrorKind;
 
 use super::executor::Task;
 use super::report::Reporter;
@@ -22,6 +26,91 @@ pub enum DeleteKind {
 /// Whether a `DeletionPolicy` (or `UpdateReplacePolicy`) keeps the AWS resource.
 pub fn is_retained(policy: Option<&str>) -> bool {
     matches!(policy, Some("Retain" | "RetainExceptOnCreate"))
+}
+
+/// Whether a `DeletionPolicy` (or `UpdateReplacePolicy`) asks for a final snapshot.
+pub fn is_snapshot(policy: Option<&str>) -> bool {
+    policy == Some("Snapshot")
+}
+
+/// Where a delete's final snapshot is due: the record's stack and region.
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotDue<'a> {
+    /// The stack (its name starts the snapshot's).
+    pub stack: &'a str,
+    /// The region.
+    pub region: &'a str,
+}
+
+/// Why a resource whose policy asks for a snapshot cannot be deleted here.
+pub fn no_snapshot_path(logical_id: &str, resource_type: &str, destroy: bool) -> String {
+    let escape = if destroy {
+        ", or pass --skip-final-snapshot to delete it without one"
+    } else {
+        ""
+    };
+    format!(
+        "{logical_id} ({resource_type}) asks for a final snapshot (Snapshot policy) and no loaded plugin can snapshot {resource_type}; cdkd does not delete it without one. Set its DeletionPolicy/UpdateReplacePolicy to Retain or Delete{escape}"
+    )
+}
+
+/// A snapshot identifier services accept (letters, digits and single hyphens, starting with
+/// a letter, at most 63 characters), unique to the stack, resource and second.
+pub fn snapshot_name(stack: &str, logical_id: &str, stamp: &str) -> String {
+    let mut name = String::new();
+    for c in format!("{stack}-{logical_id}").chars() {
+        let c = if c.is_ascii_alphanumeric() {
+            c.to_ascii_lowercase()
+        } else {
+            '-'
+        };
+        if !(c == '-' && (name.is_empty() || name.ends_with('-'))) {
+            name.push(c);
+        }
+    }
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        name.insert_str(0, "s-");
+    }
+    let suffix = format!("-final-{stamp}");
+    name.truncate(63 - suffix.len());
+    let mut name = name.trim_end_matches('-').to_string();
+    name.push_str(&suffix);
+    name
+}
+
+/// Takes the final snapshot of `record` and says what was taken; a resource already gone
+/// needs none.
+pub async fn take_final_snapshot(
+    providers: &dyn ProviderSet,
+    due: SnapshotDue<'_>,
+    logical_id: &str,
+    record: &ResourceState,
+) -> Result<String, String> {
+    let Some(taker) = providers.for_snapshot(&record.resource_type) else {
+        return Err(no_snapshot_path(logical_id, &record.resource_type, false));
+    };
+    let stamp = chrono::Utc::now().format("%Y%m%d%H%M%S").to_string();
+    let request = FinalSnapshotRequest {
+        region: due.region.to_string(),
+        logical_id: logical_id.to_string(),
+        physical_id: record.physical_id.clone(),
+        properties: record.properties.clone(),
+        snapshot_id: snapshot_name(due.stack, logical_id, &stamp),
+    };
+    match taker.final_snapshot(&record.resource_type, &request).await {
+        Ok(FinalSnapshotResult {
+            snapshot_id: Some(id),
+            ..
+        }) => Ok(format!("final snapshot {id}")),
+        Ok(FinalSnapshotResult { note, .. }) => Ok(format!(
+            "no final snapshot: {}",
+            note.unwrap_or_else(|| "none was due".into())
+        )),
+        Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok("already gone".into()),
+        Err(err) => Err(format!(
+            "taking the final snapshot failed, so the resource was not deleted: {err}"
+        )),
+    }
 }
 
 /// Delete tasks: a resource waits for every doomed resource that depends on it.
@@ -72,7 +161,8 @@ pub async fn delete_record(
         .map_err(|err| err.to_string())
 }
 
-/// Deletes one recorded resource through its provider, reporting a failure.
+/// Deletes one recorded resource through its provider (after its final snapshot when one is
+/// `due`), reporting a failure; returns what the snapshot step said.
 pub async fn delete_one(
     reporter: Reporter,
     stack: &str,
@@ -80,16 +170,42 @@ pub async fn delete_one(
     logical_id: &str,
     record: &ResourceState,
     began: Instant,
-) -> Result<(), String> {
-    delete_record(providers, logical_id, record)
-        .await
-        .inspect_err(|err| {
-            reporter.resource(
-                stack,
-                logical_id,
-                &record.resource_type,
-                &format!("delete failed: {err}"),
-                Some(began.elapsed()),
-            );
-        })
+    due: Option<SnapshotDue<'_>>,
+) -> Result<Option<String>, String> {
+    let result = async {
+        let snapshot = match due {
+            Some(due) => Some(take_final_snapshot(providers, due, logical_id, record).await?),
+            None => None,
+        };
+        delete_record(providers, logical_id, record).await?;
+        Ok(snapshot)
+    }
+    .await;
+    result.inspect_err(|err| {
+        reporter.resource(
+            stack,
+            logical_id,
+            &record.resource_type,
+            &format!("delete failed: {err}"),
+            Some(began.elapsed()),
+        );
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_names_are_valid_identifiers() {
+        assert_eq!(
+            snapshot_name("SnapshotStack", "Database", "20261130193000"),
+            "snapshotstack-database-final-20261130193000"
+        );
+        let long = snapshot_name(&"Nested~Stack".repeat(10), "--Db--", "20261130193000");
+        assert!(long.len() <= 63, "{long}");
+        assert!(!long.contains("--"), "{long}");
+        assert!(long.ends_with("-final-20261130193000"), "{long}");
+        assert!(snapshot_name("1st", "Db", "1").starts_with("s-1st-db"));
+    }
 }

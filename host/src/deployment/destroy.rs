@@ -11,7 +11,9 @@ use std::time::Instant;
 
 use serde_json::Map;
 
-use super::deletes::{delete_one, deletion_tasks, is_retained};
+use super::deletes::{
+    delete_one, deletion_tasks, is_retained, is_snapshot, no_snapshot_path, SnapshotDue,
+};
 use super::engine::Engine;
 use super::executor::{Executor, Outcome};
 use super::external::StateSnapshot;
@@ -33,6 +35,24 @@ pub enum RollbackOutcome {
     Partial,
     /// There was nothing to roll back.
     Nothing,
+}
+
+/// How a destroy runs.
+#[derive(Debug, Clone, Copy)]
+pub struct DestroyOptions {
+    /// Deletes at once.
+    pub concurrency: usize,
+    /// Delete `DeletionPolicy: Snapshot` resources without their final snapshot.
+    pub skip_final_snapshot: bool,
+}
+
+impl Default for DestroyOptions {
+    fn default() -> DestroyOptions {
+        DestroyOptions {
+            concurrency: 10,
+            skip_final_snapshot: false,
+        }
+    }
 }
 
 impl Engine<'_> {
@@ -105,11 +125,11 @@ impl Engine<'_> {
         region: &str,
         template_policies: &BTreeMap<String, String>,
         snapshot: &StateSnapshot,
-        concurrency: usize,
+        options: DestroyOptions,
     ) -> anyhow::Result<bool> {
         let lock = self.locks.acquire(stack, region, "destroy").await?;
         let result = self
-            .destroy_locked(stack, region, template_policies, snapshot, concurrency)
+            .destroy_locked(stack, region, template_policies, snapshot, options)
             .await;
         lock.release().await;
         result
@@ -121,7 +141,7 @@ impl Engine<'_> {
         region: &str,
         template_policies: &BTreeMap<String, String>,
         snapshot: &StateSnapshot,
-        concurrency: usize,
+        options: DestroyOptions,
     ) -> anyhow::Result<bool> {
         let started = Instant::now();
         let (stored, found_journal) = tokio::join!(
@@ -155,6 +175,29 @@ impl Engine<'_> {
         let records: Vec<&ResourceState> = stored.state.resources.values().collect();
         let providers = self.owners_of(region, &records, &[]).await?;
         let doomed: BTreeMap<String, ResourceState> = stored.state.resources.clone();
+        let policy_of = |logical_id: &str, record: &ResourceState| {
+            record
+                .deletion_policy
+                .clone()
+                .or_else(|| template_policies.get(logical_id).cloned())
+        };
+        // Pre-flight: a resource whose snapshot cannot be taken stops the destroy before any
+        // delete, never deleted silently.
+        let unsnapshottable: Vec<String> = doomed
+            .iter()
+            .filter(|(id, record)| {
+                !options.skip_final_snapshot
+                    && is_snapshot(policy_of(id, record).as_deref())
+                    && providers.for_snapshot(&record.resource_type).is_none()
+            })
+            .map(|(id, record)| no_snapshot_path(id, &record.resource_type, true))
+            .collect();
+        if !unsnapshottable.is_empty() {
+            anyhow::bail!(
+                "stack {stack} ({region}): nothing was deleted:\n  - {}",
+                unsnapshottable.join("\n  - ")
+            );
+        }
         let ledger = Ledger::new(self.store.clone(), stack, region, Some(stored));
         let saver = ledger.start_saver();
         let summary = std::sync::Mutex::new(Summary::default());
@@ -164,18 +207,28 @@ impl Engine<'_> {
             let (providers, ledger, summary) = (providers.as_ref(), &ledger, &summary);
             async move {
                 let began = Instant::now();
-                let policy = record
-                    .deletion_policy
-                    .clone()
-                    .or_else(|| template_policies.get(&logical_id).cloned());
+                let policy = policy_of(&logical_id, &record);
                 let retained = is_retained(policy.as_deref());
+                let due = (is_snapshot(policy.as_deref()) && !options.skip_final_snapshot)
+                    .then_some(SnapshotDue { stack, region });
+                let mut snapshot = None;
                 if !retained {
-                    if let Err(err) =
-                        delete_one(self.reporter, stack, providers, &logical_id, &record, began)
-                            .await
+                    match delete_one(
+                        self.reporter,
+                        stack,
+                        providers,
+                        &logical_id,
+                        &record,
+                        began,
+                        due,
+                    )
+                    .await
                     {
-                        summary.lock().unwrap().failed += 1;
-                        return Err(err);
+                        Ok(taken) => snapshot = taken,
+                        Err(err) => {
+                            summary.lock().unwrap().failed += 1;
+                            return Err(err);
+                        }
                     }
                 }
                 ledger.change(|s| {
@@ -186,22 +239,26 @@ impl Engine<'_> {
                     s.output_reads = None;
                 });
                 summary.lock().unwrap().deleted += 1;
-                let action = if retained {
-                    "kept in AWS (DeletionPolicy), removed from state"
-                } else {
-                    "deleted"
+                let action = match (retained, snapshot) {
+                    (true, _) => "kept in AWS (DeletionPolicy), removed from state".to_string(),
+                    (false, Some(snapshot)) => format!("deleted ({snapshot})"),
+                    (false, None) => "deleted".to_string(),
                 };
                 self.reporter.resource(
                     stack,
                     &logical_id,
                     &record.resource_type,
-                    action,
+                    &action,
                     Some(began.elapsed()),
                 );
                 Ok(())
             }
         };
-        let outcomes = Executor { concurrency }.run(&tasks, &self.stop, work).await;
+        let outcomes = Executor {
+            concurrency: options.concurrency,
+        }
+        .run(&tasks, &self.stop, work)
+        .await;
         let failed: Vec<String> = outcomes
             .iter()
             .filter_map(|(id, o)| match o {

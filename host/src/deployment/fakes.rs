@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cdkd_provider_api::protocol::{CreateResult, DeleteResult, UpdateResult};
+use cdkd_provider_api::protocol::{
+    CreateResult, DeleteResult, FinalSnapshotRequest, FinalSnapshotResult, UpdateResult,
+};
 use cdkd_provider_api::ProviderError;
 use serde_json::{json, Map, Value};
 
@@ -228,6 +230,30 @@ impl ResourceOperations for FakeCloud {
             .get(physical_id)
             .map(|r| r.properties.clone())
     }
+
+    /// Logged as `"snapshot {logical id}"`; fails when `"{logical id}#snapshot"` is failing.
+    async fn final_snapshot(
+        &self,
+        _resource_type: &str,
+        request: &FinalSnapshotRequest,
+    ) -> Result<FinalSnapshotResult, ProviderError> {
+        let mut cloud = guard(&self.cloud);
+        cloud.calls.push(format!("snapshot {}", request.logical_id));
+        let failing = format!("{}#snapshot", request.logical_id);
+        if let Some(message) = cloud.failing.get(&failing) {
+            return Err(ProviderError::validation(message.clone()));
+        }
+        if !cloud.resources.contains_key(&request.physical_id) {
+            return Err(ProviderError::new(
+                cdkd_provider_api::ErrorKind::NOT_FOUND,
+                format!("{} is gone", request.physical_id),
+            ));
+        }
+        Ok(FinalSnapshotResult {
+            snapshot_id: Some(request.snapshot_id.clone()),
+            note: None,
+        })
+    }
 }
 
 /// The fake cloud as the provider of everything.
@@ -244,6 +270,12 @@ impl ProviderSet for FakeSet<'_> {
 
     fn for_record(&self, _: &ResourceState) -> &dyn ResourceOperations {
         self.0
+    }
+
+    /// Every type but ElastiCache clusters has a snapshot path.
+    fn for_snapshot(&self, resource_type: &str) -> Option<&dyn ResourceOperations> {
+        (resource_type != "AWS::ElastiCache::CacheCluster")
+            .then_some(self.0 as &dyn ResourceOperations)
     }
 }
 

@@ -12,6 +12,7 @@ use cdkd_provider_api::ProviderError;
 use serde_json::{Map, Value};
 
 use super::deploy::{DeployOptions, StackInput};
+use super::destroy::DestroyOptions;
 use super::engine::Engine;
 use super::external::StateSnapshot;
 use crate::provisioning::operations::{ProviderSet, ResourceOperations};
@@ -195,9 +196,13 @@ impl ResourceOperations for NestedStacks<'_> {
         };
         let none = BTreeMap::new();
         let snapshot = StateSnapshot::default();
-        let destroyed = self
-            .engine
-            .destroy_locked(child, &self.region, &none, &snapshot, 10);
+        let destroyed = self.engine.destroy_locked(
+            child,
+            &self.region,
+            &none,
+            &snapshot,
+            DestroyOptions::default(),
+        );
         Box::pin(destroyed)
             .await
             .map_err(|err| ProviderError::other(format!("nested stack {logical_id}: {err:#}")))?;
@@ -243,6 +248,10 @@ impl ProviderSet for WithNested<'_> {
             NESTED_STACK => &self.nested,
             _ => self.inner.for_record(record),
         }
+    }
+
+    fn for_snapshot(&self, resource_type: &str) -> Option<&dyn ResourceOperations> {
+        self.inner.for_snapshot(resource_type)
     }
 }
 

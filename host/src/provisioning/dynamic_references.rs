@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use cdkd_provider_api::protocol::{CreateResult, DeleteResult, UpdateResult};
+use cdkd_provider_api::protocol::{
+    CreateResult, DeleteResult, FinalSnapshotRequest, FinalSnapshotResult, UpdateResult,
+};
 use cdkd_provider_api::{ErrorKind, ProviderError};
 use serde_json::{Map, Value};
 
@@ -668,6 +670,15 @@ impl<O: ResourceOperations> ResourceOperations for Resolving<O> {
             .await?;
         resolved.scrub_map(&mut live);
         Some(live)
+    }
+
+    async fn final_snapshot(
+        &self,
+        resource_type: &str,
+        request: &FinalSnapshotRequest,
+    ) -> Result<FinalSnapshotResult, ProviderError> {
+        // The recorded properties keep their expressions: a snapshot needs only the id.
+        self.inner.final_snapshot(resource_type, request).await
     }
 }
 

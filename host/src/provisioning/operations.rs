@@ -8,7 +8,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cdkd_provider_api::protocol::{CreateResult, DeleteResult, UpdateResult};
+use cdkd_provider_api::protocol::{
+    CreateResult, DeleteResult, FinalSnapshotRequest, FinalSnapshotResult, UpdateResult,
+};
 use cdkd_provider_api::ProviderError;
 use serde_json::{Map, Value};
 
@@ -86,6 +88,19 @@ pub trait ResourceOperations: Send + Sync {
         physical_id: &str,
         properties: &Map<String, Value>,
     ) -> Option<Map<String, Value>>;
+
+    /// Takes the final snapshot `DeletionPolicy: Snapshot` asks for, complete when it returns.
+    async fn final_snapshot(
+        &self,
+        resource_type: &str,
+        request: &FinalSnapshotRequest,
+    ) -> Result<FinalSnapshotResult, ProviderError> {
+        let _ = request;
+        Err(ProviderError::unsupported(format!(
+            "{} cannot take snapshots of {resource_type}",
+            self.label()
+        )))
+    }
 }
 
 /// The providers of one stack's resources, ready before any change.
@@ -96,6 +111,8 @@ pub trait ProviderSet: Send + Sync {
     fn for_layer(&self, resource_type: &str, layer: ProvisionedBy) -> &dyn ResourceOperations;
     /// The provider that owns a recorded resource (deletes and reverts).
     fn for_record(&self, record: &ResourceState) -> &dyn ResourceOperations;
+    /// The provider that takes final snapshots of `resource_type`, if one is loaded.
+    fn for_snapshot(&self, resource_type: &str) -> Option<&dyn ResourceOperations>;
 }
 
 /// Where one operation's providers come from.
@@ -115,14 +132,16 @@ pub trait ProviderSource: Send + Sync {
 }
 
 /// The types whose plugins deletes, reverts and intents may need: those recorded (or
-/// intended) on the SDK layer.
+/// intended) on the SDK layer, and those whose policy asks for a snapshot before a delete.
 pub fn owner_types<'r>(
     records: impl IntoIterator<Item = &'r ResourceState>,
     intents: impl IntoIterator<Item = (&'r str, ProvisionedBy)>,
 ) -> BTreeSet<String> {
     records
         .into_iter()
-        .filter(|record| record.provisioned_by != Some(ProvisionedBy::CcApi))
+        .filter(|record| {
+            record.provisioned_by != Some(ProvisionedBy::CcApi) || wants_final_snapshot(record)
+        })
         .map(|record| record.resource_type.clone())
         .chain(
             intents
@@ -131,4 +150,11 @@ pub fn owner_types<'r>(
                 .map(|(kind, _)| kind.to_string()),
         )
         .collect()
+}
+
+/// Whether deleting or replacing `record` first takes a snapshot (either policy says so).
+pub fn wants_final_snapshot(record: &ResourceState) -> bool {
+    [&record.deletion_policy, &record.update_replace_policy]
+        .iter()
+        .any(|policy| policy.as_deref() == Some("Snapshot"))
 }

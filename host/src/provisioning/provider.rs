@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use cdkd_provider_api::host::PluginLibrary;
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FinalSnapshotRequest,
+    FinalSnapshotResult, ReadCurrentStateRequest, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{ErrorKind, ProviderError};
 use serde_json::{Map, Value};
@@ -392,6 +392,27 @@ impl ResourceOperations for Provider<'_> {
                 .await
                 .ok()
                 .flatten(),
+        }
+    }
+
+    async fn final_snapshot(
+        &self,
+        resource_type: &str,
+        request: &FinalSnapshotRequest,
+    ) -> Result<FinalSnapshotResult, ProviderError> {
+        match self {
+            Provider::Plugin(plugin, _) => {
+                plugin
+                    .invoke(
+                        cdkd_provider_api::protocol::operation::FINAL_SNAPSHOT,
+                        resource_type,
+                        request,
+                    )
+                    .await
+            }
+            Provider::CloudControl(_) => Err(ProviderError::unsupported(format!(
+                "Cloud Control cannot take snapshots of {resource_type}"
+            ))),
         }
     }
 }

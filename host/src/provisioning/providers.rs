@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use cdkd_provider_api::protocol::operation;
 
 use super::cloud_control::{CloudControlProvider, PollSchedule};
 use super::dynamic_references::{AwsSecrets, DynamicReferences, Resolving};
@@ -29,6 +30,8 @@ pub struct LiveProviders<'a> {
 pub struct Providers<'a> {
     plugins: BTreeMap<String, Resolving<Provider<'a>>>,
     cloud_control: Resolving<Provider<'a>>,
+    /// The plugins that take final snapshots, by type (often of Cloud Control resources).
+    snapshots: BTreeMap<String, Resolving<Provider<'a>>>,
 }
 
 #[async_trait]
@@ -53,6 +56,19 @@ impl ProviderSource for LiveProviders<'_> {
                 );
             }
         }
+        let mut snapshots = BTreeMap::new();
+        for resource_type in plugin_types {
+            let takes_snapshots = (self.registry.schema(resource_type))
+                .is_some_and(|schema| schema.supports(operation::FINAL_SNAPSHOT));
+            if takes_snapshots {
+                let library = self.registry.plugin_for(resource_type, self.aws).await?;
+                let name = library.manifest().name.clone();
+                snapshots.insert(
+                    resource_type.clone(),
+                    Resolving::new(Provider::Plugin(library, name), references.clone()),
+                );
+            }
+        }
         let schedule = PollSchedule {
             timeout,
             ..PollSchedule::default()
@@ -64,6 +80,7 @@ impl ProviderSource for LiveProviders<'_> {
                 Provider::CloudControl(Arc::new(cloud_control)),
                 references,
             ),
+            snapshots,
         }))
     }
 
@@ -100,5 +117,11 @@ impl ProviderSet for Providers<'_> {
             Some(plugin) => plugin,
             None => &self.cloud_control,
         }
+    }
+
+    fn for_snapshot(&self, resource_type: &str) -> Option<&dyn ResourceOperations> {
+        self.snapshots
+            .get(resource_type)
+            .map(|p| p as &dyn ResourceOperations)
     }
 }

@@ -215,7 +215,15 @@ impl Registry {
         if owner.is_none() && is_custom_resource(type_name) {
             return Route::CustomResource;
         }
+        // A type declared with no handled property only answers named operations (a final
+        // snapshot of a Cloud Control resource): its resources are not the plugin's.
+        let companion = self
+            .schema(type_name)
+            .is_some_and(|schema| schema.handled_properties.is_empty());
         match owner {
+            Some(TypeOwner::Plugin(_)) if companion && type_name.starts_with("AWS::") => {
+                Route::CloudControl
+            }
             Some(TypeOwner::Plugin(index)) => {
                 let slot = &self.slots[*index];
                 let version = match &slot.status {

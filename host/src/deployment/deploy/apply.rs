@@ -11,7 +11,7 @@ use super::StackRun;
 use crate::analyzer::diff::{Action, ResourceChange};
 use crate::analyzer::intrinsics::Resolver;
 use crate::analyzer::plan::CreateOnlyProperties;
-use crate::deployment::deletes::delete_record;
+use crate::deployment::deletes::{delete_record, is_snapshot, take_final_snapshot, SnapshotDue};
 use crate::deployment::journal::{FailedOperation, Operation, OperationKind};
 use crate::provisioning::names;
 use crate::provisioning::provider::CreateSpec;
@@ -338,7 +338,17 @@ impl StackRun<'_> {
     ) -> Result<Applied, Failure> {
         let replace_first = self.options.replace_first || recreate;
         if replace_first {
-            let deleted = delete_record(self.providers.as_ref(), logical_id, &before).await;
+            let deleted = async {
+                if is_snapshot(before.update_replace_policy.as_deref()) {
+                    let due = SnapshotDue {
+                        stack: self.stack(),
+                        region: &self.input.context.region,
+                    };
+                    take_final_snapshot(self.providers.as_ref(), due, logical_id, &before).await?;
+                }
+                delete_record(self.providers.as_ref(), logical_id, &before).await
+            }
+            .await;
             if let Err(err) = deleted {
                 let message = format!("deleting the resource being replaced failed: {err}");
                 return Err(self.failure(OperationKind::Replace, message, &properties));

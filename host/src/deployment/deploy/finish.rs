@@ -12,7 +12,9 @@ use super::{DeployFailed, Deployed, StackRun};
 use crate::analyzer::diff::Action;
 use crate::analyzer::intrinsics::{Environment, Resolver};
 use crate::analyzer::template::Template;
-use crate::deployment::deletes::{delete_one, deletion_tasks, is_retained, DeleteKind};
+use crate::deployment::deletes::{
+    delete_one, deletion_tasks, is_retained, is_snapshot, DeleteKind, SnapshotDue,
+};
 use crate::deployment::executor::{Executor, Outcome};
 use crate::deployment::journal::{Journal, Reason, Segment};
 use crate::deployment::reconcile;
@@ -85,15 +87,25 @@ impl StackRun<'_> {
                 let began = Instant::now();
                 let superseded = kind == DeleteKind::Superseded;
                 let retained = !superseded && is_retained(record.deletion_policy.as_deref());
+                let policy = match kind {
+                    DeleteKind::Removed => record.deletion_policy.as_deref(),
+                    DeleteKind::Superseded => record.update_replace_policy.as_deref(),
+                };
+                let due = is_snapshot(policy).then_some(SnapshotDue {
+                    stack: self.stack(),
+                    region: &self.input.context.region,
+                });
+                let mut snapshot = None;
                 if !retained {
                     let providers = self.providers.as_ref();
-                    delete_one(
+                    snapshot = delete_one(
                         self.engine.reporter,
                         self.stack(),
                         providers,
                         &logical_id,
                         &record,
                         began,
+                        due,
                     )
                     .await
                     .map_err(|err| format!("{logical_id}: {err}"))?;
@@ -108,11 +120,15 @@ impl StackRun<'_> {
                     (false, true) => "removed from state, kept in AWS (DeletionPolicy)",
                     (false, false) => "deleted",
                 };
+                let action = match snapshot {
+                    Some(snapshot) => format!("{action} ({snapshot})"),
+                    None => action.to_string(),
+                };
                 self.engine.reporter.resource(
                     self.stack(),
                     &logical_id,
                     &record.resource_type,
-                    action,
+                    &action,
                     Some(began.elapsed()),
                 );
                 Ok(())

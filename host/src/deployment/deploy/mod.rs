@@ -17,12 +17,14 @@ use serde_json::{Map, Value};
 
 use self::run::RunRecord;
 use self::write_ahead::WriteAhead;
+use super::deletes::{is_snapshot, no_snapshot_path};
 use super::engine::Engine;
 use super::executor::{Executor, Outcome, Task};
 use super::external::{SnapshotLookups, StateSnapshot};
 use super::ledger::Ledger;
 use super::nested::{nested_ids, ChildDeploys, NestedStacks, WithNested};
 use super::secrets::RunSecrets;
+use crate::analyzer::diff::Action;
 use crate::analyzer::plan::{plan, StackContext, StackPlan};
 use crate::analyzer::template::Template;
 use crate::provisioning::cloud_control::has_attribute;
@@ -242,6 +244,13 @@ impl Engine<'_> {
                 }),
             },
         });
+        refuse_unsnapshottable(
+            stack,
+            region,
+            &planned,
+            recorded.as_ref(),
+            providers.as_ref(),
+        )?;
         let ids = AccountIds {
             account: context.account.clone(),
             partition: context
@@ -387,3 +396,35 @@ impl StackRun<'_> {
 
 #[cfg(test)]
 mod tests;
+
+/// Pre-flight: a delete or replacement whose policy asks for a snapshot that no loaded plugin
+/// can take is refused before any change.
+fn refuse_unsnapshottable(
+    stack: &str,
+    region: &str,
+    planned: &StackPlan,
+    recorded: Option<&StackState>,
+    providers: &dyn ProviderSet,
+) -> anyhow::Result<()> {
+    let refused: Vec<String> = planned
+        .changes
+        .iter()
+        .filter_map(|change| {
+            let record = recorded?.resources.get(&change.logical_id)?;
+            let policy = match change.action {
+                Action::Delete => record.deletion_policy.as_deref(),
+                Action::Update if change.replacement => record.update_replace_policy.as_deref(),
+                _ => return None,
+            };
+            (is_snapshot(policy) && providers.for_snapshot(&record.resource_type).is_none())
+                .then(|| no_snapshot_path(&change.logical_id, &record.resource_type, false))
+        })
+        .collect();
+    if refused.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "stack {stack} ({region}): nothing was changed:\n  - {}",
+        refused.join("\n  - ")
+    )
+}

@@ -377,3 +377,154 @@ async fn a_missing_producer_fails_before_any_call() {
     assert!(err.contains("Nobody"), "{err}");
     assert!(world.cloud.calls().is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn snapshot_policies_take_a_snapshot_before_each_delete() {
+    let world = World::new();
+    let mut first = app();
+    first["Resources"]["Logs"]["DeletionPolicy"] = json!("Snapshot");
+    first["Resources"]["Queue"]["UpdateReplacePolicy"] = json!("Snapshot");
+    world
+        .deploy(&first, &DeployOptions::default())
+        .await
+        .unwrap();
+    world.cloud.clear_calls();
+    let mut second = renamed(Some("Snapshot"));
+    second["Resources"].as_object_mut().unwrap().remove("Logs");
+    world
+        .deploy(&second, &DeployOptions::default())
+        .await
+        .unwrap();
+    let calls = world.cloud.calls();
+    assert!(position(&calls, "snapshot Queue") < position(&calls, "delete Queue"));
+    assert!(position(&calls, "snapshot Logs") < position(&calls, "delete Logs"));
+    assert_eq!(world.calls_of("snapshot").len(), 2, "{calls:?}");
+
+    // --replace deletes first: the snapshot still comes before the delete.
+    world.cloud.clear_calls();
+    let mut third = second.clone();
+    third["Resources"]["Queue"]["Properties"]["QueueName"] = json!("renamed-again");
+    let options = DeployOptions {
+        replace_first: true,
+        ..DeployOptions::default()
+    };
+    world.deploy(&third, &options).await.unwrap();
+    let calls = world.cloud.calls();
+    assert!(position(&calls, "snapshot Queue") < position(&calls, "delete Queue"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_snapshot_leaves_the_resource_in_aws_and_in_state() {
+    let world = World::new();
+    let mut first = app();
+    first["Resources"]["Logs"]["DeletionPolicy"] = json!("Snapshot");
+    world
+        .deploy(&first, &DeployOptions::default())
+        .await
+        .unwrap();
+    let logs = world.record().resources["Logs"].physical_id.clone();
+    world.cloud.fail("Logs#snapshot", "SnapshotQuotaExceeded");
+    let mut second = app();
+    second["Resources"].as_object_mut().unwrap().remove("Logs");
+    let err = world
+        .deploy(&second, &DeployOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("SnapshotQuotaExceeded"),
+        "{err:#}"
+    );
+    assert!(world.calls_of("delete").is_empty());
+    assert!(world.cloud.live().contains_key(&logs));
+    assert!(world.record().resources.contains_key("Logs"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_type_without_a_snapshot_path_is_refused_before_any_change() {
+    let world = World::new();
+    let mut first = app();
+    first["Resources"]["Cache"] = json!({
+        "Type": "AWS::ElastiCache::CacheCluster",
+        "DeletionPolicy": "Snapshot",
+        "Properties": {"Engine": "redis", "NumCacheNodes": 1, "CacheNodeType": "cache.t3.micro"}
+    });
+    world
+        .deploy(&first, &DeployOptions::default())
+        .await
+        .unwrap();
+    world.cloud.clear_calls();
+    let mut second = app();
+    second["Resources"]["Logs"]["Properties"]["RetentionInDays"] = json!(14);
+    let err = world
+        .deploy(&second, &DeployOptions::default())
+        .await
+        .unwrap_err();
+    let message = format!("{err:#}");
+    assert!(
+        message.contains("Cache (AWS::ElastiCache::CacheCluster) asks for a final snapshot"),
+        "{message}"
+    );
+    assert!(world.cloud.calls().is_empty(), "{:?}", world.cloud.calls());
+
+    // Destroy refuses too, unless told to skip the snapshot.
+    let template_policies = Default::default();
+    let engine = world.engine();
+    let err = engine
+        .destroy(
+            STACK,
+            REGION,
+            &template_policies,
+            &StateSnapshot::default(),
+            Default::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("--skip-final-snapshot"),
+        "{err:#}"
+    );
+    assert!(world.cloud.calls().is_empty());
+    let skip = crate::deployment::destroy::DestroyOptions {
+        skip_final_snapshot: true,
+        ..Default::default()
+    };
+    engine
+        .destroy(
+            STACK,
+            REGION,
+            &template_policies,
+            &StateSnapshot::default(),
+            skip,
+        )
+        .await
+        .unwrap();
+    assert!(world.calls_of("snapshot").is_empty());
+    assert!(world.cloud.live().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn destroy_snapshots_what_asks_for_it() {
+    let world = World::new();
+    let mut first = app();
+    first["Resources"]["Logs"]["DeletionPolicy"] = json!("Snapshot");
+    world
+        .deploy(&first, &DeployOptions::default())
+        .await
+        .unwrap();
+    world.cloud.clear_calls();
+    world
+        .engine()
+        .destroy(
+            STACK,
+            REGION,
+            &Default::default(),
+            &StateSnapshot::default(),
+            Default::default(),
+        )
+        .await
+        .unwrap();
+    let calls = world.cloud.calls();
+    assert_eq!(world.calls_of("snapshot"), ["Logs"]);
+    assert!(position(&calls, "snapshot Logs") < position(&calls, "delete Logs"));
+    assert!(world.cloud.live().is_empty());
+}
