@@ -455,7 +455,7 @@ def _delete_db_instance(model, properties):
     # Manual snapshots stay, as on AWS.
     model.backend.delete_db_instance(
         model.db_instance_identifier,
-        skip_final_snapshot=False, final_db_snapshot_identifier="x-final",
+        skip_final_snapshot=True,
         delete_automated_backups=_flag(properties.get("DeleteAutomatedBackups"), True),
     )
 

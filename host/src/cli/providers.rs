@@ -167,10 +167,14 @@ fn list_table(registry: &Registry) -> String {
             let (version, api, types) = match &slot.status {
                 PluginStatus::Loaded(plugin) => {
                     let manifest = plugin.library().manifest();
-                    let types: Vec<&str> = manifest
+                    // A type with no handled property only answers operations (snapshots).
+                    let types: Vec<String> = manifest
                         .resource_types
                         .iter()
-                        .map(|schema| schema.type_name.as_str())
+                        .map(|schema| match schema.handled_properties.is_empty() {
+                            true => format!("{}(snapshots)", schema.type_name),
+                            false => schema.type_name.clone(),
+                        })
                         .collect();
                     (
                         manifest.version.clone(),

@@ -110,6 +110,11 @@ pub fn kind_of(code: &str, status: Option<u16>) -> ErrorKind {
         | "InvalidParameterCombination"
         | "MissingParameter"
         | "LimitExceeded" => ErrorKind::VALIDATION,
+        // RDS's shapes: DBInstanceNotFound, DBClusterNotFoundFault, DBSnapshotAlreadyExists.
+        _ if code.ends_with("NotFound") || code.ends_with("NotFoundFault") => ErrorKind::NOT_FOUND,
+        _ if code.ends_with("AlreadyExists") || code.ends_with("AlreadyExistsFault") => {
+            ErrorKind::ALREADY_EXISTS
+        }
         _ if status == Some(404) => ErrorKind::NOT_FOUND,
         _ if matches!(status, Some(500..=599)) => ErrorKind::THROTTLED,
         _ => ErrorKind::OTHER,
@@ -466,6 +471,14 @@ mod tests {
 
     #[test]
     fn codes_map_to_kinds() {
+        assert_eq!(
+            kind_of("DBClusterNotFoundFault", Some(404)),
+            ErrorKind::NOT_FOUND
+        );
+        assert_eq!(
+            kind_of("DBSnapshotAlreadyExists", Some(400)),
+            ErrorKind::ALREADY_EXISTS
+        );
         assert_eq!(kind_of("NoSuchEntity", Some(404)), ErrorKind::NOT_FOUND);
         assert_eq!(kind_of("BucketNotEmpty", Some(409)), ErrorKind::CONFLICT);
         assert_eq!(kind_of("SlowDown", Some(503)), ErrorKind::THROTTLED);

@@ -12,9 +12,10 @@ mod network_acl;
 mod routes;
 mod rules;
 mod security_group;
+mod volume;
 mod vpc;
 
-cdkd_provider_api::export_plugin!(description: "AWS::EC2 networking: VPC, Subnet, InternetGateway, VPCGatewayAttachment, RouteTable, Route, SubnetRouteTableAssociation, NatGateway, EIP, SecurityGroup(+Ingress/Egress), NetworkAcl(+Entry, SubnetNetworkAclAssociation)");
+cdkd_provider_api::export_plugin!(description: "AWS::EC2 networking: VPC, Subnet, InternetGateway, VPCGatewayAttachment, RouteTable, Route, SubnetRouteTableAssociation, NatGateway, EIP, SecurityGroup(+Ingress/Egress), NetworkAcl(+Entry, SubnetNetworkAclAssociation); final snapshots of Volume (provisioned through Cloud Control)");
 
 cdkd_provider_api::register_provider!(vpc::Vpc);
 cdkd_provider_api::register_provider!(vpc::Subnet);
@@ -31,6 +32,7 @@ cdkd_provider_api::register_provider!(security_group::Egress);
 cdkd_provider_api::register_provider!(network_acl::NetworkAcl);
 cdkd_provider_api::register_provider!(network_acl::Entry);
 cdkd_provider_api::register_provider!(network_acl::SubnetAssociation);
+cdkd_provider_api::register_provider!(volume::Volume);
 
 use std::future::Future;
 use std::time::Duration;

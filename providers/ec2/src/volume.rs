@@ -1,0 +1,171 @@
+//! `AWS::EC2::Volume`: final snapshots only (`DeletionPolicy: Snapshot`). The volume itself
+//! stays on Cloud Control; the type declares no handled property.
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
+use cdkd_aws_common::aws_error;
+use cdkd_provider_api::protocol::{
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, FinalSnapshotRequest,
+    FinalSnapshotResult, ResourceTypeSchema, UpdateRequest, UpdateResult,
+};
+use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use serde_json::Value;
+
+use crate::filter;
+
+const VOLUME: &str = "AWS::EC2::Volume";
+
+/// How long a snapshot may take to complete when the host sets no resource timeout.
+const DEFAULT_WAIT: Duration = Duration::from_secs(2 * 60 * 60);
+
+/// `AWS::EC2::Volume`: final snapshots only.
+#[derive(Debug, Default)]
+pub struct Volume;
+
+fn not_provisioned() -> ProviderError {
+    ProviderError::unsupported(format!(
+        "the ec2 plugin only takes final snapshots of {VOLUME}; volumes are provisioned through Cloud Control"
+    ))
+}
+
+#[cdkd_provider_api::async_trait]
+impl ResourceProvider for Volume {
+    fn schema(&self) -> ResourceTypeSchema {
+        ResourceTypeSchema {
+            type_name: VOLUME.into(),
+            operations: vec![operation::FINAL_SNAPSHOT.into()],
+            ..ResourceTypeSchema::default()
+        }
+    }
+
+    async fn create(
+        &self,
+        _: &PluginContext,
+        _: CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        Err(not_provisioned())
+    }
+
+    async fn update(
+        &self,
+        _: &PluginContext,
+        _: UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        Err(not_provisioned())
+    }
+
+    async fn delete(
+        &self,
+        _: &PluginContext,
+        _: DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        Err(not_provisioned())
+    }
+
+    async fn invoke_other(
+        &self,
+        ctx: &PluginContext,
+        name: &str,
+        request: Value,
+    ) -> Result<Value, ProviderError> {
+        if name != operation::FINAL_SNAPSHOT {
+            return Err(ProviderError::unsupported(format!(
+                "{VOLUME} does not implement the '{name}' operation"
+            )));
+        }
+        let request: FinalSnapshotRequest = serde_json::from_value(request)
+            .map_err(|e| ProviderError::validation(format!("{name}: {e}")))?;
+        let result = final_snapshot(ctx, &request).await?;
+        serde_json::to_value(result).map_err(|e| ProviderError::other(e.to_string()))
+    }
+}
+
+/// EC2 names snapshots itself: the host's name goes into the `Name` tag, which also finds the
+/// snapshot an earlier attempt of this delete took.
+async fn final_snapshot(
+    ctx: &PluginContext,
+    request: &FinalSnapshotRequest,
+) -> Result<FinalSnapshotResult, ProviderError> {
+    let config = aws_sdk_ec2::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
+        .region(aws_sdk_ec2::config::Region::new(request.region.clone()))
+        .retry_partition(cdkd_aws_common::retry_partition("cdkd-ec2"))
+        .build();
+    let ec2 = aws_sdk_ec2::Client::from_conf(config);
+    let volume = &request.physical_id;
+    let what = format!("{} ({VOLUME} {volume})", request.logical_id);
+    let name = &request.snapshot_id;
+    let earlier = ec2
+        .describe_snapshots()
+        .owner_ids("self")
+        .filters(filter("volume-id", volume))
+        .filters(filter("tag:Name", name))
+        .send()
+        .await
+        .map_err(|e| {
+            aws_error(
+                &format!("looking for the final snapshot {name} of {what}"),
+                e,
+            )
+        })?
+        .snapshots()
+        .first()
+        .and_then(|s| s.snapshot_id().map(str::to_string));
+    let snapshot_id = match earlier {
+        Some(id) => id,
+        None => ec2
+            .create_snapshot()
+            .volume_id(volume)
+            .description(format!("cdkd final snapshot of {}", request.logical_id))
+            .tag_specifications(
+                TagSpecification::builder()
+                    .resource_type(ResourceType::Snapshot)
+                    .tags(Tag::builder().key("Name").value(name).build())
+                    .build(),
+            )
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("creating the final snapshot of {what}"), e))?
+            .snapshot_id()
+            .map(str::to_string)
+            .ok_or_else(|| {
+                ProviderError::other(format!("{what}: CreateSnapshot returned no id"))
+            })?,
+    };
+    let deadline = Instant::now() + ctx.resource_timeout().unwrap_or(DEFAULT_WAIT);
+    let mut pause = Duration::from_millis(250);
+    loop {
+        let answer = ec2
+            .describe_snapshots()
+            .snapshot_ids(&snapshot_id)
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("reading the final snapshot {snapshot_id}"), e))?;
+        let state = answer
+            .snapshots()
+            .first()
+            .and_then(|s| s.state().map(|s| s.as_str().to_string()));
+        match state.as_deref() {
+            Some("completed") => {
+                return Ok(FinalSnapshotResult {
+                    snapshot_id: Some(snapshot_id),
+                    note: None,
+                })
+            }
+            Some(failed @ ("error" | "recoverable")) => {
+                return Err(ProviderError::other(format!(
+                    "the final snapshot {snapshot_id} of {what} is in state {failed}; the volume was not deleted"
+                )))
+            }
+            _ if Instant::now() >= deadline => {
+                return Err(ProviderError::new(
+                    ErrorKind::TIMEOUT,
+                    format!("the final snapshot {snapshot_id} of {what} did not complete in time; the volume was not deleted"),
+                ))
+            }
+            _ => {}
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(15));
+    }
+}
