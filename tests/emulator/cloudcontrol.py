@@ -24,6 +24,8 @@ import uuid
 
 import jsonpatch
 from moto.cloudformation import parsing
+
+from registry import Registry
 from moto.core.exceptions import JsonRESTError, ServiceException
 
 # Attribute names tried on every model, beyond the primary identifier; a model answers the ones
@@ -171,6 +173,7 @@ class CloudControl:
         model, desired, error = entry["model"], entry["properties"], None
         try:
             desired = jsonpatch.apply_patch(entry["properties"], patch)
+            _refuse_create_only_changes(type_name, entry["properties"], desired, region)
             model_class = _model_class(type_name)
             if hasattr(model_class.update_from_cloudformation_json, "__isabstractmethod__"):
                 raise _Failure("NotUpdatable", f"the emulator cannot update {type_name}")
@@ -468,6 +471,28 @@ def _delete_volume(model, _properties):
 # Types whose moto model deletes otherwise than Cloud Control's handler (or not at all): deleted
 # here, through the service backend.
 DELETERS = {"AWS::RDS::DBInstance": _delete_db_instance, "AWS::EC2::Volume": _delete_volume}
+
+
+_REGISTRY = None
+
+# Conditionally create-only properties the service's handler can never change in place (so
+# CloudFormation replaces the resource): AWS answers NotUpdatable for these as well.
+HANDLER_NOT_UPDATABLE = {"AWS::DynamoDB::Table": ["KeySchema"]}
+
+
+def _refuse_create_only_changes(type_name, before, after, region):
+    """As AWS: an update that changes a create-only property fails with NotUpdatable."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = Registry()
+    schema = _REGISTRY.schema_of(type_name, region) or {}
+    names = [p[len("/properties/"):] for p in schema.get("createOnlyProperties", [])
+             if p.startswith("/properties/") and "/" not in p[len("/properties/"):]]
+    names += HANDLER_NOT_UPDATABLE.get(type_name, [])
+    changed = [name for name in names if before.get(name) != after.get(name)]
+    if changed:
+        pointers = ", ".join(f"/properties/{name}" for name in changed)
+        raise _Failure("NotUpdatable", f"Invalid patch update: createOnlyProperties [{pointers}] cannot be updated")
 
 
 def _model_class(type_name):

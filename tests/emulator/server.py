@@ -4,6 +4,8 @@ One process, one port on 127.0.0.1, every service (S3, STS, IAM, Lambda, EC2, Cl
 SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
 
 - `X-Amz-Target: CloudApiService.*` requests, answered by cloudcontrol.CloudControl;
+- CloudFormation's `DescribeType` (the registry, which moto lacks), answered by
+  registry.Registry from cfn-lint's resource schemas; every other CloudFormation action is moto's;
 - a per-request latency (`EMU_LATENCY_MS`), to make benchmarks honest about round trips;
 - a fault injector: `EMU_FAULT_RATE` (a fraction of requests answered with throttling:
   400 ThrottlingException for JSON and query services, 503 SlowDown for S3; with
@@ -12,7 +14,8 @@ SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
   `EMU_FAULT_PASS_THROUGH_SHARE` that share of the server errors is answered after the request
   was applied) and targeted rules set at run time with `POST /_emulator/faults`;
 - `GET /_emulator/health`, `GET|POST /_emulator/config`, `GET /_emulator/stats` (requests
-  seen per service and action), and `POST /moto-api/reset` also resetting Cloud Control;
+  seen per service and action), `GET|DELETE /_emulator/describe-type-calls` (the DescribeType
+  calls answered), and `POST /moto-api/reset` also resetting Cloud Control and the counts;
 - bucket-policy statements with a `Condition` are not enforced (moto would deny every call);
 - S3 mutations run one at a time, so conditional writes are atomic as they are on AWS;
 - Lambda `Invoke` runs the function's real handler code (nodejs* and python3* zip functions,
@@ -48,6 +51,7 @@ from moto.moto_server.werkzeug_app import (  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cloudcontrol import ApiError, CloudControl  # noqa: E402
 from lambda_runner import LambdaRunner, patch_moto_inline_code, patch_moto_sns_delivery  # noqa: E402
+from registry import Registry  # noqa: E402
 from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402
 
@@ -105,6 +109,10 @@ DEFAULT_ACCOUNT = "123456789012"
 SCOPE = re.compile(r"Credential=([^/]+)/\d{8}/([^/]+)/([^/]+)/aws4_request")
 
 
+def _is_describe_type(request):
+    return request["service"] == "cloudformation" and request["action"] == "DescribeType" and not request["target"]
+
+
 class FaultRule:
     """Answer matching requests with an error, `count` times (or forever), with probability `rate`."""
 
@@ -145,6 +153,7 @@ class Emulator:
     def __init__(self):
         self.moto = DomainDispatcherApplication(create_backend_app)
         self.cloudcontrol = CloudControl(operation_ms=int(os.environ.get("EMU_CC_OPERATION_MS", "0")))
+        self.registry = Registry()
         self.latency_ms = float(os.environ.get("EMU_LATENCY_MS", "0"))
         self.fault_rate = float(os.environ.get("EMU_FAULT_RATE", "0"))
         # Of the random faults, the share answered with a 5xx instead of throttling, and of
@@ -173,6 +182,7 @@ class Emulator:
             return self._control(environ, start_response, path)
         if path == "/moto-api/reset" and environ.get("REQUEST_METHOD") == "POST":
             self.cloudcontrol.reset()
+            self.registry.reset()
             with self.lock:
                 self.stats.clear()
                 self.stats_by_key.clear()
@@ -185,7 +195,8 @@ class Emulator:
             if fault is not None:
                 status, code, message, pass_through = fault
                 if pass_through:
-                    handler = self._cloudcontrol if request["target"].startswith(CC_TARGET_PREFIX) else None
+                    handler = (self._cloudcontrol if request["target"].startswith(CC_TARGET_PREFIX)
+                               else self._describe_type if _is_describe_type(request) else None)
                     if handler:
                         handler(environ, lambda *_: None, request)
                     elif request["service"] == "lambda" and self.lambda_runner.handle(
@@ -197,6 +208,8 @@ class Emulator:
                 return self._error(start_response, request, status, code, message)
         if request["target"].startswith(CC_TARGET_PREFIX):
             return self._cloudcontrol(environ, start_response, request)
+        if _is_describe_type(request):
+            return self._describe_type(environ, start_response, request)
         if request["service"] == "lambda" and request["method"] == "POST":
             answer = self.lambda_runner.handle(environ, start_response, request)
             if answer is not None:
@@ -327,6 +340,21 @@ class Emulator:
         ])
         return [data]
 
+    def _describe_type(self, environ, start_response, request):
+        # CloudFormation's query protocol: the parameters are in the form body (the AWS SDKs) or
+        # in the query string. _describe put the body back in wsgi.input after reading it.
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        params = {key: values[0] for key, values in parse_qs(request["query"]).items()}
+        params.update({key: values[0] for key, values in parse_qs(body.decode("utf-8", "replace")).items()})
+        status, code, data = self.registry.answer(params, request["region"], request["access_key"])
+        headers = [("Content-Type", "text/xml"), ("Content-Length", str(len(data)))]
+        if code:
+            headers.append(("x-amzn-ErrorType", code))
+        start_response(status, headers)
+        return [data]
+
     # -- control endpoints ------------------------------------------------------------------
 
     def _control(self, environ, start_response, path):
@@ -372,6 +400,11 @@ class Emulator:
                 if method == "DELETE":
                     self.stats.clear()
                     self.stats_by_key.clear()
+        elif path == "/_emulator/describe-type-calls":
+            # The CloudFormation DescribeType calls the emulator answered (found or not), in
+            # order; `?accessKey=AKID` only that key's. DELETE clears (so does /moto-api/reset).
+            access_key = parse_qs(environ.get("QUERY_STRING", "")).get("accessKey", [None])[0]
+            answer = self.registry.observed(access_key, clear=method == "DELETE")
         else:
             answer = {"error": f"unknown control path {path}"}
         data = json.dumps(answer).encode()

@@ -49,6 +49,14 @@ def test_sqs_queue_lifecycle_is_visible_through_the_sqs_api(emulator):
     described = cc.get_resource(TypeName="AWS::SQS::Queue", Identifier=url)["ResourceDescription"]
     assert json.loads(described["Properties"])["VisibilityTimeout"] == 45
 
+    # As on AWS: a create-only property (the registry schema's) cannot be patched.
+    patch = [{"op": "replace", "path": "/QueueName", "value": "renamed"}]
+    refused = wait(cc, cc.update_resource(TypeName="AWS::SQS::Queue", Identifier=url,
+                                          PatchDocument=json.dumps(patch))["ProgressEvent"])
+    assert refused["OperationStatus"] == "FAILED", refused
+    assert refused["ErrorCode"] == "NotUpdatable", refused
+    assert "/properties/QueueName" in refused["StatusMessage"], refused
+
     listed = cc.list_resources(TypeName="AWS::SQS::Queue")["ResourceDescriptions"]
     assert [d["Identifier"] for d in listed] == [url]
 
@@ -1111,3 +1119,135 @@ def test_an_rds_db_cluster_answers_its_attributes_and_refuses_a_duplicate(emulat
     duplicate = create(cc, "AWS::RDS::DBCluster", desired)
     assert duplicate["OperationStatus"] == "FAILED"
     assert duplicate["ErrorCode"] == "AlreadyExists", duplicate
+
+
+# -- CloudFormation registry: DescribeType from cfn-lint's schemas ----------------------------
+
+
+def _describe_type_calls(emulator, method="GET", query=""):
+    import urllib.request
+    request = urllib.request.Request(emulator.endpoint + "/_emulator/describe-type-calls" + query, method=method)
+    with urllib.request.urlopen(request) as answer:
+        return json.loads(answer.read())
+
+
+def test_describe_type_answers_the_registry_schema_of_a_resource_type(emulator):
+    cfn = emulator.client("cloudformation")
+    described = cfn.describe_type(Type="RESOURCE", TypeName="AWS::SQS::Queue")
+    assert described["Arn"] == "arn:aws:cloudformation:us-east-1::type/resource/AWS-SQS-Queue"
+    assert described["Type"] == "RESOURCE"
+    assert described["TypeName"] == "AWS::SQS::Queue"
+    assert described["IsDefaultVersion"] is True
+    assert described["ProvisioningType"] == "FULLY_MUTABLE"
+    assert described["Visibility"] == "PUBLIC"
+    assert described["DeprecatedStatus"] == "LIVE"
+    assert described["LastUpdated"] == described["TimeCreated"]
+    schema = json.loads(described["Schema"])
+    assert schema["typeName"] == "AWS::SQS::Queue"
+    assert schema["createOnlyProperties"] == ["/properties/FifoQueue", "/properties/QueueName"]
+    assert schema["primaryIdentifier"] == ["/properties/QueueUrl"]
+    assert schema["readOnlyProperties"] == ["/properties/QueueUrl", "/properties/Arn"]
+    assert "VisibilityTimeout" in schema["properties"]
+    # The version id is cfn-lint's hash of the schema: the same on every call and by Arn.
+    version = described["DefaultVersionId"]
+    assert len(version) == 16 and int(version, 16) >= 0
+    by_arn = cfn.describe_type(Arn=described["Arn"])
+    assert by_arn["DefaultVersionId"] == version and by_arn["Schema"] == described["Schema"]
+    assert cfn.describe_type(Type="RESOURCE", TypeName="AWS::SQS::Queue", VersionId=version)["TypeName"] == \
+        "AWS::SQS::Queue"
+
+
+def test_describe_type_answers_the_real_create_only_properties_of_a_dynamodb_table(emulator):
+    schema = json.loads(emulator.client("cloudformation").describe_type(
+        Type="RESOURCE", TypeName="AWS::DynamoDB::Table")["Schema"])
+    # As in AWS's schema: KeySchema is only conditionally create-only (the handler replaces the
+    # table when it changes), so it is not in createOnlyProperties.
+    assert schema["createOnlyProperties"] == ["/properties/TableName", "/properties/ImportSourceSpecification"]
+    assert schema["conditionalCreateOnlyProperties"] == ["/properties/KeySchema"]
+    assert schema["primaryIdentifier"] == ["/properties/TableName"]
+    assert "/properties/Arn" in schema["readOnlyProperties"]
+
+
+@pytest.mark.parametrize("type_name,provisioning", [
+    ("AWS::Lambda::Function", "FULLY_MUTABLE"),
+    ("AWS::EC2::KeyPair", "IMMUTABLE"),  # create and delete handlers, no update
+    ("AWS::CDK::Metadata", "NON_PROVISIONABLE"),  # no handlers
+])
+def test_describe_type_derives_the_provisioning_type_from_the_handlers(emulator, type_name, provisioning):
+    described = emulator.client("cloudformation").describe_type(Type="RESOURCE", TypeName=type_name)
+    assert described["ProvisioningType"] == provisioning
+
+
+def test_describe_type_answers_in_the_region_the_request_was_signed_for(emulator):
+    cfn = emulator.client("cloudformation", region="eu-west-1")
+    described = cfn.describe_type(Arn="arn:aws:cloudformation:eu-west-1::type/resource/AWS-SNS-Topic")
+    assert described["TypeName"] == "AWS::SNS::Topic"
+    assert described["Arn"] == "arn:aws:cloudformation:eu-west-1::type/resource/AWS-SNS-Topic"
+    assert json.loads(described["Schema"])["primaryIdentifier"] == ["/properties/TopicArn"]
+
+
+@pytest.mark.parametrize("args", [
+    {"Type": "RESOURCE", "TypeName": "AWS::Nope::Thing"},
+    {"Arn": "arn:aws:cloudformation:us-east-1::type/resource/AWS-Nope-Thing"},
+    {"Type": "RESOURCE", "TypeName": "AWS::SQS::Queue", "VersionId": "00000042"},
+    {"Type": "MODULE", "TypeName": "AWS::SQS::Queue"},
+])
+def test_describe_type_of_an_unknown_type_is_type_not_found(emulator, args):
+    cfn = emulator.client("cloudformation")
+    with pytest.raises(cfn.exceptions.TypeNotFoundException) as raised:
+        cfn.describe_type(**args)
+    error = raised.value.response["Error"]
+    name = args.get("TypeName", "AWS::Nope::Thing")
+    assert error["Code"] == "TypeNotFoundException"
+    assert error["Message"] == f"The type '{name}' cannot be found."
+    assert error["Type"] == "Sender"
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    assert raised.value.response["ResponseMetadata"]["RequestId"]
+
+
+def test_describe_type_without_a_type_is_a_validation_error(emulator):
+    with pytest.raises(botocore.exceptions.ClientError) as raised:
+        emulator.client("cloudformation").describe_type(TypeName="AWS::SQS::Queue")
+    assert raised.value.response["Error"]["Code"] == "ValidationError"
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+
+
+def test_other_cloudformation_actions_still_reach_moto(emulator):
+    cfn = emulator.client("cloudformation")
+    template = {"Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "through-moto"}}}}
+    cfn.create_stack(StackName="moto-stack", TemplateBody=json.dumps(template))
+    cfn.describe_type(Type="RESOURCE", TypeName="AWS::SQS::Queue")
+    stacks = cfn.list_stacks()["StackSummaries"]
+    assert [s["StackName"] for s in stacks] == ["moto-stack"]
+    assert cfn.describe_stacks(StackName="moto-stack")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+    assert emulator.client("sqs").get_queue_url(QueueName="through-moto")["QueueUrl"].endswith("/through-moto")
+    assert emulator.get("/_emulator/stats")["cloudformation:ListStacks"] == 1
+
+
+def test_describe_type_calls_are_counted_and_reset(emulator):
+    cfn = emulator.client("cloudformation")
+    assert _describe_type_calls(emulator) == {"calls": 0, "types": [], "notFound": []}  # the fixture's reset
+    cfn.describe_type(Type="RESOURCE", TypeName="AWS::SQS::Queue")
+    cfn.describe_type(Type="RESOURCE", TypeName="AWS::SNS::Topic")
+    cfn.describe_type(Type="RESOURCE", TypeName="AWS::SQS::Queue")
+    with pytest.raises(cfn.exceptions.TypeNotFoundException):
+        cfn.describe_type(Type="RESOURCE", TypeName="AWS::Nope::Thing")
+    cfn.list_stacks()  # not a DescribeType
+    expected = {"calls": 4, "types": ["AWS::SQS::Queue", "AWS::SNS::Topic", "AWS::SQS::Queue", "AWS::Nope::Thing"],
+                "notFound": ["AWS::Nope::Thing"]}
+    assert _describe_type_calls(emulator) == expected
+    assert _describe_type_calls(emulator, query="?accessKey=testing") == expected
+    assert _describe_type_calls(emulator, query="?accessKey=other")["calls"] == 0
+    assert emulator.get("/_emulator/stats")["cloudformation:DescribeType"] == 4
+    # A fault answered instead of the registry is not a DescribeType answered.
+    emulator.post("/_emulator/faults", {"rules": [
+        {"service": "cloudformation", "action": "DescribeType", "code": "Throttling", "count": 1}]})
+    with pytest.raises(botocore.exceptions.ClientError) as raised:
+        emulator.client("cloudformation", retries=0).describe_type(Type="RESOURCE", TypeName="AWS::SQS::Queue")
+    assert raised.value.response["Error"]["Code"] == "Throttling"
+    assert _describe_type_calls(emulator)["calls"] == 4
+    assert _describe_type_calls(emulator, method="DELETE")["calls"] == 4  # answers the counts it cleared
+    assert _describe_type_calls(emulator)["calls"] == 0
+    cfn.describe_type(Type="RESOURCE", TypeName="AWS::SQS::Queue")
+    emulator.post("/moto-api/reset", {})
+    assert _describe_type_calls(emulator)["calls"] == 0

@@ -121,6 +121,15 @@ impl Emulator {
             ("AWS_REGION", "us-east-1".into()),
             ("AWS_EC2_METADATA_DISABLED", "true".into()),
             ("CDKD_S3_FORCE_PATH_STYLE", "true".into()),
+            // Registry schemas are cached per test process, inside the checkout.
+            (
+                "CDKD_CACHE_DIR",
+                crate::target_dir()
+                    .join("test-cache")
+                    .join(std::process::id().to_string())
+                    .display()
+                    .to_string(),
+            ),
         ]
     }
 

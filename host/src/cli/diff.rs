@@ -14,7 +14,9 @@ use crate::analyzer::intrinsics::{contains_unknown, is_unknown};
 use crate::analyzer::plan::{plan, StackContext, StackPlan};
 use crate::analyzer::template::Template;
 use crate::deployment::external::{SnapshotLookups, StateSnapshot};
-use crate::provisioning::create_only::KnownCreateOnly;
+use crate::provisioning::create_only::{registry_types, KnownCreateOnly};
+use crate::provisioning::operations::ProviderSource;
+use crate::provisioning::providers::LiveProviders;
 use crate::state::StateError;
 use crate::synthesis::selection::select;
 
@@ -154,7 +156,6 @@ pub async fn run(context: &CommandContext, args: DiffArgs) -> anyhow::Result<Exi
     let stacks = select(&assembly, &args.stacks, args.all, args.exclusively)?;
     let registry = context.registry()?;
     registry.warn_about_failures();
-    let create_only = KnownCreateOnly::new(&registry);
     let ref_values = std::sync::Arc::new(registry.ref_values());
     let store = match context.state().await {
         Ok(store) => Some(store),
@@ -196,6 +197,14 @@ pub async fn run(context: &CommandContext, args: DiffArgs) -> anyhow::Result<Exi
             snapshot: &snapshot,
             region: &region,
         };
+        let live = LiveProviders {
+            registry: &registry,
+            aws: context.aws().await,
+        };
+        let schemas = live
+            .registry_schemas(&region, registry_types(&registry, state.as_ref()))
+            .await;
+        let create_only = KnownCreateOnly::new(&registry, schemas);
         let plan = plan(
             &template,
             state.as_ref(),

@@ -1,15 +1,20 @@
 //! Which properties of a type force a replacement: the plugin's declaration for types a
-//! plugin handles; for Cloud Control types, the CloudFormation registry's `createOnlyProperties`.
+//! plugin handles; for Cloud Control types, the CloudFormation registry's `createOnlyProperties`
+//! (read through `DescribeType`, see [`super::type_schemas`]).
 //!
-//! The registry schemas are not fetched yet (`DescribeType` needs CloudFormation, which the
-//! test emulator does not serve for registry types): the Cloud Control types below carry the
-//! create-only sets copied from their published registry schemas, and any other type falls
-//! back to in-place updates, as the reference does when a schema is unavailable.
+//! When the registry cannot be read (no `cloudformation:DescribeType` permission, a type it
+//! does not know), the common types below carry the create-only sets copied from their
+//! published schemas, and any other type falls back to in-place updates.
+
+use std::collections::BTreeMap;
 
 use crate::analyzer::plan::CreateOnlyProperties;
 use crate::provisioning::registry::Registry;
+use crate::provisioning::type_schemas::RegistrySchema;
+use crate::state::schema::StackState;
 
-/// Published `createOnlyProperties` of common Cloud Control types (top-level names).
+/// Published `createOnlyProperties` of common Cloud Control types (top-level names), for when
+/// the registry cannot be read.
 const REGISTRY_CREATE_ONLY: &[(&str, &[&str])] = &[
     ("AWS::SQS::Queue", &["FifoQueue", "QueueName"]),
     ("AWS::SNS::Topic", &["FifoTopic", "TopicName"]),
@@ -44,22 +49,63 @@ const REGISTRY_CREATE_ONLY: &[(&str, &[&str])] = &[
     ("AWS::SSM::Parameter", &["Name"]),
 ];
 
-/// The create-only sets cdkd knows: plugins first, then the registry table.
+/// The create-only sets cdkd knows: plugins first, then the registry's schemas, then the
+/// built-in table.
 pub struct KnownCreateOnly<'a> {
     registry: &'a Registry,
+    schemas: BTreeMap<String, RegistrySchema>,
 }
 
 impl<'a> KnownCreateOnly<'a> {
-    /// Backed by the loaded plugins.
-    pub fn new(registry: &'a Registry) -> KnownCreateOnly<'a> {
-        KnownCreateOnly { registry }
+    /// Backed by the loaded plugins and the registry schemas read for this run.
+    pub fn new(
+        registry: &'a Registry,
+        schemas: BTreeMap<String, RegistrySchema>,
+    ) -> KnownCreateOnly<'a> {
+        KnownCreateOnly { registry, schemas }
     }
+
+    /// Properties of a Cloud Control type that force a replacement only when the type's
+    /// handler refuses them in place (`conditionalCreateOnlyProperties`).
+    pub fn conditional(&self, resource_type: &str) -> &[String] {
+        self.schemas
+            .get(resource_type)
+            .map(|schema| schema.conditional_create_only.as_slice())
+            .unwrap_or_default()
+    }
+}
+
+/// The recorded types whose create-only properties the plan may need: those a plugin does not
+/// declare (a first deploy needs none; nothing recorded can be replaced yet).
+pub fn registry_types(registry: &Registry, recorded: Option<&StackState>) -> Vec<String> {
+    let mut types: Vec<String> = recorded
+        .into_iter()
+        .flat_map(|state| state.resources.values())
+        .map(|record| record.resource_type.clone())
+        .filter(|t| t.starts_with("AWS::") && t != "AWS::CloudFormation::Stack")
+        .filter(|t| {
+            registry
+                .schema(t)
+                .is_none_or(|schema| schema.handled_properties.is_empty())
+        })
+        .collect();
+    types.sort();
+    types.dedup();
+    types
 }
 
 impl CreateOnlyProperties for KnownCreateOnly<'_> {
     fn create_only(&self, resource_type: &str) -> Vec<String> {
-        if let Some(schema) = self.registry.schema(resource_type) {
+        // A type a plugin only snapshots (no handled property) is Cloud Control's.
+        if let Some(schema) = self
+            .registry
+            .schema(resource_type)
+            .filter(|schema| !schema.handled_properties.is_empty())
+        {
             return schema.create_only_properties.clone();
+        }
+        if let Some(schema) = self.schemas.get(resource_type) {
+            return schema.create_only.clone();
         }
         REGISTRY_CREATE_ONLY
             .iter()

@@ -13,4 +13,5 @@ pub mod provider;
 pub mod providers;
 pub mod registry;
 pub mod router;
+pub mod type_schemas;
 pub mod zones;

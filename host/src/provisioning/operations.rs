@@ -4,7 +4,7 @@
 //! Plugins and Cloud Control implement them for real runs; the engine's unit tests use an
 //! in-memory cloud.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use super::provider::{AccountIds, CreateSpec, Found};
 use super::router::Decision;
+use super::type_schemas::RegistrySchema;
 use crate::state::schema::{ProvisionedBy, ResourceState};
 
 /// The calls the engine makes for one resource.
@@ -129,6 +130,17 @@ pub trait ProviderSource: Send + Sync {
 
     /// The account and partition of `region`, for ids built from names.
     async fn account_ids(&self, region: &str) -> AccountIds;
+
+    /// The registry schemas of `types` in `region`, for the types it describes (none where
+    /// the registry cannot be read).
+    async fn registry_schemas(
+        &self,
+        region: &str,
+        types: Vec<String>,
+    ) -> BTreeMap<String, RegistrySchema> {
+        let _ = (region, types);
+        BTreeMap::new()
+    }
 }
 
 /// The types whose plugins deletes, reverts and intents may need: those recorded (or

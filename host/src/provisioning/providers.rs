@@ -15,6 +15,7 @@ use super::operations::{ProviderSet, ProviderSource, ResourceOperations};
 use super::provider::{AccountIds, Provider};
 use super::registry::{Registry, Route};
 use super::router::Decision;
+use super::type_schemas::{RegistrySchema, TypeSchemas};
 use crate::aws_env::AwsEnvironment;
 use crate::state::schema::{ProvisionedBy, ResourceState};
 
@@ -91,6 +92,14 @@ impl ProviderSource for LiveProviders<'_> {
                 .unwrap_or_default(),
             partition: crate::aws_env::partition(region).to_string(),
         }
+    }
+
+    async fn registry_schemas(
+        &self,
+        region: &str,
+        types: Vec<String>,
+    ) -> BTreeMap<String, RegistrySchema> {
+        TypeSchemas::new(self.aws).get(region, types).await
     }
 }
 

@@ -407,8 +407,20 @@ impl StackRun<'_> {
                 &properties,
                 self.needed(logical_id),
             )
-            .await
-            .map_err(|err| self.failure(OperationKind::Update, err.to_string(), &properties))?;
+            .await;
+        let updated = match updated {
+            // A conditionally create-only property the handler cannot change in place:
+            // replaced, as CloudFormation does.
+            Err(err)
+                if err.aws_code() == Some("NotUpdatable")
+                    && (self.create_only.conditional(&resource.kind).iter())
+                        .any(|key| before.properties.get(key) != properties.get(key)) =>
+            {
+                return self.replace(logical_id, before, properties, false).await;
+            }
+            other => other
+                .map_err(|err| self.failure(OperationKind::Update, err.to_string(), &properties))?,
+        };
         let after = self.record_of(
             logical_id,
             updated.physical_id,

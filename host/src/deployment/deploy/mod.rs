@@ -28,7 +28,7 @@ use crate::analyzer::diff::Action;
 use crate::analyzer::plan::{plan, StackContext, StackPlan};
 use crate::analyzer::template::Template;
 use crate::provisioning::cloud_control::has_attribute;
-use crate::provisioning::create_only::KnownCreateOnly;
+use crate::provisioning::create_only::{registry_types, KnownCreateOnly};
 use crate::provisioning::operations::{owner_types, ProviderSet};
 use crate::provisioning::preflight::{route_all, Candidate};
 use crate::provisioning::provider::AccountIds;
@@ -180,7 +180,11 @@ impl Engine<'_> {
         let (stored, journal_found) = (stored?, journal_found?);
         let recorded = stored.as_ref().map(|s| s.state.clone());
         let lookups = SnapshotLookups { snapshot, region };
-        let create_only = KnownCreateOnly::new(self.registry);
+        let schemas = self
+            .providers
+            .registry_schemas(region, registry_types(self.registry, recorded.as_ref()))
+            .await;
+        let create_only = KnownCreateOnly::new(self.registry, schemas);
         let planned = plan(
             &input.template,
             recorded.as_ref(),
