@@ -7,6 +7,8 @@
 //! bootstrap destinations are used as written. An object already present is not uploaded
 //! again. Container-image assets need the docker CLI and are refused with a clear error.
 
+pub mod gc;
+
 use std::io::Write;
 use std::path::Path;
 

@@ -1,6 +1,7 @@
 //! The command line: parsing, logging set-up and dispatch to one module per command group.
 
 mod app;
+mod assets;
 mod bootstrap;
 mod deploy;
 mod diff;
@@ -97,6 +98,10 @@ enum Command {
     Orphan(deploy::OrphanArgs),
     /// Put `{{resolve:...}}` expressions back where a record holds a resolved secret.
     Scrub(scrub::ScrubArgs),
+    /// Publish the app's assets without deploying.
+    PublishAssets(assets::PublishAssetsArgs),
+    /// Delete cdkd asset objects and stranded response placeholders no record references.
+    Gc(assets::GcArgs),
 }
 
 /// Runs the CLI and turns any error into a message on stderr and exit code 1.
@@ -173,6 +178,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Rollback(args) => deploy::rollback(&context, args).await,
         Command::Orphan(args) => deploy::orphan(&context, args).await,
         Command::Scrub(args) => scrub::run(&context, args).await,
+        Command::PublishAssets(args) => assets::publish(&context, args).await,
+        Command::Gc(args) => assets::gc(&context, args).await,
     }
 }
 

@@ -1,0 +1,205 @@
+//! `cdkd gc`: reclaims cdkd-owned storage no state record references: objects in a region's
+//! cdkd asset bucket (the one its bootstrap marker names; CDK bootstrap storage is never
+//! touched) and stranded custom-resource response placeholders in the state bucket.
+//!
+//! Assets are content-addressed and shared by every stack of the region, so an object is kept
+//! while ANY record in the state bucket (every stack, every region, nested ones included)
+//! mentions its key, and while it is younger than the age guard (a deploy that has published
+//! but not yet recorded its assets must not lose them).
+
+use std::time::{Duration, SystemTime};
+
+use aws_sdk_s3::types::{Delete, ObjectIdentifier};
+
+use crate::aws_env::AwsEnvironment;
+use crate::state::bootstrap::read_marker;
+use crate::state::bucket;
+use crate::state::purge::{self, PurgeLogLevel, PurgedObject};
+use crate::state::store::StateStore;
+
+/// The state bucket prefix of custom-resource response placeholders.
+const RESPONSES: &str = "custom-resource-responses/";
+
+/// A placeholder older than this belongs to no run: a handler has one hour to answer.
+pub const PLACEHOLDER_GUARD: Duration = Duration::from_secs(2 * 60 * 60);
+
+/// What one object is, for the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collected {
+    /// `s3://bucket/key`.
+    pub location: String,
+    /// Its size in bytes.
+    pub size: i64,
+}
+
+/// What `gc` did (or, on a dry run, would do) in one region.
+#[derive(Debug, Default)]
+pub struct GcReport {
+    /// The region.
+    pub region: String,
+    /// The cdkd asset bucket, when the region has one.
+    pub asset_bucket: Option<String>,
+    /// Unreferenced asset objects past the age guard.
+    pub assets: Vec<Collected>,
+    /// Unreferenced asset objects kept because they are younger than the guard.
+    pub too_young: usize,
+    /// Asset objects some record references.
+    pub referenced: usize,
+    /// Stranded response placeholders.
+    pub placeholders: Vec<Collected>,
+}
+
+/// How `gc` runs.
+#[derive(Debug, Clone, Copy)]
+pub struct GcOptions {
+    /// Objects younger than this are kept even when unreferenced.
+    pub older_than: Duration,
+    /// Report only.
+    pub dry_run: bool,
+}
+
+/// Collects the garbage of `region`.
+pub async fn collect(
+    store: &StateStore,
+    aws: &AwsEnvironment,
+    region: &str,
+    options: GcOptions,
+) -> anyhow::Result<GcReport> {
+    let mut report = GcReport {
+        region: region.to_string(),
+        ..GcReport::default()
+    };
+    let backend = &store.backend;
+    let marker = read_marker(backend.client(), backend.bucket(), region).await?;
+    // Every record's text: an asset is referenced when its key appears in any of them.
+    let mut records = String::new();
+    for stack in backend.list_stacks().await? {
+        let region = match &stack.region {
+            Some(region) => region.clone(),
+            None => continue,
+        };
+        if let Some(stored) = backend.load(&stack.stack, &region).await? {
+            records.push_str(&serde_json::to_string(&stored.state)?);
+        }
+        if let Some(journal) = backend
+            .get_object(&backend.keys().journal(&stack.stack, &region))
+            .await?
+        {
+            records.push_str(&String::from_utf8_lossy(&journal.body));
+        }
+    }
+    let now = SystemTime::now();
+    let age = |modified: Option<&aws_sdk_s3::primitives::DateTime>| {
+        modified
+            .and_then(|m| SystemTime::try_from(*m).ok())
+            .and_then(|m| now.duration_since(m).ok())
+            .unwrap_or_default()
+    };
+    if let Some(marker) = &marker {
+        let assets = &marker.asset_bucket;
+        report.asset_bucket = Some(assets.clone());
+        let client = bucket::state_bucket_client(aws, assets).await;
+        let mut doomed = Vec::new();
+        let mut pages = client
+            .list_objects_v2()
+            .bucket(assets)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|err| {
+                anyhow::anyhow!(
+                    "cannot list the asset bucket s3://{assets}: {}",
+                    crate::state::s3_error::S3Failure::from_sdk(&err)
+                )
+            })?;
+            for object in page.contents() {
+                let Some(key) = object.key() else { continue };
+                if records.contains(key) {
+                    report.referenced += 1;
+                } else if age(object.last_modified()) < options.older_than {
+                    report.too_young += 1;
+                } else {
+                    report.assets.push(Collected {
+                        location: format!("s3://{assets}/{key}"),
+                        size: object.size().unwrap_or_default(),
+                    });
+                    doomed.push(key.to_string());
+                }
+            }
+        }
+        if !options.dry_run {
+            delete_keys(&client, assets, &doomed).await?;
+        }
+    }
+    let state_bucket = backend.bucket();
+    for key in backend.list_keys(RESPONSES).await? {
+        let head = backend
+            .client()
+            .head_object()
+            .bucket(state_bucket)
+            .key(&key)
+            .send()
+            .await;
+        let Ok(head) = head else { continue };
+        if age(head.last_modified()) < PLACEHOLDER_GUARD {
+            continue;
+        }
+        report.placeholders.push(Collected {
+            location: format!("s3://{state_bucket}/{key}"),
+            size: head.content_length().unwrap_or_default(),
+        });
+        if !options.dry_run {
+            backend.delete_object(&key).await?;
+            // The handler's full response, `Data` included: its history goes too.
+            purge::purge_and_report(
+                backend.client(),
+                state_bucket,
+                &key,
+                PurgedObject::CustomResourceResponse,
+                PurgeLogLevel::Warn,
+            )
+            .await;
+        }
+    }
+    Ok(report)
+}
+
+async fn delete_keys(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+    keys: &[String],
+) -> anyhow::Result<()> {
+    for batch in keys.chunks(1000) {
+        let objects = batch
+            .iter()
+            .map(|key| ObjectIdentifier::builder().key(key).build())
+            .collect::<Result<Vec<_>, _>>()?;
+        let answer = client
+            .delete_objects()
+            .bucket(bucket)
+            .delete(
+                Delete::builder()
+                    .set_objects(Some(objects))
+                    .quiet(true)
+                    .build()?,
+            )
+            .send()
+            .await
+            .map_err(|err| {
+                anyhow::anyhow!(
+                    "cannot delete from s3://{bucket}: {}",
+                    crate::state::s3_error::S3Failure::from_sdk(&err)
+                )
+            })?;
+        if let Some(refused) = answer.errors().first() {
+            anyhow::bail!(
+                "s3://{bucket}: {} of {} deletes refused ({}: {})",
+                answer.errors().len(),
+                batch.len(),
+                refused.code().unwrap_or("Error"),
+                refused.key().unwrap_or("")
+            );
+        }
+    }
+    Ok(())
+}
