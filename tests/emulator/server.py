@@ -41,6 +41,8 @@ from urllib.parse import parse_qs
 
 os.environ.setdefault("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
 os.environ.setdefault("MOTO_ALLOW_NONEXISTENT_REGION", "true")
+# As on AWS: a container-image function needs its image in ECR (moto stubs the check by default).
+os.environ.setdefault("MOTO_LAMBDA_STUB_ECR", "false")
 
 from werkzeug.serving import make_server  # noqa: E402
 from moto.moto_server.werkzeug_app import (  # noqa: E402

@@ -76,6 +76,11 @@ impl AppWorld {
 
     /// Runs cdkd against the emulator with this world's state bucket and the bundled plugins.
     pub fn cdkd(&self, args: &[&str]) -> Run {
+        self.cdkd_with_env(args, &[])
+    }
+
+    /// [`AppWorld::cdkd`] with more environment variables.
+    pub fn cdkd_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut command = Command::new(cdkd_binary());
         command
             .current_dir(workspace_root())
@@ -85,6 +90,7 @@ impl AppWorld {
         for (key, value) in Emulator::shared().env() {
             command.env(key, value);
         }
+        command.envs(env.iter().copied());
         command.output().unwrap().into()
     }
 

@@ -1,6 +1,7 @@
 //! `cdkd gc`: reclaims cdkd-owned storage no state record references: objects in a region's
-//! cdkd asset bucket (the one its bootstrap marker names; CDK bootstrap storage is never
-//! touched) and stranded custom-resource response placeholders in the state bucket.
+//! cdkd asset bucket and images in its cdkd container repository (the ones its bootstrap marker
+//! names; CDK bootstrap storage is never touched), and stranded custom-resource response
+//! placeholders in the state bucket.
 //!
 //! Assets are content-addressed and shared by every stack of the region, so an object is kept
 //! while ANY record in the state bucket (every stack, every region, nested ones included)
@@ -45,6 +46,8 @@ pub struct GcReport {
     pub too_young: usize,
     /// Asset objects some record references.
     pub referenced: usize,
+    /// Unreferenced container images past the age guard (`repository:tag`).
+    pub images: Vec<Collected>,
     /// Stranded response placeholders.
     pub placeholders: Vec<Collected>,
 }
@@ -130,6 +133,15 @@ pub async fn collect(
         if !options.dry_run {
             delete_keys(&client, assets, &doomed).await?;
         }
+        collect_images(
+            aws,
+            region,
+            &marker.container_repo,
+            &records,
+            options,
+            &mut report,
+        )
+        .await?;
     }
     let state_bucket = backend.bucket();
     for key in backend.list_keys(RESPONSES).await? {
@@ -162,6 +174,88 @@ pub async fn collect(
         }
     }
     Ok(report)
+}
+
+/// Images of the cdkd repository whose tag no record mentions, past the guard.
+async fn collect_images(
+    aws: &AwsEnvironment,
+    region: &str,
+    repository: &str,
+    records: &str,
+    options: GcOptions,
+    report: &mut GcReport,
+) -> anyhow::Result<()> {
+    let ecr = super::images::ecr_client(aws, region);
+    let now = SystemTime::now();
+    let mut doomed = Vec::new();
+    let mut pages = ecr
+        .describe_images()
+        .repository_name(repository)
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        let page = match page {
+            Ok(page) => page,
+            // A repository that is gone has nothing to collect.
+            Err(err)
+                if aws_sdk_ecr::error::ProvideErrorMetadata::code(&err)
+                    == Some("RepositoryNotFoundException") =>
+            {
+                return Ok(());
+            }
+            Err(err) => anyhow::bail!(
+                "cannot list the images of {repository}: {}",
+                cdkd_aws_common::error_line(&err)
+            ),
+        };
+        for image in page.image_details() {
+            let tags = image.image_tags();
+            if tags.iter().any(|tag| records.contains(tag.as_str())) {
+                report.referenced += 1;
+                continue;
+            }
+            let age = image
+                .image_pushed_at()
+                .and_then(|t| SystemTime::try_from(*t).ok())
+                .and_then(|t| now.duration_since(t).ok())
+                .unwrap_or_default();
+            if age < options.older_than {
+                report.too_young += 1;
+                continue;
+            }
+            let name = tags
+                .first()
+                .cloned()
+                .unwrap_or_else(|| image.image_digest().unwrap_or_default().to_string());
+            report.images.push(Collected {
+                location: format!("{repository}:{name}"),
+                size: image.image_size_in_bytes().unwrap_or_default(),
+            });
+            if let Some(digest) = image.image_digest() {
+                doomed.push(
+                    aws_sdk_ecr::types::ImageIdentifier::builder()
+                        .image_digest(digest)
+                        .build(),
+                );
+            }
+        }
+    }
+    if !options.dry_run {
+        for batch in doomed.chunks(100) {
+            ecr.batch_delete_image()
+                .repository_name(repository)
+                .set_image_ids(Some(batch.to_vec()))
+                .send()
+                .await
+                .map_err(|err| {
+                    anyhow::anyhow!(
+                        "cannot delete images of {repository}: {}",
+                        cdkd_aws_common::error_line(&err)
+                    )
+                })?;
+        }
+    }
+    Ok(())
 }
 
 async fn delete_keys(

@@ -5,9 +5,12 @@
 //! reproducible. A region with a cdkd bootstrap marker publishes to the cdkd asset bucket it
 //! names and rewrites the template's references to that bucket; without a marker the CDK
 //! bootstrap destinations are used as written. An object already present is not uploaded
-//! again. Container-image assets need the docker CLI and are refused with a clear error.
+//! again. Container-image assets are built with the docker CLI and pushed to ECR
+//! ([`images`]): to the region's cdkd container repository when it opted in (the template's
+//! image URIs are rewritten to it), else to the CDK bootstrap repository as written.
 
 pub mod gc;
+pub mod images;
 
 use std::io::Write;
 use std::path::Path;
@@ -80,6 +83,27 @@ pub fn substitute(text: &str, account: &str, region: &str) -> String {
         .replace("${AWS::Partition}", partition(region))
 }
 
+/// Replaces, inside every string of `value`, each occurrence of one of `from` by `to` (a
+/// repository name inside an image URI).
+fn rewrite_within_strings(value: &mut Value, from: &[String], to: &str) {
+    match value {
+        Value::String(text) => {
+            for name in from {
+                if text.contains(name.as_str()) {
+                    *text = text.replace(name.as_str(), to);
+                }
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| rewrite_within_strings(v, from, to)),
+        Value::Object(object) => object
+            .values_mut()
+            .for_each(|v| rewrite_within_strings(v, from, to)),
+        _ => {}
+    }
+}
+
 /// Replaces every string equal to one of `from` (anywhere in `value`) by `to`.
 fn rewrite_strings(value: &mut Value, from: &[String], to: &str) {
     match value {
@@ -138,20 +162,27 @@ async fn publish_file(
     Ok(true)
 }
 
-/// The bucket names a region's asset bucket replaces in templates (its nested ones too).
+/// The names a region's cdkd asset storage replaces in templates (its nested ones too): the
+/// CDK asset bucket's (whole strings) and the CDK container repository's (inside image URIs).
 #[derive(Debug, Clone, Default)]
-pub struct BucketRewrites(Vec<(Vec<String>, String)>);
+pub struct BucketRewrites {
+    buckets: Vec<(Vec<String>, String)>,
+    repositories: Vec<(Vec<String>, String)>,
+}
 
 impl BucketRewrites {
-    /// `template` with the CDK asset bucket's names replaced by cdkd's.
+    /// `template` with the CDK asset storage's names replaced by cdkd's.
     pub fn apply(&self, template: Template) -> Template {
-        if self.0.is_empty() {
+        if self.buckets.is_empty() && self.repositories.is_empty() {
             return template;
         }
         let mut document =
             serde_json::to_value(TemplateResources(&template)).expect("resources serialise");
-        for (from, to) in &self.0 {
+        for (from, to) in &self.buckets {
             rewrite_strings(&mut document, from, to);
+        }
+        for (from, to) in &self.repositories {
+            rewrite_within_strings(&mut document, from, to);
         }
         let mut template = template;
         if let Value::Object(resources) = document {
@@ -186,14 +217,6 @@ pub async fn publish_for_stack(
     else {
         return unchanged(template);
     };
-    if let Some(image) = manifest.docker_images.values().next() {
-        anyhow::bail!(
-            "stack {}: container image asset {} ({}) needs `docker build` and `docker push`, which cdkd does not run yet",
-            stack.display_name,
-            image.display_name,
-            image.id
-        );
-    }
     let template_file = stack
         .template_file
         .file_name()
@@ -209,10 +232,37 @@ pub async fn publish_for_stack(
                 .as_deref()
                 .is_some_and(|n| n.ends_with(".template.json"))
     };
-    if manifest.files.values().all(is_template) {
+    if manifest.files.values().all(is_template) && manifest.docker_images.is_empty() {
         return unchanged(template);
     }
     let marker = read_marker(store.backend.client(), store.backend.bucket(), region).await?;
+    let mut repositories: Vec<(Vec<String>, String)> = Vec::new();
+    if !manifest.docker_images.is_empty() {
+        let ecr = images::ecr_client(aws, region);
+        for image in manifest.docker_images.values() {
+            for destination in &image.destinations {
+                let original = substitute(&destination.repository_name, account, region);
+                let target = marker
+                    .as_ref()
+                    .map_or(original.clone(), |m| m.container_repo.clone());
+                let started = std::time::Instant::now();
+                let pushed = images::publish_image(&ecr, image, &target, &destination.image_tag)
+                    .await
+                    .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
+                tracing::info!(
+                    "container image {} {} {target}:{} in {:.2}s",
+                    image.display_name,
+                    if pushed { "pushed to" } else { "already in" },
+                    destination.image_tag,
+                    started.elapsed().as_secs_f64()
+                );
+                if marker.is_some() && target != original {
+                    repositories
+                        .push((vec![destination.repository_name.clone(), original], target));
+                }
+            }
+        }
+    }
     let mut rewrites: Vec<(Vec<String>, String)> = Vec::new();
     for asset in manifest.files.values() {
         if is_template(asset) {
@@ -241,7 +291,10 @@ pub async fn publish_for_stack(
             }
         }
     }
-    let rewrites = BucketRewrites(rewrites);
+    let rewrites = BucketRewrites {
+        buckets: rewrites,
+        repositories,
+    };
     Ok((rewrites.apply(template), rewrites))
 }
 

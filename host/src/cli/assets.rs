@@ -98,6 +98,13 @@ fn print_report(report: &GcReport, args: &GcArgs) {
             for object in &report.assets {
                 println!("  {}", object.location);
             }
+            println!(
+                "{region}: {verb} {} unreferenced container image(s).",
+                report.images.len()
+            );
+            for image in &report.images {
+                println!("  {}", image.location);
+            }
         }
     }
     println!(

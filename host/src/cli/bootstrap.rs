@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{confirm, CommandContext};
+use crate::assets::images;
 use crate::state::bootstrap::{self, AssetStorage, BootstrapPlan};
 use crate::state::bucket::{self, BucketChoice};
 use crate::state::keys::StateKeys;
@@ -54,6 +55,10 @@ pub async fn run(context: &CommandContext, args: BootstrapArgs) -> anyhow::Resul
         }
         let keys = StateKeys::new(&context.global.state_prefix);
         let client = bucket::state_bucket_client(aws, &state_bucket).await;
+        let marker = bootstrap::read_marker(&client, &state_bucket, &region)
+            .await
+            .ok()
+            .flatten();
         let report = bootstrap::teardown(
             &client,
             &state_bucket,
@@ -62,6 +67,14 @@ pub async fn run(context: &CommandContext, args: BootstrapArgs) -> anyhow::Resul
             args.include_state_bucket,
         )
         .await?;
+        // The repository goes once the teardown is past its refusals (a crash in between
+        // leaves an empty repository, which a new bootstrap adopts).
+        if let Some(marker) = &marker {
+            let ecr = images::ecr_client(aws, &region);
+            if images::delete_repository(&ecr, &marker.container_repo).await? {
+                println!("Deleted container repository {}.", marker.container_repo);
+            }
+        }
         match &report.asset_bucket {
             Some(name) => println!("Deleted asset bucket {name}."),
             None if report.marker => println!("The asset bucket was already gone."),
@@ -92,6 +105,14 @@ pub async fn run(context: &CommandContext, args: BootstrapArgs) -> anyhow::Resul
         state_bucket: state_bucket.clone(),
         assets,
     };
+    // The repository exists before the marker that names it is written.
+    let repository_created = match &plan.assets {
+        Some(assets) => Some(
+            images::ensure_repository(&images::ecr_client(aws, &region), &assets.container_repo)
+                .await?,
+        ),
+        None => None,
+    };
     let report = bootstrap::bootstrap(&client, &plan).await?;
     let verb = |created: bool| if created { "Created" } else { "Updated" };
     // Bootstrap is the one command that names the bucket: the user asked for it.
@@ -106,7 +127,8 @@ pub async fn run(context: &CommandContext, args: BootstrapArgs) -> anyhow::Resul
             assets.bucket
         );
         println!(
-            "Container assets of {region} go to repository {}.",
+            "{} container repository {} for {region}.",
+            verb(repository_created == Some(true)),
             assets.container_repo
         );
         println!("Wrote the bootstrap marker of {region}.");

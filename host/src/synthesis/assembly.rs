@@ -129,6 +129,27 @@ pub struct DockerImageAsset {
     pub display_name: String,
     /// The build context, absolute.
     pub directory: PathBuf,
+    /// `--file`, relative to the context, when not `Dockerfile`.
+    pub docker_file: Option<String>,
+    /// `--build-arg` pairs.
+    pub build_args: BTreeMap<String, String>,
+    /// `--target`.
+    pub target: Option<String>,
+    /// `--platform`.
+    pub platform: Option<String>,
+    /// `--network`.
+    pub network_mode: Option<String>,
+    /// Where to push it.
+    pub destinations: Vec<ImageDestination>,
+}
+
+/// Where a container image is pushed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageDestination {
+    /// The ECR repository (may hold `${AWS::AccountId}`, `${AWS::Region}`).
+    pub repository_name: String,
+    /// The image tag.
+    pub image_tag: String,
 }
 
 /// One `cdk:asset-manifest` artifact.
@@ -374,16 +395,39 @@ fn read_asset_manifest(dir: &Path, path: &Path) -> Result<AssetManifest, Assembl
         .into_iter()
         .flatten()
     {
-        let directory = asset
-            .get("source")
-            .and_then(|s| string_field(s, "directory"))
-            .unwrap_or_default();
+        let source = asset.get("source").cloned().unwrap_or_default();
+        let directory = string_field(&source, "directory").unwrap_or_default();
+        let build_args = source
+            .get("dockerBuildArgs")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect();
+        let destinations = asset
+            .get("destinations")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(_, d)| {
+                Some(ImageDestination {
+                    repository_name: string_field(d, "repositoryName")?,
+                    image_tag: string_field(d, "imageTag")?,
+                })
+            })
+            .collect();
         manifest.docker_images.insert(
             id.clone(),
             DockerImageAsset {
                 id: id.clone(),
                 display_name: string_field(asset, "displayName").unwrap_or_else(|| id.clone()),
                 directory: dir.join(directory),
+                docker_file: string_field(&source, "dockerFile"),
+                build_args,
+                target: string_field(&source, "dockerBuildTarget"),
+                platform: string_field(&source, "platform"),
+                network_mode: string_field(&source, "networkMode"),
+                destinations,
             },
         );
     }
