@@ -22,6 +22,10 @@ pub mod operation {
     /// the resource (added in 0.1.6). A type may list it with no handled property: it then
     /// only answers this operation and its resources stay on Cloud Control.
     pub const FINAL_SNAPSHOT: &str = "final_snapshot";
+    /// Answer one of the CDK's missing-context lookups (`vpc-provider`, `ami`, ...) the way the
+    /// CDK CLI does (added in 0.1.6). A plugin answers the providers it knows and returns an
+    /// `unsupported` error for the others, so the host can ask the next plugin.
+    pub const CONTEXT_LOOKUP: &str = "context_lookup";
 }
 
 /// What a plugin says about itself; returned by `describe`.
@@ -433,6 +437,25 @@ pub struct AvailabilityZonesRequest {
 pub struct AvailabilityZonesResult {
     /// Zone names, e.g. `["us-east-1a", "us-east-1b"]`.
     pub zones: Vec<String>,
+}
+
+/// One missing-context entry of a cloud assembly ([`operation::CONTEXT_LOOKUP`]).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextLookupRequest {
+    /// The context provider (`vpc-provider`, `security-group`, ...).
+    pub provider: String,
+    /// The entry's `props`, as the app wrote them (`account`, `region`, the query).
+    #[serde(default)]
+    pub props: Value,
+}
+
+/// The value to store under the entry's key in `cdk.context.json`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextLookupResult {
+    /// The value, shaped as the CDK CLI's provider answers.
+    pub value: Value,
 }
 
 /// Asks for a final snapshot of one resource ([`operation::FINAL_SNAPSHOT`]).

@@ -376,3 +376,96 @@ fn ssm_and_availability_zone_lookups_are_answered_saved_and_the_app_rerun() {
         "{saved}"
     );
 }
+
+#[test]
+fn vpc_security_group_and_ami_lookups_are_answered_through_the_ec2_plugin() {
+    let emulator = Emulator::shared();
+    let setup = workspace_root().join("tests/fixtures/apps/lookups-setup.py");
+    let made = emulator.boto(&format!(
+        "__import__('runpy').run_path('{}', init_globals={{'c': c}})['RESULT']",
+        setup.display()
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let script = workspace_root().join("tests/fixtures/apps/lookups.js");
+    let mut command = std::process::Command::new(cdkd_tests::cdkd_binary());
+    command.current_dir(dir.path()).args([
+        "synth",
+        "--json",
+        "--app",
+        &format!("node {}", script.display()),
+    ]);
+    for (key, value) in emulator.env() {
+        command.env(key, value);
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let template: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let out = |name: &str| template["Outputs"][name]["Value"].clone();
+    assert_eq!(out("VpcId"), made["vpc"], "{}", template["Outputs"]);
+    assert_eq!(out("PublicSubnets"), made["public"]);
+    assert_eq!(out("IsolatedSubnets"), made["isolated"]);
+    assert_eq!(out("GroupId"), made["group"]);
+    assert_eq!(out("ImageId"), made["image"]);
+    // Saved as the CDK CLI saves them: the VPC answer with its subnet groups.
+    let saved: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("cdk.context.json")).unwrap())
+            .unwrap();
+    let vpc = saved
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(key, _)| key.starts_with("vpc-provider:"))
+        .map(|(_, v)| v.clone())
+        .expect("a saved vpc-provider answer");
+    assert_eq!(vpc["vpcId"], made["vpc"]);
+    assert_eq!(vpc["vpcCidrBlock"], "10.42.0.0/16");
+    let groups: Vec<(Value, Value)> = vpc["subnetGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["type"].clone(), g["subnets"][0]["subnetId"].clone()))
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            (json!("Public"), made["public"].clone()),
+            (json!("Isolated"), made["isolated"].clone())
+        ]
+    );
+
+    // No match: the error names the lookup and says what was asked.
+    let broken = dir.path().join("broken.js");
+    std::fs::write(
+        &broken,
+        std::fs::read_to_string(&script)
+            .unwrap()
+            .replace(
+                "require('aws-cdk-lib",
+                &format!(
+                    "require('{}/tests/fixtures/apps/node_modules/aws-cdk-lib",
+                    workspace_root().display()
+                ),
+            )
+            .replace("'cdkd-lookup': 'yes'", "'cdkd-lookup': 'no-such-vpc'"),
+    )
+    .unwrap();
+    let mut command = std::process::Command::new(cdkd_tests::cdkd_binary());
+    command
+        .current_dir(dir.path())
+        .args(["synth", "--app", &format!("node {}", broken.display())]);
+    for (key, value) in emulator.env() {
+        command.env(key, value);
+    }
+    let failed = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success());
+    assert!(
+        stderr.contains("provider vpc-provider")
+            && stderr.contains("Could not find any VPCs matching"),
+        "{stderr}"
+    );
+}

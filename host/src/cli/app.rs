@@ -31,8 +31,8 @@ fn parse_context(text: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("context '{text}' is not key=value"))
 }
 
-/// Context lookups cdkd can answer (`ssm`; `availability-zones` through the EC2 plugin);
-/// others fail with the pre-fill hint.
+/// Context lookups cdkd can answer (`ssm`; `availability-zones` and the rest through the
+/// plugins that list `context_lookup`); others fail with the pre-fill hint.
 struct Lookups<'a> {
     context: &'a CommandContext,
     aws: crate::aws_env::AwsEnvironment,
@@ -72,7 +72,17 @@ impl ContextLookups for Lookups<'_> {
                     .await
                     .map(Value::from)
             }
-            other => Err(format!("cdkd cannot perform '{other}' lookups yet")),
+            other => {
+                let registry = self
+                    .registry
+                    .get_or_init(|| self.context.registry().map_err(|e| e.to_string()))
+                    .as_ref()
+                    .map_err(Clone::clone)?;
+                crate::provisioning::context_lookups::context_lookup(
+                    registry, &self.aws, other, props,
+                )
+                .await
+            }
         }
     }
 }

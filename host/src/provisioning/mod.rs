@@ -2,6 +2,7 @@
 //! provider, and the seam the engine calls providers through ([`operations`]).
 
 pub mod cloud_control;
+pub mod context_lookups;
 pub mod create_only;
 pub mod dynamic_references;
 pub mod names;

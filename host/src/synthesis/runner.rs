@@ -6,7 +6,7 @@
 //! stderr (stdout belongs to cdkd's own payload); on failure the exit code and last lines are
 //! reported.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -279,14 +279,38 @@ pub async fn synthesize(
         AppSource::Command { command, output } => (command, output),
     };
     let mut previous_missing: Option<Vec<String>> = None;
+    // Failed lookups, by key: handed to the app as the CDK CLI hands them (an error value it
+    // turns into its dummy), never saved. A lookup that read another's dummy (a security
+    // group in the VPC being looked up) fails once and succeeds on the next round.
+    let mut failed: BTreeMap<String, String> = BTreeMap::new();
     loop {
-        let context = context(options, dir)?;
+        let mut context = context(options, dir)?;
+        for (key, reason) in &failed {
+            context.insert(
+                key.clone(),
+                serde_json::json!({"$providerError": reason, "$dontSaveContext": true}),
+            );
+        }
         let assembly = run_app(command, output, &context, environment, dir).await?;
         if assembly.missing.is_empty() {
             return Ok(assembly);
         }
         let keys: Vec<String> = assembly.missing.iter().map(|m| m.key.clone()).collect();
         if previous_missing.as_ref() == Some(&keys) {
+            let reasons: Vec<String> = assembly
+                .missing
+                .iter()
+                .filter_map(|m| {
+                    let reason = failed.get(&m.key)?;
+                    Some(format!(
+                        "the app needs context key {} (provider {}): {reason}. Pre-fill it in cdk.context.json (for example by running `cdk synth` once with access to the account)",
+                        m.key, m.provider
+                    ))
+                })
+                .collect();
+            if !reasons.is_empty() {
+                return Err(SynthError::MissingContext(reasons.join("; ")));
+            }
             return Err(SynthError::MissingContext(format!(
                 "the app still asks for the same context after a lookup: {}",
                 keys.join(", ")
@@ -298,13 +322,16 @@ pub async fn synthesize(
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default();
         for missing in &assembly.missing {
-            let value = lookups.lookup(&missing.provider, &missing.props).await.map_err(|reason| {
-                SynthError::MissingContext(format!(
-                    "the app needs context key {} (provider {}): {reason}. Pre-fill it in cdk.context.json (for example by running `cdk synth` once with access to the account)",
-                    missing.key, missing.provider
-                ))
-            })?;
-            saved.insert(missing.key.clone(), value);
+            match lookups.lookup(&missing.provider, &missing.props).await {
+                Ok(value) => {
+                    failed.remove(&missing.key);
+                    saved.insert(missing.key.clone(), value);
+                }
+                Err(reason) => {
+                    tracing::debug!(key = %missing.key, "lookup failed: {reason}");
+                    failed.insert(missing.key.clone(), reason);
+                }
+            }
         }
         let mut text =
             serde_json::to_string_pretty(&Value::Object(saved)).expect("context serialises");

@@ -8,6 +8,7 @@
 
 mod composite;
 mod gateways;
+mod lookups;
 mod network_acl;
 mod routes;
 mod rules;

@@ -3,9 +3,10 @@
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType, Tenancy, VpcAttributeName};
 use cdkd_aws_common::{aws_error, flag, optional, put, require_str, text};
 use cdkd_provider_api::protocol::{
-    operation, AvailabilityZonesRequest, AvailabilityZonesResult, CreateRequest, CreateResult,
-    DeleteRequest, DeleteResult, ImportRequest, ReadCurrentStateRequest, ReadCurrentStateResult,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    operation, AvailabilityZonesRequest, AvailabilityZonesResult, ContextLookupRequest,
+    ContextLookupResult, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
+    UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -388,6 +389,7 @@ impl ResourceProvider for Subnet {
             None,
         );
         schema.operations.push(operation::AVAILABILITY_ZONES.into());
+        schema.operations.push(operation::CONTEXT_LOOKUP.into());
         schema
     }
 
@@ -399,6 +401,13 @@ impl ResourceProvider for Subnet {
         name: &str,
         request: Value,
     ) -> Result<Value, ProviderError> {
+        if name == operation::CONTEXT_LOOKUP {
+            let request: ContextLookupRequest = serde_json::from_value(request)
+                .map_err(|e| ProviderError::validation(format!("{name}: {e}")))?;
+            let value = crate::lookups::answer(ctx, &request).await?;
+            return serde_json::to_value(ContextLookupResult { value })
+                .map_err(|e| ProviderError::other(e.to_string()));
+        }
         if name != operation::AVAILABILITY_ZONES {
             return Err(ProviderError::unsupported(format!(
                 "{SUBNET} does not implement the '{name}' operation"
