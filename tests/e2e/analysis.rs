@@ -378,7 +378,7 @@ fn ssm_and_availability_zone_lookups_are_answered_saved_and_the_app_rerun() {
 }
 
 #[test]
-fn vpc_security_group_and_ami_lookups_are_answered_through_the_ec2_plugin() {
+fn ec2_route53_kms_and_elb_lookups_are_answered_through_plugins() {
     let emulator = Emulator::shared();
     let setup = workspace_root().join("tests/fixtures/apps/lookups-setup.py");
     let made = emulator.boto(&format!(
@@ -410,6 +410,10 @@ fn vpc_security_group_and_ami_lookups_are_answered_through_the_ec2_plugin() {
     assert_eq!(out("IsolatedSubnets"), made["isolated"]);
     assert_eq!(out("GroupId"), made["group"]);
     assert_eq!(out("ImageId"), made["image"]);
+    assert_eq!(out("ZoneId"), made["zone"]);
+    assert_eq!(out("KeyId"), made["key"]);
+    assert_eq!(out("BalancerArn"), made["balancer"]);
+    assert_eq!(out("ListenerArn"), made["listener"]);
     // Saved as the CDK CLI saves them: the VPC answer with its subnet groups.
     let saved: Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("cdk.context.json")).unwrap())
@@ -427,7 +431,15 @@ fn vpc_security_group_and_ami_lookups_are_answered_through_the_ec2_plugin() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|g| (g["type"].clone(), g["subnets"][0]["subnetId"].clone()))
+        .map(|g| {
+            let ids: Vec<&str> = g["subnets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["subnetId"].as_str().unwrap())
+                .collect();
+            (g["type"].clone(), json!(ids.join(",")))
+        })
         .collect();
     assert_eq!(
         groups,

@@ -167,12 +167,12 @@ fn list_table(registry: &Registry) -> String {
             let (version, api, types) = match &slot.status {
                 PluginStatus::Loaded(plugin) => {
                     let manifest = plugin.library().manifest();
-                    // A type with no handled property only answers operations (snapshots).
+                    // A type with no handled property only answers operations (snapshots, lookups).
                     let types: Vec<String> = manifest
                         .resource_types
                         .iter()
                         .map(|schema| match schema.handled_properties.is_empty() {
-                            true => format!("{}(snapshots)", schema.type_name),
+                            true => format!("{}(operations only)", schema.type_name),
                             false => schema.type_name.clone(),
                         })
                         .collect();
