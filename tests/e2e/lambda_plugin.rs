@@ -56,7 +56,11 @@ fn new_world() -> AppWorld {
             json!({"Type": "AWS::Lambda::EventSourceMapping", "Properties": {
                 "FunctionName": {"Ref": "FromAssetF2A31CF9"},
                 "EventSourceArn": {"Fn::GetAtt": ["Jobs", "Arn"]},
-                "BatchSize": 5}}),
+                "BatchSize": 5,
+                "FilterCriteria": {"Filters": [{"Pattern": "{\"body\":{\"kind\":[\"job\"]}}"}]},
+                "FunctionResponseTypes": ["ReportBatchItemFailures"],
+                "ScalingConfig": {"MaximumConcurrency": 2},
+                "Tags": [{"Key": "team", "Value": "jobs"}]}}),
         );
         resources.insert(
             "InlineAsync".into(),
@@ -179,6 +183,20 @@ fn the_app_functions_go_through_the_lambda_plugin() {
         "c('lambda').get_event_source_mapping(UUID='{mapping}')['BatchSize']"
     ));
     assert_eq!(found, json!(5));
+    // Filters, partial batch responses and concurrency go through the plugin, not Cloud
+    // Control.
+    assert_eq!(resources["JobsToAsset"]["provisionedBy"], "sdk");
+    let settings = lambda(&format!(
+        "(lambda m: [m.get('FilterCriteria'), m.get('FunctionResponseTypes'), m.get('ScalingConfig')])(c('lambda').get_event_source_mapping(UUID='{mapping}'))"
+    ));
+    assert_eq!(
+        settings,
+        json!([
+            {"Filters": [{"Pattern": "{\"body\":{\"kind\":[\"job\"]}}"}]},
+            ["ReportBatchItemFailures"],
+            {"MaximumConcurrency": 2}
+        ])
+    );
     assert_eq!(
         resources["InlineAsync"]["physicalId"],
         json!(format!("{inline}|$LATEST"))

@@ -1,7 +1,9 @@
 //! `AWS::Lambda::EventSourceMapping`: a poller from a queue or stream to a function. Physical id
 //! (and `Ref`) = the mapping's UUID; attribute `Id` (the same) and `EventSourceMappingArn`.
 
-use cdkd_aws_common::{aws_error, deleted_unless_failed, flag, int, require_str};
+use std::collections::HashMap;
+
+use cdkd_aws_common::{aws_error, deleted_unless_failed, flag, int, require_str, strings, text};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
     ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
@@ -10,7 +12,10 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use aws_sdk_lambda::types::EventSourcePosition;
+use aws_sdk_lambda::types::{
+    DestinationConfig, EventSourcePosition, Filter, FilterCriteria, FunctionResponseType,
+    OnFailure, OnSuccess, ScalingConfig,
+};
 
 use crate::{client, read};
 
@@ -40,13 +45,33 @@ impl ResourceProvider for EventSourceMapping {
                 "BatchSize",
                 "Enabled",
                 "StartingPosition",
+                "StartingPositionTimestamp",
                 "MaximumBatchingWindowInSeconds",
+                "FilterCriteria",
+                "FunctionResponseTypes",
+                "ScalingConfig",
+                "BisectBatchOnFunctionError",
+                "MaximumRecordAgeInSeconds",
+                "MaximumRetryAttempts",
+                "ParallelizationFactor",
+                "TumblingWindowInSeconds",
+                "DestinationConfig",
+                "KmsKeyArn",
+                "Queues",
+                "Topics",
+                "Tags",
             ]
             .map(String::from)
             .to_vec(),
-            create_only_properties: ["EventSourceArn", "StartingPosition"]
-                .map(String::from)
-                .to_vec(),
+            create_only_properties: [
+                "EventSourceArn",
+                "StartingPosition",
+                "StartingPositionTimestamp",
+                "Queues",
+                "Topics",
+            ]
+            .map(String::from)
+            .to_vec(),
             operations: vec![
                 operation::READ_CURRENT_STATE.into(),
                 operation::IMPORT.into(),
@@ -109,6 +134,25 @@ impl ResourceProvider for EventSourceMapping {
                     .and_then(Value::as_str)
                     .map(EventSourcePosition::from),
             )
+            .set_starting_position_timestamp(
+                props
+                    .get("StartingPositionTimestamp")
+                    .and_then(Value::as_f64)
+                    .map(aws_sdk_lambda::primitives::DateTime::from_secs_f64),
+            )
+            .set_filter_criteria(filter_criteria(props))
+            .set_function_response_types(response_types(props))
+            .set_scaling_config(scaling_config(props))
+            .set_bisect_batch_on_function_error(flag(props.get("BisectBatchOnFunctionError")))
+            .set_maximum_record_age_in_seconds(int(props.get("MaximumRecordAgeInSeconds")))
+            .set_maximum_retry_attempts(int(props.get("MaximumRetryAttempts")))
+            .set_parallelization_factor(int(props.get("ParallelizationFactor")))
+            .set_tumbling_window_in_seconds(int(props.get("TumblingWindowInSeconds")))
+            .set_destination_config(destination_config(props))
+            .set_kms_key_arn(text(props.get("KmsKeyArn")))
+            .set_queues(strings(props.get("Queues")))
+            .set_topics(strings(props.get("Topics")))
+            .set_tags(tags(props.get("Tags")))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: CreateEventSourceMapping"), e))?;
@@ -127,6 +171,8 @@ impl ResourceProvider for EventSourceMapping {
     ) -> Result<UpdateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let props = &request.properties;
+        let previous = &request.previous_properties;
+        let was = |key: &str| previous.contains_key(key);
         let updated = client(ctx)
             .await?
             .update_event_source_mapping()
@@ -137,9 +183,46 @@ impl ResourceProvider for EventSourceMapping {
             .set_maximum_batching_window_in_seconds(
                 int(props.get("MaximumBatchingWindowInSeconds")),
             )
+            // A setting removed from the template is sent empty so the removal reaches AWS (an
+            // update keeps what it is not told); one never set is not sent (some sources
+            // refuse settings they do not support, even empty).
+            .set_filter_criteria(cleared(
+                was("FilterCriteria"),
+                filter_criteria(props),
+                || FilterCriteria::builder().build(),
+            ))
+            .set_function_response_types(cleared(
+                was("FunctionResponseTypes"),
+                response_types(props),
+                Vec::new,
+            ))
+            .set_scaling_config(cleared(was("ScalingConfig"), scaling_config(props), || {
+                ScalingConfig::builder().build()
+            }))
+            .set_bisect_batch_on_function_error(flag(props.get("BisectBatchOnFunctionError")))
+            .set_maximum_record_age_in_seconds(int(props.get("MaximumRecordAgeInSeconds")))
+            .set_maximum_retry_attempts(int(props.get("MaximumRetryAttempts")))
+            .set_parallelization_factor(int(props.get("ParallelizationFactor")))
+            .set_tumbling_window_in_seconds(int(props.get("TumblingWindowInSeconds")))
+            .set_destination_config(cleared(
+                was("DestinationConfig"),
+                destination_config(props),
+                || DestinationConfig::builder().build(),
+            ))
+            .set_kms_key_arn(cleared(
+                was("KmsKeyArn"),
+                text(props.get("KmsKeyArn")),
+                String::new,
+            ))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: UpdateEventSourceMapping"), e))?;
+        let before = tags(request.previous_properties.get("Tags")).unwrap_or_default();
+        let after = tags(props.get("Tags")).unwrap_or_default();
+        if before != after {
+            let arn = updated.event_source_mapping_arn().unwrap_or_default();
+            retag(&client(ctx).await?, &what, arn, &before, &after).await?;
+        }
         Ok(UpdateResult {
             attributes: attributes(&request.physical_id, updated.event_source_mapping_arn()),
             physical_id: request.physical_id,
@@ -164,5 +247,118 @@ impl ResourceProvider for EventSourceMapping {
                 .map(|_| ())
                 .map_err(|e| aws_error(&format!("{what}: DeleteEventSourceMapping"), e)),
         )
+    }
+}
+
+/// `FilterCriteria: {Filters: [{Pattern}]}`.
+fn filter_criteria(props: &Map<String, Value>) -> Option<FilterCriteria> {
+    let filters = props.get("FilterCriteria")?.get("Filters")?.as_array()?;
+    Some(
+        FilterCriteria::builder()
+            .set_filters(Some(
+                filters
+                    .iter()
+                    .map(|f| {
+                        Filter::builder()
+                            .set_pattern(text(f.get("Pattern")))
+                            .build()
+                    })
+                    .collect(),
+            ))
+            .build(),
+    )
+}
+
+fn response_types(props: &Map<String, Value>) -> Option<Vec<FunctionResponseType>> {
+    strings(props.get("FunctionResponseTypes")).map(|types| {
+        types
+            .iter()
+            .map(|t| FunctionResponseType::from(t.as_str()))
+            .collect()
+    })
+}
+
+fn scaling_config(props: &Map<String, Value>) -> Option<ScalingConfig> {
+    let config = props.get("ScalingConfig")?;
+    Some(
+        ScalingConfig::builder()
+            .set_maximum_concurrency(int(config.get("MaximumConcurrency")))
+            .build(),
+    )
+}
+
+/// `DestinationConfig: {OnFailure: {Destination}, OnSuccess: {Destination}}`.
+fn destination_config(props: &Map<String, Value>) -> Option<DestinationConfig> {
+    let config = props.get("DestinationConfig")?;
+    let destination = |key: &str| text(config.get(key).and_then(|d| d.get("Destination")));
+    Some(
+        DestinationConfig::builder()
+            .set_on_failure(
+                destination("OnFailure").map(|d| OnFailure::builder().destination(d).build()),
+            )
+            .set_on_success(
+                destination("OnSuccess").map(|d| OnSuccess::builder().destination(d).build()),
+            )
+            .build(),
+    )
+}
+
+/// `Tags: [{Key, Value}]` as a map.
+fn tags(value: Option<&Value>) -> Option<HashMap<String, String>> {
+    let items = value?.as_array()?;
+    Some(
+        items
+            .iter()
+            .filter_map(|t| {
+                Some((
+                    text(t.get("Key"))?,
+                    text(t.get("Value")).unwrap_or_default(),
+                ))
+            })
+            .collect(),
+    )
+}
+
+/// Brings the mapping's tags from `before` to `after`.
+async fn retag(
+    lambda: &aws_sdk_lambda::Client,
+    what: &str,
+    arn: &str,
+    before: &HashMap<String, String>,
+    after: &HashMap<String, String>,
+) -> Result<(), ProviderError> {
+    let removed: Vec<String> = before
+        .keys()
+        .filter(|k| !after.contains_key(*k))
+        .cloned()
+        .collect();
+    if !removed.is_empty() {
+        lambda
+            .untag_resource()
+            .resource(arn)
+            .set_tag_keys(Some(removed))
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: UntagResource"), e))?;
+    }
+    if !after.is_empty() {
+        lambda
+            .tag_resource()
+            .resource(arn)
+            .set_tags(Some(after.clone()))
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: TagResource"), e))?;
+    }
+    Ok(())
+}
+
+/// The value to send on an update: the template's, else an empty one when the previous
+/// template had the setting (a removal), else nothing.
+fn cleared<T>(was_set: bool, value: Option<T>, empty: impl FnOnce() -> T) -> Option<T> {
+    match value {
+        Some(value) => Some(value),
+        None if was_set => Some(empty()),
+        None => None,
     }
 }

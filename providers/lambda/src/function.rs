@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use aws_sdk_lambda::primitives::Blob;
 use aws_sdk_lambda::types::{
-    Architecture, DeadLetterConfig, Environment, EphemeralStorage, FunctionCode, LastUpdateStatus,
-    LogFormat, LoggingConfig, Runtime, State, TracingConfig, TracingMode, VpcConfig,
+    Architecture, DeadLetterConfig, Environment, EphemeralStorage, FileSystemConfig, FunctionCode,
+    LastUpdateStatus, LogFormat, LoggingConfig, Runtime, State, TracingConfig, TracingMode,
+    VpcConfig,
 };
 use cdkd_aws_common::{aws_error, int, physical_name, strings, text};
 use cdkd_provider_api::protocol::{
@@ -39,6 +40,8 @@ const CONFIGURATION: &[&str] = &[
     "DeadLetterConfig",
     "TracingConfig",
     "Description",
+    "FileSystemConfigs",
+    "KmsKeyArn",
 ];
 
 #[derive(Default)]
@@ -120,6 +123,21 @@ fn environment(props: &Map<String, Value>) -> Option<Environment> {
         })
         .collect();
     Some(Environment::builder().set_variables(Some(map)).build())
+}
+
+/// `FileSystemConfigs: [{Arn, LocalMountPath}]` (EFS access points).
+fn file_systems(props: &Map<String, Value>) -> Option<Vec<FileSystemConfig>> {
+    let configs = props.get("FileSystemConfigs")?.as_array()?;
+    configs
+        .iter()
+        .map(|c| {
+            FileSystemConfig::builder()
+                .set_arn(text(c.get("Arn")))
+                .set_local_mount_path(text(c.get("LocalMountPath")))
+                .build()
+                .ok()
+        })
+        .collect()
 }
 
 fn vpc(props: &Map<String, Value>) -> Option<VpcConfig> {
@@ -285,6 +303,8 @@ impl ResourceProvider for Function {
             .set_memory_size(int(props.get("MemorySize")))
             .set_layers(strings(props.get("Layers")))
             .set_vpc_config(vpc(props))
+            .set_file_system_configs(file_systems(props))
+            .set_kms_key_arn(text(props.get("KmsKeyArn")))
             .set_architectures(
                 strings(props.get("Architectures"))
                     .map(|a| a.iter().map(|s| Architecture::from(s.as_str())).collect()),
@@ -386,6 +406,9 @@ impl ResourceProvider for Function {
                 .set_memory_size(int(after.get("MemorySize")))
                 .set_layers(Some(strings(after.get("Layers")).unwrap_or_default()))
                 .set_vpc_config(vpc(after))
+                // Removed from the template: detached and back to the AWS-managed key.
+                .set_file_system_configs(Some(file_systems(after).unwrap_or_default()))
+                .kms_key_arn(text(after.get("KmsKeyArn")).unwrap_or_default())
                 .set_ephemeral_storage(ephemeral(&what, after)?)
                 .set_logging_config(logging(after))
                 .set_tracing_config(after.get("TracingConfig").map(|t| {

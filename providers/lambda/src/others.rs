@@ -1,6 +1,6 @@
 //! `AWS::Lambda::Permission`, `Url`, `Version` and `Alias`.
 
-use cdkd_aws_common::{aws_error, deleted_unless_failed, physical_name, require_str, text};
+use cdkd_aws_common::{aws_error, deleted_unless_failed, flag, physical_name, require_str, text};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
     ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
@@ -64,6 +64,7 @@ impl ResourceProvider for Permission {
             "EventSourceToken",
             "FunctionUrlAuthType",
             "PrincipalOrgID",
+            "InvokedViaFunctionUrl",
         ];
         // Lambda permissions cannot be changed in place: every property replaces.
         schema(PERMISSION, &all, &all)
@@ -119,6 +120,7 @@ impl ResourceProvider for Permission {
             .set_source_account(text(props.get("SourceAccount")))
             .set_event_source_token(text(props.get("EventSourceToken")))
             .set_principal_org_id(text(props.get("PrincipalOrgID")))
+            .set_invoked_via_function_url(flag(props.get("InvokedViaFunctionUrl")))
             .set_function_url_auth_type(
                 text(props.get("FunctionUrlAuthType"))
                     .map(|t| aws_sdk_lambda::types::FunctionUrlAuthType::from(t.as_str())),
