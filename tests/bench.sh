@@ -30,3 +30,6 @@ bash tests/bench/deploy_bench.sh
 
 echo
 bash tests/bench/provider_bench.sh release
+
+echo
+bash tests/bench/schema_bench.sh
