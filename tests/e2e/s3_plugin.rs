@@ -139,6 +139,44 @@ fn the_storage_bucket_and_policy_go_through_the_s3_plugin() {
         json!([{"Key": "team", "Value": "storage"}])
     );
 
+    // Replication goes through the plugin too (versioning first, as S3 requires), and its
+    // removal reaches S3.
+    world.edit(|t| {
+        let props = &mut t["Resources"]["Data666C94C7"]["Properties"];
+        props["VersioningConfiguration"] = json!({"Status": "Enabled"});
+        props["ReplicationConfiguration"] = json!({
+            "Role": "arn:aws:iam::123456789012:role/replication",
+            "Rules": [{"Id": "backup", "Priority": 1, "Status": "Enabled",
+                       "Filter": {"Prefix": "logs/"},
+                       "DeleteMarkerReplication": {"Status": "Disabled"},
+                       "Destination": {"Bucket": "arn:aws:s3:::cdkd-replica", "StorageClass": "STANDARD_IA"}}]
+        });
+    });
+    world.deploy().success();
+    assert_eq!(world.record("Data666C94C7")["provisionedBy"], "sdk");
+    let rule = s3(&format!(
+        "(lambda r: [r['Role'], r['Rules'][0]['ID'], r['Rules'][0]['Destination']])(c('s3').get_bucket_replication(Bucket='{name}')['ReplicationConfiguration'])"
+    ));
+    assert_eq!(
+        rule,
+        json!([
+            "arn:aws:iam::123456789012:role/replication",
+            "backup",
+            {"Bucket": "arn:aws:s3:::cdkd-replica", "StorageClass": "STANDARD_IA"}
+        ])
+    );
+    world.edit(|t| {
+        let props = t["Resources"]["Data666C94C7"]["Properties"]
+            .as_object_mut()
+            .unwrap();
+        props.remove("ReplicationConfiguration");
+    });
+    world.deploy().success();
+    let replication = s3(&format!(
+        "(lambda g: (exec(\"def f(s3, b):\\n try:\\n  s3.get_bucket_replication(Bucket=b)\\n  return 'present'\\n except Exception as e:\\n  return e.response['Error']['Code']\", g), g['f'](c('s3'), '{name}'))[1])({{}})"
+    ));
+    assert_eq!(replication, json!("ReplicationConfigurationNotFoundError"));
+
     // A template property the plugin does not handle sends the bucket to Cloud Control, with a
     // warning naming it (checked on a diff-free deploy of a new logical id).
     world.edit(|t| {

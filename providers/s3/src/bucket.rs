@@ -36,6 +36,7 @@ const CONFIGURATIONS: &[&str] = &[
     "LoggingConfiguration",
     "NotificationConfiguration",
     "ObjectLockConfiguration",
+    "ReplicationConfiguration",
     "Tags",
 ];
 
@@ -447,6 +448,25 @@ impl Call<'_> {
                             .object_lock_enabled(ObjectLockEnabled::Enabled)
                             .build(),
                     )
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("ReplicationConfiguration", Some(value)) => {
+                let configuration = crate::replication::configuration(value)
+                    .map_err(|e| invalid(what, property, e))?;
+                client
+                    .put_bucket_replication()
+                    .bucket(bucket)
+                    .replication_configuration(configuration)
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("ReplicationConfiguration", None) => {
+                client
+                    .delete_bucket_replication()
+                    .bucket(bucket)
                     .send()
                     .await
                     .map_err(failed!())?;

@@ -1,10 +1,11 @@
 //! cdkd's S3 provider plugin: `AWS::S3::Bucket` and `AWS::S3::BucketPolicy` through direct S3
-//! calls (no polling). Properties it does not declare (analytics, inventory, metrics,
-//! replication, …) send the resource to Cloud Control.
+//! calls (no polling). Properties it does not declare (analytics, inventory, metrics, …)
+//! send the resource to Cloud Control.
 
 mod bucket;
 mod notification;
 mod policy;
+mod replication;
 
 cdkd_provider_api::export_plugin!(description: "AWS::S3::Bucket and AWS::S3::BucketPolicy through the S3 API");
 
