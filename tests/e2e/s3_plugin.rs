@@ -177,6 +177,21 @@ fn the_storage_bucket_and_policy_go_through_the_s3_plugin() {
     ));
     assert_eq!(replication, json!("ReplicationConfigurationNotFoundError"));
 
+    // Inventory reports are per-id configurations, put one by one.
+    world.edit(|t| {
+        t["Resources"]["Data666C94C7"]["Properties"]["InventoryConfigurations"] = json!([{
+            "Id": "weekly", "Enabled": true, "IncludedObjectVersions": "Current",
+            "ScheduleFrequency": "Weekly",
+            "Destination": {"BucketArn": "arn:aws:s3:::cdkd-reports", "Format": "CSV"}
+        }]);
+    });
+    world.deploy().success();
+    assert_eq!(world.record("Data666C94C7")["provisionedBy"], "sdk");
+    let inventory = s3(&format!(
+        "(lambda i: [i['Id'], i['IsEnabled'], i['Schedule']['Frequency']])(c('s3').get_bucket_inventory_configuration(Bucket='{name}', Id='weekly')['InventoryConfiguration'])"
+    ));
+    assert_eq!(inventory, json!(["weekly", true, "Weekly"]));
+
     // A template property the plugin does not handle sends the bucket to Cloud Control, with a
     // warning naming it (checked on a diff-free deploy of a new logical id).
     world.edit(|t| {

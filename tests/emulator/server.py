@@ -63,6 +63,27 @@ from moto.iam import access_control  # noqa: E402
 default_user_config["lambda"]["use_docker"] = False
 patch_moto_inline_code()
 
+
+def _patch_moto_list_inventory():
+    """S3 answers ListBucketInventoryConfigurations with a `ListInventoryConfigurationsResult`
+    root; moto names the root after the action, which SDKs that check the root reject."""
+    from moto.s3.responses import S3Response
+    original = S3Response.list_bucket_inventory_configurations
+
+    def as_s3(self):
+        status, headers, body = original(self)
+        wrong, right = "ListBucketInventoryConfigurationsResponse", "ListInventoryConfigurationsResult"
+        if isinstance(body, bytes):
+            body = body.replace(wrong.encode(), right.encode())
+        else:
+            body = body.replace(wrong, right)
+        return status, headers, body
+
+    S3Response.list_bucket_inventory_configurations = as_s3
+
+
+_patch_moto_list_inventory()
+
 _moto_statement_check = access_control.IAMPolicyStatement.is_action_permitted
 
 

@@ -37,6 +37,8 @@ const CONFIGURATIONS: &[&str] = &[
     "NotificationConfiguration",
     "ObjectLockConfiguration",
     "ReplicationConfiguration",
+    "InventoryConfigurations",
+    "AnalyticsConfigurations",
     "Tags",
 ];
 
@@ -471,6 +473,12 @@ impl Call<'_> {
                     .await
                     .map_err(failed!())?;
             }
+            ("InventoryConfigurations", value) => {
+                crate::keyed_configurations::apply_inventory(client, bucket, what, value).await?;
+            }
+            ("AnalyticsConfigurations", value) => {
+                crate::keyed_configurations::apply_analytics(client, bucket, what, value).await?;
+            }
             ("Tags", Some(value)) => {
                 let mut tags = Vec::new();
                 for tag in value.as_array().into_iter().flatten() {
@@ -860,7 +868,7 @@ mod tests {
             !schema
                 .handled_properties
                 .iter()
-                .any(|h| h == "AnalyticsConfigurations"),
+                .any(|h| h == "MetricsConfigurations"),
             "not applied, so not declared"
         );
     }

@@ -1,8 +1,9 @@
 //! cdkd's S3 provider plugin: `AWS::S3::Bucket` and `AWS::S3::BucketPolicy` through direct S3
-//! calls (no polling). Properties it does not declare (analytics, inventory, metrics, …)
-//! send the resource to Cloud Control.
+//! calls (no polling). Properties it does not declare (metrics, intelligent tiering, …) send
+//! the resource to Cloud Control.
 
 mod bucket;
+mod keyed_configurations;
 mod notification;
 mod policy;
 mod replication;
