@@ -343,6 +343,7 @@ class LambdaRunner:
         buffer = b""
         init_at = None
         deadline = started + INIT_SECONDS
+        looked_again = False
         while True:
             now = time.monotonic()
             if now >= deadline:
@@ -373,6 +374,11 @@ class LambdaRunner:
                         done = time.monotonic()
                         return Outcome(payload, error, duration_ms=(done - (init_at or started)) * 1000,
                                        init_ms=self._ms(started, init_at))
+                continue
+            if chunk is None and process.poll() is not None and not looked_again:
+                # It may have written its result and ended between the select and the poll:
+                # one more select reads what the pipe still holds.
+                looked_again = True
                 continue
             if chunk == b"" or (chunk is None and process.poll() is not None):
                 # The process ended (or closed the pipe) without a result.
