@@ -6,6 +6,7 @@
 
 pub mod dag;
 pub mod diff;
+pub mod drift;
 pub mod intrinsics;
 pub mod plan;
 pub mod ref_values;

@@ -89,6 +89,10 @@ pub struct DeployArgs {
     /// custom resource's handler, CloudFormation's limits).
     #[arg(long, value_name = "SECONDS")]
     resource_timeout: Option<u64>,
+    /// Do not read resources back as their drift baseline (`observedProperties`) after
+    /// creates and updates, nor fill in records that lack one.
+    #[arg(long)]
+    no_capture_observed_state: bool,
     /// Print one JSON object per event.
     #[arg(long)]
     json: bool,
@@ -183,6 +187,7 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
                     .map(|id| (id.clone(), crate::state::schema::ProvisionedBy::Sdk)),
             )
             .collect(),
+        capture_observed: !args.no_capture_observed_state,
     };
     let parameters = parameters(&args.parameters)?;
     let aws = context.aws().await;

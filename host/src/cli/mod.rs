@@ -5,6 +5,7 @@ mod assets;
 mod bootstrap;
 mod deploy;
 mod diff;
+mod drift;
 mod force_unlock;
 mod providers;
 mod scrub;
@@ -90,6 +91,8 @@ enum Command {
     Diff(diff::DiffArgs),
     /// Deploy the app's stacks.
     Deploy(deploy::DeployArgs),
+    /// Compare what AWS holds with the recorded resources; accept or revert what drifted.
+    Drift(drift::DriftArgs),
     /// Delete the app's stacks and their resources.
     Destroy(deploy::DestroyArgs),
     /// Undo the last failed deploy of a stack, from its rollback journal (no synthesis).
@@ -174,6 +177,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::List(args) => synth::run_list(&context, args).await,
         Command::Diff(args) => diff::run(&context, args).await,
         Command::Deploy(args) => deploy::deploy(&context, args).await,
+        Command::Drift(args) => drift::run(&context, args).await,
         Command::Destroy(args) => deploy::destroy(&context, args).await,
         Command::Rollback(args) => deploy::rollback(&context, args).await,
         Command::Orphan(args) => deploy::orphan(&context, args).await,

@@ -82,6 +82,9 @@ pub enum StateCommand {
     },
     /// Destroy stacks from their state records alone (no CDK app needed).
     Destroy(super::deploy::StateDestroyArgs),
+    /// Read every recorded resource back from AWS as its drift baseline (`observedProperties`),
+    /// without deploying.
+    RefreshObserved(super::drift::RefreshObservedArgs),
     /// Copy state from a legacy `cdkd-state-{account}-{region}` bucket to the default bucket.
     Migrate {
         /// The region of the legacy bucket.
@@ -107,6 +110,9 @@ pub async fn run(context: &CommandContext, command: StateCommand) -> anyhow::Res
     }
     if let StateCommand::Destroy(args) = command {
         return super::deploy::state_destroy(context, args).await;
+    }
+    if let StateCommand::RefreshObserved(args) = command {
+        return super::drift::refresh_observed(context, args).await;
     }
     let store = context.state().await?;
     match command {
@@ -138,7 +144,9 @@ pub async fn run(context: &CommandContext, command: StateCommand) -> anyhow::Res
             let region = resolve_region(context, &store, &stack, stack_region.as_deref()).await?;
             orphan(context, &store, &stack, &region, force).await
         }
-        StateCommand::Migrate { .. } | StateCommand::Destroy(_) => unreachable!("handled above"),
+        StateCommand::Migrate { .. }
+        | StateCommand::Destroy(_)
+        | StateCommand::RefreshObserved(_) => unreachable!("handled above"),
     }
 }
 

@@ -57,7 +57,7 @@ impl Default for DestroyOptions {
 
 impl Engine<'_> {
     /// Cloud Control for `region` and the plugins that own `records` or `intents`.
-    async fn owners_of(
+    pub(crate) async fn owners_of(
         &self,
         region: &str,
         records: &[&ResourceState],

@@ -15,7 +15,9 @@ use serde_json::{json, Map, Value};
 
 use super::journal::Journal;
 use super::store::{HeldLock, RecordStore, StackLocks};
-use crate::provisioning::operations::{ProviderSet, ProviderSource, ResourceOperations};
+use crate::provisioning::operations::{
+    Observation, ProviderSet, ProviderSource, ResourceOperations,
+};
 use crate::provisioning::provider::{AccountIds, CreateSpec, Found};
 use crate::provisioning::router::Decision;
 use crate::state::backend::{StateLocation, StoredState};
@@ -83,6 +85,20 @@ impl FakeCloud {
     /// What exists, by physical id.
     pub fn live(&self) -> BTreeMap<String, LiveResource> {
         guard(&self.cloud).resources.clone()
+    }
+
+    /// Changes a resource behind the engine's back (drift), or deletes it with `None`.
+    pub fn tamper(&self, physical_id: &str, change: Option<(&str, Value)>) {
+        let mut cloud = guard(&self.cloud);
+        match change {
+            Some((key, value)) => {
+                let resource = cloud.resources.get_mut(physical_id).expect("a resource");
+                resource.properties.insert(key.to_string(), value);
+            }
+            None => {
+                cloud.resources.remove(physical_id);
+            }
+        }
     }
 
     /// Logs the call, waits its delay, then fails it if told to.
@@ -223,12 +239,12 @@ impl ResourceOperations for FakeCloud {
         _logical_id: &str,
         physical_id: &str,
         _properties: &Map<String, Value>,
-    ) -> Option<Map<String, Value>> {
+    ) -> Result<Observation, ProviderError> {
         let cloud = guard(&self.cloud);
-        cloud
-            .resources
-            .get(physical_id)
-            .map(|r| r.properties.clone())
+        Ok(match cloud.resources.get(physical_id) {
+            Some(resource) => Observation::Live(resource.properties.clone()),
+            None => Observation::Gone,
+        })
     }
 
     /// Logged as `"snapshot {logical id}"`; fails when `"{logical id}#snapshot"` is failing.
@@ -317,6 +333,15 @@ impl MemoryStore {
         let records = guard(&self.records);
         let key = (stack.to_string(), region.to_string());
         records.records.get(&key).map(|(state, _)| state.clone())
+    }
+
+    /// Changes a stored record in place (an older writer's record, a hand edit).
+    pub fn edit(&self, stack: &str, region: &str, change: impl FnOnce(&mut StackState)) {
+        let mut records = guard(&self.records);
+        let key = (stack.to_string(), region.to_string());
+        if let Some((state, _)) = records.records.get_mut(&key) {
+            change(state);
+        }
     }
 
     /// The stored journal of a stack.

@@ -4,6 +4,7 @@
 pub mod deletes;
 pub mod deploy;
 pub mod destroy;
+pub mod drift;
 pub mod engine;
 pub mod executor;
 pub mod external;

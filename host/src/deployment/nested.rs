@@ -15,7 +15,7 @@ use super::deploy::{DeployOptions, StackInput};
 use super::destroy::DestroyOptions;
 use super::engine::Engine;
 use super::external::StateSnapshot;
-use crate::provisioning::operations::{ProviderSet, ResourceOperations};
+use crate::provisioning::operations::{Observation, ProviderSet, ResourceOperations};
 use crate::provisioning::preflight::NESTED_STACK;
 use crate::provisioning::provider::{AccountIds, CreateSpec, Found};
 use crate::provisioning::router::Decision;
@@ -215,8 +215,9 @@ impl ResourceOperations for NestedStacks<'_> {
         _logical_id: &str,
         _physical_id: &str,
         _properties: &Map<String, Value>,
-    ) -> Option<Map<String, Value>> {
-        None
+    ) -> Result<Observation, ProviderError> {
+        // A nested stack's resources are read in its own record, not through the parent.
+        Ok(Observation::NoReader)
     }
 }
 

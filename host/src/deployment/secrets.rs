@@ -14,6 +14,29 @@ use serde_json::{Map, Value};
 /// What stands in for a secret in state, outputs and printed records.
 pub const MASK: &str = "***";
 
+/// Puts the mask into `observed` wherever `recorded` holds it: a value a resource consumed
+/// from a `NoEcho` response reads back in plaintext, and must be written down masked there too.
+pub fn mask_as_recorded(recorded: &Value, observed: &mut Value) {
+    match (recorded, observed) {
+        (Value::String(mask), observed) if mask == MASK && !observed.is_null() => {
+            *observed = Value::String(MASK.into());
+        }
+        (Value::Object(recorded), Value::Object(observed)) => {
+            for (key, value) in recorded {
+                if let Some(live) = observed.get_mut(key) {
+                    mask_as_recorded(value, live);
+                }
+            }
+        }
+        (Value::Array(recorded), Value::Array(observed)) => {
+            for (value, live) in recorded.iter().zip(observed.iter_mut()) {
+                mask_as_recorded(value, live);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The secrets produced in this run, by `(logical id, attribute)`.
 #[derive(Debug, Default)]
 pub struct RunSecrets {

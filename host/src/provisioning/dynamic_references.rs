@@ -18,7 +18,7 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{ErrorKind, ProviderError};
 use serde_json::{Map, Value};
 
-use super::operations::ResourceOperations;
+use super::operations::{Observation, ResourceOperations};
 use super::provider::{AccountIds, CreateSpec, Found};
 use crate::aws_env::AwsEnvironment;
 
@@ -662,14 +662,20 @@ impl<O: ResourceOperations> ResourceOperations for Resolving<O> {
         logical_id: &str,
         physical_id: &str,
         properties: &Map<String, Value>,
-    ) -> Option<Map<String, Value>> {
-        let resolved = self.references.resolve(logical_id, properties).await.ok()?;
-        let mut live = self
+    ) -> Result<Observation, ProviderError> {
+        let resolved = self.references.resolve(logical_id, properties).await?;
+        let observed = self
             .inner
             .read_current_state(resource_type, logical_id, physical_id, &resolved.properties)
-            .await?;
-        resolved.scrub_map(&mut live);
-        Some(live)
+            .await
+            .map_err(|e| resolved.scrub_error(e))?;
+        Ok(match observed {
+            Observation::Live(mut live) => {
+                resolved.scrub_map(&mut live);
+                Observation::Live(live)
+            }
+            other => other,
+        })
     }
 
     async fn final_snapshot(

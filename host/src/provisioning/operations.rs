@@ -81,14 +81,15 @@ pub trait ResourceOperations: Send + Sync {
         properties: &Map<String, Value>,
     ) -> Result<DeleteResult, ProviderError>;
 
-    /// The AWS-current properties, when the provider can read them.
+    /// What AWS holds now: the resource's properties in template shape, its absence, or
+    /// that this provider has no reader for the type.
     async fn read_current_state(
         &self,
         resource_type: &str,
         logical_id: &str,
         physical_id: &str,
         properties: &Map<String, Value>,
-    ) -> Option<Map<String, Value>>;
+    ) -> Result<Observation, ProviderError>;
 
     /// Takes the final snapshot `DeletionPolicy: Snapshot` asks for, complete when it returns.
     async fn final_snapshot(
@@ -101,6 +102,27 @@ pub trait ResourceOperations: Send + Sync {
             "{} cannot take snapshots of {resource_type}",
             self.label()
         )))
+    }
+}
+
+/// What a provider's reader found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observation {
+    /// The resource exists; its properties as AWS reports them, in template shape.
+    Live(Map<String, Value>),
+    /// The resource no longer exists.
+    Gone,
+    /// The provider cannot read this type.
+    NoReader,
+}
+
+impl Observation {
+    /// The live properties, if the resource was read.
+    pub fn live(self) -> Option<Map<String, Value>> {
+        match self {
+            Observation::Live(properties) => Some(properties),
+            Observation::Gone | Observation::NoReader => None,
+        }
     }
 }
 

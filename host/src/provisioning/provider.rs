@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use super::cloud_control::CloudControlProvider;
 use super::names::{self, ChosenName, IdFromName};
-use super::operations::ResourceOperations;
+use super::operations::{Observation, ResourceOperations};
 
 /// What makes one create idempotent, and what it must report.
 #[derive(Debug, Clone, Copy)]
@@ -357,41 +357,50 @@ impl ResourceOperations for Provider<'_> {
         }
     }
 
-    /// The AWS-current properties, when the provider can read them.
+    /// What AWS holds now (retried like every other call).
     async fn read_current_state(
         &self,
         resource_type: &str,
         logical_id: &str,
         physical_id: &str,
         properties: &Map<String, Value>,
-    ) -> Option<Map<String, Value>> {
-        match self {
-            Provider::Plugin(plugin, _) => {
-                let supports = plugin.manifest().resource_types.iter().any(|t| {
-                    t.covers(resource_type)
-                        && t.supports(cdkd_provider_api::protocol::operation::READ_CURRENT_STATE)
-                });
-                if !supports {
-                    return None;
+    ) -> Result<Observation, ProviderError> {
+        let read = with_retries(&format!("read {logical_id}"), || async {
+            match self {
+                Provider::Plugin(plugin, _) => {
+                    let supports = plugin.manifest().resource_types.iter().any(|t| {
+                        t.covers(resource_type)
+                            && t.supports(
+                                cdkd_provider_api::protocol::operation::READ_CURRENT_STATE,
+                            )
+                    });
+                    if !supports {
+                        return Ok(Observation::NoReader);
+                    }
+                    let read = plugin
+                        .read_current_state(
+                            resource_type,
+                            &ReadCurrentStateRequest {
+                                logical_id: logical_id.to_string(),
+                                physical_id: physical_id.to_string(),
+                                properties: properties.clone(),
+                            },
+                        )
+                        .await?;
+                    Ok(read.properties.map_or(Observation::Gone, Observation::Live))
                 }
-                plugin
-                    .read_current_state(
-                        resource_type,
-                        &ReadCurrentStateRequest {
-                            logical_id: logical_id.to_string(),
-                            physical_id: physical_id.to_string(),
-                            properties: properties.clone(),
-                        },
-                    )
-                    .await
-                    .ok()
-                    .and_then(|r| r.properties)
+                Provider::CloudControl(cc) => Ok(cc
+                    .read_current_state(resource_type, physical_id)
+                    .await?
+                    .map_or(Observation::Gone, Observation::Live)),
             }
-            Provider::CloudControl(cc) => cc
-                .read_current_state(resource_type, physical_id)
-                .await
-                .ok()
-                .flatten(),
+        })
+        .await;
+        match read {
+            Err(error) if error.kind == ErrorKind::NOT_FOUND => Ok(Observation::Gone),
+            // A plugin built before the type had a reader answers "unsupported".
+            Err(error) if error.kind == ErrorKind::UNSUPPORTED => Ok(Observation::NoReader),
+            other => other,
         }
     }
 

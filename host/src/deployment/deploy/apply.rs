@@ -295,6 +295,9 @@ impl StackRun<'_> {
         self.ledger.change(|s| {
             s.resources.insert(logical_id.to_string(), after.clone());
         });
+        if action != OperationKind::Policy {
+            self.captures.request(logical_id);
+        }
         Applied::Done {
             operation: Box::new(Operation {
                 logical_id: logical_id.to_string(),

@@ -6,6 +6,7 @@
 mod apply;
 mod environment;
 mod finish;
+mod observe;
 mod run;
 mod write_ahead;
 
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use self::observe::Captures;
 use self::run::RunRecord;
 use self::write_ahead::WriteAhead;
 use super::deletes::{is_snapshot, no_snapshot_path};
@@ -29,7 +31,7 @@ use crate::analyzer::plan::{plan, StackContext, StackPlan};
 use crate::analyzer::template::Template;
 use crate::provisioning::cloud_control::has_attribute;
 use crate::provisioning::create_only::{registry_types, KnownCreateOnly};
-use crate::provisioning::operations::{owner_types, ProviderSet};
+use crate::provisioning::operations::{owner_types, Observation, ProviderSet};
 use crate::provisioning::preflight::{route_all, Candidate};
 use crate::provisioning::provider::AccountIds;
 use crate::provisioning::router::{AllowedDrops, Decision};
@@ -50,6 +52,9 @@ pub struct DeployOptions {
     pub resource_timeout: Duration,
     /// Resources to destroy and re-create on the given layer (`--recreate-via-…`).
     pub recreate: BTreeMap<String, ProvisionedBy>,
+    /// Read each created or updated resource back as its `observedProperties` (and fill in
+    /// records that lack them); off with `--no-capture-observed-state`.
+    pub capture_observed: bool,
 }
 
 impl Default for DeployOptions {
@@ -61,6 +66,7 @@ impl Default for DeployOptions {
             replace_first: false,
             resource_timeout: Duration::from_secs(30 * 60),
             recreate: BTreeMap::new(),
+            capture_observed: true,
         }
     }
 }
@@ -126,6 +132,7 @@ struct StackRun<'r> {
     ledger: Ledger,
     run: Mutex<RunRecord>,
     secrets: RunSecrets,
+    captures: Captures,
     started: Instant,
 }
 
@@ -298,10 +305,19 @@ impl Engine<'_> {
             ledger,
             run: Mutex::new(RunRecord::default()),
             secrets: RunSecrets::default(),
+            captures: Captures::new(options.capture_observed),
             started,
         };
         run.read_back_missing_attributes().await;
-        let outcomes = run.execute().await;
+        run.queue_missing_baselines();
+        let (outcomes, ()) = tokio::join!(
+            async {
+                let outcomes = run.execute().await;
+                run.captures.close();
+                outcomes
+            },
+            run.capture_observed()
+        );
         let interrupted = *self.stop.borrow();
         let first_failure = outcomes.iter().find_map(|(id, o)| match o {
             Outcome::Failed(message) => Some(format!("{id}: {message}")),
@@ -385,7 +401,9 @@ impl StackRun<'_> {
             (id, model)
         });
         for (id, model) in futures_util::future::join_all(reads).await {
-            let Some(model) = model else { continue };
+            let Ok(Observation::Live(model)) = model else {
+                continue;
+            };
             self.ledger.change(|state| {
                 if let Some(record) = state.resources.get_mut(id) {
                     let attributes = record.attributes.get_or_insert_with(Map::new);

@@ -528,3 +528,135 @@ async fn destroy_snapshots_what_asks_for_it() {
     assert!(position(&calls, "snapshot Logs") < position(&calls, "delete Logs"));
     assert!(world.cloud.live().is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn creates_and_updates_capture_observed_state_and_missing_baselines_are_filled_in() {
+    let world = World::new();
+    world
+        .deploy(&app(), &DeployOptions::default())
+        .await
+        .unwrap();
+    let record = world.record();
+    let live = world.cloud.live();
+    for (id, resource) in &record.resources {
+        assert_eq!(
+            resource.observed_properties.as_ref(),
+            Some(&live[&resource.physical_id].properties),
+            "{id}"
+        );
+    }
+
+    // An older cdkd's record has no baseline: a deploy with no change fills it in (reads only).
+    world.store.edit(STACK, REGION, |state| {
+        for resource in state.resources.values_mut() {
+            resource.observed_properties = None;
+        }
+    });
+    world.cloud.clear_calls();
+    world
+        .deploy(&app(), &DeployOptions::default())
+        .await
+        .unwrap();
+    assert!(world.cloud.calls().is_empty(), "{:?}", world.cloud.calls());
+    let record = world.record();
+    assert!(record
+        .resources
+        .values()
+        .all(|r| r.observed_properties.is_some()));
+
+    // An update is read back with its new value.
+    let mut changed = app();
+    changed["Resources"]["Logs"]["Properties"]["RetentionInDays"] = json!(14);
+    world
+        .deploy(&changed, &DeployOptions::default())
+        .await
+        .unwrap();
+    let observed = world.record().resources["Logs"].observed_properties.clone();
+    assert_eq!(observed.unwrap()["RetentionInDays"], json!(14));
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_capture_observed_state_leaves_records_without_a_baseline() {
+    let world = World::new();
+    let options = DeployOptions {
+        capture_observed: false,
+        ..DeployOptions::default()
+    };
+    world.deploy(&app(), &options).await.unwrap();
+    assert!(world
+        .record()
+        .resources
+        .values()
+        .all(|r| r.observed_properties.is_none()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn drift_is_found_accepted_and_reverted() {
+    use crate::deployment::drift::{DriftStatus, Reverted};
+    let world = World::new();
+    world
+        .deploy(&app(), &DeployOptions::default())
+        .await
+        .unwrap();
+    let record = world.record();
+    let queue = record.resources["Queue"].physical_id.clone();
+    let logs = record.resources["Logs"].physical_id.clone();
+    let engine = world.engine();
+    let drift = engine.detect_drift(STACK, REGION, 4).await.unwrap();
+    assert!(!drift.drifted() && !drift.incomplete());
+
+    world
+        .cloud
+        .tamper(&queue, Some(("VisibilityTimeout", json!(60))));
+    world.cloud.tamper(&logs, None);
+    let drift = engine.detect_drift(STACK, REGION, 4).await.unwrap();
+    assert!(drift.drifted());
+    let status = |id: &str| {
+        drift
+            .resources
+            .iter()
+            .find(|r| r.logical_id == id)
+            .map(|r| r.status.clone())
+            .unwrap()
+    };
+    let DriftStatus::Drifted(differences) = status("Queue") else {
+        panic!("{:?}", status("Queue"));
+    };
+    assert_eq!(differences[0].dotted(), "VisibilityTimeout");
+    assert_eq!(differences[0].live, Some(json!(60)));
+    assert_eq!(status("Logs"), DriftStatus::Deleted);
+    assert_eq!(status("Topic"), DriftStatus::InSync);
+
+    // Revert: the queue goes back; the deleted log group is reported, then forgotten on ask.
+    let (_, reverted) = engine.revert_drift(STACK, REGION, 4, false).await.unwrap();
+    assert!(
+        matches!(&reverted[..], [Reverted::LeftDeleted(l), Reverted::Restored(q)] if l == "Logs" && q == "Queue"),
+        "{reverted:?}"
+    );
+    assert_eq!(
+        world.cloud.live()[&queue].properties["VisibilityTimeout"],
+        json!(30)
+    );
+    assert!(!world.locks.is_held(STACK, REGION));
+    let (_, reverted) = engine.revert_drift(STACK, REGION, 4, true).await.unwrap();
+    assert!(
+        matches!(&reverted[..], [Reverted::Forgotten(l)] if l == "Logs"),
+        "{reverted:?}"
+    );
+    assert!(!world.record().resources.contains_key("Logs"));
+
+    // Accept: AWS's value becomes the baseline and the recorded property.
+    world
+        .cloud
+        .tamper(&queue, Some(("VisibilityTimeout", json!(90))));
+    let (_, accepted) = engine.accept_drift(STACK, REGION, 4).await.unwrap();
+    assert_eq!(accepted[0].paths, ["VisibilityTimeout"]);
+    let queue_record = world.record().resources["Queue"].clone();
+    assert_eq!(queue_record.properties["VisibilityTimeout"], json!(90));
+    assert_eq!(
+        queue_record.observed_properties.unwrap()["VisibilityTimeout"],
+        json!(90)
+    );
+    let drift = engine.detect_drift(STACK, REGION, 4).await.unwrap();
+    assert!(!drift.drifted(), "{:?}", drift.resources);
+}

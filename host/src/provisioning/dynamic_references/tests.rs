@@ -150,8 +150,8 @@ impl ResourceOperations for Echo {
         _: &str,
         _: &str,
         properties: &Map<String, Value>,
-    ) -> Option<Map<String, Value>> {
-        Some(properties.clone())
+    ) -> Result<Observation, ProviderError> {
+        Ok(Observation::Live(properties.clone()))
     }
 }
 
@@ -296,7 +296,7 @@ async fn errors_and_read_back_state_never_carry_the_plaintext() {
         .read_current_state("T", "Fn", "id", &template_properties())
         .await
         .unwrap();
-    assert_eq!(live, template_properties());
+    assert_eq!(live, Observation::Live(template_properties()));
 }
 
 #[tokio::test]

@@ -1,0 +1,151 @@
+//! `observedProperties`: what AWS holds right after each create and update (the drift
+//! baseline), read off the critical path. Steps queue their resource and go on; one reader
+//! loop runs beside the execution, several reads at once, and writes each result into the
+//! ledger, so the final save carries them all. Records an older cdkd wrote without the field
+//! are queued at the start, so even a deploy with no change refreshes them.
+
+use std::sync::Mutex;
+
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+use super::StackRun;
+use crate::analyzer::diff::Action;
+use crate::deployment::secrets::mask_as_recorded;
+use crate::provisioning::operations::Observation;
+use crate::provisioning::preflight::NESTED_STACK;
+
+/// The queue of resources whose live state is to be captured.
+pub(super) struct Captures {
+    queue: Mutex<Option<UnboundedSender<String>>>,
+    receiver: Mutex<Option<UnboundedReceiver<String>>>,
+}
+
+impl Captures {
+    /// A queue, or none when capture is off (`--no-capture-observed-state`).
+    pub(super) fn new(enabled: bool) -> Captures {
+        let (queue, receiver) = if enabled {
+            let (sender, receiver) = unbounded_channel();
+            (Some(sender), Some(receiver))
+        } else {
+            (None, None)
+        };
+        Captures {
+            queue: Mutex::new(queue),
+            receiver: Mutex::new(receiver),
+        }
+    }
+
+    /// Asks for `logical_id`'s live state once its current operation is recorded.
+    pub(super) fn request(&self, logical_id: &str) {
+        if let Some(queue) = self
+            .queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            let _ = queue.send(logical_id.to_string());
+        }
+    }
+
+    /// No more requests: the reader loop ends once the queued ones are read.
+    pub(super) fn close(&self) {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    fn take_receiver(&self) -> Option<UnboundedReceiver<String>> {
+        self.receiver
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+}
+
+impl StackRun<'_> {
+    /// Queues the records that have no baseline yet and that this deploy leaves as they are.
+    pub(super) fn queue_missing_baselines(&self) {
+        let Some(recorded) = self.recorded.as_ref() else {
+            return;
+        };
+        for (logical_id, record) in &recorded.resources {
+            let unchanged = self
+                .change_at
+                .get(logical_id)
+                .is_some_and(|&at| self.planned.changes[at].action == Action::NoChange);
+            if unchanged
+                && record.observed_properties.is_none()
+                && record.resource_type != NESTED_STACK
+            {
+                self.captures.request(logical_id);
+            }
+        }
+    }
+
+    /// Reads every queued resource until the queue is closed and drained.
+    pub(super) async fn capture_observed(&self) {
+        let Some(receiver) = self.captures.take_receiver() else {
+            return;
+        };
+        let requests = futures_util::stream::unfold(receiver, |mut receiver| async move {
+            receiver.recv().await.map(|id| (id, receiver))
+        });
+        requests
+            .for_each_concurrent(self.options.concurrency.max(1), |logical_id| async move {
+                if !*self.engine.stop.borrow() {
+                    self.capture_one(&logical_id).await;
+                }
+            })
+            .await;
+    }
+
+    async fn capture_one(&self, logical_id: &str) {
+        let Some(record) = self.ledger.read(|s| s.resources.get(logical_id).cloned()) else {
+            return;
+        };
+        let read = self
+            .providers
+            .for_record(&record)
+            .read_current_state(
+                &record.resource_type,
+                logical_id,
+                &record.physical_id,
+                &record.properties,
+            )
+            .await;
+        let live = match read {
+            Ok(Observation::Live(live)) => live,
+            Ok(Observation::Gone) => {
+                tracing::warn!(
+                    "{}: {logical_id} ({}) was not found when its observed state was read",
+                    self.stack(),
+                    record.physical_id
+                );
+                return;
+            }
+            Ok(Observation::NoReader) => return,
+            Err(err) => {
+                tracing::warn!(
+                    "{}: reading {logical_id}'s observed state failed (the drift baseline stays as it was): {err}",
+                    self.stack()
+                );
+                return;
+            }
+        };
+        let mut observed = Value::Object(self.secrets.mask_map(&live));
+        mask_as_recorded(&Value::Object(record.properties.clone()), &mut observed);
+        let Value::Object(observed) = observed else {
+            unreachable!("masking keeps the shape")
+        };
+        self.ledger.change(|s| {
+            // Only the record that was read: a later operation in this run replaced it.
+            if let Some(current) = s.resources.get_mut(logical_id) {
+                if current.physical_id == record.physical_id
+                    && current.properties == record.properties
+                {
+                    current.observed_properties = Some(observed);
+                }
+            }
+        });
+    }
+}
