@@ -13,8 +13,10 @@ ListResources answer the full model, read-only attributes included. A client tok
 request: sent again with the same operation and type, it answers that request's progress event;
 sent with another operation or type, it is refused with ClientTokenConflictException.
 
-Not modelled: resources deleted behind Cloud Control's back (GetResource still finds them),
-type schemas (DescribeType lives in CloudFormation), hooks, cancellation.
+GetResource reads the service for the types in LIVE_READERS (a change or a delete made through
+the service API shows, as on AWS); for other types it answers the model as last written, so a
+resource of such a type deleted behind Cloud Control's back is still found. Not modelled: type
+schemas (DescribeType lives in CloudFormation), hooks, cancellation.
 """
 
 import json
@@ -223,12 +225,18 @@ class CloudControl:
         type_name = _required(body, "TypeName")
         identifier = _required(body, "Identifier")
         entry = self._find(type_name, identifier)
+        document = _resource_model(type_name, entry["model"], entry["properties"], identifier)
+        reader = LIVE_READERS.get(type_name)
+        if reader is not None:
+            live = reader(entry["model"])
+            if live is None:
+                # Deleted through the service's own API: gone for Cloud Control too.
+                del self._resources[(type_name, identifier)]
+                raise ApiError("ResourceNotFoundException", f"{type_name} with identifier {identifier} not found")
+            document.update(live)
         return {
             "TypeName": type_name,
-            "ResourceDescription": {
-                "Identifier": identifier,
-                "Properties": json.dumps(_resource_model(type_name, entry["model"], entry["properties"], identifier)),
-            },
+            "ResourceDescription": {"Identifier": identifier, "Properties": json.dumps(document)},
         }
 
     def _list(self, body, _account_id, _region):
@@ -493,6 +501,41 @@ def _refuse_create_only_changes(type_name, before, after, region):
     if changed:
         pointers = ", ".join(f"/properties/{name}" for name in changed)
         raise _Failure("NotUpdatable", f"Invalid patch update: createOnlyProperties [{pointers}] cannot be updated")
+
+
+def _read_queue(model):
+    """An SQS queue as GetResource reports it, read from moto's SQS backend (None: deleted)."""
+    from moto.sqs.models import sqs_backends
+    queue = sqs_backends[model.account_id][model.region].queues.get(model.name)
+    if queue is None:
+        return None
+    live = {
+        "VisibilityTimeout": int(queue.visibility_timeout),
+        "MessageRetentionPeriod": int(queue.message_retention_period),
+        "DelaySeconds": int(queue.delay_seconds),
+        "MaximumMessageSize": int(queue.maximum_message_size),
+        "ReceiveMessageWaitTimeSeconds": int(queue.receive_message_wait_time_seconds),
+    }
+    if queue.tags:
+        live["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(queue.tags.items())]
+    return live
+
+
+def _read_topic(model):
+    """An SNS topic as GetResource reports it (None: deleted)."""
+    from moto.sns.models import sns_backends
+    backend = sns_backends[model.account_id][model.region]
+    topic = backend.topics.get(model.arn)
+    if topic is None:
+        return None
+    live = {"TopicArn": topic.arn, "TopicName": topic.name}
+    if topic.display_name:
+        live["DisplayName"] = topic.display_name
+    return live
+
+
+# Types whose GetResource reads the service, so that out-of-band changes and deletes show.
+LIVE_READERS = {"AWS::SQS::Queue": _read_queue, "AWS::SNS::Topic": _read_topic}
 
 
 def _model_class(type_name):

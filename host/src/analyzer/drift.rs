@@ -172,6 +172,58 @@ fn is_id(value: &Value) -> bool {
     }
 }
 
+/// The keys that say which traffic a security group rule is about.
+const RULE_KEYS: &[&str] = &[
+    "IpProtocol",
+    "FromPort",
+    "ToPort",
+    "CidrIp",
+    "CidrIpv6",
+    "SourceSecurityGroupId",
+    "SourcePrefixListId",
+    "DestinationSecurityGroupId",
+    "DestinationPrefixListId",
+];
+
+/// Removes from a security group's rule lists the rules that a standalone
+/// `AWS::EC2::SecurityGroupIngress` / `Egress` of the same stack (`siblings`: type and
+/// properties) makes on it: they are that resource's, not the group's drift, and they may or
+/// may not be in the group's captured baseline depending on which was read first.
+pub fn without_sibling_rules<'a>(
+    group_id: &str,
+    properties: &mut Map<String, Value>,
+    siblings: impl IntoIterator<Item = (&'a str, &'a Map<String, Value>)>,
+) {
+    let siblings: Vec<(&str, &Map<String, Value>)> = siblings
+        .into_iter()
+        .filter(|(_, p)| p.get("GroupId").and_then(Value::as_str) == Some(group_id))
+        .collect();
+    for (list, kind) in [
+        ("SecurityGroupIngress", "AWS::EC2::SecurityGroupIngress"),
+        ("SecurityGroupEgress", "AWS::EC2::SecurityGroupEgress"),
+    ] {
+        let Some(Value::Array(rules)) = properties.get_mut(list) else {
+            continue;
+        };
+        rules.retain(|rule| {
+            !siblings
+                .iter()
+                .any(|(t, sibling)| *t == kind && same_rule(rule, sibling))
+        });
+    }
+}
+
+fn same_rule(rule: &Value, sibling: &Map<String, Value>) -> bool {
+    let text = |value: Option<&Value>| match value {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.to_ascii_lowercase()),
+        Some(other) => Some(other.to_string()),
+    };
+    RULE_KEYS
+        .iter()
+        .all(|key| text(rule.get(*key)) == text(sibling.get(*key)))
+}
+
 /// Why a position cannot be written from AWS's value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {
@@ -396,6 +448,29 @@ mod tests {
         let gone = map(json!({"Password": "x", "Config": {"Level": 2}}));
         let err = reverted(&observed, &gone, &found.differences).unwrap_err();
         assert!(err.contains("Config.Token"), "{err}");
+    }
+
+    #[test]
+    fn a_standalone_rules_entry_is_not_the_groups_drift() {
+        let mut live = map(json!({"SecurityGroupIngress": [
+            {"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "CidrIp": "10.0.0.0/16"},
+            {"IpProtocol": "tcp", "FromPort": 8080, "ToPort": 8080, "CidrIp": "10.1.0.0/16"}]}));
+        let sibling = map(json!({"GroupId": "sg-1", "IpProtocol": "TCP", "FromPort": "8080",
+            "ToPort": 8080, "CidrIp": "10.1.0.0/16"}));
+        let elsewhere = map(json!({"GroupId": "sg-2", "IpProtocol": "tcp", "FromPort": 443,
+            "ToPort": 443, "CidrIp": "10.0.0.0/16"}));
+        without_sibling_rules(
+            "sg-1",
+            &mut live,
+            [
+                ("AWS::EC2::SecurityGroupIngress", &sibling),
+                ("AWS::EC2::SecurityGroupIngress", &elsewhere),
+            ],
+        );
+        assert_eq!(
+            live["SecurityGroupIngress"],
+            json!([{"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "CidrIp": "10.0.0.0/16"}])
+        );
     }
 
     #[test]

@@ -13,7 +13,9 @@ use serde_json::{Map, Value};
 
 use super::engine::Engine;
 use super::secrets::mask_as_recorded;
-use crate::analyzer::drift::{accepted, compare, reverted, Difference, Refused};
+use crate::analyzer::drift::{
+    accepted, compare, reverted, without_sibling_rules, Difference, Refused,
+};
 use crate::provisioning::operations::{Observation, ProviderSet};
 use crate::provisioning::preflight::NESTED_STACK;
 use crate::provisioning::registry::is_custom_resource;
@@ -64,6 +66,8 @@ pub struct StackDrift {
     pub resources: Vec<ResourceDrift>,
     /// The live properties read, by logical id.
     live: BTreeMap<String, Map<String, Value>>,
+    /// The records as compared (a security group without its standalone rules' entries).
+    compared: BTreeMap<String, ResourceState>,
     /// The record compared, for a conditional save.
     stored: Option<StoredState>,
 }
@@ -145,9 +149,20 @@ impl Engine<'_> {
             region: region.to_string(),
             resources: Vec::new(),
             live: BTreeMap::new(),
+            compared: BTreeMap::new(),
             stored,
         };
         for ((logical_id, record), read) in records.iter().zip(reads) {
+            let mut record = record.clone();
+            let read = read.map(|read| {
+                read.map(|observed| match observed {
+                    Observation::Live(mut live) => {
+                        own_rules_only(&mut record, &mut live, &records);
+                        Observation::Live(live)
+                    }
+                    other => other,
+                })
+            });
             let mut entry = ResourceDrift {
                 logical_id: logical_id.clone(),
                 resource_type: record.resource_type.clone(),
@@ -166,6 +181,7 @@ impl Engine<'_> {
                     );
                     entry.masked = comparison.masked.len();
                     drift.live.insert(logical_id.clone(), live);
+                    drift.compared.insert(logical_id.clone(), record.clone());
                     if comparison.differences.is_empty() {
                         DriftStatus::InSync
                     } else {
@@ -175,7 +191,7 @@ impl Engine<'_> {
                 Some(Ok(Observation::Gone)) => DriftStatus::Deleted,
                 Some(Ok(Observation::NoReader)) => DriftStatus::NotComparable(format!(
                     "{} has no reader for {}",
-                    providers.for_record(record).label(),
+                    providers.for_record(&record).label(),
                     record.resource_type
                 )),
                 Some(Err(err)) => DriftStatus::NotComparable(format!("reading it failed: {err}")),
@@ -216,13 +232,16 @@ impl Engine<'_> {
             let DriftStatus::Drifted(differences) = &entry.status else {
                 continue;
             };
-            let Some(record) = state.resources.get_mut(&entry.logical_id) else {
+            let (Some(record), Some(compared)) = (
+                state.resources.get_mut(&entry.logical_id),
+                drift.compared.get(&entry.logical_id),
+            ) else {
                 continue;
             };
-            let baseline = record
+            let baseline = compared
                 .observed_properties
                 .clone()
-                .unwrap_or_else(|| record.properties.clone());
+                .unwrap_or_else(|| compared.properties.clone());
             let (new_baseline, refused) = accepted(&baseline, differences);
             let taken: Vec<&Difference> = differences
                 .iter()
@@ -290,7 +309,10 @@ impl Engine<'_> {
         let providers = self.owners_of(region, &owned, &[]).await?;
         let providers = providers.as_ref();
         let work = drift.resources.iter().filter_map(|entry| {
-            let record = records.get(&entry.logical_id)?;
+            let record = match &entry.status {
+                DriftStatus::Drifted(_) => drift.compared.get(&entry.logical_id)?,
+                _ => records.get(&entry.logical_id)?,
+            };
             match &entry.status {
                 DriftStatus::Drifted(differences) => Some(Work::Restore(
                     entry.logical_id.clone(),
@@ -409,6 +431,27 @@ impl Engine<'_> {
                 .await?;
         }
         Ok(Some(report))
+    }
+}
+
+/// A security group's record and live state without the entries of the rules its stack's
+/// standalone `SecurityGroupIngress` / `Egress` resources own.
+fn own_rules_only(
+    record: &mut ResourceState,
+    live: &mut Map<String, Value>,
+    records: &[(String, ResourceState)],
+) {
+    if record.resource_type != "AWS::EC2::SecurityGroup" {
+        return;
+    }
+    let siblings = || {
+        records
+            .iter()
+            .map(|(_, r)| (r.resource_type.as_str(), &r.properties))
+    };
+    without_sibling_rules(&record.physical_id, live, siblings());
+    if let Some(observed) = record.observed_properties.as_mut() {
+        without_sibling_rules(&record.physical_id.clone(), observed, siblings());
     }
 }
 

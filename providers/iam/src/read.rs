@@ -11,7 +11,7 @@ use crate::principals::{Principal, PRINCIPALS};
 use crate::role::percent_decode;
 
 /// A policy document as IAM returns it (URL-encoded JSON) in template shape.
-fn document(text: &str) -> Value {
+pub(crate) fn document(text: &str) -> Value {
     let decoded = percent_decode(text);
     serde_json::from_str(&decoded).unwrap_or(Value::String(decoded))
 }

@@ -373,8 +373,32 @@ impl ResourceProvider for Role {
                     .collect()
             })
             .map_err(|e| aws_error(&format!("{what}: ListAttachedRolePolicies"), e))?;
+        // Inline policies: one added outside cdkd is drift, as a managed one is.
+        let names = iam
+            .list_role_policies()
+            .role_name(role.role_name())
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: ListRolePolicies"), e))?;
+        let mut inline = Vec::new();
+        for name in names.policy_names() {
+            let policy = iam
+                .get_role_policy()
+                .role_name(role.role_name())
+                .policy_name(name)
+                .send()
+                .await
+                .map_err(|e| aws_error(&format!("{what}: GetRolePolicy {name}"), e))?;
+            inline.push(json!({
+                "PolicyName": name,
+                "PolicyDocument": crate::read::document(policy.policy_document()),
+            }));
+        }
         let mut properties = Map::new();
         properties.insert("RoleName".into(), json!(role.role_name()));
+        if !inline.is_empty() {
+            properties.insert("Policies".into(), Value::Array(inline));
+        }
         properties.insert("Path".into(), json!(role.path()));
         properties.insert("AssumeRolePolicyDocument".into(), trust);
         properties.insert("ManagedPolicyArns".into(), json!(managed));
