@@ -4,8 +4,9 @@
 //!
 //! The baseline is `observedProperties` when the record has it, else `properties`. Only the
 //! baseline's top-level keys are compared (a top-level key only AWS reports is output, not
-//! drift), except that an undeclared top-level key captured empty is skipped: a sibling
-//! resource or AWS fills such keys after the capture. Below the top level, an observed
+//! drift), except that an undeclared top-level key captured empty is skipped (a sibling
+//! resource or AWS fills such keys after the capture), and that against `properties` a key the
+//! reader does not report at all is skipped (a write-only property). Below the top level, an observed
 //! baseline is compared over the keys of both sides (a key added in AWS is drift); a
 //! `properties` baseline only over its own keys (it never held AWS's defaults). Arrays
 //! compare whole; tag lists and lists of ids or ARNs compare in any order. A position that
@@ -53,6 +54,12 @@ pub fn compare(
     let union = observed.is_some();
     for (key, recorded) in baseline {
         if union && !properties.contains_key(key) && is_empty(recorded) {
+            continue;
+        }
+        // Against `properties`, a key the reader never reports (write-only, such as a
+        // function's `Code`) cannot be compared; an observed baseline came from the same
+        // reader, so a key missing there is a real change.
+        if !union && !live.contains_key(key) {
             continue;
         }
         walk(
@@ -378,6 +385,8 @@ mod tests {
         let live =
             map(json!({"MemorySize": 256, "Environment": {"Variables": {"A": "1", "EXTRA": "x"}}}));
         assert!(compare(&properties, None, &live).differences.is_empty());
+        let write_only = map(json!({"Code": {"ZipFile": "x"}}));
+        assert!(compare(&write_only, None, &live).differences.is_empty());
         let live = map(json!({"Environment": {"Variables": {"A": "2"}}}));
         assert_eq!(
             paths(&compare(&properties, None, &live)),
@@ -455,10 +464,14 @@ mod tests {
         let mut live = map(json!({"SecurityGroupIngress": [
             {"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "CidrIp": "10.0.0.0/16"},
             {"IpProtocol": "tcp", "FromPort": 8080, "ToPort": 8080, "CidrIp": "10.1.0.0/16"}]}));
-        let sibling = map(json!({"GroupId": "sg-1", "IpProtocol": "TCP", "FromPort": "8080",
-            "ToPort": 8080, "CidrIp": "10.1.0.0/16"}));
-        let elsewhere = map(json!({"GroupId": "sg-2", "IpProtocol": "tcp", "FromPort": 443,
-            "ToPort": 443, "CidrIp": "10.0.0.0/16"}));
+        let sibling = map(
+            json!({"GroupId": "sg-1", "IpProtocol": "TCP", "FromPort": "8080",
+            "ToPort": 8080, "CidrIp": "10.1.0.0/16"}),
+        );
+        let elsewhere = map(
+            json!({"GroupId": "sg-2", "IpProtocol": "tcp", "FromPort": 443,
+            "ToPort": 443, "CidrIp": "10.0.0.0/16"}),
+        );
         without_sibling_rules(
             "sg-1",
             &mut live,
