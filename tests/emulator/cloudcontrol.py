@@ -171,7 +171,7 @@ class CloudControl:
         replay = self._replayed(body, "UPDATE", type_name)
         if replay:
             return replay
-        entry = self._find(type_name, identifier)
+        entry = self._find(type_name, identifier, account_id, region)
         model, desired, error = entry["model"], entry["properties"], None
         try:
             desired = jsonpatch.apply_patch(entry["properties"], patch)
@@ -221,10 +221,10 @@ class CloudControl:
             raise ApiError("RequestTokenNotFoundException", f"request token {token} not found")
         return {"ProgressEvent": _public(event, self.operation_ms), "HooksProgressEvent": []}
 
-    def _get(self, body, _account_id, _region):
+    def _get(self, body, account_id, region):
         type_name = _required(body, "TypeName")
         identifier = _required(body, "Identifier")
-        entry = self._find(type_name, identifier)
+        entry = self._find(type_name, identifier, account_id, region)
         document = _resource_model(type_name, entry["model"], entry["properties"], identifier)
         reader = LIVE_READERS.get(type_name)
         if reader is not None:
@@ -257,8 +257,15 @@ class CloudControl:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _find(self, type_name, identifier):
+    def _find(self, type_name, identifier, account_id=None, region=None):
         entry = self._resources.get((type_name, identifier))
+        adopter = ADOPTERS.get(type_name)
+        if entry is None and adopter is not None and account_id:
+            # Made through the service's own API: Cloud Control reads it all the same.
+            found = adopter(identifier, account_id, region)
+            if found is not None:
+                entry = {"model": found[0], "properties": found[1]}
+                self._resources[(type_name, identifier)] = entry
         if entry is None:
             raise ApiError("ResourceNotFoundException", f"{type_name} with identifier {identifier} not found")
         return entry
@@ -533,6 +540,17 @@ def _read_topic(model):
         live["DisplayName"] = topic.display_name
     return live
 
+
+def _adopt_queue(queue_url, account_id, region):
+    """The model and properties of a queue made outside Cloud Control, by its URL."""
+    from moto.sqs.models import sqs_backends
+    name = queue_url.rstrip("/").rsplit("/", 1)[-1]
+    queue = sqs_backends[account_id][region].queues.get(name)
+    return None if queue is None else (queue, {"QueueName": name})
+
+
+# Types whose resources made through the service's own API Cloud Control finds too.
+ADOPTERS = {"AWS::SQS::Queue": _adopt_queue}
 
 # Types whose GetResource reads the service, so that out-of-band changes and deletes show.
 LIVE_READERS = {"AWS::SQS::Queue": _read_queue, "AWS::SNS::Topic": _read_topic}

@@ -7,6 +7,7 @@ mod deploy;
 mod diff;
 mod drift;
 mod force_unlock;
+mod import;
 mod providers;
 mod scrub;
 mod state;
@@ -93,6 +94,8 @@ enum Command {
     Deploy(deploy::DeployArgs),
     /// Compare what AWS holds with the recorded resources; accept or revert what drifted.
     Drift(drift::DriftArgs),
+    /// Adopt existing AWS resources into a stack's state record.
+    Import(import::ImportArgs),
     /// Delete the app's stacks and their resources.
     Destroy(deploy::DestroyArgs),
     /// Undo the last failed deploy of a stack, from its rollback journal (no synthesis).
@@ -178,6 +181,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Diff(args) => diff::run(&context, args).await,
         Command::Deploy(args) => deploy::deploy(&context, args).await,
         Command::Drift(args) => drift::run(&context, args).await,
+        Command::Import(args) => import::run(&context, args).await,
         Command::Destroy(args) => deploy::destroy(&context, args).await,
         Command::Rollback(args) => deploy::rollback(&context, args).await,
         Command::Orphan(args) => deploy::orphan(&context, args).await,

@@ -10,6 +10,7 @@ pub mod executor;
 pub mod external;
 #[cfg(test)]
 pub(crate) mod fakes;
+pub mod import;
 pub mod journal;
 pub mod ledger;
 pub mod nested;

@@ -678,6 +678,23 @@ impl<O: ResourceOperations> ResourceOperations for Resolving<O> {
         })
     }
 
+    async fn import(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        physical_id: &str,
+        properties: &Map<String, Value>,
+    ) -> Result<CreateResult, ProviderError> {
+        let resolved = self.references.resolve(logical_id, properties).await?;
+        let mut result = self
+            .inner
+            .import(resource_type, logical_id, physical_id, &resolved.properties)
+            .await
+            .map_err(|e| resolved.scrub_error(e))?;
+        resolved.scrub_map(&mut result.attributes);
+        Ok(result)
+    }
+
     async fn final_snapshot(
         &self,
         resource_type: &str,

@@ -91,6 +91,22 @@ pub trait ResourceOperations: Send + Sync {
         properties: &Map<String, Value>,
     ) -> Result<Observation, ProviderError>;
 
+    /// Adopts an existing resource by its physical id (`cdkd import`): checks that it exists
+    /// and answers what a create would have (its id and attributes).
+    async fn import(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        physical_id: &str,
+        properties: &Map<String, Value>,
+    ) -> Result<CreateResult, ProviderError> {
+        let _ = (logical_id, physical_id, properties);
+        Err(ProviderError::unsupported(format!(
+            "{} cannot import {resource_type}",
+            self.label()
+        )))
+    }
+
     /// Takes the final snapshot `DeletionPolicy: Snapshot` asks for, complete when it returns.
     async fn final_snapshot(
         &self,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use cdkd_provider_api::host::PluginLibrary;
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FinalSnapshotRequest,
-    FinalSnapshotResult, ReadCurrentStateRequest, UpdateRequest, UpdateResult,
+    FinalSnapshotResult, ImportRequest, ReadCurrentStateRequest, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{ErrorKind, ProviderError};
 use serde_json::{Map, Value};
@@ -401,6 +401,60 @@ impl ResourceOperations for Provider<'_> {
             // A plugin built before the type had a reader answers "unsupported".
             Err(error) if error.kind == ErrorKind::UNSUPPORTED => Ok(Observation::NoReader),
             other => other,
+        }
+    }
+
+    /// A plugin's importer, or Cloud Control's `GetResource` (its model is the attributes).
+    async fn import(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        physical_id: &str,
+        properties: &Map<String, Value>,
+    ) -> Result<CreateResult, ProviderError> {
+        let missing = || {
+            ProviderError::new(
+                ErrorKind::NOT_FOUND,
+                format!("{resource_type} {logical_id}: {physical_id} does not exist"),
+            )
+        };
+        match self {
+            Provider::Plugin(plugin, name) => {
+                let supports = plugin.manifest().resource_types.iter().any(|t| {
+                    t.covers(resource_type)
+                        && t.supports(cdkd_provider_api::protocol::operation::IMPORT)
+                });
+                if !supports {
+                    return Err(ProviderError::unsupported(format!(
+                        "plugin {name} has no importer for {resource_type}"
+                    )));
+                }
+                let request = ImportRequest {
+                    logical_id: logical_id.to_string(),
+                    physical_id: physical_id.to_string(),
+                    properties: properties.clone(),
+                };
+                let imported = with_retries(&format!("import {logical_id}"), || async {
+                    plugin.import(resource_type, &request).await
+                })
+                .await;
+                match imported {
+                    Err(error) if error.kind == ErrorKind::NOT_FOUND => Err(missing()),
+                    other => other,
+                }
+            }
+            Provider::CloudControl(cc) => {
+                let model = with_retries(&format!("import {logical_id}"), || async {
+                    cc.read_current_state(resource_type, physical_id).await
+                })
+                .await?;
+                let model = model.ok_or_else(missing)?;
+                Ok(CreateResult {
+                    physical_id: physical_id.to_string(),
+                    attributes: model,
+                    ..Default::default()
+                })
+            }
         }
     }
 

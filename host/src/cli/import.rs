@@ -1,0 +1,182 @@
+//! `cdkd import [stack] (--resource L=P ... | --resource-mapping FILE |
+//! --resource-mapping-inline JSON | --auto) [--force] [--dry-run]`: adopts existing AWS
+//! resources into the stack's record, as the CDK CLI's `cdk import` does into a CloudFormation
+//! stack.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::Value;
+
+use super::app::{load_assembly, stack_target, AppArgs};
+use super::CommandContext;
+use crate::analyzer::template::Template;
+use crate::deployment::engine::Engine;
+use crate::deployment::external::StateSnapshot;
+use crate::deployment::import::{ImportRequest, Imported};
+use crate::deployment::prepare::Preparation;
+use crate::deployment::report::Reporter;
+use crate::provisioning::providers::LiveProviders;
+use crate::synthesis::selection::select;
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The stack (may be left out when the app has one).
+    stack: Option<String>,
+    #[command(flatten)]
+    app: AppArgs,
+    /// A resource to adopt, `LogicalId=physicalId` (repeatable; quote composite ids: `'R=a|b'`).
+    #[arg(long = "resource", value_name = "LOGICAL_ID=PHYSICAL_ID")]
+    resources: Vec<String>,
+    /// A JSON file `{"LogicalId": "physicalId", ...}`.
+    #[arg(long, value_name = "FILE", conflicts_with = "resource_mapping_inline")]
+    resource_mapping: Option<PathBuf>,
+    /// The same mapping as a JSON string.
+    #[arg(long, value_name = "JSON")]
+    resource_mapping_inline: Option<String>,
+    /// Also find every other resource by the physical name its template declares
+    /// (`BucketName`, `FunctionName`, `RoleName`, `QueueName`, `TableName`, ...).
+    #[arg(long)]
+    auto: bool,
+    /// Re-point resources that are already in state (each is named in the output).
+    #[arg(long)]
+    force: bool,
+    /// Check and read everything, write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// The mapping from every source; `--resource` wins over a mapping file for the same id.
+fn mapping(args: &ImportArgs) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut mapping = BTreeMap::new();
+    let document = match (&args.resource_mapping, &args.resource_mapping_inline) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|err| anyhow::anyhow!("--resource-mapping {}: {err}", path.display()))?;
+            Some((format!("--resource-mapping {}", path.display()), text))
+        }
+        (None, Some(text)) => Some(("--resource-mapping-inline".to_string(), text.clone())),
+        (None, None) => None,
+    };
+    if let Some((source, text)) = document {
+        let parsed: Value = serde_json::from_str(&text)
+            .map_err(|err| anyhow::anyhow!("{source}: not JSON: {err}"))?;
+        let Value::Object(entries) = parsed else {
+            anyhow::bail!("{source}: write a JSON object {{\"LogicalId\": \"physicalId\"}}");
+        };
+        for (logical_id, physical_id) in entries {
+            let Value::String(physical_id) = physical_id else {
+                anyhow::bail!("{source}: the value for {logical_id} must be a string (its physical id), not {physical_id}");
+            };
+            mapping.insert(logical_id, physical_id);
+        }
+    }
+    for item in &args.resources {
+        match item.split_once('=') {
+            Some((logical_id, physical_id))
+                if !logical_id.is_empty() && !physical_id.is_empty() =>
+            {
+                mapping.insert(logical_id.to_string(), physical_id.to_string());
+            }
+            _ => anyhow::bail!("--resource {item}: write LogicalId=physicalId"),
+        }
+    }
+    Ok(mapping)
+}
+
+/// `cdkd import`.
+pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let resources = mapping(&args)?;
+    if resources.is_empty() && !args.auto {
+        anyhow::bail!("name the resources to import (--resource, --resource-mapping, --resource-mapping-inline), or pass --auto to find them by their physical names");
+    }
+    let assembly = load_assembly(context, &args.app).await?;
+    let names: Vec<String> = args.stack.iter().cloned().collect();
+    let stacks = select(&assembly, &names, false, true)?;
+    let [stack] = stacks.as_slice() else {
+        anyhow::bail!("cdkd import adopts resources into one stack at a time; name it");
+    };
+    let registry = context.registry()?;
+    registry.warn_about_failures();
+    let store = context.state().await?;
+    registry.set_state_bucket(&store.bucket.name, &store.region());
+    let (account, region) = stack_target(context, stack).await?;
+    let template = Template::parse(&stack.template()?)
+        .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
+    let aws = context.aws().await;
+    let preparation = Preparation {
+        assembly: &assembly,
+        registry: &registry,
+        aws,
+        store: &store,
+        ref_values: std::sync::Arc::new(registry.ref_values()),
+        parameters: &BTreeMap::new(),
+    };
+    let input = preparation
+        .stack_input(stack, template, account, region.clone())
+        .await?;
+    let snapshot = if input.template.stack_reads().is_empty() {
+        StateSnapshot::default()
+    } else {
+        StateSnapshot::load(&store.backend).await?
+    };
+    let live = LiveProviders {
+        registry: &registry,
+        aws,
+    };
+    let (_never_stopped, stop) = tokio::sync::watch::channel(false);
+    let engine = Engine {
+        registry: &registry,
+        providers: &live,
+        store: std::sync::Arc::new(store.backend.clone()),
+        locks: &store.locks,
+        reporter: Reporter { json: false },
+        stop,
+    };
+    let request = ImportRequest {
+        resources,
+        auto: args.auto,
+        force: args.force,
+        dry_run: args.dry_run,
+    };
+    let outcomes = engine.import(&input, &snapshot, &request).await?;
+    let stack_name = &stack.stack_name;
+    let mut adopted = 0;
+    for outcome in &outcomes {
+        match outcome {
+            Imported::Adopted {
+                logical_id,
+                resource_type,
+                physical_id,
+                replaced,
+            } => {
+                adopted += 1;
+                let verb = if args.dry_run {
+                    "would import"
+                } else {
+                    "imported"
+                };
+                match replaced {
+                    Some(before) if before != physical_id => println!(
+                        "  {verb} {logical_id} ({resource_type}) {physical_id}, re-pointed from {before} (--force)"
+                    ),
+                    Some(_) => println!(
+                        "  {verb} {logical_id} ({resource_type}) {physical_id}, recorded again (--force)"
+                    ),
+                    None => println!("  {verb} {logical_id} ({resource_type}) {physical_id}"),
+                }
+            }
+            Imported::Skipped(logical_id, reason) => {
+                println!("  skipped {logical_id}: {reason}")
+            }
+        }
+    }
+    if args.dry_run {
+        println!("{stack_name} ({region}): {adopted} resource(s) would be imported; nothing was written (--dry-run).");
+    } else {
+        println!("{stack_name} ({region}): {adopted} resource(s) imported. `cdkd diff` shows where AWS differs from the template; `cdkd deploy` creates what is not imported.");
+    }
+    Ok(ExitCode::SUCCESS)
+}

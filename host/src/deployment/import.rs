@@ -1,0 +1,450 @@
+//! `cdkd import`: adopting existing AWS resources into a stack's record, as if a deploy had
+//! created them. Synth-driven: logical ids, types and dependencies come from the template.
+//!
+//! Everything is checked before anything is written: every logical id is in the template, no
+//! resource is already recorded (unless forced), every composite id has its shape, and every
+//! resource exists (through its provider: a plugin's importer, or Cloud Control's
+//! `GetResource`). Then one conditional save writes them all, under the stack lock.
+//!
+//! What is recorded is what a fresh deploy would have recorded: the physical id and attributes
+//! the provider answered, the routing layer (`provisionedBy`), the template's policies and
+//! dependencies, and `observedProperties` read right after. `properties` are the template's,
+//! resolved against the record, except where AWS reports another value for a key the template
+//! declares: there AWS's value is recorded, so `cdkd diff` shows what a deploy would change.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures_util::StreamExt;
+use serde_json::{Map, Value};
+
+use super::deploy::StackInput;
+use super::engine::Engine;
+use super::external::{SnapshotLookups, StateSnapshot};
+use super::nested::nested_ids;
+use crate::analyzer::drift::without_sibling_rules;
+use crate::analyzer::intrinsics::contains_unknown;
+use crate::analyzer::plan::{plan, StackPlan};
+use crate::provisioning::create_only::{registry_types, KnownCreateOnly};
+use crate::provisioning::names;
+use crate::provisioning::operations::{Observation, ProviderSet};
+use crate::provisioning::preflight::{route_all, Candidate, NESTED_STACK};
+use crate::provisioning::router::{AllowedDrops, Decision};
+use crate::state::schema::{ResourceState, StackState};
+
+/// What to import.
+#[derive(Debug, Clone, Default)]
+pub struct ImportRequest {
+    /// Logical id → physical id, as given (`--resource`, mapping files).
+    pub resources: BTreeMap<String, String>,
+    /// Also find every other resource by the physical name its template declares.
+    pub auto: bool,
+    /// Re-point resources that are already recorded.
+    pub force: bool,
+    /// Check everything, write nothing.
+    pub dry_run: bool,
+}
+
+/// One resource's import.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Imported {
+    /// Adopted (or, on a dry run, would be).
+    Adopted {
+        /// The logical id.
+        logical_id: String,
+        /// Its type.
+        resource_type: String,
+        /// The physical id recorded.
+        physical_id: String,
+        /// The physical id it was recorded with before (`--force`).
+        replaced: Option<String>,
+    },
+    /// Left out of `--auto` (the reason).
+    Skipped(String, String),
+}
+
+/// Why an import was refused; nothing was written.
+#[derive(Debug, thiserror::Error)]
+#[error("cdkd import {stack}: nothing was imported:\n  - {}", .problems.join("\n  - "))]
+pub struct ImportRefused {
+    /// The stack.
+    pub stack: String,
+    /// Every problem found.
+    pub problems: Vec<String>,
+}
+
+impl Engine<'_> {
+    /// Imports `request`'s resources into `input`'s stack record, under its lock.
+    pub async fn import(
+        &self,
+        input: &StackInput,
+        snapshot: &StateSnapshot,
+        request: &ImportRequest,
+    ) -> anyhow::Result<Vec<Imported>> {
+        let context = &input.context;
+        let lock = self
+            .locks
+            .acquire(&context.stack_name, &context.region, "import")
+            .await?;
+        let result = self.import_locked(input, snapshot, request).await;
+        lock.release().await;
+        result
+    }
+
+    async fn import_locked(
+        &self,
+        input: &StackInput,
+        snapshot: &StateSnapshot,
+        request: &ImportRequest,
+    ) -> anyhow::Result<Vec<Imported>> {
+        let context = &input.context;
+        let (stack, region) = (context.stack_name.as_str(), context.region.as_str());
+        let refused = |problems: Vec<String>| ImportRefused {
+            stack: stack.to_string(),
+            problems,
+        };
+        let stored = self.store.load(stack, region).await?;
+        let recorded = stored.as_ref().map(|s| s.state.clone());
+        let planned = self
+            .plan_against(input, snapshot, recorded.as_ref())
+            .await?;
+        let template = &input.template;
+
+        let mut problems = Vec::new();
+        for logical_id in request.resources.keys() {
+            if !planned.properties.contains_key(logical_id) {
+                let mut available: Vec<&String> = planned.properties.keys().collect();
+                available.sort();
+                problems.push(format!(
+                    "{logical_id} is not a resource of the template (its resources: {})",
+                    available
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(refused(problems).into());
+        }
+
+        // Routing, exactly as a deploy would decide it.
+        let candidates = planned.graph.order().iter().map(|id| Candidate {
+            logical_id: id,
+            resource_type: &template.resources[id].kind,
+            properties: &planned.properties[id],
+        });
+        let decisions = route_all(
+            self.registry,
+            stack,
+            candidates,
+            &nested_ids(input),
+            recorded.as_ref(),
+            &AllowedDrops::default(),
+            &BTreeMap::new(),
+        )
+        .map_err(refused)?;
+        let plugin_types: BTreeSet<String> = decisions
+            .iter()
+            .filter(|(_, d)| matches!(d, Decision::Plugin(_)))
+            .map(|(id, _)| template.resources[id].kind.clone())
+            .collect();
+        let timeout = std::time::Duration::from_secs(30 * 60);
+        let providers = self
+            .providers
+            .prepare(region, &plugin_types, timeout)
+            .await?;
+        let providers = providers.as_ref();
+
+        // What to import: the resources named, then (`--auto`) the others by their names.
+        let mut outcomes = Vec::new();
+        let mut wanted: BTreeMap<String, String> = request.resources.clone();
+        if request.auto {
+            let ids = self.providers.account_ids(region).await;
+            for logical_id in planned.graph.order() {
+                if wanted.contains_key(logical_id) {
+                    continue;
+                }
+                let kind = &template.resources[logical_id].kind;
+                let recorded_already =
+                    (recorded.as_ref()).is_some_and(|s| s.resources.contains_key(logical_id));
+                let skip = |reason: &str| Imported::Skipped(logical_id.clone(), reason.into());
+                if recorded_already && !request.force {
+                    outcomes.push(skip("already in state"));
+                    continue;
+                }
+                let name = names::rule_for(kind).and_then(|rule| {
+                    planned.properties[logical_id]
+                        .get(rule.property)
+                        .and_then(Value::as_str)
+                        .map(|name| (rule.property, name.to_string()))
+                });
+                let Some((property, name)) = name else {
+                    outcomes.push(skip(
+                        "the template gives it no physical name; pass --resource LogicalId=physicalId",
+                    ));
+                    continue;
+                };
+                let provider = providers.for_decision(kind, &decisions[logical_id]);
+                match provider.find_named(kind, logical_id, &name, &ids).await {
+                    Ok(Some(found)) => {
+                        wanted.insert(logical_id.clone(), found.physical_id);
+                    }
+                    Ok(None) => {
+                        outcomes.push(skip(&format!("no {kind} named {name} ({property}) exists")))
+                    }
+                    Err(err) => outcomes.push(skip(&format!("cannot look it up by name: {err}"))),
+                }
+            }
+        }
+
+        for (logical_id, physical_id) in &wanted {
+            let kind = &template.resources[logical_id].kind;
+            if kind == NESTED_STACK {
+                problems.push(format!(
+                    "{logical_id}: a nested stack is adopted with its parent by --migrate-from-cloudformation, not on its own"
+                ));
+            }
+            if let Some(existing) = recorded.as_ref().and_then(|s| s.resources.get(logical_id)) {
+                if !request.force {
+                    problems.push(format!(
+                        "{logical_id} is already in state as {} ({}); pass --force to re-point it to {physical_id}",
+                        existing.physical_id, existing.resource_type
+                    ));
+                }
+            }
+            if let Some(composite) = self
+                .registry
+                .schema(kind)
+                .and_then(|schema| schema.composite_id.clone())
+            {
+                let found = physical_id.split('|').count();
+                if found != composite.segments.len() || physical_id.split('|').any(str::is_empty) {
+                    problems.push(format!(
+                        "{logical_id}: {kind} ids have the shape {} ({} segments joined by '|'), and {physical_id:?} has {found}",
+                        composite
+                            .segments
+                            .iter()
+                            .map(|s| format!("<{s}>"))
+                            .collect::<Vec<_>>()
+                            .join("|"),
+                        composite.segments.len()
+                    ));
+                }
+            }
+        }
+        if !problems.is_empty() {
+            return Err(refused(problems).into());
+        }
+
+        // Every resource must exist and have an importer; all are read before anything is
+        // written.
+        let adopted = adopt_all(providers, &planned, template, &decisions, &wanted).await;
+        let mut records = BTreeMap::new();
+        for (logical_id, result) in adopted {
+            match result {
+                Ok(record) => {
+                    records.insert(logical_id, record);
+                }
+                Err(problem) => problems.push(format!("{logical_id}: {problem}")),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(refused(problems).into());
+        }
+
+        // The template's properties, resolved now that the adopted resources have ids.
+        let mut state = recorded
+            .clone()
+            .unwrap_or_else(|| StackState::new(stack, region));
+        for (logical_id, (record, _)) in &records {
+            state.resources.insert(logical_id.clone(), record.clone());
+        }
+        // A reference between two resources adopted together resolves once the one it names
+        // is planned unchanged, which takes one round per link of the chain (a route names
+        // its table, which names its VPC): plan again until nothing more resolves.
+        let mut resolved = self.plan_against(input, snapshot, Some(&state)).await?;
+        for _ in 0..records.len() {
+            let mut progressed = false;
+            for logical_id in records.keys() {
+                let now = &resolved.properties[logical_id];
+                let record = state.resources.get_mut(logical_id).expect("inserted above");
+                if &record.properties != now {
+                    record.properties = now.clone();
+                    progressed = true;
+                }
+            }
+            if !progressed {
+                break;
+            }
+            resolved = self.plan_against(input, snapshot, Some(&state)).await?;
+        }
+        let siblings: Vec<(&str, &Map<String, Value>)> = resolved
+            .properties
+            .iter()
+            .map(|(id, properties)| (template.resources[id].kind.as_str(), properties))
+            .collect();
+        for (logical_id, (record, live)) in &mut records {
+            // A group's rules that the stack's standalone ingress / egress resources own are
+            // theirs, as in a deploy's record.
+            if record.resource_type == "AWS::EC2::SecurityGroup" {
+                for properties in live.iter_mut().chain(record.observed_properties.iter_mut()) {
+                    without_sibling_rules(
+                        &record.physical_id,
+                        properties,
+                        siblings.iter().copied(),
+                    );
+                }
+            }
+            record.properties =
+                recorded_properties(&resolved.properties[logical_id], live.as_ref());
+            state.resources.insert(logical_id.clone(), record.clone());
+        }
+        for (logical_id, (record, _)) in &records {
+            let replaced = (recorded.as_ref())
+                .and_then(|s| s.resources.get(logical_id))
+                .map(|r| r.physical_id.clone());
+            outcomes.push(Imported::Adopted {
+                logical_id: logical_id.clone(),
+                resource_type: record.resource_type.clone(),
+                physical_id: record.physical_id.clone(),
+                replaced,
+            });
+        }
+        if !request.dry_run && !records.is_empty() {
+            self.store
+                .save(stack, region, &mut state, stored.as_ref())
+                .await?;
+        }
+        Ok(outcomes)
+    }
+
+    /// The stack's plan against `recorded` (resolved properties and the graph).
+    async fn plan_against(
+        &self,
+        input: &StackInput,
+        snapshot: &StateSnapshot,
+        recorded: Option<&StackState>,
+    ) -> anyhow::Result<StackPlan> {
+        let context = &input.context;
+        let schemas = self
+            .providers
+            .registry_schemas(&context.region, registry_types(self.registry, recorded))
+            .await;
+        let create_only = KnownCreateOnly::new(self.registry, schemas);
+        let lookups = SnapshotLookups {
+            snapshot,
+            region: &context.region,
+        };
+        plan(
+            &input.template,
+            recorded,
+            context,
+            &input.parameters,
+            &lookups,
+            &create_only,
+        )
+        .map_err(|err| anyhow::anyhow!("stack {}: {err}", context.stack_name))
+    }
+}
+
+/// Adopts every wanted resource (several at once): its record without `properties`, and what
+/// AWS reports of it.
+async fn adopt_all(
+    providers: &dyn ProviderSet,
+    planned: &StackPlan,
+    template: &crate::analyzer::template::Template,
+    decisions: &BTreeMap<String, Decision>,
+    wanted: &BTreeMap<String, String>,
+) -> Vec<(
+    String,
+    Result<(ResourceState, Option<Map<String, Value>>), String>,
+)> {
+    futures_util::stream::iter(wanted.iter())
+        .map(|(logical_id, physical_id)| async move {
+            let resource = &template.resources[logical_id];
+            let decision = &decisions[logical_id];
+            let provider = providers.for_decision(&resource.kind, decision);
+            let properties = &planned.properties[logical_id];
+            let adopted = provider
+                .import(&resource.kind, logical_id, physical_id, properties)
+                .await
+                .map_err(|err| err.to_string());
+            let adopted = match adopted {
+                Ok(adopted) => adopted,
+                Err(problem) => return (logical_id.clone(), Err(problem)),
+            };
+            let live = match provider
+                .read_current_state(&resource.kind, logical_id, &adopted.physical_id, properties)
+                .await
+            {
+                Ok(Observation::Live(live)) => Some(live),
+                _ => None,
+            };
+            let node = planned
+                .graph
+                .node(logical_id)
+                .expect("planned ids are nodes");
+            let record = ResourceState {
+                physical_id: adopted.physical_id,
+                resource_type: resource.kind.clone(),
+                // The plan-time values until the template is resolved against the adopted
+                // ids: a plan then sees no replacement, so references to it resolve.
+                properties: properties.clone(),
+                observed_properties: live.clone(),
+                attributes: Some(adopted.attributes),
+                dependencies: Some(node.dependencies.iter().cloned().collect()),
+                metadata: None,
+                deletion_policy: resource.deletion_policy.clone(),
+                update_replace_policy: resource.update_replace_policy.clone(),
+                provisioned_by: decision.provisioned_by(),
+                extra: Map::new(),
+            };
+            (logical_id.clone(), Ok((record, live)))
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await
+}
+
+/// The properties recorded for an adopted resource: the template's, with AWS's value where AWS
+/// reports one for a declared key (a deploy then shows the difference as an update), and
+/// without the keys still unknown (they name resources not adopted yet).
+fn recorded_properties(
+    template: &Map<String, Value>,
+    live: Option<&Map<String, Value>>,
+) -> Map<String, Value> {
+    template
+        .iter()
+        .filter_map(|(key, value)| match live.and_then(|l| l.get(key)) {
+            Some(reported) => Some((key.clone(), reported.clone())),
+            None if contains_unknown(value) => None,
+            None => Some((key.clone(), value.clone())),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn aws_values_win_for_declared_keys_and_unknowns_are_left_out() {
+        let template = json!({"A": 1, "B": "x", "Code": {"ZipFile": "z"},
+            "Ref": crate::analyzer::intrinsics::unknown("Other.Arn")})
+        .as_object()
+        .unwrap()
+        .clone();
+        let live = json!({"A": 2, "B": "x", "Arn": "arn"})
+            .as_object()
+            .unwrap()
+            .clone();
+        let recorded = recorded_properties(&template, Some(&live));
+        assert_eq!(
+            Value::Object(recorded),
+            json!({"A": 2, "B": "x", "Code": {"ZipFile": "z"}})
+        );
+    }
+}
