@@ -161,3 +161,92 @@ fn resources_made_outside_cdkd_are_imported_and_a_deploy_changes_nothing() {
     assert_eq!(drift.code, Some(2), "{}", drift.stdout);
     assert!(drift.stdout.contains("no drift found"), "{}", drift.stdout);
 }
+
+#[test]
+fn a_cloudformation_stack_is_migrated_and_retired_with_every_resource_kept() {
+    let cfn_stack = format!("Cfn{}", Emulator::unique("mig").replace('-', ""));
+    // A template over CloudFormation's inline limit: the Retain update goes through the state
+    // bucket, and the upload is purged afterwards.
+    let world = AppWorld::of("drift", STACK, "migrate", |t| {
+        t["Metadata"] = json!({"Padding": "x".repeat(60_000)});
+    });
+    let template = world.assembly.path().join("DriftStack.template.json");
+    let emulator = Emulator::shared();
+    let made = emulator.boto(&format!(
+        "(lambda s3, cfn: [c('ssm').put_parameter(Name='/cdk-bootstrap/hnb659fds/version', Value='30', Type='String', Overwrite=True), \
+           s3.create_bucket(Bucket='{bucket}-cfn'), \
+           s3.put_object(Bucket='{bucket}-cfn', Key='t.json', Body=open('{template}').read()), \
+           cfn.create_stack(StackName='{cfn_stack}', TemplateURL='https://{bucket}-cfn.s3.us-east-1.amazonaws.com/t.json', Capabilities=['CAPABILITY_IAM']), \
+           {{r['LogicalResourceId']: r.get('PhysicalResourceId') for r in cfn.describe_stack_resources(StackName='{cfn_stack}')['StackResources'] if r.get('LogicalResourceId')}}][-1])(c('s3'), c('cloudformation'))",
+        bucket = world.bucket,
+        template = template.display(),
+    ));
+    let physical = |logical_id: &str| made[logical_id].as_str().unwrap().to_string();
+
+    let migrated = import(
+        &world,
+        &["--migrate-from-cloudformation", &cfn_stack, "--yes"],
+    )
+    .success();
+    assert!(
+        migrated
+            .stdout
+            .contains(&format!("CloudFormation stack {cfn_stack} retired")),
+        "{}",
+        migrated.stdout
+    );
+
+    // The CloudFormation stack is gone; every resource survived and is recorded.
+    let stacks = emulator.boto(&format!(
+        "[s['StackStatus'] for s in c('cloudformation').list_stacks()['StackSummaries'] if s['StackName'] == '{cfn_stack}']"
+    ));
+    assert_eq!(stacks, json!(["DELETE_COMPLETE"]));
+    let survivors = emulator.boto(&format!(
+        "[c('sqs').get_queue_attributes(QueueUrl='{queue}', AttributeNames=['VisibilityTimeout'])['Attributes']['VisibilityTimeout'], \
+          c('s3').head_bucket(Bucket='{bucket}')['ResponseMetadata']['HTTPStatusCode'], \
+          c('iam').get_role(RoleName='{role}')['Role']['RoleName'], \
+          len(c('ec2').describe_security_groups(GroupIds=['{group}'])['SecurityGroups']), \
+          len(c('ec2').describe_route_tables(RouteTableIds=['{routes}'])['RouteTables'][0]['Routes']), \
+          c('lambda').get_function(FunctionName='{function}')['Configuration']['MemorySize']]",
+        queue = physical("Queue"),
+        bucket = physical("Bucket"),
+        role = physical("Role"),
+        group = physical("Group"),
+        routes = physical("Routes"),
+        function = physical("Fn"),
+    ));
+    assert_eq!(survivors, json!(["30", 200, physical("Role"), 1, 2, 128]));
+    let record = world.resources(STACK);
+    assert_eq!(record.as_object().unwrap().len(), 11, "{record}");
+    let group = physical("Group");
+    assert_eq!(
+        record["Ingress"]["physicalId"],
+        json!(format!("{group}|tcp|8080|8080"))
+    );
+    assert_eq!(
+        record["Route"]["physicalId"],
+        json!(format!("{}|10.9.0.0/16", physical("Routes")))
+    );
+    let leftovers = emulator.boto(&format!(
+        "[v['Key'] for v in c('s3').list_object_versions(Bucket='{}', Prefix='cdkd-migrate-tmp/').get('Versions', [])]",
+        world.bucket
+    ));
+    assert_eq!(
+        leftovers,
+        json!([]),
+        "the transient template was not purged"
+    );
+
+    // cdkd now owns them: a deploy changes nothing, drift finds nothing.
+    let app = world.assembly.path().display().to_string();
+    let deployed = world.cdkd(&["deploy", "-a", &app]).success();
+    assert!(
+        deployed
+            .stdout
+            .contains("0 created, 0 updated, 0 replaced, 0 deleted, 11 unchanged"),
+        "{}",
+        deployed.stdout
+    );
+    let drift = world.cdkd(&["drift", STACK]);
+    assert_eq!(drift.code, Some(0), "{}", drift.stdout);
+}

@@ -114,6 +114,95 @@ def _put_invoke_config_replacing(self, function_name, config):
 
 LambdaBackend.put_function_event_invoke_config = _put_invoke_config_replacing
 
+from moto.cloudformation.models import CloudFormationBackend  # noqa: E402
+
+
+def _previous_parameters_with_defaults(self, instance, incoming_params):
+    # UpdateStack's UsePreviousValue keeps a parameter's current value, the template default
+    # included when it was never passed; moto only knows the passed ones and fails (500) on
+    # the others, such as a CDK app's BootstrapVersion.
+    parameters = {p["ParameterKey"]: p["ParameterValue"] for p in incoming_params if "ParameterValue" in p}
+    current = dict(getattr(instance, "parameters", {}) or {})
+    declared = (getattr(instance, "template_dict", None) or {}).get("Parameters", {})
+    for parameter in incoming_params:
+        if parameter.get("UsePreviousValue", False):
+            key = parameter["ParameterKey"]
+            if key in current:
+                parameters[key] = current[key]
+            elif "Default" in declared.get(key, {}):
+                parameters[key] = declared[key]["Default"]
+    return parameters
+
+
+CloudFormationBackend._resolve_update_parameters = _previous_parameters_with_defaults
+
+from moto.cloudformation.parsing import ResourceMap  # noqa: E402
+
+_moto_resource_diff = ResourceMap.build_resource_diff
+_POLICIES = ("DeletionPolicy", "UpdateReplacePolicy")
+
+
+def _resource_diff_ignoring_policies(self, other_template, parameters=None):
+    # A change of DeletionPolicy or UpdateReplacePolicy alone touches no resource in
+    # CloudFormation; moto treats it as a modification and re-creates some types (a security
+    # group gets a new id), which would make retiring a stack (Retain, then delete) lose them.
+    diff = _moto_resource_diff(self, other_template, parameters)
+    old, new = self._resource_json_map, other_template["Resources"]
+
+    def without_policies(resource):
+        return {k: v for k, v in resource.items() if k not in _POLICIES}
+
+    diff["Modify"] = [
+        name for name in diff["Modify"]
+        if without_policies(new[name]) != without_policies(old[name])
+    ]
+    return diff
+
+
+ResourceMap.build_resource_diff = _resource_diff_ignoring_policies
+
+import json as _json  # noqa: E402
+
+from moto.iam import models as _iam_models  # noqa: E402
+
+
+def _policy_as_json(original):
+    # CloudFormation stores an inline policy written as an object in the template as its JSON
+    # text; moto's CloudFormation models hand the object itself to put_policy, and IAM then
+    # answers GetRolePolicy with Python's repr of it.
+    def put_policy(self, policy_name, policy_json):
+        if isinstance(policy_json, (dict, list)):
+            policy_json = _json.dumps(policy_json)
+        return original(self, policy_name, policy_json)
+
+    return put_policy
+
+
+for _principal in (_iam_models.Role, _iam_models.Group, _iam_models.User):
+    _principal.put_policy = _policy_as_json(_principal.put_policy)
+
+from moto.cloudformation.exceptions import ValidationError as _CfnValidationError  # noqa: E402
+from moto.cloudformation.responses import CloudFormationResponse  # noqa: E402
+
+# CloudFormation refuses an inline TemplateBody over 51,200 bytes (larger templates go through
+# S3 and TemplateURL); moto takes any size.
+TEMPLATE_BODY_LIMIT = 51_200
+
+
+def _inline_limited(original):
+    def action(self):
+        body = self._get_param("TemplateBody")
+        if body and len(body.encode()) > TEMPLATE_BODY_LIMIT:
+            raise _CfnValidationError(
+                message=f"1 validation error detected: Value at 'templateBody' failed to satisfy constraint: Member must have length less than or equal to {TEMPLATE_BODY_LIMIT}")
+        return original(self)
+
+    return action
+
+
+for _action in ("create_stack", "update_stack", "create_change_set"):
+    setattr(CloudFormationResponse, _action, _inline_limited(getattr(CloudFormationResponse, _action)))
+
 # moto names some S3 answers' XML root after the action; S3 (and the Rust SDK, which checks the
 # root) uses the configuration's name. Keyed by the bucket subresource queried.
 S3_XML_ROOTS = {

@@ -16,6 +16,7 @@ use crate::analyzer::template::Template;
 use crate::deployment::engine::Engine;
 use crate::deployment::external::StateSnapshot;
 use crate::deployment::import::{ImportRequest, Imported};
+use crate::deployment::migrate::{CloudFormation, StackResource};
 use crate::deployment::prepare::Preparation;
 use crate::deployment::report::Reporter;
 use crate::provisioning::providers::LiveProviders;
@@ -44,8 +45,12 @@ pub struct ImportArgs {
     #[arg(long)]
     force: bool,
     /// Check and read everything, write nothing.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "migrate_from_cloudformation")]
     dry_run: bool,
+    /// Adopt every resource of this CloudFormation stack (default: the stack's own name), then
+    /// retire it without deleting anything (Retain policies, then DeleteStack).
+    #[arg(long, value_name = "CFN_STACK", num_args = 0..=1, default_missing_value = "")]
+    migrate_from_cloudformation: Option<String>,
 }
 
 /// The mapping from every source; `--resource` wins over a mapping file for the same id.
@@ -86,10 +91,68 @@ fn mapping(args: &ImportArgs) -> anyhow::Result<BTreeMap<String, String>> {
     Ok(mapping)
 }
 
+/// The template's logical ids mapped to the physical ids CloudFormation recorded for `source`.
+async fn cloudformation_mapping(
+    cloudformation: &CloudFormation,
+    source: &str,
+    template: &Template,
+    registry: &crate::provisioning::registry::Registry,
+) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut mapping = BTreeMap::new();
+    let mut problems = Vec::new();
+    for resource in cloudformation.resources(source).await? {
+        let StackResource {
+            logical_id,
+            resource_type,
+            physical_id,
+        } = resource;
+        if resource_type == "AWS::CDK::Metadata" {
+            continue;
+        }
+        if resource_type == crate::provisioning::preflight::NESTED_STACK {
+            problems.push(format!("{logical_id}: nested CloudFormation stacks cannot be migrated yet (migrate the stack without them, or adopt their resources with --resource)"));
+            continue;
+        }
+        match template.resources.get(&logical_id) {
+            None => problems.push(format!(
+                "{logical_id} ({resource_type}) is in CloudFormation stack {source} but not in the app's template: is this the app that made the stack?"
+            )),
+            Some(declared) if declared.kind != resource_type => problems.push(format!(
+                "{logical_id} is a {resource_type} in CloudFormation stack {source} and a {} in the template",
+                declared.kind
+            )),
+            Some(_) => {
+                let composite = registry
+                    .schema(&resource_type)
+                    .is_some_and(|schema| schema.composite_id.is_some());
+                match physical_id {
+                    Some(id) => {
+                        mapping.insert(logical_id, id);
+                    }
+                    // Built from the template's properties by the import.
+                    None if composite => {
+                        mapping.insert(logical_id, String::new());
+                    }
+                    None => problems.push(format!(
+                        "{logical_id}: CloudFormation reports no physical id for it; pass --resource {logical_id}=<id>"
+                    )),
+                }
+            }
+        }
+    }
+    if !problems.is_empty() {
+        anyhow::bail!(
+            "cdkd import --migrate-from-cloudformation {source}: nothing was imported:\n  - {}",
+            problems.join("\n  - ")
+        );
+    }
+    Ok(mapping)
+}
+
 /// `cdkd import`.
 pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<ExitCode> {
-    let resources = mapping(&args)?;
-    if resources.is_empty() && !args.auto {
+    let mut resources = mapping(&args)?;
+    if resources.is_empty() && !args.auto && args.migrate_from_cloudformation.is_none() {
         anyhow::bail!("name the resources to import (--resource, --resource-mapping, --resource-mapping-inline), or pass --auto to find them by their physical names");
     }
     let assembly = load_assembly(context, &args.app).await?;
@@ -135,11 +198,26 @@ pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<E
         reporter: Reporter { json: false },
         stop,
     };
+    let migrating = match args.migrate_from_cloudformation.as_deref() {
+        None => None,
+        Some("") => Some(stack.stack_name.clone()),
+        Some(name) => Some(name.to_string()),
+    };
+    let cloudformation = CloudFormation::new(aws, &region);
+    if let Some(source) = &migrating {
+        for (logical_id, physical_id) in
+            cloudformation_mapping(&cloudformation, source, &input.template, &registry).await?
+        {
+            // `--resource` entries win over what CloudFormation reports.
+            resources.entry(logical_id).or_insert(physical_id);
+        }
+    }
     let request = ImportRequest {
         resources,
         auto: args.auto,
         force: args.force,
         dry_run: args.dry_run,
+        derive_composites: migrating.is_some(),
     };
     let outcomes = engine.import(&input, &snapshot, &request).await?;
     let stack_name = &stack.stack_name;
@@ -172,6 +250,24 @@ pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<E
                 println!("  skipped {logical_id}: {reason}")
             }
         }
+    }
+    if let Some(source) = &migrating {
+        println!("{stack_name} ({region}): {adopted} resource(s) of CloudFormation stack {source} are in cdkd's state.");
+        if !super::confirm(
+            &format!("Retire CloudFormation stack {source}: set DeletionPolicy and UpdateReplacePolicy to Retain on every resource, then delete the stack (no resource is deleted)?"),
+            context.assume_yes(),
+        )? {
+            println!("CloudFormation stack {source} is left as it is; cdkd's state already holds its resources. Retire it later with the same command and --force.");
+            return Ok(ExitCode::SUCCESS);
+        }
+        cloudformation
+            .retire(source, &store.backend)
+            .await
+            .map_err(|err| anyhow::anyhow!("{err:#}. cdkd's state already holds the resources; retire the CloudFormation stack {source} yourself (Retain policies on every resource, then delete it), or run this command again with --force"))?;
+        println!(
+            "CloudFormation stack {source} retired: every resource kept, now managed by cdkd."
+        );
+        return Ok(ExitCode::SUCCESS);
     }
     if args.dry_run {
         println!("{stack_name} ({region}): {adopted} resource(s) would be imported; nothing was written (--dry-run).");

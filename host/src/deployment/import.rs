@@ -42,6 +42,9 @@ pub struct ImportRequest {
     pub force: bool,
     /// Check everything, write nothing.
     pub dry_run: bool,
+    /// A composite id given in another shape (CloudFormation's physical id of a route, a
+    /// rule or an attachment) is built from the resolved template properties instead.
+    pub derive_composites: bool,
 }
 
 /// One resource's import.
@@ -198,6 +201,7 @@ impl Engine<'_> {
             }
         }
 
+        let mut derived = Vec::new();
         for (logical_id, physical_id) in &wanted {
             let kind = &template.resources[logical_id].kind;
             if kind == NESTED_STACK {
@@ -219,7 +223,11 @@ impl Engine<'_> {
                 .and_then(|schema| schema.composite_id.clone())
             {
                 let found = physical_id.split('|').count();
-                if found != composite.segments.len() || physical_id.split('|').any(str::is_empty) {
+                let misshapen =
+                    found != composite.segments.len() || physical_id.split('|').any(str::is_empty);
+                if misshapen && request.derive_composites {
+                    derived.push(logical_id.clone());
+                } else if misshapen {
                     problems.push(format!(
                         "{logical_id}: {kind} ids have the shape {} ({} segments joined by '|'), and {physical_id:?} has {found}",
                         composite
@@ -238,46 +246,46 @@ impl Engine<'_> {
         }
 
         // Every resource must exist and have an importer; all are read before anything is
-        // written.
-        let adopted = adopt_all(providers, &planned, template, &decisions, &wanted).await;
-        let mut records = BTreeMap::new();
-        for (logical_id, result) in adopted {
-            match result {
-                Ok(record) => {
-                    records.insert(logical_id, record);
-                }
-                Err(problem) => problems.push(format!("{logical_id}: {problem}")),
-            }
+        // written. Composite ids built from properties come second, once the resources their
+        // properties name have ids.
+        for logical_id in &derived {
+            wanted.remove(logical_id);
         }
-        if !problems.is_empty() {
-            return Err(refused(problems).into());
-        }
-
-        // The template's properties, resolved now that the adopted resources have ids.
         let mut state = recorded
             .clone()
             .unwrap_or_else(|| StackState::new(stack, region));
-        for (logical_id, (record, _)) in &records {
-            state.resources.insert(logical_id.clone(), record.clone());
+        let mut records = BTreeMap::new();
+        let adopted = adopt_all(providers, &planned, template, &decisions, &wanted).await;
+        problems.extend(settle(adopted, &mut records));
+        if !problems.is_empty() {
+            return Err(refused(problems).into());
         }
-        // A reference between two resources adopted together resolves once the one it names
-        // is planned unchanged, which takes one round per link of the chain (a route names
-        // its table, which names its VPC): plan again until nothing more resolves.
-        let mut resolved = self.plan_against(input, snapshot, Some(&state)).await?;
-        for _ in 0..records.len() {
-            let mut progressed = false;
-            for logical_id in records.keys() {
-                let now = &resolved.properties[logical_id];
-                let record = state.resources.get_mut(logical_id).expect("inserted above");
-                if &record.properties != now {
-                    record.properties = now.clone();
-                    progressed = true;
+        let mut resolved = self
+            .resolve_adopted(input, snapshot, &mut state, &records)
+            .await?;
+        if !derived.is_empty() {
+            let mut built = BTreeMap::new();
+            for logical_id in &derived {
+                let kind = &template.resources[logical_id].kind;
+                match composite_from_properties(
+                    self.registry,
+                    kind,
+                    &resolved.properties[logical_id],
+                ) {
+                    Ok(id) => {
+                        built.insert(logical_id.clone(), id);
+                    }
+                    Err(problem) => problems.push(format!("{logical_id}: {problem}")),
                 }
             }
-            if !progressed {
-                break;
+            let adopted = adopt_all(providers, &resolved, template, &decisions, &built).await;
+            problems.extend(settle(adopted, &mut records));
+            if !problems.is_empty() {
+                return Err(refused(problems).into());
             }
-            resolved = self.plan_against(input, snapshot, Some(&state)).await?;
+            resolved = self
+                .resolve_adopted(input, snapshot, &mut state, &records)
+                .await?;
         }
         let siblings: Vec<(&str, &Map<String, Value>)> = resolved
             .properties
@@ -319,6 +327,43 @@ impl Engine<'_> {
         Ok(outcomes)
     }
 
+    /// Puts the adopted records into `state` and resolves the template against them.
+    ///
+    /// A reference between two resources adopted together resolves once the one it names is
+    /// planned unchanged, which takes one round per link of the chain (a route names its
+    /// table, which names its VPC): plan again until nothing more resolves.
+    async fn resolve_adopted(
+        &self,
+        input: &StackInput,
+        snapshot: &StateSnapshot,
+        state: &mut StackState,
+        records: &BTreeMap<String, Adopted>,
+    ) -> anyhow::Result<StackPlan> {
+        for (logical_id, (record, _)) in records {
+            state
+                .resources
+                .entry(logical_id.clone())
+                .or_insert_with(|| record.clone());
+        }
+        let mut resolved = self.plan_against(input, snapshot, Some(state)).await?;
+        for _ in 0..=records.len() {
+            let mut progressed = false;
+            for logical_id in records.keys() {
+                let now = &resolved.properties[logical_id];
+                let record = state.resources.get_mut(logical_id).expect("inserted above");
+                if &record.properties != now {
+                    record.properties = now.clone();
+                    progressed = true;
+                }
+            }
+            if !progressed {
+                break;
+            }
+            resolved = self.plan_against(input, snapshot, Some(state)).await?;
+        }
+        Ok(resolved)
+    }
+
     /// The stack's plan against `recorded` (resolved properties and the graph).
     async fn plan_against(
         &self,
@@ -348,6 +393,68 @@ impl Engine<'_> {
     }
 }
 
+/// An adopted resource's record and what AWS reports of it.
+type Adopted = (ResourceState, Option<Map<String, Value>>);
+
+/// Moves the successful adoptions into `records`; returns the problems.
+fn settle(
+    adopted: Vec<(String, Result<Adopted, String>)>,
+    records: &mut BTreeMap<String, Adopted>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (logical_id, result) in adopted {
+        match result {
+            Ok(record) => {
+                records.insert(logical_id, record);
+            }
+            Err(problem) => problems.push(format!("{logical_id}: {problem}")),
+        }
+    }
+    problems
+}
+
+/// A composite id built from the template properties its segments are copied from (an
+/// omitted port is `-1`, as cdkd records it).
+fn composite_from_properties(
+    registry: &crate::provisioning::registry::Registry,
+    kind: &str,
+    properties: &Map<String, Value>,
+) -> Result<String, String> {
+    let composite = registry
+        .schema(kind)
+        .and_then(|schema| schema.composite_id.clone())
+        .ok_or_else(|| format!("{kind} has no composite id"))?;
+    let mut segments = Vec::new();
+    for (segment, sources) in composite.segments.iter().zip(&composite.segment_sources) {
+        let value = sources
+            .iter()
+            .find_map(|source| match properties.get(source) {
+                Some(Value::String(text)) if !contains_unknown(&Value::String(text.clone())) => {
+                    Some(text.clone())
+                }
+                Some(Value::Number(number)) => Some(number.to_string()),
+                Some(Value::Bool(flag)) => Some(flag.to_string()),
+                _ => None,
+            });
+        match value {
+            Some(value) => segments.push(value),
+            None if segment.ends_with("Port") => segments.push("-1".into()),
+            None => {
+                return Err(format!(
+                    "its {kind} id needs <{segment}>, which the template's {} does not give; pass --resource with the id",
+                    sources.join(" / ")
+                ))
+            }
+        }
+    }
+    if segments.len() != composite.segments.len() {
+        return Err(format!(
+            "cdkd cannot build a {kind} id from its properties; pass --resource with the id"
+        ));
+    }
+    Ok(segments.join("|"))
+}
+
 /// Adopts every wanted resource (several at once): its record without `properties`, and what
 /// AWS reports of it.
 async fn adopt_all(
@@ -356,10 +463,7 @@ async fn adopt_all(
     template: &crate::analyzer::template::Template,
     decisions: &BTreeMap<String, Decision>,
     wanted: &BTreeMap<String, String>,
-) -> Vec<(
-    String,
-    Result<(ResourceState, Option<Map<String, Value>>), String>,
-)> {
+) -> Vec<(String, Result<Adopted, String>)> {
     futures_util::stream::iter(wanted.iter())
         .map(|(logical_id, physical_id)| async move {
             let resource = &template.resources[logical_id];

@@ -1,0 +1,319 @@
+//! `cdkd import --migrate-from-cloudformation`: the CloudFormation side. Reading what a
+//! stack holds (its status and `DescribeStackResources`), and, once cdkd has recorded every
+//! resource, retiring the stack without deleting anything: `DeletionPolicy: Retain` and
+//! `UpdateReplacePolicy: Retain` are put on every resource with an update, then the stack is
+//! deleted. A template over CloudFormation's inline limit goes through the state bucket and
+//! is purged afterwards (the purge table's transient template).
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::aws_env::AwsEnvironment;
+use crate::state::backend::StateBackend;
+use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
+
+/// The largest template `UpdateStack` takes inline, in bytes.
+const INLINE_LIMIT: usize = 51_200;
+
+/// Stack statuses a stack can be migrated from: settled, and not being rolled back or deleted.
+const SETTLED: &[&str] = &[
+    "CREATE_COMPLETE",
+    "UPDATE_COMPLETE",
+    "UPDATE_ROLLBACK_COMPLETE",
+    "IMPORT_COMPLETE",
+    "IMPORT_ROLLBACK_COMPLETE",
+];
+
+/// One resource of a CloudFormation stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackResource {
+    /// Its logical id.
+    pub logical_id: String,
+    /// Its type.
+    pub resource_type: String,
+    /// CloudFormation's physical id (absent for some types).
+    pub physical_id: Option<String>,
+}
+
+/// A CloudFormation client for one region.
+pub struct CloudFormation {
+    client: aws_sdk_cloudformation::Client,
+    region: String,
+}
+
+fn failed(what: &str, err: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("CloudFormation {what}: {err}")
+}
+
+impl CloudFormation {
+    /// A client for `region`.
+    pub fn new(aws: &AwsEnvironment, region: &str) -> CloudFormation {
+        let config = aws_sdk_cloudformation::config::Builder::from(aws.sdk_config())
+            .region(aws_sdk_cloudformation::config::Region::new(
+                region.to_string(),
+            ))
+            .build();
+        CloudFormation {
+            client: aws_sdk_cloudformation::Client::from_conf(config),
+            region: region.to_string(),
+        }
+    }
+
+    /// The stack's status, `None` when there is no such stack.
+    async fn status(&self, stack: &str) -> anyhow::Result<Option<(String, Option<String>)>> {
+        match self.client.describe_stacks().stack_name(stack).send().await {
+            Ok(answer) => Ok(answer.stacks().first().map(|s| {
+                (
+                    s.stack_status()
+                        .map(|x| x.as_str().to_string())
+                        .unwrap_or_default(),
+                    s.stack_status_reason().map(str::to_string),
+                )
+            })),
+            Err(err) => {
+                let text = aws_sdk_cloudformation::error::DisplayErrorContext(&err).to_string();
+                if text.contains("does not exist") {
+                    Ok(None)
+                } else {
+                    Err(failed(&format!("DescribeStacks {stack}"), text))
+                }
+            }
+        }
+    }
+
+    /// The resources of a settled stack.
+    pub async fn resources(&self, stack: &str) -> anyhow::Result<Vec<StackResource>> {
+        match self.status(stack).await? {
+            None => anyhow::bail!(
+                "there is no CloudFormation stack {stack} in {}; name the stack to migrate with --migrate-from-cloudformation NAME",
+                self.region
+            ),
+            Some((status, _)) if !SETTLED.contains(&status.as_str()) => anyhow::bail!(
+                "CloudFormation stack {stack} is {status}; migrate it once it is one of {}",
+                SETTLED.join(", ")
+            ),
+            Some(_) => {}
+        }
+        let answer = self
+            .client
+            .describe_stack_resources()
+            .stack_name(stack)
+            .send()
+            .await
+            .map_err(|err| failed(&format!("DescribeStackResources {stack}"), err))?;
+        Ok(answer
+            .stack_resources()
+            .iter()
+            .filter_map(|r| {
+                Some(StackResource {
+                    logical_id: r
+                        .logical_resource_id()
+                        .filter(|s| !s.is_empty())?
+                        .to_string(),
+                    resource_type: r.resource_type().filter(|s| !s.is_empty())?.to_string(),
+                    physical_id: (r.physical_resource_id())
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string),
+                })
+            })
+            .collect())
+    }
+
+    /// Retires the stack, keeping every resource: Retain policies first, then the delete.
+    pub async fn retire(&self, stack: &str, bucket: &StateBackend) -> anyhow::Result<()> {
+        let answer = self
+            .client
+            .get_template()
+            .stack_name(stack)
+            .template_stage(aws_sdk_cloudformation::types::TemplateStage::Original)
+            .send()
+            .await
+            .map_err(|err| failed(&format!("GetTemplate {stack}"), err))?;
+        let body = answer.template_body().unwrap_or_default();
+        let mut template = parse_template(body)
+            .map_err(|err| anyhow::anyhow!("CloudFormation stack {stack}'s template: {err}"))?;
+        if retain_everything(&mut template) {
+            self.update_retained(stack, &template, bucket).await?;
+        }
+        self.client
+            .delete_stack()
+            .stack_name(stack)
+            .send()
+            .await
+            .map_err(|err| failed(&format!("DeleteStack {stack}"), err))?;
+        self.wait(stack, "DELETE_COMPLETE").await
+    }
+
+    async fn update_retained(
+        &self,
+        stack: &str,
+        template: &Value,
+        bucket: &StateBackend,
+    ) -> anyhow::Result<()> {
+        let body = serde_json::to_string(template).expect("a template serialises");
+        let described = self
+            .client
+            .describe_stacks()
+            .stack_name(stack)
+            .send()
+            .await
+            .map_err(|err| failed(&format!("DescribeStacks {stack}"), err))?;
+        let parameters: Vec<aws_sdk_cloudformation::types::Parameter> = described
+            .stacks()
+            .first()
+            .map(|s| s.parameters())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|p| {
+                Some(
+                    aws_sdk_cloudformation::types::Parameter::builder()
+                        .parameter_key(p.parameter_key()?)
+                        .use_previous_value(true)
+                        .build(),
+                )
+            })
+            .collect();
+        let mut update = self
+            .client
+            .update_stack()
+            .stack_name(stack)
+            .set_parameters(Some(parameters))
+            .capabilities(aws_sdk_cloudformation::types::Capability::CapabilityIam)
+            .capabilities(aws_sdk_cloudformation::types::Capability::CapabilityNamedIam)
+            .capabilities(aws_sdk_cloudformation::types::Capability::CapabilityAutoExpand);
+        let mut uploaded = None;
+        if body.len() > INLINE_LIMIT {
+            let millis = chrono::Utc::now().timestamp_millis();
+            let key = format!("cdkd-migrate-tmp/{stack}/{millis}.json");
+            bucket.put_json(&key, body.into_bytes()).await?;
+            update = update.template_url(format!(
+                "https://{}.s3.{}.amazonaws.com/{key}",
+                bucket.bucket(),
+                self.region
+            ));
+            uploaded = Some(key);
+        } else {
+            update = update.template_body(body);
+        }
+        let sent = update.send().await;
+        let result = match sent {
+            Ok(_) => self.wait(stack, "UPDATE_COMPLETE").await,
+            Err(err) => {
+                let text = aws_sdk_cloudformation::error::DisplayErrorContext(&err).to_string();
+                if text.contains("No updates are to be performed") {
+                    Ok(())
+                } else {
+                    Err(failed(&format!("UpdateStack {stack}"), text))
+                }
+            }
+        };
+        if let Some(key) = uploaded {
+            let _ = bucket.delete_object(&key).await;
+            purge_and_report(
+                bucket.client(),
+                bucket.bucket(),
+                &key,
+                PurgedObject::TransientTemplate,
+                PurgeLogLevel::Warn,
+            )
+            .await;
+        }
+        result
+    }
+
+    /// Polls until the stack reaches `done` (gone counts as deleted), or fails naming why.
+    async fn wait(&self, stack: &str, done: &str) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let mut delay = Duration::from_millis(100);
+        loop {
+            match self.status(stack).await? {
+                None if done == "DELETE_COMPLETE" => return Ok(()),
+                Some((status, _)) if status == done => return Ok(()),
+                Some((status, reason))
+                    if status.ends_with("_FAILED")
+                        || status.ends_with("ROLLBACK_COMPLETE")
+                        || (status.ends_with("_COMPLETE") && status != done) =>
+                {
+                    anyhow::bail!(
+                        "CloudFormation stack {stack} ended {status}{}",
+                        reason.map(|r| format!(": {r}")).unwrap_or_default()
+                    )
+                }
+                _ => {}
+            }
+            if started.elapsed() > Duration::from_secs(30 * 60) {
+                anyhow::bail!(
+                    "CloudFormation stack {stack} did not reach {done} within 30 minutes"
+                );
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    }
+}
+
+/// A template body as `GetTemplate` returns it: JSON, or YAML without short-form tags.
+fn parse_template(body: &str) -> Result<Value, String> {
+    if let Ok(template) = serde_json::from_str(body) {
+        return Ok(template);
+    }
+    serde_yaml::from_str(body).map_err(|err| {
+        format!("it is neither JSON nor YAML cdkd can rewrite ({err}); YAML with short-form intrinsics (!Ref, !Sub, ...) is not supported yet: set DeletionPolicy: Retain on its resources and delete the stack yourself")
+    })
+}
+
+/// Puts `Retain` on every resource's `DeletionPolicy` and `UpdateReplacePolicy`; whether
+/// anything changed.
+fn retain_everything(template: &mut Value) -> bool {
+    let mut changed = false;
+    if let Some(resources) = template.get_mut("Resources").and_then(Value::as_object_mut) {
+        for resource in resources.values_mut() {
+            let Some(resource) = resource.as_object_mut() else {
+                continue;
+            };
+            for policy in ["DeletionPolicy", "UpdateReplacePolicy"] {
+                if resource.get(policy).and_then(Value::as_str) != Some("Retain") {
+                    resource.insert(policy.into(), Value::String("Retain".into()));
+                    changed = true;
+                }
+            }
+        }
+    }
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn every_resource_is_retained_once() {
+        let mut template = json!({"Resources": {
+            "A": {"Type": "AWS::SQS::Queue", "DeletionPolicy": "Delete"},
+            "B": {"Type": "AWS::SNS::Topic", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}}});
+        assert!(retain_everything(&mut template));
+        assert_eq!(
+            template["Resources"]["A"]["DeletionPolicy"],
+            json!("Retain")
+        );
+        assert_eq!(
+            template["Resources"]["A"]["UpdateReplacePolicy"],
+            json!("Retain")
+        );
+        assert!(!retain_everything(&mut template));
+    }
+
+    #[test]
+    fn json_and_plain_yaml_templates_are_read_and_short_forms_are_refused() {
+        assert!(parse_template(r#"{"Resources": {}}"#).is_ok());
+        let yaml = parse_template("Resources:\n  Q:\n    Type: AWS::SQS::Queue\n").unwrap();
+        assert_eq!(yaml["Resources"]["Q"]["Type"], json!("AWS::SQS::Queue"));
+        let err =
+            parse_template("Resources:\n  Q:\n    Type: X\n    Properties:\n      A: !Ref B\n")
+                .unwrap_err();
+        assert!(err.contains("short-form"), "{err}");
+    }
+}
