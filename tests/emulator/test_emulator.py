@@ -1251,3 +1251,194 @@ def test_describe_type_calls_are_counted_and_reset(emulator):
     cfn.describe_type(Type="RESOURCE", TypeName="AWS::SQS::Queue")
     emulator.post("/moto-api/reset", {})
     assert _describe_type_calls(emulator)["calls"] == 0
+
+
+# -- Cloud Control reads SQS queues and SNS topics from their services --------------------------
+
+
+def _properties(cc, type_name, identifier):
+    return json.loads(cc.get_resource(TypeName=type_name, Identifier=identifier)
+                      ["ResourceDescription"]["Properties"])
+
+
+def test_get_resource_reads_a_queue_from_sqs_so_out_of_band_changes_and_deletes_show(emulator):
+    cc, sqs = emulator.client("cloudcontrol"), emulator.client("sqs")
+    done = create(cc, "AWS::SQS::Queue", {"QueueName": "drifting", "VisibilityTimeout": 30})
+    assert done["OperationStatus"] == "SUCCESS", done
+    url = done["Identifier"]
+    assert _properties(cc, "AWS::SQS::Queue", url)["VisibilityTimeout"] == 30
+
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "90"})
+    full = _properties(cc, "AWS::SQS::Queue", url)
+    assert full["VisibilityTimeout"] == 90 and isinstance(full["VisibilityTimeout"], int)
+    assert full["QueueName"] == "drifting" and full["QueueUrl"] == url
+
+    sqs.delete_queue(QueueUrl=url)
+    with pytest.raises(cc.exceptions.ResourceNotFoundException):
+        cc.get_resource(TypeName="AWS::SQS::Queue", Identifier=url)
+    assert cc.list_resources(TypeName="AWS::SQS::Queue")["ResourceDescriptions"] == []
+
+
+def test_get_resource_reads_a_topic_from_sns_so_out_of_band_changes_and_deletes_show(emulator):
+    cc, sns = emulator.client("cloudcontrol"), emulator.client("sns")
+    done = create(cc, "AWS::SNS::Topic", {"TopicName": "watched"})
+    assert done["OperationStatus"] == "SUCCESS", done
+    arn = done["Identifier"]
+    assert "DisplayName" not in _properties(cc, "AWS::SNS::Topic", arn)
+
+    sns.set_topic_attributes(TopicArn=arn, AttributeName="DisplayName", AttributeValue="changed")
+    full = _properties(cc, "AWS::SNS::Topic", arn)
+    assert full["DisplayName"] == "changed"
+    assert full["TopicArn"] == arn and full["TopicName"] == "watched"
+
+    sns.delete_topic(TopicArn=arn)
+    with pytest.raises(cc.exceptions.ResourceNotFoundException):
+        cc.get_resource(TypeName="AWS::SNS::Topic", Identifier=arn)
+    assert cc.list_resources(TypeName="AWS::SNS::Topic")["ResourceDescriptions"] == []
+
+
+def test_get_resource_finds_a_queue_made_through_the_sqs_api_by_its_url(emulator):
+    cc, sqs = emulator.client("cloudcontrol"), emulator.client("sqs")
+    url = sqs.create_queue(QueueName="made-by-sqs", Attributes={"VisibilityTimeout": "17"})["QueueUrl"]
+    full = _properties(cc, "AWS::SQS::Queue", url)
+    assert full["QueueName"] == "made-by-sqs"
+    assert full["VisibilityTimeout"] == 17
+    assert full["QueueUrl"] == url
+    assert full["Arn"] == "arn:aws:sqs:us-east-1:123456789012:made-by-sqs"
+    # Still a live read: a change through SQS shows.
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "18"})
+    assert _properties(cc, "AWS::SQS::Queue", url)["VisibilityTimeout"] == 18
+    # A queue that exists nowhere is still not found.
+    missing = url.rsplit("/", 1)[0] + "/never-made"
+    with pytest.raises(cc.exceptions.ResourceNotFoundException):
+        cc.get_resource(TypeName="AWS::SQS::Queue", Identifier=missing)
+
+
+# -- CloudFormation stacks: what cdkd's migration from a stack relies on -----------------------
+
+
+def _template_of_size(size):
+    """A JSON template of exactly `size` bytes, padded by a top-level Metadata string."""
+    def template(padding):
+        return json.dumps({
+            "Metadata": {"Padding": "x" * padding},
+            "Resources": {"Topic": {"Type": "AWS::SNS::Topic", "Properties": {"TopicName": "padded"}}},
+        })
+    base = len(template(0).encode())
+    body = template(size - base)
+    assert len(body.encode()) == size
+    return body
+
+
+def _refused_as_too_large(call):
+    with pytest.raises(botocore.exceptions.ClientError) as raised:
+        call()
+    error = raised.value.response["Error"]
+    assert error["Code"] == "ValidationError", error
+    assert "51200" in error["Message"], error
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+
+
+def test_a_template_body_over_51200_bytes_is_refused_and_accepted_through_a_template_url(emulator):
+    cfn, s3 = emulator.client("cloudformation"), emulator.client("s3")
+    too_large = _template_of_size(51_201)
+    _refused_as_too_large(lambda: cfn.create_stack(StackName="big", TemplateBody=too_large))
+    _refused_as_too_large(lambda: cfn.create_change_set(
+        StackName="big", ChangeSetName="big", ChangeSetType="CREATE", TemplateBody=too_large))
+    assert [s["StackName"] for s in cfn.list_stacks()["StackSummaries"]] == []
+
+    # At the limit: accepted inline.
+    cfn.create_stack(StackName="at-limit", TemplateBody=_template_of_size(51_200))
+    assert cfn.describe_stacks(StackName="at-limit")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+
+    # The same template through S3.
+    s3.create_bucket(Bucket="templates")
+    s3.put_object(Bucket="templates", Key="big.json", Body=too_large.encode())
+    template_url = "https://templates.s3.us-east-1.amazonaws.com/big.json"
+    cfn.create_stack(StackName="big", TemplateURL=template_url)
+    assert cfn.describe_stacks(StackName="big")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+    assert "padded" in [t["TopicArn"].rsplit(":", 1)[-1] for t in emulator.client("sns").list_topics()["Topics"]]
+
+    # UpdateStack: refused inline, accepted through S3.
+    small = json.dumps({"Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "small"}}}})
+    cfn.create_stack(StackName="grows", TemplateBody=small)
+    _refused_as_too_large(lambda: cfn.update_stack(StackName="grows", TemplateBody=too_large))
+    assert cfn.describe_stacks(StackName="grows")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+    cfn.update_stack(StackName="grows", TemplateURL=template_url)
+    assert cfn.describe_stacks(StackName="grows")["Stacks"][0]["StackStatus"] == "UPDATE_COMPLETE"
+    assert json.loads(cfn.get_template(StackName="grows")["TemplateBody"]) == json.loads(too_large) \
+        if isinstance(cfn.get_template(StackName="grows")["TemplateBody"], str) \
+        else cfn.get_template(StackName="grows")["TemplateBody"] == json.loads(too_large)
+
+
+def test_use_previous_value_keeps_a_parameter_that_took_its_template_default(emulator):
+    cfn, ssm = emulator.client("cloudformation"), emulator.client("ssm")
+    parameters = {
+        "Greeting": {"Type": "String", "Default": "hello"},
+        "Passed": {"Type": "String", "Default": "unused"},
+    }
+
+    def template(names):
+        return json.dumps({"Parameters": parameters, "Resources": {
+            f"P{i}": {"Type": "AWS::SSM::Parameter",
+                      "Properties": {"Name": name, "Type": "String", "Value": {"Ref": ref}}}
+            for i, (name, ref) in enumerate(names)}})
+
+    cfn.create_stack(StackName="defaults", TemplateBody=template([("/greeting", "Greeting")]),
+                     Parameters=[{"ParameterKey": "Passed", "ParameterValue": "given"}])
+    cfn.update_stack(StackName="defaults",
+                     TemplateBody=template([("/greeting", "Greeting"), ("/passed", "Passed")]),
+                     Parameters=[{"ParameterKey": "Greeting", "UsePreviousValue": True},
+                                 {"ParameterKey": "Passed", "UsePreviousValue": True}])
+    stack = cfn.describe_stacks(StackName="defaults")["Stacks"][0]
+    assert stack["StackStatus"] == "UPDATE_COMPLETE"
+    assert {p["ParameterKey"]: p["ParameterValue"] for p in stack["Parameters"]} == \
+        {"Greeting": "hello", "Passed": "given"}
+    assert ssm.get_parameter(Name="/greeting")["Parameter"]["Value"] == "hello"
+    assert ssm.get_parameter(Name="/passed")["Parameter"]["Value"] == "given"
+
+
+def test_a_retain_policy_only_update_keeps_the_security_group_and_delete_leaves_it(emulator):
+    cfn, ec2 = emulator.client("cloudformation"), emulator.client("ec2")
+
+    def template(policies):
+        return json.dumps({"Resources": {
+            "Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.8.0.0/16"}},
+            "Group": {"Type": "AWS::EC2::SecurityGroup", **policies, "Properties": {
+                "GroupDescription": "kept", "VpcId": {"Ref": "Vpc"}}},
+        }})
+
+    def physical_ids():
+        resources = cfn.describe_stack_resources(StackName="retiring")["StackResources"]
+        return {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources}
+
+    cfn.create_stack(StackName="retiring", TemplateBody=template({}))
+    before = physical_ids()
+    assert before["Group"].startswith("sg-")
+    cfn.update_stack(StackName="retiring", TemplateBody=template(
+        {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}))
+    assert cfn.describe_stacks(StackName="retiring")["Stacks"][0]["StackStatus"] == "UPDATE_COMPLETE"
+    assert physical_ids() == before
+    assert [g["GroupId"] for g in ec2.describe_security_groups(GroupIds=[before["Group"]])["SecurityGroups"]] == \
+        [before["Group"]]
+
+    cfn.delete_stack(StackName="retiring")
+    assert [g["GroupId"] for g in ec2.describe_security_groups(GroupIds=[before["Group"]])["SecurityGroups"]] == \
+        [before["Group"]]
+
+
+def test_a_role_s_inline_policy_from_a_template_reads_back_as_a_json_document(emulator):
+    cfn, iam = emulator.client("cloudformation"), emulator.client("iam")
+    document = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": ["sqs:SendMessage", "sqs:ReceiveMessage"], "Resource": "*"}]}
+    trust = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
+    template = {"Resources": {"Role": {"Type": "AWS::IAM::Role", "Properties": {
+        "RoleName": "with-inline", "AssumeRolePolicyDocument": trust,
+        "Policies": [{"PolicyName": "queues", "PolicyDocument": document}]}}}}
+    cfn.create_stack(StackName="roles", TemplateBody=json.dumps(template))
+    assert cfn.describe_stacks(StackName="roles")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+    assert iam.list_role_policies(RoleName="with-inline")["PolicyNames"] == ["queues"]
+    read = iam.get_role_policy(RoleName="with-inline", PolicyName="queues")["PolicyDocument"]
+    assert isinstance(read, dict), read
+    assert read == document
