@@ -33,3 +33,6 @@ bash tests/bench/provider_bench.sh release
 
 echo
 bash tests/bench/schema_bench.sh
+
+echo
+bash tests/bench/observe_bench.sh release

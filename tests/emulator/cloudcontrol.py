@@ -530,9 +530,7 @@ def _read_queue(model):
 
 def _read_topic(model):
     """An SNS topic as GetResource reports it (None: deleted)."""
-    from moto.sns.models import sns_backends
-    backend = sns_backends[model.account_id][model.region]
-    topic = backend.topics.get(model.arn)
+    topic = model.sns_backend.topics.get(model.arn)
     if topic is None:
         return None
     live = {"TopicArn": topic.arn, "TopicName": topic.name}
