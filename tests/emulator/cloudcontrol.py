@@ -225,15 +225,9 @@ class CloudControl:
         type_name = _required(body, "TypeName")
         identifier = _required(body, "Identifier")
         entry = self._find(type_name, identifier, account_id, region)
-        document = _resource_model(type_name, entry["model"], entry["properties"], identifier)
-        reader = LIVE_READERS.get(type_name)
-        if reader is not None:
-            live = reader(entry["model"])
-            if live is None:
-                # Deleted through the service's own API: gone for Cloud Control too.
-                del self._resources[(type_name, identifier)]
-                raise ApiError("ResourceNotFoundException", f"{type_name} with identifier {identifier} not found")
-            document.update(live)
+        document = self._read(type_name, identifier, entry)
+        if document is None:
+            raise ApiError("ResourceNotFoundException", f"{type_name} with identifier {identifier} not found")
         return {
             "TypeName": type_name,
             "ResourceDescription": {"Identifier": identifier, "Properties": json.dumps(document)},
@@ -241,14 +235,13 @@ class CloudControl:
 
     def _list(self, body, _account_id, _region):
         type_name = _required(body, "TypeName")
-        descriptions = [
-            {
-                "Identifier": identifier,
-                "Properties": json.dumps(_resource_model(type_name, entry["model"], entry["properties"], identifier)),
-            }
-            for (kind, identifier), entry in sorted(self._resources.items(), key=lambda kv: kv[0])
-            if kind == type_name
-        ]
+        descriptions = []
+        for (kind, identifier), entry in sorted(self._resources.items(), key=lambda kv: kv[0]):
+            if kind != type_name:
+                continue
+            document = self._read(type_name, identifier, entry)
+            if document is not None:
+                descriptions.append({"Identifier": identifier, "Properties": json.dumps(document)})
         return {"TypeName": type_name, "ResourceDescriptions": descriptions}
 
     def _list_requests(self, _body, _account_id, _region):
@@ -256,6 +249,19 @@ class CloudControl:
         return {"ResourceRequestStatusSummaries": summaries}
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _read(self, type_name, identifier, entry):
+        """The full model of a resource, read from its service for the LIVE_READERS types;
+        None (and forgotten) when it was deleted through the service's own API."""
+        document = _resource_model(type_name, entry["model"], entry["properties"], identifier)
+        reader = LIVE_READERS.get(type_name)
+        if reader is not None:
+            live = reader(entry["model"])
+            if live is None:
+                del self._resources[(type_name, identifier)]
+                return None
+            document.update(live)
+        return document
 
     def _find(self, type_name, identifier, account_id=None, region=None):
         entry = self._resources.get((type_name, identifier))
