@@ -250,3 +250,137 @@ fn a_cloudformation_stack_is_migrated_and_retired_with_every_resource_kept() {
     let drift = world.cdkd(&["drift", STACK]);
     assert_eq!(drift.code, Some(0), "{}", drift.stdout);
 }
+
+#[test]
+fn nested_cloudformation_stacks_are_migrated_each_into_its_own_record() {
+    const PARENT: &str = "NestedMigrateStack";
+    const NESTED: &str = "WorkersNestedStackWorkersNestedStackResourceCEAEF017";
+    let cfn_stack = format!("Nm{}", Emulator::unique("nm").replace('-', ""));
+    let world = AppWorld::of("nestedmigrate", PARENT, "nmigrate", |_| {});
+    let assembly = world.assembly.path();
+    let emulator = Emulator::shared();
+    // What `cdk deploy` would have published: the nested template where the parent's
+    // TemplateURL points.
+    let assets: Value = serde_json::from_slice(
+        &std::fs::read(assembly.join(format!("{PARENT}.assets.json"))).unwrap(),
+    )
+    .unwrap();
+    for file in assets["files"].as_object().unwrap().values() {
+        let source = assembly.join(file["source"]["path"].as_str().unwrap());
+        for destination in file["destinations"].as_object().unwrap().values() {
+            let bucket = destination["bucketName"]
+                .as_str()
+                .unwrap()
+                .replace("${AWS::AccountId}", "123456789012")
+                .replace("${AWS::Region}", "us-east-1");
+            let key = destination["objectKey"].as_str().unwrap();
+            emulator.boto(&format!(
+                "[c('s3').create_bucket(Bucket='{bucket}') if '{bucket}' not in [b['Name'] for b in c('s3').list_buckets()['Buckets']] else None, \
+                  c('s3').put_object(Bucket='{bucket}', Key='{key}', Body=open('{}').read())] and None",
+                source.display()
+            ));
+        }
+    }
+    let made = emulator.boto(&format!(
+        "(lambda cfn: [c('ssm').put_parameter(Name='/cdk-bootstrap/hnb659fds/version', Value='30', Type='String', Overwrite=True), \
+           cfn.create_stack(StackName='{cfn_stack}', TemplateBody=open('{}').read(), Capabilities=['CAPABILITY_IAM']), \
+           (lambda rows: {{'rows': rows, 'child': [r['PhysicalResourceId'] for r in rows if r['LogicalResourceId'] == '{NESTED}'][0]}})({{}} or [{{'LogicalResourceId': r.get('LogicalResourceId'), 'PhysicalResourceId': r.get('PhysicalResourceId')}} for r in cfn.describe_stack_resources(StackName='{cfn_stack}')['StackResources']])][-1])(c('cloudformation'))",
+        assembly.join(format!("{PARENT}.template.json")).display()
+    ));
+    let child_stack = made["child"].as_str().unwrap().to_string();
+    let children = emulator.boto(&format!(
+        "{{r['LogicalResourceId']: r.get('PhysicalResourceId') for r in c('cloudformation').describe_stack_resources(StackName='{child_stack}')['StackResources'] if r.get('LogicalResourceId')}}"
+    ));
+    let parents: serde_json::Map<String, Value> = made["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| {
+            Some((
+                r["LogicalResourceId"].as_str()?.to_string(),
+                r["PhysicalResourceId"].clone(),
+            ))
+        })
+        .collect();
+
+    let migrated = import(
+        &world,
+        &["--migrate-from-cloudformation", &cfn_stack, "--yes"],
+    )
+    .success();
+    assert!(
+        migrated
+            .stdout
+            .contains(&format!("nested stack {PARENT}~{NESTED}:")),
+        "{}",
+        migrated.stdout
+    );
+
+    // Both CloudFormation stacks are gone; every resource survived.
+    let statuses = emulator.boto(&format!(
+        "sorted(s['StackStatus'] for s in c('cloudformation').list_stacks()['StackSummaries'] if s['StackName'] in ('{cfn_stack}', '{child_stack}'))"
+    ));
+    assert_eq!(statuses, json!(["DELETE_COMPLETE", "DELETE_COMPLETE"]));
+    let queue = children["Queue"].as_str().unwrap();
+    let topic = children["Topic"].as_str().unwrap();
+    let bucket = parents["Bucket"].as_str().unwrap();
+    let parameter = parents["QueueArnParam"].as_str().unwrap();
+    let survivors = emulator.boto(&format!(
+        "[c('sqs').get_queue_attributes(QueueUrl='{queue}', AttributeNames=['QueueArn'])['Attributes']['QueueArn'], \
+          c('sns').get_topic_attributes(TopicArn='{topic}')['Attributes']['DisplayName'], \
+          c('s3').head_bucket(Bucket='{bucket}')['ResponseMetadata']['HTTPStatusCode'], \
+          c('ssm').get_parameter(Name='{parameter}')['Parameter']['Value']]"
+    ));
+    let queue_arn = survivors[0].clone();
+    assert_eq!(survivors, json!([queue_arn, bucket, 200, queue_arn]));
+
+    // One record per stack, the child's linked to its parent, the parent holding the
+    // child's stable id and outputs.
+    let parent = world
+        .cdkd(&["state", "show", PARENT, "--json"])
+        .success()
+        .json()["state"]
+        .clone();
+    let row = &parent["resources"][NESTED];
+    assert_eq!(
+        row["physicalId"],
+        json!(format!(
+            "arn:aws:cloudformation:us-east-1:123456789012:stack/{PARENT}~{NESTED}/cdkd"
+        ))
+    );
+    assert_eq!(
+        row["attributes"]["Outputs.NestedMigrateStackWorkersQueue16F049CEArn"],
+        queue_arn
+    );
+    let child_record = format!("{PARENT}~{NESTED}");
+    let child = world
+        .cdkd(&["state", "show", &child_record, "--json"])
+        .success()
+        .json()["state"]
+        .clone();
+    assert_eq!(child["parentStack"], json!(PARENT));
+    assert_eq!(child["parentLogicalId"], json!(NESTED));
+    assert_eq!(
+        child["resources"]["Queue"]["physicalId"].as_str(),
+        Some(queue)
+    );
+    assert_eq!(
+        child["outputs"]["NestedMigrateStackWorkersQueue16F049CEArn"],
+        queue_arn
+    );
+
+    // cdkd owns the tree now: a deploy changes nothing and drift finds nothing in either record.
+    let deployed = world
+        .cdkd(&["deploy", "-a", &assembly.display().to_string()])
+        .success();
+    assert!(
+        deployed
+            .stdout
+            .contains("0 created, 0 updated, 0 replaced, 0 deleted, 3 unchanged"),
+        "{}",
+        deployed.stdout
+    );
+    let drift = world.cdkd(&["drift", PARENT]);
+    assert_eq!(drift.code, Some(0), "{}", drift.stdout);
+    assert!(drift.stdout.contains(&child_record), "{}", drift.stdout);
+}

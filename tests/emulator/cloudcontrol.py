@@ -553,8 +553,29 @@ def _adopt_queue(queue_url, account_id, region):
     return None if queue is None else (queue, {"QueueName": name})
 
 
-# Types whose resources made through the service's own API Cloud Control finds too.
-ADOPTERS = {"AWS::SQS::Queue": _adopt_queue}
+def _adopt_topic(topic_arn, account_id, region):
+    """A topic made outside Cloud Control, by its ARN."""
+    from moto.sns.models import sns_backends
+    topic = sns_backends[account_id][region].topics.get(topic_arn)
+    return None if topic is None else (topic, {"TopicName": topic.name})
+
+
+def _adopt_parameter(name, account_id, region):
+    """An SSM parameter made outside Cloud Control, by its name."""
+    from moto.ssm.models import ssm_backends
+    parameter = ssm_backends[account_id][region].get_parameter(name)
+    if parameter is None:
+        return None
+    return parameter, {"Name": parameter.name, "Type": parameter.parameter_type, "Value": parameter.value}
+
+
+# Types whose resources made through the service's own API (or by a CloudFormation stack)
+# Cloud Control finds too, by their primary identifier.
+ADOPTERS = {
+    "AWS::SQS::Queue": _adopt_queue,
+    "AWS::SNS::Topic": _adopt_topic,
+    "AWS::SSM::Parameter": _adopt_parameter,
+}
 
 # Types whose GetResource reads the service, so that out-of-band changes and deletes show.
 LIVE_READERS = {"AWS::SQS::Queue": _read_queue, "AWS::SNS::Topic": _read_topic}

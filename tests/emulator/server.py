@@ -203,6 +203,56 @@ def _inline_limited(original):
 for _action in ("create_stack", "update_stack", "create_change_set"):
     setattr(CloudFormationResponse, _action, _inline_limited(getattr(CloudFormationResponse, _action)))
 
+from moto.cloudformation.models import Stack as _CfnStack  # noqa: E402
+from moto.cloudformation.utils import get_stack_from_s3_url as _template_from_s3  # noqa: E402
+from moto.utilities.utils import get_partition as _partition  # noqa: E402
+
+
+def _nested_stack_updated_in_place(cls, original_resource, new_resource_name, cloudformation_json,
+                                   account_id, region_name):
+    # CloudFormation updates a nested stack in place when its TemplateURL or Parameters change
+    # (same stack, same resources); moto deleted it and created another, re-creating (or, with a
+    # Retain policy, orphaning) every resource in it.
+    properties = cloudformation_json["Properties"]
+    body = _template_from_s3(properties["TemplateURL"], account_id=account_id,
+                             partition=_partition(region_name))
+    original_resource.update(template=body, parameters=properties.get("Parameters") or None)
+    return original_resource
+
+
+_CfnStack.update_from_cloudformation_json = classmethod(_nested_stack_updated_in_place)
+
+
+def _nested_stack_output(self, attribute):
+    # `Fn::GetAtt [NestedStack, Outputs.Name]`, how a parent reads its nested stack's output
+    # (a CDK NestedStack's exposed values); moto's Stack model answers no attribute at all.
+    if attribute.startswith("Outputs."):
+        name = attribute[len("Outputs."):]
+        for output in self.output_map.values():
+            if output.key == name:
+                return output.value
+    from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+    raise UnformattedGetAttTemplateException()
+
+
+_CfnStack.get_cfn_attribute = _nested_stack_output
+
+from moto.ssm.models import Parameter as _SsmParameter  # noqa: E402
+
+_moto_parameter_from_cfn = _SsmParameter.create_from_cloudformation_json.__func__
+
+
+def _parameter_named_when_unnamed(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
+    # An AWS::SSM::Parameter without a Name gets a generated one, as every unnamed resource
+    # does; moto crashed on the missing name.
+    properties = cloudformation_json.setdefault("Properties", {})
+    if not properties.get("Name"):
+        properties["Name"] = resource_name
+    return _moto_parameter_from_cfn(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+
+
+_SsmParameter.create_from_cloudformation_json = classmethod(_parameter_named_when_unnamed)
+
 # moto names some S3 answers' XML root after the action; S3 (and the Rust SDK, which checks the
 # root) uses the configuration's name. Keyed by the bucket subresource queried.
 S3_XML_ROOTS = {

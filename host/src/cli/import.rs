@@ -8,17 +8,20 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::app::{load_assembly, stack_target, AppArgs};
 use super::CommandContext;
 use crate::analyzer::template::Template;
+use crate::deployment::deploy::StackInput;
 use crate::deployment::engine::Engine;
 use crate::deployment::external::StateSnapshot;
 use crate::deployment::import::{ImportRequest, Imported};
 use crate::deployment::migrate::{CloudFormation, StackResource};
+use crate::deployment::nested::stack_id;
 use crate::deployment::prepare::Preparation;
 use crate::deployment::report::Reporter;
+use crate::provisioning::preflight::NESTED_STACK;
 use crate::provisioning::providers::LiveProviders;
 use crate::synthesis::selection::select;
 
@@ -91,67 +94,134 @@ fn mapping(args: &ImportArgs) -> anyhow::Result<BTreeMap<String, String>> {
     Ok(mapping)
 }
 
-/// The template's logical ids mapped to the physical ids CloudFormation recorded for `source`.
-async fn cloudformation_mapping(
-    cloudformation: &CloudFormation,
-    source: &str,
-    template: &Template,
-    registry: &crate::provisioning::registry::Registry,
-) -> anyhow::Result<BTreeMap<String, String>> {
-    let mut mapping = BTreeMap::new();
-    let mut problems = Vec::new();
-    for resource in cloudformation.resources(source).await? {
-        let StackResource {
-            logical_id,
-            resource_type,
-            physical_id,
-        } = resource;
-        if resource_type == "AWS::CDK::Metadata" {
-            continue;
-        }
-        if resource_type == crate::provisioning::preflight::NESTED_STACK {
-            problems.push(format!("{logical_id}: nested CloudFormation stacks cannot be migrated yet (migrate the stack without them, or adopt their resources with --resource)"));
-            continue;
-        }
-        match template.resources.get(&logical_id) {
-            None => problems.push(format!(
-                "{logical_id} ({resource_type}) is in CloudFormation stack {source} but not in the app's template: is this the app that made the stack?"
-            )),
-            Some(declared) if declared.kind != resource_type => problems.push(format!(
-                "{logical_id} is a {resource_type} in CloudFormation stack {source} and a {} in the template",
-                declared.kind
-            )),
-            Some(_) => {
-                let composite = registry
-                    .schema(&resource_type)
-                    .is_some_and(|schema| schema.composite_id.is_some());
-                match physical_id {
-                    Some(id) => {
-                        mapping.insert(logical_id, id);
+/// Adopting a CloudFormation stack's resources, its nested stacks' first (each into its own
+/// record, leaf first), so a parent records its children's ids and outputs.
+struct Migration<'a> {
+    engine: &'a Engine<'a>,
+    cloudformation: &'a CloudFormation,
+    snapshot: &'a StateSnapshot,
+    force: bool,
+    /// Check and read the whole tree, write nothing.
+    dry_run: bool,
+}
+
+/// Each record's import lines, children before their parents.
+type Adopted = Vec<(String, Vec<Imported>)>;
+
+impl Migration<'_> {
+    /// Imports `input`'s stack from CloudFormation stack `source` (with `given` ids winning),
+    /// and answers the stack's outputs as CloudFormation reports them.
+    async fn adopt(
+        &self,
+        input: &StackInput,
+        source: &str,
+        given: BTreeMap<String, String>,
+    ) -> anyhow::Result<(Adopted, Map<String, Value>)> {
+        let template = &input.template;
+        let registry = self.engine.registry;
+        let mut mapping = BTreeMap::new();
+        let mut children = BTreeMap::new();
+        let mut problems = Vec::new();
+        for resource in self.cloudformation.resources(source).await? {
+            let StackResource {
+                logical_id,
+                resource_type,
+                physical_id,
+            } = resource;
+            if resource_type == "AWS::CDK::Metadata" {
+                continue;
+            }
+            match template.resources.get(&logical_id) {
+                None => problems.push(format!(
+                    "{logical_id} ({resource_type}) is in CloudFormation stack {source} but not in the app's template: is this the app that made the stack?"
+                )),
+                Some(declared) if declared.kind != resource_type => problems.push(format!(
+                    "{logical_id} is a {resource_type} in CloudFormation stack {source} and a {} in the template",
+                    declared.kind
+                )),
+                Some(_) if resource_type == NESTED_STACK => {
+                    match (physical_id, input.children.get(&logical_id)) {
+                        (Some(child_source), Some(child)) => {
+                            children.insert(logical_id, (child_source, child));
+                        }
+                        (None, _) => problems.push(format!(
+                            "{logical_id}: CloudFormation reports no stack for this nested stack"
+                        )),
+                        (_, None) => problems.push(format!(
+                            "{logical_id}: the nested stack's template is not in the cloud assembly"
+                        )),
                     }
-                    // Built from the template's properties by the import.
-                    None if composite => {
-                        mapping.insert(logical_id, String::new());
+                }
+                Some(_) => {
+                    let composite = registry
+                        .schema(&resource_type)
+                        .is_some_and(|schema| schema.composite_id.is_some());
+                    match physical_id {
+                        Some(id) => {
+                            mapping.insert(logical_id, id);
+                        }
+                        // Built from the template's properties by the import.
+                        None if composite => {
+                            mapping.insert(logical_id, String::new());
+                        }
+                        None => problems.push(format!(
+                            "{logical_id}: CloudFormation reports no physical id for it; pass --resource {logical_id}=<id>"
+                        )),
                     }
-                    None => problems.push(format!(
-                        "{logical_id}: CloudFormation reports no physical id for it; pass --resource {logical_id}=<id>"
-                    )),
                 }
             }
         }
+        if !problems.is_empty() {
+            anyhow::bail!(
+                "cdkd import --migrate-from-cloudformation {source}: nothing was imported:\n  - {}",
+                problems.join("\n  - ")
+            );
+        }
+        // `--resource` entries win over what CloudFormation reports.
+        mapping.extend(given);
+
+        let mut adopted = Vec::new();
+        let mut nested = BTreeMap::new();
+        for (logical_id, (child_source, child)) in children {
+            // The values the parent passed down, as CloudFormation holds them (the parent's
+            // own resources are adopted after their children).
+            let mut child = child.clone();
+            child.parameters = self.cloudformation.values(&child_source).await?.0;
+            let (lines, outputs) =
+                Box::pin(self.adopt(&child, &child_source, BTreeMap::new())).await?;
+            adopted.extend(lines);
+            let context = &child.context;
+            let id = stack_id(
+                crate::aws_env::partition(&context.region),
+                &context.region,
+                &context.account,
+                &context.stack_name,
+            );
+            let attributes = outputs
+                .iter()
+                .map(|(name, value)| (format!("Outputs.{name}"), value.clone()))
+                .collect();
+            nested.insert(logical_id, (id, attributes));
+        }
+        let (_, outputs) = self.cloudformation.values(source).await?;
+        let request = ImportRequest {
+            resources: mapping,
+            force: self.force,
+            dry_run: self.dry_run,
+            derive_composites: true,
+            nested,
+            outputs: Some(outputs.clone()),
+            ..ImportRequest::default()
+        };
+        let lines = self.engine.import(input, self.snapshot, &request).await?;
+        adopted.push((input.context.stack_name.clone(), lines));
+        Ok((adopted, outputs))
     }
-    if !problems.is_empty() {
-        anyhow::bail!(
-            "cdkd import --migrate-from-cloudformation {source}: nothing was imported:\n  - {}",
-            problems.join("\n  - ")
-        );
-    }
-    Ok(mapping)
 }
 
 /// `cdkd import`.
 pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<ExitCode> {
-    let mut resources = mapping(&args)?;
+    let resources = mapping(&args)?;
     if resources.is_empty() && !args.auto && args.migrate_from_cloudformation.is_none() {
         anyhow::bail!("name the resources to import (--resource, --resource-mapping, --resource-mapping-inline), or pass --auto to find them by their physical names");
     }
@@ -204,52 +274,40 @@ pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<E
         Some(name) => Some(name.to_string()),
     };
     let cloudformation = CloudFormation::new(aws, &region);
-    if let Some(source) = &migrating {
-        for (logical_id, physical_id) in
-            cloudformation_mapping(&cloudformation, source, &input.template, &registry).await?
-        {
-            // `--resource` entries win over what CloudFormation reports.
-            resources.entry(logical_id).or_insert(physical_id);
+    let outcomes = match &migrating {
+        Some(source) => {
+            let mut migration = Migration {
+                engine: &engine,
+                cloudformation: &cloudformation,
+                snapshot: &snapshot,
+                force: args.force,
+                dry_run: true,
+            };
+            // The whole tree is checked first: a nested stack's record is written only when
+            // every stack of the tree can be imported.
+            migration.adopt(&input, source, resources.clone()).await?;
+            migration.dry_run = false;
+            migration.adopt(&input, source, resources).await?.0
         }
-    }
-    let request = ImportRequest {
-        resources,
-        auto: args.auto,
-        force: args.force,
-        dry_run: args.dry_run,
-        derive_composites: migrating.is_some(),
+        None => {
+            let request = ImportRequest {
+                resources,
+                auto: args.auto,
+                force: args.force,
+                dry_run: args.dry_run,
+                ..ImportRequest::default()
+            };
+            let outcomes = engine.import(&input, &snapshot, &request).await?;
+            vec![(stack.stack_name.clone(), outcomes)]
+        }
     };
-    let outcomes = engine.import(&input, &snapshot, &request).await?;
     let stack_name = &stack.stack_name;
     let mut adopted = 0;
-    for outcome in &outcomes {
-        match outcome {
-            Imported::Adopted {
-                logical_id,
-                resource_type,
-                physical_id,
-                replaced,
-            } => {
-                adopted += 1;
-                let verb = if args.dry_run {
-                    "would import"
-                } else {
-                    "imported"
-                };
-                match replaced {
-                    Some(before) if before != physical_id => println!(
-                        "  {verb} {logical_id} ({resource_type}) {physical_id}, re-pointed from {before} (--force)"
-                    ),
-                    Some(_) => println!(
-                        "  {verb} {logical_id} ({resource_type}) {physical_id}, recorded again (--force)"
-                    ),
-                    None => println!("  {verb} {logical_id} ({resource_type}) {physical_id}"),
-                }
-            }
-            Imported::Skipped(logical_id, reason) => {
-                println!("  skipped {logical_id}: {reason}")
-            }
+    for (record, outcomes) in &outcomes {
+        if record != stack_name {
+            println!("  nested stack {record}:");
         }
+        print_outcomes(outcomes, args.dry_run, &mut adopted);
     }
     if let Some(source) = &migrating {
         println!("{stack_name} ({region}): {adopted} resource(s) of CloudFormation stack {source} are in cdkd's state.");
@@ -275,4 +333,33 @@ pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<E
         println!("{stack_name} ({region}): {adopted} resource(s) imported. `cdkd diff` shows where AWS differs from the template; `cdkd deploy` creates what is not imported.");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints one record's import lines and counts the adopted resources.
+fn print_outcomes(outcomes: &[Imported], dry_run: bool, adopted: &mut usize) {
+    for outcome in outcomes {
+        match outcome {
+            Imported::Adopted {
+                logical_id,
+                resource_type,
+                physical_id,
+                replaced,
+            } => {
+                *adopted += 1;
+                let verb = if dry_run { "would import" } else { "imported" };
+                match replaced {
+                    Some(before) if before != physical_id => println!(
+                        "  {verb} {logical_id} ({resource_type}) {physical_id}, re-pointed from {before} (--force)"
+                    ),
+                    Some(_) => println!(
+                        "  {verb} {logical_id} ({resource_type}) {physical_id}, recorded again (--force)"
+                    ),
+                    None => println!("  {verb} {logical_id} ({resource_type}) {physical_id}"),
+                }
+            }
+            Imported::Skipped(logical_id, reason) => {
+                println!("  skipped {logical_id}: {reason}")
+            }
+        }
+    }
 }

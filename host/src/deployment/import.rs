@@ -45,6 +45,11 @@ pub struct ImportRequest {
     /// A composite id given in another shape (CloudFormation's physical id of a route, a
     /// rule or an attachment) is built from the resolved template properties instead.
     pub derive_composites: bool,
+    /// Nested stacks whose children were adopted already: logical id → the child's stable
+    /// id and its `Outputs.X` attributes.
+    pub nested: BTreeMap<String, (String, Map<String, Value>)>,
+    /// The stack's outputs as its previous owner reported them (a migrated stack's).
+    pub outputs: Option<Map<String, Value>>,
 }
 
 /// One resource's import.
@@ -113,7 +118,7 @@ impl Engine<'_> {
         let template = &input.template;
 
         let mut problems = Vec::new();
-        for logical_id in request.resources.keys() {
+        for logical_id in request.resources.keys().chain(request.nested.keys()) {
             if !planned.properties.contains_key(logical_id) {
                 let mut available: Vec<&String> = planned.properties.keys().collect();
                 available.sort();
@@ -251,10 +256,40 @@ impl Engine<'_> {
         for logical_id in &derived {
             wanted.remove(logical_id);
         }
-        let mut state = recorded
-            .clone()
-            .unwrap_or_else(|| StackState::new(stack, region));
+        let mut state = recorded.clone().unwrap_or_else(|| {
+            let mut state = StackState::new(stack, region);
+            if let Some(parent) = &input.parent {
+                state.parent_stack = Some(parent.stack.clone());
+                state.parent_logical_id = Some(parent.logical_id.clone());
+                state.parent_region = Some(parent.region.clone());
+            }
+            state
+        });
+        if let Some(outputs) = &request.outputs {
+            state.outputs = outputs.clone();
+        }
         let mut records = BTreeMap::new();
+        for (logical_id, (physical_id, attributes)) in &request.nested {
+            let resource = &template.resources[logical_id];
+            let node = planned
+                .graph
+                .node(logical_id)
+                .expect("planned ids are nodes");
+            let record = ResourceState {
+                physical_id: physical_id.clone(),
+                resource_type: resource.kind.clone(),
+                properties: planned.properties[logical_id].clone(),
+                observed_properties: None,
+                attributes: Some(attributes.clone()),
+                dependencies: Some(node.dependencies.iter().cloned().collect()),
+                metadata: None,
+                deletion_policy: resource.deletion_policy.clone(),
+                update_replace_policy: resource.update_replace_policy.clone(),
+                provisioned_by: decisions[logical_id].provisioned_by(),
+                extra: Map::new(),
+            };
+            records.insert(logical_id.clone(), (record, None));
+        }
         let adopted = adopt_all(providers, &planned, template, &decisions, &wanted).await;
         problems.extend(settle(adopted, &mut records));
         if !problems.is_empty() {
@@ -319,7 +354,7 @@ impl Engine<'_> {
                 replaced,
             });
         }
-        if !request.dry_run && !records.is_empty() {
+        if !request.dry_run && (!records.is_empty() || request.outputs.is_some()) {
             self.store
                 .save(stack, region, &mut state, stored.as_ref())
                 .await?;

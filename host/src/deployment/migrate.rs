@@ -7,9 +7,12 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
 
 use crate::aws_env::AwsEnvironment;
+use crate::provisioning::preflight::NESTED_STACK;
 use crate::state::backend::StateBackend;
 use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
 
@@ -120,8 +123,77 @@ impl CloudFormation {
             .collect())
     }
 
-    /// Retires the stack, keeping every resource: Retain policies first, then the delete.
+    /// The stack's parameter values and outputs, by name (CloudFormation reports them as
+    /// strings; `NoEcho` parameters as `****`).
+    pub async fn values(
+        &self,
+        stack: &str,
+    ) -> anyhow::Result<(BTreeMap<String, Value>, Map<String, Value>)> {
+        let answer = self
+            .client
+            .describe_stacks()
+            .stack_name(stack)
+            .send()
+            .await
+            .map_err(|err| failed(&format!("DescribeStacks {stack}"), err))?;
+        let Some(described) = answer.stacks().first() else {
+            return Ok(Default::default());
+        };
+        let parameters = described
+            .parameters()
+            .iter()
+            .filter_map(|p| {
+                Some((
+                    p.parameter_key()?.to_string(),
+                    Value::String(p.parameter_value()?.to_string()),
+                ))
+            })
+            .collect();
+        let outputs = described
+            .outputs()
+            .iter()
+            .filter_map(|o| {
+                Some((
+                    o.output_key()?.to_string(),
+                    Value::String(o.output_value()?.to_string()),
+                ))
+            })
+            .collect();
+        Ok((parameters, outputs))
+    }
+
+    /// Retires the stack, keeping every resource: Retain policies first (nested stacks'
+    /// resources included, through their templates), then the delete, which takes the nested
+    /// stacks with it.
     pub async fn retire(&self, stack: &str, bucket: &StateBackend) -> anyhow::Result<()> {
+        let mut uploads = Vec::new();
+        let retained = self.retained_template(stack, bucket, &mut uploads).await;
+        let updated = match retained {
+            Ok((template, true)) => self.update_retained(stack, &template, bucket).await,
+            Ok((_, false)) => Ok(()),
+            Err(err) => Err(err),
+        };
+        for key in &uploads {
+            purge_upload(bucket, key).await;
+        }
+        updated?;
+        self.client
+            .delete_stack()
+            .stack_name(stack)
+            .send()
+            .await
+            .map_err(|err| failed(&format!("DeleteStack {stack}"), err))?;
+        self.wait(stack, "DELETE_COMPLETE").await
+    }
+
+    /// `stack`'s template with Retain on every resource but its nested stacks, whose own
+    /// templates get the same and are uploaded for the update to read; whether it changed.
+    async fn retained_template(
+        &self,
+        stack: &str,
+        bucket: &StateBackend,
+        uploads: &mut Vec<String>,
+    ) -> anyhow::Result<(Value, bool)> {
         let answer = self
             .client
             .get_template()
@@ -133,16 +205,56 @@ impl CloudFormation {
         let body = answer.template_body().unwrap_or_default();
         let mut template = parse_template(body)
             .map_err(|err| anyhow::anyhow!("CloudFormation stack {stack}'s template: {err}"))?;
-        if retain_everything(&mut template) {
-            self.update_retained(stack, &template, bucket).await?;
+        let mut changed = retain_everything(&mut template);
+        let nested: Vec<String> = nested_stacks(&template);
+        if nested.is_empty() {
+            return Ok((template, changed));
         }
-        self.client
-            .delete_stack()
-            .stack_name(stack)
-            .send()
-            .await
-            .map_err(|err| failed(&format!("DeleteStack {stack}"), err))?;
-        self.wait(stack, "DELETE_COMPLETE").await
+        let children: BTreeMap<String, String> = self
+            .resources(stack)
+            .await?
+            .into_iter()
+            .filter_map(|r| Some((r.logical_id, r.physical_id?)))
+            .collect();
+        for logical_id in nested {
+            let Some(child) = children.get(&logical_id) else {
+                anyhow::bail!(
+                    "CloudFormation stack {stack}: nested stack {logical_id} has no stack"
+                );
+            };
+            let (child_template, child_changed) =
+                Box::pin(self.retained_template(child, bucket, uploads)).await?;
+            if !child_changed {
+                continue;
+            }
+            let body = serde_json::to_vec(&child_template).expect("a template serialises");
+            let url = self
+                .upload(bucket, stack, &logical_id, body, uploads)
+                .await?;
+            template["Resources"][&logical_id]["Properties"]["TemplateURL"] = Value::String(url);
+            changed = true;
+        }
+        Ok((template, changed))
+    }
+
+    /// Puts a transient template into the state bucket; answers its URL.
+    async fn upload(
+        &self,
+        bucket: &StateBackend,
+        stack: &str,
+        name: &str,
+        body: Vec<u8>,
+        uploads: &mut Vec<String>,
+    ) -> anyhow::Result<String> {
+        let millis = chrono::Utc::now().timestamp_millis();
+        let key = format!("cdkd-migrate-tmp/{stack}/{millis}-{name}.json");
+        bucket.put_json(&key, body).await?;
+        uploads.push(key.clone());
+        Ok(format!(
+            "https://{}.s3.{}.amazonaws.com/{key}",
+            bucket.bucket(),
+            self.region
+        ))
     }
 
     async fn update_retained(
@@ -182,17 +294,12 @@ impl CloudFormation {
             .capabilities(aws_sdk_cloudformation::types::Capability::CapabilityIam)
             .capabilities(aws_sdk_cloudformation::types::Capability::CapabilityNamedIam)
             .capabilities(aws_sdk_cloudformation::types::Capability::CapabilityAutoExpand);
-        let mut uploaded = None;
+        let mut uploads = Vec::new();
         if body.len() > INLINE_LIMIT {
-            let millis = chrono::Utc::now().timestamp_millis();
-            let key = format!("cdkd-migrate-tmp/{stack}/{millis}.json");
-            bucket.put_json(&key, body.into_bytes()).await?;
-            update = update.template_url(format!(
-                "https://{}.s3.{}.amazonaws.com/{key}",
-                bucket.bucket(),
-                self.region
-            ));
-            uploaded = Some(key);
+            let url = self
+                .upload(bucket, stack, "template", body.into_bytes(), &mut uploads)
+                .await?;
+            update = update.template_url(url);
         } else {
             update = update.template_body(body);
         }
@@ -208,16 +315,8 @@ impl CloudFormation {
                 }
             }
         };
-        if let Some(key) = uploaded {
-            let _ = bucket.delete_object(&key).await;
-            purge_and_report(
-                bucket.client(),
-                bucket.bucket(),
-                &key,
-                PurgedObject::TransientTemplate,
-                PurgeLogLevel::Warn,
-            )
-            .await;
+        for key in &uploads {
+            purge_upload(bucket, key).await;
         }
         result
     }
@@ -253,6 +352,34 @@ impl CloudFormation {
     }
 }
 
+/// Deletes a transient template upload and every earlier version of it (warns on failure).
+async fn purge_upload(bucket: &StateBackend, key: &str) {
+    let _ = bucket.delete_object(key).await;
+    purge_and_report(
+        bucket.client(),
+        bucket.bucket(),
+        key,
+        PurgedObject::TransientTemplate,
+        PurgeLogLevel::Warn,
+    )
+    .await;
+}
+
+/// The logical ids of a template's nested stacks.
+fn nested_stacks(template: &Value) -> Vec<String> {
+    template
+        .get("Resources")
+        .and_then(Value::as_object)
+        .map(|resources| {
+            resources
+                .iter()
+                .filter(|(_, r)| r.get("Type").and_then(Value::as_str) == Some(NESTED_STACK))
+                .map(|(id, _)| id.clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A template body as `GetTemplate` returns it: JSON, or YAML without short-form tags.
 fn parse_template(body: &str) -> Result<Value, String> {
     if let Ok(template) = serde_json::from_str(body) {
@@ -263,8 +390,9 @@ fn parse_template(body: &str) -> Result<Value, String> {
     })
 }
 
-/// Puts `Retain` on every resource's `DeletionPolicy` and `UpdateReplacePolicy`; whether
-/// anything changed.
+/// Puts `Retain` on every resource's `DeletionPolicy` and `UpdateReplacePolicy`, except on
+/// nested stacks (deleting the parent must delete them; their resources are retained through
+/// their own templates); whether anything changed.
 fn retain_everything(template: &mut Value) -> bool {
     let mut changed = false;
     if let Some(resources) = template.get_mut("Resources").and_then(Value::as_object_mut) {
@@ -272,6 +400,9 @@ fn retain_everything(template: &mut Value) -> bool {
             let Some(resource) = resource.as_object_mut() else {
                 continue;
             };
+            if resource.get("Type").and_then(Value::as_str) == Some(NESTED_STACK) {
+                continue;
+            }
             for policy in ["DeletionPolicy", "UpdateReplacePolicy"] {
                 if resource.get(policy).and_then(Value::as_str) != Some("Retain") {
                     resource.insert(policy.into(), Value::String("Retain".into()));
@@ -293,8 +424,13 @@ mod tests {
     fn every_resource_is_retained_once() {
         let mut template = json!({"Resources": {
             "A": {"Type": "AWS::SQS::Queue", "DeletionPolicy": "Delete"},
-            "B": {"Type": "AWS::SNS::Topic", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}}});
+            "B": {"Type": "AWS::SNS::Topic", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"},
+            "Child": {"Type": "AWS::CloudFormation::Stack", "Properties": {"TemplateURL": "u"}}}});
         assert!(retain_everything(&mut template));
+        assert!(template["Resources"]["Child"]
+            .get("DeletionPolicy")
+            .is_none());
+        assert_eq!(nested_stacks(&template), ["Child"]);
         assert_eq!(
             template["Resources"]["A"]["DeletionPolicy"],
             json!("Retain")
