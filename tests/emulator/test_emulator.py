@@ -1441,3 +1441,128 @@ def test_a_role_s_inline_policy_from_a_template_reads_back_as_a_json_document(em
     read = iam.get_role_policy(RoleName="with-inline", PolicyName="queues")["PolicyDocument"]
     assert isinstance(read, dict), read
     assert read == document
+
+
+# -- Nested stacks, unnamed SSM parameters, and Cloud Control adopting SNS and SSM ------------
+
+
+def _uploaded_template(s3, key, template, bucket="nested-templates"):
+    """Uploads a template to S3 (making the bucket on first use); answers its TemplateURL."""
+    if bucket not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
+        s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(template).encode())
+    return f"https://{bucket}.s3.us-east-1.amazonaws.com/{key}"
+
+
+def _physical_ids(cfn, stack_name):
+    resources = cfn.describe_stack_resources(StackName=stack_name)["StackResources"]
+    return {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources}
+
+
+def _queue_names(sqs):
+    # moto answers ListQueues with the host that was asked, not the canonical one.
+    return [url.rsplit("/", 1)[-1] for url in sqs.list_queues().get("QueueUrls", [])]
+
+
+def _child_template(policies=None):
+    # An unnamed queue: a re-created one would get another generated name, so another URL.
+    return {
+        "Resources": {"Queue": {"Type": "AWS::SQS::Queue", **(policies or {})}},
+        "Outputs": {"QueueArn": {"Value": {"Fn::GetAtt": ["Queue", "Arn"]}}},
+    }
+
+
+def _parent_template(template_url, extra_resources=None, outputs=None):
+    return json.dumps({
+        "Resources": {"Child": {"Type": "AWS::CloudFormation::Stack",
+                                "Properties": {"TemplateURL": template_url}},
+                      **(extra_resources or {})},
+        **({"Outputs": outputs} if outputs else {}),
+    })
+
+
+def test_a_nested_stack_is_updated_in_place_and_the_parent_s_delete_takes_it(emulator):
+    cfn, s3, sqs = emulator.client("cloudformation"), emulator.client("s3"), emulator.client("sqs")
+    first = _uploaded_template(s3, "child-v1.json", _child_template())
+    cfn.create_stack(StackName="parent", TemplateBody=_parent_template(first))
+    assert cfn.describe_stacks(StackName="parent")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+    child = _physical_ids(cfn, "parent")["Child"]
+    queue_url = _physical_ids(cfn, child)["Queue"]
+    queue_name = queue_url.rsplit("/", 1)[-1]
+    assert _queue_names(sqs) == [queue_name]
+
+    # A new TemplateURL whose template only adds a Retain policy to the child's resource.
+    retained = _child_template({"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"})
+    second = _uploaded_template(s3, "child-v2.json", retained)
+    cfn.update_stack(StackName="parent", TemplateBody=_parent_template(second))
+    assert cfn.describe_stacks(StackName="parent")["Stacks"][0]["StackStatus"] == "UPDATE_COMPLETE"
+    # The same child stack, its queue untouched; the child holds the new template.
+    assert _physical_ids(cfn, "parent")["Child"] == child
+    assert _physical_ids(cfn, child) == {"Queue": queue_url}
+    assert cfn.get_template(StackName=child)["TemplateBody"] == retained
+    assert _queue_names(sqs) == [queue_name]
+
+    cfn.delete_stack(StackName="parent")
+    statuses = {}
+    for summary in cfn.list_stacks()["StackSummaries"]:
+        statuses.setdefault(summary["StackName"], []).append(summary["StackStatus"])
+    assert statuses == {"parent": ["DELETE_COMPLETE"], child: ["DELETE_COMPLETE"]}
+    # The Retain policy the update put in keeps the queue.
+    assert _queue_names(sqs) == [queue_name]
+    assert sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]
+
+
+def test_get_att_outputs_of_a_nested_stack_answers_the_child_s_output(emulator):
+    cfn, s3, ssm = emulator.client("cloudformation"), emulator.client("s3"), emulator.client("ssm")
+    url = _uploaded_template(s3, "child.json", _child_template())
+    output = {"Fn::GetAtt": ["Child", "Outputs.QueueArn"]}
+    cfn.create_stack(StackName="reads-child", TemplateBody=_parent_template(
+        url,
+        extra_resources={"ChildArn": {"Type": "AWS::SSM::Parameter", "Properties": {
+            "Name": "/child/queue-arn", "Type": "String", "Value": output}}},
+        outputs={"ChildQueueArn": {"Value": output}}))
+    assert cfn.describe_stacks(StackName="reads-child")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+
+    child = _physical_ids(cfn, "reads-child")["Child"]
+    child_outputs = {o["OutputKey"]: o["OutputValue"]
+                     for o in cfn.describe_stacks(StackName=child)["Stacks"][0]["Outputs"]}
+    queue_arn = child_outputs["QueueArn"]
+    assert queue_arn.startswith("arn:aws:sqs:us-east-1:123456789012:")
+    parent_outputs = cfn.describe_stacks(StackName="reads-child")["Stacks"][0]["Outputs"]
+    assert {o["OutputKey"]: o["OutputValue"] for o in parent_outputs} == {"ChildQueueArn": queue_arn}
+    assert ssm.get_parameter(Name="/child/queue-arn")["Parameter"]["Value"] == queue_arn
+
+
+def test_an_unnamed_ssm_parameter_in_a_template_gets_a_generated_name(emulator):
+    cfn, ssm = emulator.client("cloudformation"), emulator.client("ssm")
+    template = {"Resources": {"Setting": {"Type": "AWS::SSM::Parameter",
+                                          "Properties": {"Type": "String", "Value": "on"}}}}
+    cfn.create_stack(StackName="unnamed", TemplateBody=json.dumps(template))
+    assert cfn.describe_stacks(StackName="unnamed")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+    name = _physical_ids(cfn, "unnamed")["Setting"]
+    assert name
+    parameter = ssm.get_parameter(Name=name)["Parameter"]
+    assert parameter["Name"] == name
+    assert parameter["Value"] == "on" and parameter["Type"] == "String"
+
+
+def test_get_resource_finds_a_topic_made_through_the_sns_api_by_its_arn(emulator):
+    cc, sns = emulator.client("cloudcontrol"), emulator.client("sns")
+    arn = sns.create_topic(Name="made-by-sns")["TopicArn"]
+    full = _properties(cc, "AWS::SNS::Topic", arn)
+    assert full["TopicArn"] == arn and full["TopicName"] == "made-by-sns"
+    # Still a live read: a change through SNS shows.
+    sns.set_topic_attributes(TopicArn=arn, AttributeName="DisplayName", AttributeValue="shown")
+    assert _properties(cc, "AWS::SNS::Topic", arn)["DisplayName"] == "shown"
+    with pytest.raises(cc.exceptions.ResourceNotFoundException):
+        cc.get_resource(TypeName="AWS::SNS::Topic", Identifier=arn.rsplit(":", 1)[0] + ":never-made")
+
+
+def test_get_resource_finds_a_parameter_made_through_the_ssm_api_by_its_name(emulator):
+    cc, ssm = emulator.client("cloudcontrol"), emulator.client("ssm")
+    ssm.put_parameter(Name="/made/by-ssm", Type="String", Value="given")
+    full = _properties(cc, "AWS::SSM::Parameter", "/made/by-ssm")
+    assert {k: full[k] for k in ("Name", "Type", "Value")} == \
+        {"Name": "/made/by-ssm", "Type": "String", "Value": "given"}
+    with pytest.raises(cc.exceptions.ResourceNotFoundException):
+        cc.get_resource(TypeName="AWS::SSM::Parameter", Identifier="/never/made")
