@@ -20,14 +20,8 @@ use crate::state::store::StateStore;
 
 #[derive(Debug, Args)]
 pub struct DriftArgs {
-    /// Stacks to check, by state record name (nested stacks' records are included).
-    stacks: Vec<String>,
-    /// Every stack with a state record.
-    #[arg(long)]
-    all: bool,
-    /// The stacks' region, when a name has records in several.
-    #[arg(long, value_name = "REGION")]
-    stack_region: Option<String>,
+    #[command(flatten)]
+    records: RecordSelection,
     /// Write AWS's values into the records' baselines (state ← AWS).
     #[arg(long, conflicts_with = "revert")]
     accept: bool,
@@ -49,14 +43,8 @@ pub struct DriftArgs {
 /// `cdkd state refresh-observed`.
 #[derive(Debug, Args)]
 pub struct RefreshObservedArgs {
-    /// Stacks to refresh, by state record name (nested stacks' records are included).
-    stacks: Vec<String>,
-    /// Every stack with a state record.
-    #[arg(long)]
-    all: bool,
-    /// The stacks' region, when a name has records in several.
-    #[arg(long, value_name = "REGION")]
-    stack_region: Option<String>,
+    #[command(flatten)]
+    records: RecordSelection,
     /// Resources read at once.
     #[arg(long, default_value_t = 10)]
     concurrency: usize,
@@ -115,22 +103,67 @@ pub(super) async fn recorded_targets(
     Ok(targets)
 }
 
+/// Which state records a command works on.
+#[derive(Debug, Args)]
+struct RecordSelection {
+    /// Stacks, by state record name (their nested stacks' records are included).
+    stacks: Vec<String>,
+    /// Every stack with a state record.
+    #[arg(long)]
+    all: bool,
+    /// The stacks' region, when a name has records in several.
+    #[arg(long, value_name = "REGION")]
+    stack_region: Option<String>,
+}
+
+impl RecordSelection {
+    /// The state bucket, the selected records and the loaded plugins.
+    async fn load(&self, context: &CommandContext) -> anyhow::Result<Recorded> {
+        recorded(
+            context,
+            &self.stacks,
+            self.all,
+            self.stack_region.as_deref(),
+        )
+        .await
+    }
+}
+
+/// What `drift` and `refresh-observed` start from: the state bucket, the records to work on,
+/// the loaded plugins.
+struct Recorded {
+    store: StateStore,
+    targets: Vec<(String, String)>,
+    registry: crate::provisioning::registry::Registry,
+}
+
+async fn recorded(
+    context: &CommandContext,
+    stacks: &[String],
+    all: bool,
+    stack_region: Option<&str>,
+) -> anyhow::Result<Recorded> {
+    let store = context.state().await?;
+    let targets = recorded_targets(context, &store, stacks, all, stack_region).await?;
+    let registry = context.registry()?;
+    registry.warn_about_failures();
+    Ok(Recorded {
+        store,
+        targets,
+        registry,
+    })
+}
+
 /// `cdkd state refresh-observed`: exit 0, or 2 when some read failed.
 pub async fn refresh_observed(
     context: &CommandContext,
     args: RefreshObservedArgs,
 ) -> anyhow::Result<ExitCode> {
-    let store = context.state().await?;
-    let targets = recorded_targets(
-        context,
-        &store,
-        &args.stacks,
-        args.all,
-        args.stack_region.as_deref(),
-    )
-    .await?;
-    let registry = context.registry()?;
-    registry.warn_about_failures();
+    let Recorded {
+        store,
+        targets,
+        registry,
+    } = args.records.load(context).await?;
     let live = LiveProviders {
         registry: &registry,
         aws: context.aws().await,
@@ -185,17 +218,11 @@ fn reading_engine<'a>(
 
 /// `cdkd drift`.
 pub async fn run(context: &CommandContext, args: DriftArgs) -> anyhow::Result<ExitCode> {
-    let store = context.state().await?;
-    let targets = recorded_targets(
-        context,
-        &store,
-        &args.stacks,
-        args.all,
-        args.stack_region.as_deref(),
-    )
-    .await?;
-    let registry = context.registry()?;
-    registry.warn_about_failures();
+    let Recorded {
+        store,
+        targets,
+        registry,
+    } = args.records.load(context).await?;
     let live = LiveProviders {
         registry: &registry,
         aws: context.aws().await,

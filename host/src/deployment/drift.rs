@@ -136,14 +136,7 @@ impl Engine<'_> {
             .as_ref()
             .map(|s| s.state.resources.clone().into_iter().collect())
             .unwrap_or_default();
-        let providers = self
-            .owners_of(
-                region,
-                &records.iter().map(|(_, r)| r).collect::<Vec<_>>(),
-                &[],
-            )
-            .await?;
-        let reads = read_all(providers.as_ref(), &records, concurrency).await;
+        let reads = self.read_records(region, &records, concurrency).await?;
         let mut drift = StackDrift {
             stack: stack.to_string(),
             region: region.to_string(),
@@ -154,14 +147,15 @@ impl Engine<'_> {
         };
         for ((logical_id, record), read) in records.iter().zip(reads) {
             let mut record = record.clone();
-            let read = read.map(|read| {
-                read.map(|observed| match observed {
+            let read = read.map(|(provider, read)| {
+                let read = read.map(|observed| match observed {
                     Observation::Live(mut live) => {
                         own_rules_only(&mut record, &mut live, &records);
                         Observation::Live(live)
                     }
                     other => other,
-                })
+                });
+                (provider, read)
             });
             let mut entry = ResourceDrift {
                 logical_id: logical_id.clone(),
@@ -173,7 +167,7 @@ impl Engine<'_> {
             };
             entry.status = match read {
                 None => DriftStatus::Skipped,
-                Some(Ok(Observation::Live(live))) => {
+                Some((_, Ok(Observation::Live(live)))) => {
                     let comparison = compare(
                         &record.properties,
                         record.observed_properties.as_ref(),
@@ -188,13 +182,14 @@ impl Engine<'_> {
                         DriftStatus::Drifted(comparison.differences)
                     }
                 }
-                Some(Ok(Observation::Gone)) => DriftStatus::Deleted,
-                Some(Ok(Observation::NoReader)) => DriftStatus::NotComparable(format!(
-                    "{} has no reader for {}",
-                    providers.for_record(&record).label(),
+                Some((_, Ok(Observation::Gone))) => DriftStatus::Deleted,
+                Some((provider, Ok(Observation::NoReader))) => DriftStatus::NotComparable(format!(
+                    "{provider} has no reader for {}",
                     record.resource_type
                 )),
-                Some(Err(err)) => DriftStatus::NotComparable(format!("reading it failed: {err}")),
+                Some((_, Err(err))) => {
+                    DriftStatus::NotComparable(format!("reading it failed: {err}"))
+                }
             };
             drift.resources.push(entry);
         }
@@ -210,10 +205,8 @@ impl Engine<'_> {
         region: &str,
         concurrency: usize,
     ) -> anyhow::Result<(StackDrift, Vec<Accepted>)> {
-        let lock = self.locks.acquire(stack, region, "drift-accept").await?;
-        let result = self.accept_locked(stack, region, concurrency).await;
-        lock.release().await;
-        result
+        let work = self.accept_locked(stack, region, concurrency);
+        self.locked(stack, region, "drift-accept", work).await
     }
 
     async fn accept_locked(
@@ -285,12 +278,8 @@ impl Engine<'_> {
         concurrency: usize,
         recreate_deleted: bool,
     ) -> anyhow::Result<(StackDrift, Vec<Reverted>)> {
-        let lock = self.locks.acquire(stack, region, "drift-revert").await?;
-        let result = self
-            .revert_locked(stack, region, concurrency, recreate_deleted)
-            .await;
-        lock.release().await;
-        result
+        let work = self.revert_locked(stack, region, concurrency, recreate_deleted);
+        self.locked(stack, region, "drift-revert", work).await
     }
 
     async fn revert_locked(
@@ -380,13 +369,9 @@ impl Engine<'_> {
         region: &str,
         concurrency: usize,
     ) -> anyhow::Result<Option<Refreshed>> {
-        let lock = self
-            .locks
-            .acquire(stack, region, "state-refresh-observed")
-            .await?;
-        let result = self.refresh_locked(stack, region, concurrency).await;
-        lock.release().await;
-        result
+        let work = self.refresh_locked(stack, region, concurrency);
+        self.locked(stack, region, "state-refresh-observed", work)
+            .await
     }
 
     async fn refresh_locked(
@@ -400,18 +385,11 @@ impl Engine<'_> {
         };
         let records: Vec<(String, ResourceState)> =
             stored.state.resources.clone().into_iter().collect();
-        let providers = self
-            .owners_of(
-                region,
-                &records.iter().map(|(_, r)| r).collect::<Vec<_>>(),
-                &[],
-            )
-            .await?;
-        let reads = read_all(providers.as_ref(), &records, concurrency).await;
+        let reads = self.read_records(region, &records, concurrency).await?;
         let mut state = stored.state.clone();
         let mut report = Refreshed::default();
         for ((logical_id, record), read) in records.iter().zip(reads) {
-            match read {
+            match read.map(|(_, read)| read) {
                 Some(Ok(Observation::Live(live))) => {
                     if let Some(current) = state.resources.get_mut(logical_id) {
                         current.observed_properties = Some(masked_like(record, live));
@@ -529,19 +507,39 @@ fn masked_like(record: &ResourceState, live: Map<String, Value>) -> Map<String, 
     }
 }
 
-/// Reads each record (`None`: a type not compared by design), several at once, in order.
+/// One record's read: its provider's label and what it found.
+type Read = (
+    String,
+    Result<Observation, cdkd_provider_api::ProviderError>,
+);
+
+impl Engine<'_> {
+    /// Reads each record through the provider that owns it (`None`: a type not compared by
+    /// design), several at once, in order.
+    async fn read_records(
+        &self,
+        region: &str,
+        records: &[(String, ResourceState)],
+        concurrency: usize,
+    ) -> anyhow::Result<Vec<Option<Read>>> {
+        let owned: Vec<&ResourceState> = records.iter().map(|(_, r)| r).collect();
+        let providers = self.owners_of(region, &owned, &[]).await?;
+        Ok(read_all(providers.as_ref(), records, concurrency).await)
+    }
+}
+
 async fn read_all(
     providers: &dyn ProviderSet,
     records: &[(String, ResourceState)],
     concurrency: usize,
-) -> Vec<Option<Result<Observation, cdkd_provider_api::ProviderError>>> {
+) -> Vec<Option<Read>> {
     futures_util::stream::iter(records.iter())
         .map(|(logical_id, record)| async move {
             if is_custom_resource(&record.resource_type) || record.resource_type == NESTED_STACK {
                 return None;
             }
-            let read = providers
-                .for_record(record)
+            let provider = providers.for_record(record);
+            let read = provider
                 .read_current_state(
                     &record.resource_type,
                     logical_id,
@@ -551,7 +549,7 @@ async fn read_all(
                 .await;
             // Unmasked: `--revert` keeps AWS's own value at a masked position. Only paths
             // compared outside a mask are ever shown or written.
-            Some(read)
+            Some((provider.label(), read))
         })
         .buffered(concurrency.max(1))
         .collect()

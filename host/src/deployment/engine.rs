@@ -9,6 +9,8 @@ use crate::provisioning::operations::ProviderSource;
 use crate::provisioning::registry::Registry;
 
 /// What the engine works with.
+///
+/// Operations that change a stack's record run under its lock ([`Engine::locked`]).
 pub struct Engine<'a> {
     /// Loaded plugins: routing decisions and type schemas.
     pub registry: &'a Registry,
@@ -22,4 +24,21 @@ pub struct Engine<'a> {
     pub reporter: Reporter,
     /// Set on the first Ctrl-C / SIGTERM.
     pub stop: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Engine<'_> {
+    /// Runs `work` holding the lock of `stack` in `region` for `operation`; the lock is released
+    /// on every path out.
+    pub async fn locked<T>(
+        &self,
+        stack: &str,
+        region: &str,
+        operation: &str,
+        work: impl std::future::Future<Output = anyhow::Result<T>>,
+    ) -> anyhow::Result<T> {
+        let lock = self.locks.acquire(stack, region, operation).await?;
+        let result = work.await;
+        lock.release().await;
+        result
+    }
 }

@@ -89,13 +89,8 @@ impl Engine<'_> {
         request: &ImportRequest,
     ) -> anyhow::Result<Vec<Imported>> {
         let context = &input.context;
-        let lock = self
-            .locks
-            .acquire(&context.stack_name, &context.region, "import")
-            .await?;
-        let result = self.import_locked(input, snapshot, request).await;
-        lock.release().await;
-        result
+        let work = self.import_locked(input, snapshot, request);
+        (self.locked(&context.stack_name, &context.region, "import", work)).await
     }
 
     async fn import_locked(

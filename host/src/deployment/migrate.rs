@@ -139,27 +139,10 @@ impl CloudFormation {
         let Some(described) = answer.stacks().first() else {
             return Ok(Default::default());
         };
-        let parameters = described
-            .parameters()
-            .iter()
-            .filter_map(|p| {
-                Some((
-                    p.parameter_key()?.to_string(),
-                    Value::String(p.parameter_value()?.to_string()),
-                ))
-            })
-            .collect();
-        let outputs = described
-            .outputs()
-            .iter()
-            .filter_map(|o| {
-                Some((
-                    o.output_key()?.to_string(),
-                    Value::String(o.output_value()?.to_string()),
-                ))
-            })
-            .collect();
-        Ok((parameters, outputs))
+        let parameters =
+            (described.parameters().iter()).map(|p| (p.parameter_key(), p.parameter_value()));
+        let outputs = (described.outputs().iter()).map(|o| (o.output_key(), o.output_value()));
+        Ok((by_name(parameters), by_name(outputs)))
     }
 
     /// Retires the stack, keeping every resource: Retain policies first (nested stacks'
@@ -350,6 +333,15 @@ impl CloudFormation {
             delay = (delay * 2).min(Duration::from_secs(5));
         }
     }
+}
+
+/// `(name, value)` pairs CloudFormation reports as a map of strings (incomplete ones left out).
+fn by_name<'a, C: FromIterator<(String, Value)>>(
+    pairs: impl Iterator<Item = (Option<&'a str>, Option<&'a str>)>,
+) -> C {
+    pairs
+        .filter_map(|(name, value)| Some((name?.to_string(), Value::String(value?.to_string()))))
+        .collect()
 }
 
 /// Deletes a transient template upload and every earlier version of it (warns on failure).

@@ -159,13 +159,8 @@ impl Engine<'_> {
         options: &DeployOptions,
     ) -> anyhow::Result<Deployed> {
         let context = &input.context;
-        let lock = self
-            .locks
-            .acquire(&context.stack_name, &context.region, "deploy")
-            .await?;
-        let result = self.deploy_child(input, snapshot, options).await;
-        lock.release().await;
-        result
+        let work = self.deploy_child(input, snapshot, options);
+        (self.locked(&context.stack_name, &context.region, "deploy", work)).await
     }
 
     /// Deploys one stack whose lock is held (its own, or its parent's for a nested stack).
