@@ -14,8 +14,10 @@ EMU_LATENCY_MS=50 .venv/bin/python tests/emulator/server.py --port 0 --endpoint-
 emulator=$!
 for _ in $(seq 1 300); do [ -s "$work/endpoint" ] && break; sleep 0.1; done
 endpoint=$(cat "$work/endpoint")
+# No plugins at all: a plugins file that does not inherit the bundled one.
+echo 'inherit = false' >"$work/no-plugins.toml"
 export AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
-  AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true CDKD_S3_FORCE_PATH_STYLE=true CDKD_PLUGINS=/dev/null
+  AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true CDKD_S3_FORCE_PATH_STYLE=true CDKD_PLUGINS="$work/no-plugins.toml"
 "$cdkd" --state-bucket bench-state bootstrap --no-assets >/dev/null
 latency=0.05
 concurrency=10

@@ -21,6 +21,7 @@ export AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_
 # go to Cloud Control).
 for set in sdk cc; do
   {
+    echo "inherit = false"
     echo "[[plugin]]"; echo "name = \"example-echo\""; echo "path = \"$repo/target/$profile/libcdkd_provider_example_echo.so\""
     if [ $set = sdk ]; then
       for p in s3 iam lambda ec2; do

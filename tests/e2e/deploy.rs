@@ -462,7 +462,7 @@ fn a_custom_resource_is_refused_before_any_change_when_no_plugin_handles_it() {
     std::fs::write(
         &plugins,
         format!(
-            "[[plugin]]\nname = \"example-echo\"\npath = \"{}\"\nversion = \"^1\"\n",
+            "inherit = false\n[[plugin]]\nname = \"example-echo\"\npath = \"{}\"\nversion = \"^1\"\n",
             cdkd_tests::plugin_library("cdkd_provider_example_echo").display()
         ),
     )

@@ -121,6 +121,14 @@ impl Emulator {
             ("AWS_REGION", "us-east-1".into()),
             ("AWS_EC2_METADATA_DISABLED", "true".into()),
             ("CDKD_S3_FORCE_PATH_STYLE", "true".into()),
+            // No user plugins file of whoever runs the tests is layered over the bundled one.
+            (
+                "XDG_CONFIG_HOME",
+                crate::target_dir()
+                    .join("test-config")
+                    .display()
+                    .to_string(),
+            ),
             // Registry schemas are cached per test process, inside the checkout.
             (
                 "CDKD_CACHE_DIR",

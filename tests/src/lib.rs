@@ -108,7 +108,8 @@ pub struct PluginEntry<'a> {
 
 /// Writes a plugins file into `dir` and returns its path.
 pub fn write_plugins_file(dir: &Path, entries: &[PluginEntry<'_>], extra: &str) -> PathBuf {
-    let mut text = String::new();
+    // Exactly these plugins: the bundled file (and a user's) are not layered under it.
+    let mut text = String::from("inherit = false\n\n");
     for entry in entries {
         text.push_str(&format!(
             "[[plugin]]\nname = \"{}\"\npath = \"{}\"\nversion = \"{}\"\n\n",
@@ -200,7 +201,9 @@ pub fn cdkd_with_env(plugins: Option<&Path>, args: &[&str], env: &[(&str, &str)]
         .env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", "testing")
         .env("AWS_REGION", "us-east-1")
-        .env("AWS_EC2_METADATA_DISABLED", "true");
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        // No user plugins file of whoever runs the tests.
+        .env("XDG_CONFIG_HOME", target_dir().join("test-config"));
     if let Some(plugins) = plugins {
         command.env("CDKD_PLUGINS", plugins);
     }

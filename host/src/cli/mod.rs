@@ -252,10 +252,7 @@ impl CommandContext {
         let env = std::env::var_os("CDKD_PLUGINS")
             .filter(|value| !value.is_empty())
             .map(PathBuf::from);
-        let file = match PluginsFile::locate(self.global.plugins.as_deref(), env.as_deref()) {
-            (Some(path), source) => PluginsFile::read(&path, source)?,
-            (None, _) => PluginsFile::empty(),
-        };
+        let file = PluginsFile::load(self.global.plugins.as_deref(), env.as_deref())?;
         if file.source == PluginsFileSource::None {
             tracing::debug!("no plugins.toml found; every AWS type goes to Cloud Control");
         }

@@ -190,12 +190,13 @@ fn list_table(registry: &Registry) -> String {
                 api,
                 status_word(&slot.status).to_string(),
                 slot.spec.path.display().to_string(),
+                slot.spec.file.display().to_string(),
                 types,
             ]
         })
         .collect();
     let mut out = table::render(
-        &["NAME", "VERSION", "API", "STATUS", "PATH", "TYPES"],
+        &["NAME", "VERSION", "API", "STATUS", "PATH", "FROM", "TYPES"],
         &rows,
     );
     // Reasons are long (they name the file); one line each under the table keeps it readable.
@@ -229,6 +230,7 @@ fn list_json(registry: &Registry) -> Value {
                 "path": slot.spec.path,
                 "requirement": slot.spec.version.to_string(),
                 "enabled": slot.spec.enabled,
+                "file": slot.spec.file,
             });
             match &slot.status {
                 PluginStatus::Loaded(plugin) => {
@@ -261,6 +263,9 @@ fn list_json(registry: &Registry) -> Value {
     json!({
         "pluginsFile": registry.file().path,
         "pluginsFileSource": registry.file().source.as_str(),
+        "pluginsFiles": registry.file().layers.iter().map(|(path, source)| {
+            json!({"path": path, "source": source.as_str()})
+        }).collect::<Vec<_>>(),
         "hostProviderApiVersion": cdkd_provider_api::VERSION,
         "plugins": plugins,
         "conflicts": conflicts,

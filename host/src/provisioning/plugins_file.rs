@@ -10,6 +10,15 @@
 //! [owners]                 # who wins when two plugins claim one type
 //! "Acme::Echo::Thing" = "example-echo"
 //! ```
+//!
+//! Files are layered, lowest first: the bundled file (beside the executable, in the installed
+//! layout's `lib/cdkd/`, or at the root of the cargo workspace that built it), `./plugins.toml`,
+//! the user's `$XDG_CONFIG_HOME/cdkd/plugins.toml`, `CDKD_PLUGINS`, `--plugins`. An entry
+//! replaces a lower layer's entry of the same name, `[owners]` entries likewise; when two
+//! plugins claim a type and no `[owners]` entry settles it, the higher layer's wins. A file
+//! with `inherit = false` drops every layer below it. `${profile}` in a path is the cargo
+//! profile folder the running `cdkd` was built into (`release` for `target/release/cdkd`,
+//! else `debug`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,6 +36,10 @@ pub struct PluginsFile {
     pub plugins: Vec<PluginSpec>,
     /// Type name → plugin name, settling types two plugins claim.
     pub owners: BTreeMap<String, String>,
+    /// Whether the layers below this file count (`inherit = false` drops them).
+    pub inherit: bool,
+    /// Every file that contributed, lowest layer first.
+    pub layers: Vec<(PathBuf, PluginsFileSource)>,
 }
 
 /// How the plugins file was chosen.
@@ -38,6 +51,8 @@ pub enum PluginsFileSource {
     Env,
     /// `./plugins.toml`.
     WorkingDirectory,
+    /// The user's `$XDG_CONFIG_HOME/cdkd/plugins.toml` (or `~/.config/cdkd/plugins.toml`).
+    User,
     /// Beside the `cdkd` executable, or at the root of the cargo workspace that built it.
     Bundled,
     /// No file anywhere: no plugins, every AWS type goes to Cloud Control.
@@ -51,6 +66,7 @@ impl PluginsFileSource {
             PluginsFileSource::Flag => "--plugins",
             PluginsFileSource::Env => "CDKD_PLUGINS",
             PluginsFileSource::WorkingDirectory => "working directory",
+            PluginsFileSource::User => "user",
             PluginsFileSource::Bundled => "bundled",
             PluginsFileSource::None => "none",
         }
@@ -68,6 +84,10 @@ pub struct PluginSpec {
     pub version: semver::VersionReq,
     /// Whether to load it at all.
     pub enabled: bool,
+    /// The plugins file the entry comes from.
+    pub file: PathBuf,
+    /// Its file's layer (0 lowest): a higher layer's plugin wins a contested type.
+    pub layer: usize,
 }
 
 /// A plugins file that cannot be used; names the file and the key.
@@ -94,6 +114,8 @@ pub enum PluginsFileError {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
+    #[serde(default = "enabled_by_default")]
+    inherit: bool,
     #[serde(default)]
     plugin: Vec<RawPlugin>,
     #[serde(default)]
@@ -163,6 +185,70 @@ impl PluginsFile {
             source: PluginsFileSource::None,
             plugins: Vec::new(),
             owners: BTreeMap::new(),
+            inherit: true,
+            layers: Vec::new(),
+        }
+    }
+
+    /// Every plugins file that applies, layered (see the module's documentation).
+    pub fn load(flag: Option<&Path>, env: Option<&Path>) -> Result<PluginsFile, PluginsFileError> {
+        let mut candidates: Vec<(PathBuf, PluginsFileSource)> = Vec::new();
+        if let Some(bundled) = bundled_file() {
+            candidates.push((bundled, PluginsFileSource::Bundled));
+        }
+        let local = PathBuf::from("plugins.toml");
+        if local.is_file() {
+            candidates.push((local, PluginsFileSource::WorkingDirectory));
+        }
+        if let Some(user) = user_file().filter(|f| f.is_file()) {
+            candidates.push((user, PluginsFileSource::User));
+        }
+        if let Some(path) = env {
+            candidates.push((path.to_path_buf(), PluginsFileSource::Env));
+        }
+        if let Some(path) = flag {
+            candidates.push((path.to_path_buf(), PluginsFileSource::Flag));
+        }
+        // The same file twice (the workspace's plugins.toml is both bundled and local) is one
+        // layer, at its highest place.
+        let canonical =
+            |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let mut merged = PluginsFile::empty();
+        for (at, (path, source)) in candidates.iter().enumerate() {
+            let again = candidates[at + 1..]
+                .iter()
+                .any(|(later, _)| canonical(later) == canonical(path));
+            if !again {
+                merged = merged.overlaid_with(PluginsFile::read(path, *source)?);
+            }
+        }
+        Ok(merged)
+    }
+
+    /// `upper` layered over `self`.
+    fn overlaid_with(self, upper: PluginsFile) -> PluginsFile {
+        let mut below = if upper.inherit {
+            self
+        } else {
+            PluginsFile::empty()
+        };
+        let layer = below.layers.len();
+        for mut spec in upper.plugins {
+            spec.layer = layer;
+            match below.plugins.iter_mut().find(|p| p.name == spec.name) {
+                Some(existing) => *existing = spec,
+                None => below.plugins.push(spec),
+            }
+        }
+        below.owners.extend(upper.owners);
+        below.layers.push((upper.path.clone(), upper.source));
+        PluginsFile {
+            path: upper.path,
+            source: upper.source,
+            plugins: below.plugins,
+            owners: below.owners,
+            inherit: true,
+            layers: below.layers,
         }
     }
 
@@ -179,6 +265,7 @@ impl PluginsFile {
         let raw: RawFile =
             toml::from_str(text).map_err(|err| invalid(one_line(&err.to_string())))?;
         let folder = path.parent().unwrap_or(Path::new("."));
+        let file = path.to_path_buf();
         let mut plugins: Vec<PluginSpec> = Vec::with_capacity(raw.plugin.len());
         for (index, entry) in raw.plugin.into_iter().enumerate() {
             if entry.name.trim().is_empty() {
@@ -196,16 +283,24 @@ impl PluginsFile {
                     entry.name, entry.version
                 ))
             })?;
-            let path = if entry.path.is_absolute() {
-                entry.path
+            let expanded = PathBuf::from(
+                entry
+                    .path
+                    .to_string_lossy()
+                    .replace("${profile}", running_profile()),
+            );
+            let path = if expanded.is_absolute() {
+                expanded
             } else {
-                folder.join(entry.path)
+                folder.join(expanded)
             };
             plugins.push(PluginSpec {
                 name: entry.name,
                 path: normalize(&path),
                 version,
                 enabled: entry.enabled,
+                file: file.clone(),
+                layer: 0,
             });
         }
         for (type_name, owner) in &raw.owners {
@@ -220,7 +315,51 @@ impl PluginsFile {
             source,
             plugins,
             owners: raw.owners,
+            inherit: raw.inherit,
+            layers: vec![(path.to_path_buf(), source)],
         })
+    }
+}
+
+/// The bundled file: beside the executable, in the installed layout
+/// (`PREFIX/bin/cdkd` → `PREFIX/lib/cdkd/plugins.toml`), or at the root of the cargo workspace
+/// whose `target/<profile>/` holds the executable.
+fn bundled_file() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [
+        dir.join("plugins.toml"),
+        dir.join("../lib/cdkd/plugins.toml"),
+        dir.join("../../plugins.toml"),
+    ]
+    .into_iter()
+    .find(|candidate| candidate.is_file())
+    .map(|found| normalize(&found))
+}
+
+/// The user's plugins file: `$XDG_CONFIG_HOME/cdkd/plugins.toml`, else
+/// `~/.config/cdkd/plugins.toml`.
+fn user_file() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+    Some(base.join("cdkd").join("plugins.toml"))
+}
+
+/// The cargo profile folder the running executable sits in: `release` for
+/// `target/release/cdkd`, else `debug`.
+fn running_profile() -> &'static str {
+    let in_release = std::env::current_exe().ok().is_some_and(|exe| {
+        let folder = exe.parent();
+        folder.and_then(Path::file_name) == Some(std::ffi::OsStr::new("release"))
+            && folder.and_then(Path::parent).and_then(Path::file_name)
+                == Some(std::ffi::OsStr::new("target"))
+    });
+    if in_release {
+        "release"
+    } else {
+        "debug"
     }
 }
 
@@ -255,6 +394,62 @@ mod tests {
             Path::new("/etc/cdkd/plugins.toml"),
             PluginsFileSource::Flag,
         )
+    }
+
+    fn layer(text: &str, path: &str, source: PluginsFileSource) -> PluginsFile {
+        PluginsFile::parse(text, Path::new(path), source).unwrap()
+    }
+
+    #[test]
+    fn a_higher_layer_replaces_entries_by_name_and_can_drop_the_layers_below() {
+        let bundled = layer(
+            "[[plugin]]\nname = \"s3\"\npath = \"target/${profile}/libs3.so\"\n[[plugin]]\nname = \"iam\"\npath = \"libiam.so\"\n[owners]\n\"AWS::S3::Bucket\" = \"s3\"\n",
+            "/opt/cdkd/plugins.toml",
+            PluginsFileSource::Bundled,
+        );
+        // This test binary is not target/release/cdkd.
+        assert_eq!(
+            bundled.plugins[0].path,
+            PathBuf::from("/opt/cdkd/target/debug/libs3.so")
+        );
+        let user = layer(
+            "[[plugin]]\nname = \"s3\"\npath = \"/home/u/libs3-next.so\"\n[[plugin]]\nname = \"acme\"\npath = \"/home/u/libacme.so\"\n",
+            "/home/u/.config/cdkd/plugins.toml",
+            PluginsFileSource::User,
+        );
+        let merged = PluginsFile::empty()
+            .overlaid_with(bundled)
+            .overlaid_with(user);
+        let names: Vec<(&str, &Path, usize)> = merged
+            .plugins
+            .iter()
+            .map(|p| (p.name.as_str(), p.file.as_path(), p.layer))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("s3", Path::new("/home/u/.config/cdkd/plugins.toml"), 1),
+                ("iam", Path::new("/opt/cdkd/plugins.toml"), 0),
+                ("acme", Path::new("/home/u/.config/cdkd/plugins.toml"), 1),
+            ]
+        );
+        assert_eq!(
+            merged.plugins[0].path,
+            PathBuf::from("/home/u/libs3-next.so")
+        );
+        assert_eq!(merged.owners["AWS::S3::Bucket"], "s3");
+        assert_eq!(merged.layers.len(), 2);
+        assert_eq!(merged.source, PluginsFileSource::User);
+
+        let alone = layer(
+            "inherit = false\n[[plugin]]\nname = \"only\"\npath = \"/x.so\"\n",
+            "/tmp/plugins.toml",
+            PluginsFileSource::Flag,
+        );
+        let replaced = merged.overlaid_with(alone);
+        assert_eq!(replaced.plugins.len(), 1);
+        assert_eq!(replaced.plugins[0].name, "only");
+        assert!(replaced.owners.is_empty());
     }
 
     #[test]

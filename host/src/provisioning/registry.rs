@@ -364,6 +364,18 @@ fn assign_owners(
                             .copied()
                             .find(|&index| &slots[index].spec.name == winner)
                     });
+                    // Unsettled by [owners]: the plugin of the highest layer (a user's file
+                    // over the bundled one), when one is alone there.
+                    let top = several.iter().map(|&i| slots[i].spec.layer).max();
+                    let highest: Vec<usize> = several
+                        .iter()
+                        .copied()
+                        .filter(|&i| Some(slots[i].spec.layer) == top)
+                        .collect();
+                    let chosen = chosen.or(match highest.as_slice() {
+                        [only] => Some(*only),
+                        _ => None,
+                    });
                     match chosen {
                         Some(index) => TypeOwner::Plugin(index),
                         None => TypeOwner::Contested(
