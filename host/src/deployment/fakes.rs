@@ -335,6 +335,13 @@ impl MemoryStore {
         records.records.get(&key).map(|(state, _)| state.clone())
     }
 
+    /// The stored record's ETag (a new one per write).
+    pub fn etag(&self, stack: &str, region: &str) -> Option<String> {
+        let records = guard(&self.records);
+        let key = (stack.to_string(), region.to_string());
+        records.records.get(&key).map(|(_, etag)| etag.clone())
+    }
+
     /// Changes a stored record in place (an older writer's record, a hand edit).
     pub fn edit(&self, stack: &str, region: &str, change: impl FnOnce(&mut StackState)) {
         let mut records = guard(&self.records);

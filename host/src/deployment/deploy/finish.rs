@@ -192,7 +192,7 @@ impl StackRun<'_> {
             )
             .collect();
         let parent = self.input.parent.clone();
-        self.ledger.change(|s| {
+        let record = |s: &mut crate::state::schema::StackState| {
             if let Some(parent) = parent {
                 s.parent_stack = Some(parent.stack);
                 s.parent_logical_id = Some(parent.logical_id);
@@ -202,7 +202,13 @@ impl StackRun<'_> {
             s.export_names = Some(export_names);
             s.imports = (!imports.is_empty()).then_some(imports);
             s.output_reads = (!output_reads.is_empty()).then_some(output_reads);
-        });
+        };
+        // Written only when it differs: a deploy that changed nothing writes nothing.
+        let mut updated = self.ledger.snapshot();
+        record(&mut updated);
+        if self.ledger.read(|current| *current != updated) {
+            self.ledger.change(|s| *s = updated);
+        }
         Ok(secret_outputs)
     }
 

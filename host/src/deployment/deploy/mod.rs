@@ -279,8 +279,15 @@ impl Engine<'_> {
         )
         .await?;
 
+        // A first record, or one still at the legacy key, is written even when nothing changes.
+        let must_write = stored
+            .as_ref()
+            .is_none_or(|s| s.location == crate::state::backend::StateLocation::Legacy);
         let ledger = Ledger::new(self.store.clone(), stack, region, stored);
         let _saver = ledger.start_saver();
+        if must_write {
+            ledger.change(|_| {});
+        }
         let run = StackRun {
             engine: self,
             input,

@@ -138,6 +138,7 @@ async fn creates_follow_dependencies_and_a_second_deploy_calls_nothing() {
     assert!(!world.locks.is_held(STACK, REGION));
 
     world.cloud.clear_calls();
+    let written = world.store.etag(STACK, REGION);
     world
         .deploy(&app(), &DeployOptions::default())
         .await
@@ -146,6 +147,8 @@ async fn creates_follow_dependencies_and_a_second_deploy_calls_nothing() {
     let again = world.record();
     assert_eq!(again.resources, record.resources);
     assert_eq!(again.outputs, record.outputs);
+    // Nothing changed, nothing was written.
+    assert_eq!(world.store.etag(STACK, REGION), written);
 }
 
 #[tokio::test(start_paused = true)]
