@@ -167,9 +167,13 @@ fn deploy_update_replace_destroy_the_demo_stack() {
     );
     let calls = Emulator::shared().get(&format!("/_emulator/stats?accessKey={key}"));
     assert!(
-        calls.get("s3:PUT").is_some(),
+        calls.get("s3:GET").is_some(),
         "the run was not counted under its key: {calls}"
     );
+    // Nothing to change: no lock taken, nothing written.
+    for write in ["s3:PUT", "s3:DELETE", "s3:POST"] {
+        assert!(calls.get(write).is_none(), "{write} in {calls}");
+    }
     let provider_calls: Vec<&String> = calls
         .as_object()
         .unwrap()

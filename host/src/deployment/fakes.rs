@@ -422,9 +422,15 @@ impl RecordStore for MemoryStore {
 #[derive(Default, Clone)]
 pub struct MemoryLocks {
     held: Arc<Mutex<BTreeSet<(String, String)>>>,
+    taken: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl MemoryLocks {
+    /// How many times a lock was taken.
+    pub fn taken(&self) -> usize {
+        self.taken.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Whether the stack's lock is held.
     pub fn is_held(&self, stack: &str, region: &str) -> bool {
         guard(&self.held).contains(&(stack.to_string(), region.to_string()))
@@ -445,6 +451,7 @@ impl StackLocks for MemoryLocks {
         operation: &str,
     ) -> Result<Box<dyn HeldLock>, StateError> {
         let key = (stack.to_string(), region.to_string());
+        self.taken.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if !guard(&self.held).insert(key.clone()) {
             return Err(StateError::Locked {
                 stack: stack.into(),
@@ -458,6 +465,10 @@ impl StackLocks for MemoryLocks {
             held: self.held.clone(),
             key,
         }))
+    }
+
+    async fn is_locked(&self, stack: &str, region: &str) -> Result<bool, StateError> {
+        Ok(self.is_held(stack, region))
     }
 }
 

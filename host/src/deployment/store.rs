@@ -106,6 +106,9 @@ pub trait StackLocks: Send + Sync {
         region: &str,
         operation: &str,
     ) -> Result<Box<dyn HeldLock>, StateError>;
+
+    /// Whether a lock of `stack` in `region` exists (held or expired), without taking it.
+    async fn is_locked(&self, stack: &str, region: &str) -> Result<bool, StateError>;
 }
 
 /// A lock this process holds.
@@ -126,6 +129,10 @@ impl StackLocks for LockManager {
         Ok(Box::new(
             LockManager::acquire(self, stack, region, operation).await?,
         ))
+    }
+
+    async fn is_locked(&self, stack: &str, region: &str) -> Result<bool, StateError> {
+        Ok(self.read(stack, region).await?.is_some())
     }
 }
 

@@ -158,58 +158,14 @@ impl StackRun<'_> {
             secrets: &self.secrets,
             for_outputs: true,
         };
-        let (plain, export_names) =
-            resolve_outputs(&self.input.template, &env, &self.input.parameters)?;
-        let outputs = self.secrets.mask_map(&plain);
-        let secret_outputs: Map<String, Value> = plain
-            .into_iter()
-            .filter(|(name, value)| outputs.get(name) != Some(value))
-            .collect();
-        let (imports, output_reads) = {
-            let run = self.record();
-            (run.imports.clone(), run.output_reads.clone())
-        };
-        let imports: Vec<StateImportEntry> = imports
-            .into_iter()
-            .map(
-                |(source_stack, source_region, export_name)| StateImportEntry {
-                    source_stack,
-                    source_region,
-                    export_name,
-                    extra: Map::new(),
-                },
-            )
-            .collect();
-        let output_reads: Vec<StateOutputReadEntry> = output_reads
-            .into_iter()
-            .map(
-                |(source_stack, source_region, output_name)| StateOutputReadEntry {
-                    source_stack,
-                    source_region,
-                    output_name,
-                    extra: Map::new(),
-                },
-            )
-            .collect();
-        let parent = self.input.parent.clone();
-        let record = |s: &mut crate::state::schema::StackState| {
-            if let Some(parent) = parent {
-                s.parent_stack = Some(parent.stack);
-                s.parent_logical_id = Some(parent.logical_id);
-                s.parent_region = Some(parent.region);
-            }
-            s.outputs = outputs;
-            s.export_names = Some(export_names);
-            s.imports = (!imports.is_empty()).then_some(imports);
-            s.output_reads = (!output_reads.is_empty()).then_some(output_reads);
-        };
+        let recorded = OutputsRecord::resolve(self.input, &env, &self.secrets, &self.run)?;
         // Written only when it differs: a deploy that changed nothing writes nothing.
         let mut updated = self.ledger.snapshot();
-        record(&mut updated);
+        recorded.apply(&mut updated);
         if self.ledger.read(|current| *current != updated) {
             self.ledger.change(|s| *s = updated);
         }
-        Ok(secret_outputs)
+        Ok(recorded.secret_outputs)
     }
 
     /// After a failure or interruption: the journal, and the rollback unless disabled.
@@ -335,6 +291,82 @@ impl StackRun<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The part of a record a deploy writes after its resources: outputs (masked), export names,
+/// the exports and outputs of other stacks it read, and a nested stack's parent.
+pub(super) struct OutputsRecord {
+    outputs: Map<String, Value>,
+    export_names: Vec<String>,
+    imports: Vec<StateImportEntry>,
+    output_reads: Vec<StateOutputReadEntry>,
+    parent: Option<super::ParentStack>,
+    /// Output name → plaintext, for outputs recorded as the mask (this run's consumers only).
+    pub(super) secret_outputs: Map<String, Value>,
+}
+
+impl OutputsRecord {
+    /// Resolves `input`'s outputs in `env`; what `env` read is in `run`.
+    pub(super) fn resolve(
+        input: &super::StackInput,
+        env: &LiveEnvironment,
+        secrets: &crate::deployment::secrets::RunSecrets,
+        run: &std::sync::Mutex<super::run::RunRecord>,
+    ) -> anyhow::Result<OutputsRecord> {
+        let (plain, export_names) = resolve_outputs(&input.template, env, &input.parameters)?;
+        let outputs = secrets.mask_map(&plain);
+        let secret_outputs: Map<String, Value> = plain
+            .into_iter()
+            .filter(|(name, value)| outputs.get(name) != Some(value))
+            .collect();
+        let (imports, output_reads) = {
+            let run = run.lock().unwrap_or_else(|e| e.into_inner());
+            (run.imports.clone(), run.output_reads.clone())
+        };
+        let imports = imports
+            .into_iter()
+            .map(
+                |(source_stack, source_region, export_name)| StateImportEntry {
+                    source_stack,
+                    source_region,
+                    export_name,
+                    extra: Map::new(),
+                },
+            )
+            .collect();
+        let output_reads = output_reads
+            .into_iter()
+            .map(
+                |(source_stack, source_region, output_name)| StateOutputReadEntry {
+                    source_stack,
+                    source_region,
+                    output_name,
+                    extra: Map::new(),
+                },
+            )
+            .collect();
+        Ok(OutputsRecord {
+            outputs,
+            export_names,
+            imports,
+            output_reads,
+            parent: input.parent.clone(),
+            secret_outputs,
+        })
+    }
+
+    /// Writes this part into a record.
+    pub(super) fn apply(&self, s: &mut crate::state::schema::StackState) {
+        if let Some(parent) = &self.parent {
+            s.parent_stack = Some(parent.stack.clone());
+            s.parent_logical_id = Some(parent.logical_id.clone());
+            s.parent_region = Some(parent.region.clone());
+        }
+        s.outputs = self.outputs.clone();
+        s.export_names = Some(self.export_names.clone());
+        s.imports = (!self.imports.is_empty()).then(|| self.imports.clone());
+        s.output_reads = (!self.output_reads.is_empty()).then(|| self.output_reads.clone());
     }
 }
 

@@ -8,6 +8,7 @@ mod environment;
 mod finish;
 mod observe;
 mod run;
+mod unchanged;
 mod write_ahead;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -158,6 +159,10 @@ impl Engine<'_> {
         snapshot: &StateSnapshot,
         options: &DeployOptions,
     ) -> anyhow::Result<Deployed> {
+        let started = Instant::now();
+        if let Some(deployed) = self.unchanged(input, snapshot, options, started).await? {
+            return Ok(deployed);
+        }
         let context = &input.context;
         let work = self.deploy_child(input, snapshot, options);
         (self.locked(&context.stack_name, &context.region, "deploy", work)).await

@@ -139,6 +139,7 @@ async fn creates_follow_dependencies_and_a_second_deploy_calls_nothing() {
 
     world.cloud.clear_calls();
     let written = world.store.etag(STACK, REGION);
+    let locks = world.locks.taken();
     world
         .deploy(&app(), &DeployOptions::default())
         .await
@@ -147,8 +148,29 @@ async fn creates_follow_dependencies_and_a_second_deploy_calls_nothing() {
     let again = world.record();
     assert_eq!(again.resources, record.resources);
     assert_eq!(again.outputs, record.outputs);
-    // Nothing changed, nothing was written.
+    // Nothing changed: nothing was written, and the lock was not even taken.
     assert_eq!(world.store.etag(STACK, REGION), written);
+    assert_eq!(world.locks.taken(), locks);
+
+    // A record missing a baseline takes the normal path, which fills it in.
+    world.store.edit(STACK, REGION, |s| {
+        s.resources.get_mut("Queue").unwrap().observed_properties = None;
+    });
+    world
+        .deploy(&app(), &DeployOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(world.locks.taken(), locks + 1);
+    assert!(world.record().resources["Queue"]
+        .observed_properties
+        .is_some());
+    // A lock left behind also takes the normal path (which waits for it or reports it).
+    let held = world.locks.acquire(STACK, REGION, "other").await.unwrap();
+    assert!(world
+        .deploy(&app(), &DeployOptions::default())
+        .await
+        .is_err());
+    held.release().await;
 }
 
 #[tokio::test(start_paused = true)]

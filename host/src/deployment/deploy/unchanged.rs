@@ -1,0 +1,163 @@
+//! The no-change fast path: a deploy that would call nothing and write nothing ends without
+//! taking the stack lock.
+//!
+//! The record, its journal and its lock are read at once. When nobody holds (or left) the lock,
+//! no interrupted run left intents, the plan changes nothing, and the record already says
+//! everything a deploy would write (each resource's layer and dependencies, its baseline when
+//! it has a reader, the attributes the template reads, the outputs and what they read), the run
+//! ends there, reported as the normal path reports it. Anything else takes the normal path,
+//! which reads everything again under the lock.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde_json::Map;
+
+use super::environment::LiveEnvironment;
+use super::finish::OutputsRecord;
+use super::run::RunRecord;
+use super::{DeployOptions, Deployed, StackInput};
+use crate::analyzer::plan::plan;
+use crate::deployment::engine::Engine;
+use crate::deployment::external::{SnapshotLookups, StateSnapshot};
+use crate::deployment::ledger::Ledger;
+use crate::deployment::nested::nested_ids;
+use crate::deployment::report::Summary;
+use crate::deployment::secrets::RunSecrets;
+use crate::provisioning::cloud_control::has_attribute;
+use crate::provisioning::create_only::{registry_types, KnownCreateOnly};
+use crate::provisioning::preflight::{route_all, Candidate};
+use crate::state::backend::StateLocation;
+use crate::state::schema::{ProvisionedBy, ResourceState};
+
+impl Engine<'_> {
+    /// The finished deploy when nothing would change, else `None` (take the normal path).
+    pub(super) async fn unchanged(
+        &self,
+        input: &StackInput,
+        snapshot: &StateSnapshot,
+        options: &DeployOptions,
+        started: Instant,
+    ) -> anyhow::Result<Option<Deployed>> {
+        let context = &input.context;
+        let (stack, region) = (context.stack_name.as_str(), context.region.as_str());
+        if !input.children.is_empty() || !options.recreate.is_empty() {
+            return Ok(None);
+        }
+        let (stored, journal, locked) = tokio::join!(
+            self.store.load(stack, region),
+            self.store.read_journal(stack, region),
+            self.locks.is_locked(stack, region)
+        );
+        let (Some(stored), None, false) = (stored?, journal?, locked?) else {
+            return Ok(None);
+        };
+        if stored.location != StateLocation::Current {
+            return Ok(None);
+        }
+        let recorded = &stored.state;
+        let schemas = self
+            .providers
+            .registry_schemas(region, registry_types(self.registry, Some(recorded)))
+            .await;
+        let create_only = KnownCreateOnly::new(self.registry, schemas);
+        let lookups = SnapshotLookups { snapshot, region };
+        // A plan that fails is reported by the normal path, with its context.
+        let Ok(planned) = plan(
+            &input.template,
+            Some(recorded),
+            context,
+            &input.parameters,
+            &lookups,
+            &create_only,
+        ) else {
+            return Ok(None);
+        };
+        if planned.has_changes() {
+            return Ok(None);
+        }
+        let candidates = planned.graph.order().iter().map(|id| Candidate {
+            logical_id: id,
+            resource_type: &input.template.resources[id].kind,
+            properties: &planned.properties[id],
+        });
+        let Ok(decisions) = route_all(
+            self.registry,
+            stack,
+            candidates,
+            &nested_ids(input),
+            Some(recorded),
+            &options.allowed,
+            &options.recreate,
+        ) else {
+            return Ok(None);
+        };
+        let needed = input.template.referenced_attributes();
+        for logical_id in planned.graph.order() {
+            let Some(record) = recorded.resources.get(logical_id) else {
+                return Ok(None);
+            };
+            let node = planned
+                .graph
+                .node(logical_id)
+                .expect("ordered ids are nodes");
+            let dependencies: Vec<String> = node.dependencies.iter().cloned().collect();
+            let attributes = record.attributes.clone().unwrap_or_default();
+            let stale = record.provisioned_by != decisions[logical_id].provisioned_by()
+                || record.dependencies.as_ref() != Some(&dependencies)
+                || (options.capture_observed
+                    && record.observed_properties.is_none()
+                    && self.has_reader(record))
+                || (record.provisioned_by == Some(ProvisionedBy::CcApi)
+                    && needed.get(logical_id).is_some_and(|names| {
+                        names.iter().any(|name| !has_attribute(&attributes, name))
+                    }));
+            if stale {
+                return Ok(None);
+            }
+        }
+        let ledger = Ledger::new(self.store.clone(), stack, region, Some(stored.clone()));
+        let run = Mutex::new(RunRecord::default());
+        let secrets = RunSecrets::default();
+        let env = LiveEnvironment {
+            context,
+            ledger: &ledger,
+            snapshot,
+            run: &run,
+            secrets: &secrets,
+            for_outputs: true,
+        };
+        let Ok(outputs) = OutputsRecord::resolve(input, &env, &secrets, &run) else {
+            return Ok(None);
+        };
+        let mut updated = recorded.clone();
+        outputs.apply(&mut updated);
+        if updated != *recorded {
+            return Ok(None);
+        }
+        let summary = Summary {
+            unchanged: planned.graph.order().len(),
+            ..Summary::default()
+        };
+        (self.reporter).finish(stack, &summary, started.elapsed(), &recorded.outputs);
+        Ok(Some(Deployed {
+            state: recorded.clone(),
+            secret_outputs: Map::new(),
+        }))
+    }
+
+    /// Whether a deploy would read `record` back as its baseline (Cloud Control reads every
+    /// type; a plugin only the types it declares a reader for).
+    fn has_reader(&self, record: &ResourceState) -> bool {
+        if record.resource_type == crate::provisioning::preflight::NESTED_STACK {
+            return false;
+        }
+        record.provisioned_by == Some(ProvisionedBy::CcApi)
+            || self
+                .registry
+                .schema(&record.resource_type)
+                .is_some_and(|schema| {
+                    schema.supports(cdkd_provider_api::protocol::operation::READ_CURRENT_STATE)
+                })
+    }
+}
