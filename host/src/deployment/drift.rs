@@ -12,11 +12,11 @@ use futures_util::StreamExt;
 use serde_json::{Map, Value};
 
 use super::engine::Engine;
-use super::secrets::mask_as_recorded;
+use super::secrets::masked_like;
 use crate::analyzer::drift::{
     accepted, compare, reverted, without_sibling_rules, Difference, Refused,
 };
-use crate::provisioning::operations::{Observation, ProviderSet};
+use crate::provisioning::operations::{read_record, Observation, ProviderSet};
 use crate::provisioning::preflight::NESTED_STACK;
 use crate::provisioning::registry::is_custom_resource;
 use crate::state::backend::StoredState;
@@ -479,32 +479,11 @@ async fn restore(
             None,
         );
     }
-    let read = provider
-        .read_current_state(
-            &record.resource_type,
-            logical_id,
-            &record.physical_id,
-            &record.properties,
-        )
-        .await;
-    let observed = match read {
+    let observed = match read_record(provider, logical_id, record).await {
         Ok(Observation::Live(now)) => Some(masked_like(record, now)),
         _ => None,
     };
     (Reverted::Restored(logical_id.to_string()), observed)
-}
-
-/// `live` with the mask wherever the record holds it.
-fn masked_like(record: &ResourceState, live: Map<String, Value>) -> Map<String, Value> {
-    let mut observed = Value::Object(live);
-    mask_as_recorded(&Value::Object(record.properties.clone()), &mut observed);
-    if let Some(baseline) = &record.observed_properties {
-        mask_as_recorded(&Value::Object(baseline.clone()), &mut observed);
-    }
-    match observed {
-        Value::Object(observed) => observed,
-        _ => unreachable!("masking keeps the shape"),
-    }
 }
 
 /// One record's read: its provider's label and what it found.
@@ -539,14 +518,7 @@ async fn read_all(
                 return None;
             }
             let provider = providers.for_record(record);
-            let read = provider
-                .read_current_state(
-                    &record.resource_type,
-                    logical_id,
-                    &record.physical_id,
-                    &record.properties,
-                )
-                .await;
+            let read = read_record(provider, logical_id, record).await;
             // Unmasked: `--revert` keeps AWS's own value at a masked position. Only paths
             // compared outside a mask are ever shown or written.
             Some((provider.label(), read))

@@ -19,15 +19,13 @@ use serde_json::{Map, Value};
 
 use super::deploy::StackInput;
 use super::engine::Engine;
-use super::external::{SnapshotLookups, StateSnapshot};
-use super::nested::nested_ids;
+use super::external::StateSnapshot;
 use crate::analyzer::drift::without_sibling_rules;
 use crate::analyzer::intrinsics::contains_unknown;
-use crate::analyzer::plan::{plan, StackPlan};
-use crate::provisioning::create_only::{registry_types, KnownCreateOnly};
+use crate::analyzer::plan::StackPlan;
 use crate::provisioning::names;
 use crate::provisioning::operations::{Observation, ProviderSet};
-use crate::provisioning::preflight::{route_all, Candidate, NESTED_STACK};
+use crate::provisioning::preflight::NESTED_STACK;
 use crate::provisioning::router::{AllowedDrops, Decision};
 use crate::state::schema::{ResourceState, StackState};
 
@@ -132,21 +130,15 @@ impl Engine<'_> {
         }
 
         // Routing, exactly as a deploy would decide it.
-        let candidates = planned.graph.order().iter().map(|id| Candidate {
-            logical_id: id,
-            resource_type: &template.resources[id].kind,
-            properties: &planned.properties[id],
-        });
-        let decisions = route_all(
-            self.registry,
-            stack,
-            candidates,
-            &nested_ids(input),
-            recorded.as_ref(),
-            &AllowedDrops::default(),
-            &BTreeMap::new(),
-        )
-        .map_err(refused)?;
+        let decisions = self
+            .route(
+                input,
+                &planned,
+                recorded.as_ref(),
+                &AllowedDrops::default(),
+                &BTreeMap::new(),
+            )
+            .map_err(refused)?;
         let plugin_types: BTreeSet<String> = decisions
             .iter()
             .filter(|(_, d)| matches!(d, Decision::Plugin(_)))
@@ -392,34 +384,6 @@ impl Engine<'_> {
             resolved = self.plan_against(input, snapshot, Some(state)).await?;
         }
         Ok(resolved)
-    }
-
-    /// The stack's plan against `recorded` (resolved properties and the graph).
-    async fn plan_against(
-        &self,
-        input: &StackInput,
-        snapshot: &StateSnapshot,
-        recorded: Option<&StackState>,
-    ) -> anyhow::Result<StackPlan> {
-        let context = &input.context;
-        let schemas = self
-            .providers
-            .registry_schemas(&context.region, registry_types(self.registry, recorded))
-            .await;
-        let create_only = KnownCreateOnly::new(self.registry, schemas);
-        let lookups = SnapshotLookups {
-            snapshot,
-            region: &context.region,
-        };
-        plan(
-            &input.template,
-            recorded,
-            context,
-            &input.parameters,
-            &lookups,
-            &create_only,
-        )
-        .map_err(|err| anyhow::anyhow!("stack {}: {err}", context.stack_name))
     }
 }
 

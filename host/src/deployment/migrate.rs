@@ -247,26 +247,14 @@ impl CloudFormation {
         bucket: &StateBackend,
     ) -> anyhow::Result<()> {
         let body = serde_json::to_string(template).expect("a template serialises");
-        let described = self
-            .client
-            .describe_stacks()
-            .stack_name(stack)
-            .send()
-            .await
-            .map_err(|err| failed(&format!("DescribeStacks {stack}"), err))?;
-        let parameters: Vec<aws_sdk_cloudformation::types::Parameter> = described
-            .stacks()
-            .first()
-            .map(|s| s.parameters())
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|p| {
-                Some(
-                    aws_sdk_cloudformation::types::Parameter::builder()
-                        .parameter_key(p.parameter_key()?)
-                        .use_previous_value(true)
-                        .build(),
-                )
+        let (current, _) = self.values(stack).await?;
+        let parameters: Vec<aws_sdk_cloudformation::types::Parameter> = current
+            .keys()
+            .map(|key| {
+                aws_sdk_cloudformation::types::Parameter::builder()
+                    .parameter_key(key)
+                    .use_previous_value(true)
+                    .build()
             })
             .collect();
         let mut update = self

@@ -37,6 +37,22 @@ pub fn mask_as_recorded(recorded: &Value, observed: &mut Value) {
     }
 }
 
+/// `live` with the mask wherever `record` holds it (in its properties or its baseline).
+pub fn masked_like(
+    record: &crate::state::schema::ResourceState,
+    live: Map<String, Value>,
+) -> Map<String, Value> {
+    let mut observed = Value::Object(live);
+    mask_as_recorded(&Value::Object(record.properties.clone()), &mut observed);
+    if let Some(baseline) = &record.observed_properties {
+        mask_as_recorded(&Value::Object(baseline.clone()), &mut observed);
+    }
+    match observed {
+        Value::Object(observed) => observed,
+        _ => unreachable!("masking keeps the shape"),
+    }
+}
+
 /// The secrets produced in this run, by `(logical id, attribute)`.
 #[derive(Debug, Default)]
 pub struct RunSecrets {

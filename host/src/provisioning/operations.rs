@@ -142,6 +142,22 @@ impl Observation {
     }
 }
 
+/// What AWS holds now for a recorded resource, through `provider`.
+pub async fn read_record(
+    provider: &dyn ResourceOperations,
+    logical_id: &str,
+    record: &ResourceState,
+) -> Result<Observation, ProviderError> {
+    provider
+        .read_current_state(
+            &record.resource_type,
+            logical_id,
+            &record.physical_id,
+            &record.properties,
+        )
+        .await
+}
+
 /// The providers of one stack's resources, ready before any change.
 pub trait ProviderSet: Send + Sync {
     /// The provider a routing decision chose.

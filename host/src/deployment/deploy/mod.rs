@@ -203,26 +203,20 @@ impl Engine<'_> {
         .map_err(|err| anyhow::anyhow!("stack {stack}: {err}"))?;
 
         // Pre-flight: every resource must have somewhere to go, before anything changes.
-        let candidates = planned.graph.order().iter().map(|id| Candidate {
-            logical_id: id,
-            resource_type: &input.template.resources[id].kind,
-            properties: &planned.properties[id],
-        });
-        let decisions = route_all(
-            self.registry,
-            stack,
-            candidates,
-            &nested_ids(input),
-            recorded.as_ref(),
-            &options.allowed,
-            &options.recreate,
-        )
-        .map_err(|refused| {
-            DeployFailed(format!(
-                "stack {stack} cannot be deployed; nothing was changed:\n  - {}",
-                refused.join("\n  - ")
-            ))
-        })?;
+        let decisions = self
+            .route(
+                input,
+                &planned,
+                recorded.as_ref(),
+                &options.allowed,
+                &options.recreate,
+            )
+            .map_err(|refused| {
+                DeployFailed(format!(
+                    "stack {stack} cannot be deployed; nothing was changed:\n  - {}",
+                    refused.join("\n  - ")
+                ))
+            })?;
 
         // The providers of what will be routed, recorded or reconciled.
         let pending = journal_found
@@ -337,6 +331,62 @@ impl Engine<'_> {
                 Err(run.fail(&outcomes, interrupted, reason).await?.into())
             }
         }
+    }
+}
+
+impl Engine<'_> {
+    /// The stack's plan against `recorded`: resolved properties, the graph and the diff, with
+    /// the create-only properties of the registry schemas of the recorded types.
+    pub(crate) async fn plan_against(
+        &self,
+        input: &StackInput,
+        snapshot: &StateSnapshot,
+        recorded: Option<&StackState>,
+    ) -> anyhow::Result<StackPlan> {
+        let context = &input.context;
+        let schemas = self
+            .providers
+            .registry_schemas(&context.region, registry_types(self.registry, recorded))
+            .await;
+        let create_only = KnownCreateOnly::new(self.registry, schemas);
+        let lookups = SnapshotLookups {
+            snapshot,
+            region: &context.region,
+        };
+        plan(
+            &input.template,
+            recorded,
+            context,
+            &input.parameters,
+            &lookups,
+            &create_only,
+        )
+        .map_err(|err| anyhow::anyhow!("stack {}: {err}", context.stack_name))
+    }
+
+    /// Where each planned resource goes (pre-flight routing), or every refusal.
+    pub(crate) fn route(
+        &self,
+        input: &StackInput,
+        planned: &StackPlan,
+        recorded: Option<&StackState>,
+        allowed: &AllowedDrops,
+        recreate: &BTreeMap<String, ProvisionedBy>,
+    ) -> Result<BTreeMap<String, Decision>, Vec<String>> {
+        let candidates = planned.graph.order().iter().map(|id| Candidate {
+            logical_id: id,
+            resource_type: &input.template.resources[id].kind,
+            properties: &planned.properties[id],
+        });
+        route_all(
+            self.registry,
+            &input.context.stack_name,
+            candidates,
+            &nested_ids(input),
+            recorded,
+            allowed,
+            recreate,
+        )
     }
 }
 

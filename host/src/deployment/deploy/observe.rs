@@ -7,13 +7,12 @@
 use std::sync::Mutex;
 
 use futures_util::StreamExt;
-use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use super::StackRun;
 use crate::analyzer::diff::Action;
-use crate::deployment::secrets::mask_as_recorded;
-use crate::provisioning::operations::Observation;
+use crate::deployment::secrets::masked_like;
+use crate::provisioning::operations::{read_record, Observation};
 use crate::provisioning::preflight::NESTED_STACK;
 
 /// The queue of resources whose live state is to be captured.
@@ -103,17 +102,8 @@ impl StackRun<'_> {
         let Some(record) = self.ledger.read(|s| s.resources.get(logical_id).cloned()) else {
             return;
         };
-        let read = self
-            .providers
-            .for_record(&record)
-            .read_current_state(
-                &record.resource_type,
-                logical_id,
-                &record.physical_id,
-                &record.properties,
-            )
-            .await;
-        let live = match read {
+        let provider = self.providers.for_record(&record);
+        let live = match read_record(provider, logical_id, &record).await {
             Ok(Observation::Live(live)) => live,
             Ok(Observation::Gone) => {
                 tracing::warn!(
@@ -132,11 +122,7 @@ impl StackRun<'_> {
                 return;
             }
         };
-        let mut observed = Value::Object(self.secrets.mask_map(&live));
-        mask_as_recorded(&Value::Object(record.properties.clone()), &mut observed);
-        let Value::Object(observed) = observed else {
-            unreachable!("masking keeps the shape")
-        };
+        let observed = masked_like(&record, self.secrets.mask_map(&live));
         self.ledger.change(|s| {
             // Only the record that was read: a later operation in this run replaced it.
             if let Some(current) = s.resources.get_mut(logical_id) {

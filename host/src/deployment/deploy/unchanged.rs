@@ -17,16 +17,12 @@ use super::environment::LiveEnvironment;
 use super::finish::OutputsRecord;
 use super::run::RunRecord;
 use super::{DeployOptions, Deployed, StackInput};
-use crate::analyzer::plan::plan;
 use crate::deployment::engine::Engine;
-use crate::deployment::external::{SnapshotLookups, StateSnapshot};
+use crate::deployment::external::StateSnapshot;
 use crate::deployment::ledger::Ledger;
-use crate::deployment::nested::nested_ids;
 use crate::deployment::report::Summary;
 use crate::deployment::secrets::RunSecrets;
 use crate::provisioning::cloud_control::has_attribute;
-use crate::provisioning::create_only::{registry_types, KnownCreateOnly};
-use crate::provisioning::preflight::{route_all, Candidate};
 use crate::state::backend::StateLocation;
 use crate::state::schema::{ProvisionedBy, ResourceState};
 
@@ -56,36 +52,16 @@ impl Engine<'_> {
             return Ok(None);
         }
         let recorded = &stored.state;
-        let schemas = self
-            .providers
-            .registry_schemas(region, registry_types(self.registry, Some(recorded)))
-            .await;
-        let create_only = KnownCreateOnly::new(self.registry, schemas);
-        let lookups = SnapshotLookups { snapshot, region };
-        // A plan that fails is reported by the normal path, with its context.
-        let Ok(planned) = plan(
-            &input.template,
-            Some(recorded),
-            context,
-            &input.parameters,
-            &lookups,
-            &create_only,
-        ) else {
+        // A plan or routing that fails is reported by the normal path, with its context.
+        let Ok(planned) = self.plan_against(input, snapshot, Some(recorded)).await else {
             return Ok(None);
         };
         if planned.has_changes() {
             return Ok(None);
         }
-        let candidates = planned.graph.order().iter().map(|id| Candidate {
-            logical_id: id,
-            resource_type: &input.template.resources[id].kind,
-            properties: &planned.properties[id],
-        });
-        let Ok(decisions) = route_all(
-            self.registry,
-            stack,
-            candidates,
-            &nested_ids(input),
+        let Ok(decisions) = self.route(
+            input,
+            &planned,
             Some(recorded),
             &options.allowed,
             &options.recreate,
