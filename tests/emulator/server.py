@@ -13,9 +13,17 @@ SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
   503 ServiceUnavailable, for S3 503 SlowDown or 500 InternalError; with
   `EMU_FAULT_PASS_THROUGH_SHARE` that share of the server errors is answered after the request
   was applied) and targeted rules set at run time with `POST /_emulator/faults`;
+- per-service request-rate limits, as AWS's API rate limits: a token bucket per SigV4 service
+  name, `EMU_RATE_LIMITS` or `POST /_emulator/config {"rateLimits": ...}`, both
+  `{"cloudcontrolapi": {"perSecond": 100, "burst": 20}}` (a bucket starts with `burst` tokens and
+  refills at `perSecond`; `{}` or null removes every limit). A request that finds its bucket
+  empty is not applied and is answered 400 ThrottlingException "Rate exceeded" (S3: 503
+  SlowDown); `GET|DELETE /_emulator/throttled` counts those answers per service. /moto-api and
+  /_emulator requests are never limited;
 - `GET /_emulator/health`, `GET|POST /_emulator/config`, `GET /_emulator/stats` (requests
   seen per service and action), `GET|DELETE /_emulator/describe-type-calls` (the DescribeType
-  calls answered), and `POST /moto-api/reset` also resetting Cloud Control and the counts;
+  calls answered), and `POST /moto-api/reset` also resetting Cloud Control and the counts
+  (the throttled counts too; the rate limits stay);
 - bucket-policy statements with a `Condition` are not enforced (moto would deny every call);
 - S3 mutations run one at a time, so conditional writes are atomic as they are on AWS;
 - Lambda `Invoke` runs the function's real handler code (nodejs* and python3* zip functions,
@@ -309,6 +317,32 @@ class FaultRule:
         return {"status": self.status, "code": self.code, "hits": self.hits, "remaining": self.remaining}
 
 
+class TokenBucket:
+    """One service's API rate limit: `burst` requests at once, refilled at `perSecond`."""
+
+    def __init__(self, spec):
+        self.per_second = float(spec["perSecond"])
+        self.burst = float(spec.get("burst", max(1.0, self.per_second)))
+        self.tokens = self.burst
+        self.stamp = time.monotonic()
+
+    def take(self):
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.per_second)
+        self.stamp = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+    def describe(self):
+        return {"perSecond": self.per_second, "burst": self.burst}
+
+
+def _rate_limits(specs):
+    return {service: TokenBucket(spec) for service, spec in (specs or {}).items()}
+
+
 class Emulator:
     """The WSGI application: moto's dispatcher behind the extras above."""
 
@@ -325,6 +359,8 @@ class Emulator:
         self.random_hits = {}  # "status code" -> random faults answered so far
         self.random = random.Random(int(os.environ.get("EMU_FAULT_SEED", "0")) or None)
         self.rules = []
+        self.rate_limits = _rate_limits(json.loads(os.environ.get("EMU_RATE_LIMITS") or "{}"))
+        self.throttled = {}  # service -> requests answered with throttling by its rate limit
         self.stats = {}
         self.stats_by_key = {}
         self.lock = threading.Lock()
@@ -348,11 +384,16 @@ class Emulator:
             with self.lock:
                 self.stats.clear()
                 self.stats_by_key.clear()
+                self.throttled.clear()
         request = self._describe(environ)
         if not path.startswith("/moto-api"):
             self._count(request)
             if self.latency_ms > 0:
                 time.sleep(self.latency_ms / 1000.0)
+            if not self._within_rate_limit(request):
+                if request["service"] == "s3":
+                    return self._error(start_response, request, 503, "SlowDown", "Please reduce your request rate.")
+                return self._error(start_response, request, 400, "ThrottlingException", "Rate exceeded")
             fault = self._fault_for(request)
             if fault is not None:
                 status, code, message, pass_through = fault
@@ -425,6 +466,16 @@ class Emulator:
             # Per access key too, so parallel tests can each count their own calls.
             per_key = self.stats_by_key.setdefault(request["access_key"], {})
             per_key[key] = per_key.get(key, 0) + 1
+
+    def _within_rate_limit(self, request):
+        """Takes a token from the service's bucket; False (counted) when it is empty."""
+        service = request["service"]
+        with self.lock:
+            bucket = self.rate_limits.get(service)
+            if bucket is None or bucket.take():
+                return True
+            self.throttled[service] = self.throttled.get(service, 0) + 1
+            return False
 
     def _fault_for(self, request):
         with self.lock:
@@ -540,10 +591,16 @@ class Emulator:
                         self.random.seed(int(body["faultSeed"]) or None)
                 if "ccOperationMs" in body:
                     self.cloudcontrol.operation_ms = int(body["ccOperationMs"])
+                if "rateLimits" in body:  # replaces every limit; buckets start full
+                    limits = _rate_limits(body["rateLimits"])
+                    with self.lock:
+                        self.rate_limits = limits
+            with self.lock:
+                rate_limits = {service: bucket.describe() for service, bucket in self.rate_limits.items()}
             answer = {"latencyMs": self.latency_ms, "faultRate": self.fault_rate,
                       "fault5xxShare": self.fault_5xx_share,
                       "faultPassThroughShare": self.fault_pass_through_share,
-                      "ccOperationMs": self.cloudcontrol.operation_ms}
+                      "ccOperationMs": self.cloudcontrol.operation_ms, "rateLimits": rate_limits}
         elif path == "/_emulator/faults":
             with self.lock:
                 if method == "POST":
@@ -562,6 +619,13 @@ class Emulator:
                 if method == "DELETE":
                     self.stats.clear()
                     self.stats_by_key.clear()
+        elif path == "/_emulator/throttled":
+            # Requests answered with throttling by a rate limit, per service. DELETE clears them
+            # (answering the counts it cleared), as /moto-api/reset does.
+            with self.lock:
+                answer = dict(self.throttled)
+                if method == "DELETE":
+                    self.throttled.clear()
         elif path == "/_emulator/describe-type-calls":
             # The CloudFormation DescribeType calls the emulator answered (found or not), in
             # order; `?accessKey=AKID` only that key's. DELETE clears (so does /moto-api/reset).

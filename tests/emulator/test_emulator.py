@@ -412,6 +412,72 @@ def test_a_share_of_random_faults_are_server_errors_deterministic_by_seed(emulat
         emulator.post("/_emulator/config", {"faultRate": 0, "fault5xxShare": 0, "faultPassThroughShare": 0, "faultSeed": 0})
 
 
+
+def _throttled(emulator, method="GET"):
+    import urllib.request
+    request = urllib.request.Request(emulator.endpoint + "/_emulator/throttled", method=method)
+    with urllib.request.urlopen(request) as answer:
+        return json.loads(answer.read())
+
+
+def test_a_rate_limit_throttles_a_service_past_its_burst_until_removed(emulator):
+    # retries=0: one attempt per call (botocore's max_attempts counts retries), none hides a
+    # throttled answer.
+    sqs = emulator.client("sqs", retries=0)
+    for _ in range(3):  # moto builds its backends lazily on the first calls
+        sqs.list_queues()
+    _throttled(emulator, "DELETE")
+    limits = {"sqs": {"perSecond": 5, "burst": 5}}
+    try:
+        emulator.post("/_emulator/config", {"rateLimits": limits})
+        assert emulator.get("/_emulator/config")["rateLimits"] == limits
+        seen = []
+        for _ in range(20):
+            try:
+                sqs.list_queues()
+                seen.append("ok")
+            except botocore.exceptions.ClientError as err:
+                seen.append((err.response["ResponseMetadata"]["HTTPStatusCode"], err.response["Error"]["Code"]))
+        assert seen[:5] == ["ok"] * 5, seen  # the bucket starts full
+        assert set(seen) == {"ok", (400, "ThrottlingException")}, seen
+        assert _throttled(emulator) == {"sqs": seen.count((400, "ThrottlingException"))}
+        emulator.client("s3").list_buckets()  # other services are not limited
+
+        emulator.post("/_emulator/config", {"rateLimits": {}})
+        assert emulator.get("/_emulator/config")["rateLimits"] == {}
+        for _ in range(20):
+            sqs.list_queues()
+        assert _throttled(emulator, "DELETE") == {"sqs": seen.count((400, "ThrottlingException"))}
+        assert _throttled(emulator) == {}
+    finally:
+        emulator.post("/_emulator/config", {"rateLimits": None})
+
+
+def test_a_throttled_request_is_not_applied_and_s3_answers_slow_down(emulator):
+    sqs, s3 = emulator.client("sqs", retries=0), emulator.client("s3", retries=0)
+    try:
+        # One request, then a token every 10 s.
+        emulator.post("/_emulator/config", {"rateLimits": {"sqs": {"perSecond": 0.1, "burst": 1},
+                                                           "s3": {"perSecond": 0.1, "burst": 1}}})
+        sqs.list_queues()
+        with pytest.raises(botocore.exceptions.ClientError) as raised:
+            sqs.create_queue(QueueName="never-made")
+        assert raised.value.response["Error"]["Code"] == "ThrottlingException"
+        s3.list_buckets()
+        with pytest.raises(botocore.exceptions.ClientError) as raised:
+            s3.create_bucket(Bucket="never-made")
+        assert raised.value.response["Error"]["Code"] == "SlowDown"
+        assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+        assert _throttled(emulator) == {"sqs": 1, "s3": 1}
+        emulator.post("/_emulator/config", {"rateLimits": None})
+        assert "QueueUrls" not in sqs.list_queues()
+        assert s3.list_buckets()["Buckets"] == []
+        emulator.post("/moto-api/reset", {})
+        assert _throttled(emulator) == {}
+    finally:
+        emulator.post("/_emulator/config", {"rateLimits": None})
+
+
 # -- Lambda runs handler code (lambda_runner.py) ---------------------------------------------------
 
 import base64
