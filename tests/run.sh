@@ -6,6 +6,11 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 bash tests/emulator/setup.sh
+# tmux for the live-progress test (a real terminal), from Debian's packages.
+if ! command -v tmux >/dev/null; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq tmux >/dev/null
+fi
 # aws-cdk-lib for the tests that run a real CDK app (pinned by package-lock.json).
 [ -d tests/fixtures/apps/node_modules/aws-cdk-lib ] || (cd tests/fixtures/apps && npm ci --no-audit --no-fund --silent)
 cargo build --workspace

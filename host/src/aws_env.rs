@@ -3,6 +3,8 @@
 //! Plugins do not run the credential chain themselves: the host resolves credentials here and
 //! hands them over in `init`, refreshing them through a callback when they expire.
 
+use std::path::PathBuf;
+
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_credential_types::provider::ProvideCredentials as _;
 use cdkd_provider_api::protocol::Credentials;
@@ -125,4 +127,15 @@ pub fn url_suffix(region: &str) -> &'static str {
         "aws-iso-b" => "sc2s.sgov.gov",
         _ => "amazonaws.com",
     }
+}
+
+/// `CDKD_CACHE_DIR`, else `$XDG_CACHE_HOME/cdkd`, else `~/.cache/cdkd`.
+pub fn cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("CDKD_CACHE_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir).join("cdkd"));
+    }
+    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache").join("cdkd"))
 }

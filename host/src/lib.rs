@@ -2,7 +2,7 @@
 //!
 //! The library behind the `cdkd` binary. Layers, each using only those to its right:
 //! [`cli`] → [`deployment`] → [`assets`] → [`synthesis`] → [`provisioning`] → [`analyzer`] →
-//! [`state`] → [`aws_env`]. (`deployment` also uses `provisioning` through its seam,
+//! [`state`] → [`aws_facts`] → [`aws_env`]. (`deployment` also uses `provisioning` through its seam,
 //! [`provisioning::operations`]; `synthesis` needs only `analyzer`.)
 //! Provider plugins are loaded through `cdkd-provider-api`; this crate holds no `unsafe`.
 
@@ -11,6 +11,7 @@
 pub mod analyzer;
 pub mod assets;
 pub mod aws_env;
+pub mod aws_facts;
 pub mod cli;
 pub mod deployment;
 pub mod provisioning;

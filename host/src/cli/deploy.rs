@@ -18,7 +18,8 @@ use crate::deployment::engine::Engine;
 use crate::deployment::executor::{Executor, Outcome, Task};
 use crate::deployment::external::StateSnapshot;
 use crate::deployment::prepare::Preparation;
-use crate::deployment::report::Reporter;
+use crate::deployment::report::{Progress, Reporter};
+use crate::provisioning::concurrency::{Concurrency, Lanes};
 use crate::provisioning::providers::LiveProviders;
 use crate::provisioning::router::AllowedDrops;
 use crate::synthesis::order::{ordered, run_dependencies, Placed};
@@ -49,6 +50,24 @@ fn stop_signal(what: &'static str) -> tokio::sync::watch::Receiver<bool> {
     receiver
 }
 
+/// `--progress`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressArg {
+    /// A live view on a terminal, event lines otherwise.
+    Auto,
+    /// Event lines only.
+    Events,
+}
+
+impl From<ProgressArg> for Progress {
+    fn from(arg: ProgressArg) -> Progress {
+        match arg {
+            ProgressArg::Auto => Progress::Auto,
+            ProgressArg::Events => Progress::Events,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct DeployArgs {
     /// Stacks to deploy (names or display paths; `*` wildcards).
@@ -61,9 +80,10 @@ pub struct DeployArgs {
     /// Only the named stacks, not their dependencies.
     #[arg(long, short = 'e')]
     exclusively: bool,
-    /// Resource operations in flight at once, per stack.
-    #[arg(long, default_value_t = 10)]
-    concurrency: usize,
+    /// The most resource operations in flight at once (default: adapt per AWS service to
+    /// throttling, from 16 up to 128; with a number, start there and never exceed it).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    concurrency: Option<u64>,
     /// Independent stacks deployed at once (a stack waits for the stacks it depends on).
     #[arg(long, default_value_t = 4)]
     stack_concurrency: usize,
@@ -93,6 +113,10 @@ pub struct DeployArgs {
     /// creates and updates, nor fill in records that lack one.
     #[arg(long)]
     no_capture_observed_state: bool,
+    /// How progress shows: `auto` (a live view on a terminal, event lines otherwise) or
+    /// `events` (event lines only).
+    #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
+    progress: ProgressArg,
     /// Print one JSON object per event.
     #[arg(long)]
     json: bool,
@@ -171,7 +195,7 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
         StateSnapshot::default()
     };
     let options = DeployOptions {
-        concurrency: args.concurrency.max(1),
+        lanes: Lanes::new(Concurrency::from_flag(args.concurrency.map(|n| n as usize))),
         rollback: !args.no_rollback,
         allowed: AllowedDrops::parse(&args.allow_unsupported_properties)
             .map_err(anyhow::Error::msg)?,
@@ -200,7 +224,7 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
         providers: &live,
         store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
-        reporter: Reporter { json: args.json },
+        reporter: Reporter::new(args.json, args.progress.into()),
         stop: stop_signal("deploy"),
     };
     let tasks: Vec<Task> = stacks
@@ -209,6 +233,7 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
             id: stack.id.clone(),
             dependencies: waits.waits[&stack.id].clone(),
             priority: 0,
+            lane: None,
         })
         .collect();
     let snapshot = std::sync::Mutex::new(snapshot);
@@ -247,11 +272,9 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
             run.await.map_err(|err| format!("{err:#}"))
         }
     };
-    let outcomes = Executor {
-        concurrency: args.stack_concurrency.max(1),
-    }
-    .run(&tasks, &engine.stop, work)
-    .await;
+    let outcomes = Executor::fixed(args.stack_concurrency.max(1))
+        .run(&tasks, &engine.stop, work)
+        .await;
     let failures: Vec<String> = outcomes
         .into_iter()
         .filter_map(|(id, outcome)| match outcome {
@@ -278,12 +301,17 @@ pub struct DestroyArgs {
     /// Do not ask for confirmation.
     #[arg(long, short = 'f')]
     force: bool,
-    /// Resource deletions in flight at once, per stack.
-    #[arg(long, default_value_t = 10)]
-    concurrency: usize,
+    /// The most deletions in flight at once (default: adapt per AWS service to throttling,
+    /// from 16 up to 128; with a number, start there and never exceed it).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    concurrency: Option<u64>,
     /// Delete `DeletionPolicy: Snapshot` resources without taking their final snapshot.
     #[arg(long)]
     skip_final_snapshot: bool,
+    /// How progress shows: `auto` (a live view on a terminal, event lines otherwise) or
+    /// `events` (event lines only).
+    #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
+    progress: ProgressArg,
     /// Print one JSON object per event.
     #[arg(long)]
     json: bool,
@@ -325,7 +353,7 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
         providers: &live,
         store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
-        reporter: Reporter { json: args.json },
+        reporter: Reporter::new(args.json, args.progress.into()),
         stop: stop_signal("destroy"),
     };
     for stack in stacks {
@@ -342,7 +370,7 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
                 &policies,
                 &snapshot,
                 DestroyOptions {
-                    concurrency: args.concurrency.max(1),
+                    lanes: Lanes::new(Concurrency::from_flag(args.concurrency.map(|n| n as usize))),
                     skip_final_snapshot: args.skip_final_snapshot,
                 },
             )
@@ -367,6 +395,10 @@ pub struct StateDestroyArgs {
     /// Do not ask for confirmation.
     #[arg(long, short = 'f')]
     force: bool,
+    /// How progress shows: `auto` (a live view on a terminal, event lines otherwise) or
+    /// `events` (event lines only).
+    #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
+    progress: ProgressArg,
     /// Print one JSON object per event.
     #[arg(long)]
     json: bool,
@@ -430,7 +462,7 @@ pub async fn state_destroy(
         providers: &live,
         store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
-        reporter: Reporter { json: args.json },
+        reporter: Reporter::new(args.json, args.progress.into()),
         stop: stop_signal("destroy"),
     };
     for (stack, region) in targets {
@@ -461,6 +493,10 @@ pub struct RollbackArgs {
     /// Forget this resource instead of reverting it (repeatable).
     #[arg(long, value_name = "LOGICAL_ID")]
     orphan: Vec<String>,
+    /// How progress shows: `auto` (a live view on a terminal, event lines otherwise) or
+    /// `events` (event lines only).
+    #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
+    progress: ProgressArg,
     /// Print one JSON object per event.
     #[arg(long)]
     json: bool,
@@ -514,7 +550,7 @@ pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::R
         providers: &live,
         store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
-        reporter: Reporter { json: args.json },
+        reporter: Reporter::new(args.json, args.progress.into()),
         stop: stop_signal("rollback"),
     };
     match engine

@@ -211,7 +211,7 @@ fn reading_engine<'a>(
         providers: live,
         store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
-        reporter: Reporter { json },
+        reporter: Reporter::events(json),
         stop,
     }
 }

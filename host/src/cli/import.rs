@@ -265,7 +265,7 @@ pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<E
         providers: &live,
         store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
-        reporter: Reporter { json: false },
+        reporter: Reporter::events(false),
         stop,
     };
     let migrating = match args.migrate_from_cloudformation.as_deref() {

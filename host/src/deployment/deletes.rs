@@ -10,6 +10,7 @@ use cdkd_provider_api::ErrorKind;
 
 use super::executor::Task;
 use super::report::Reporter;
+use crate::provisioning::concurrency::service_of;
 use crate::provisioning::operations::ProviderSet;
 use crate::state::schema::ResourceState;
 
@@ -135,6 +136,7 @@ pub fn deletion_tasks<'r>(
     waits
         .into_iter()
         .map(|(id, dependencies)| Task {
+            lane: Some(service_of(&doomed[&id].resource_type)),
             id,
             dependencies,
             priority: 0,
@@ -164,7 +166,7 @@ pub async fn delete_record(
 /// Deletes one recorded resource through its provider (after its final snapshot when one is
 /// `due`), reporting a failure; returns what the snapshot step said.
 pub async fn delete_one(
-    reporter: Reporter,
+    reporter: &Reporter,
     stack: &str,
     providers: &dyn ProviderSet,
     logical_id: &str,

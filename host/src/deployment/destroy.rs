@@ -7,6 +7,7 @@
 //! refuses a producer that live consumers still import from.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Map;
@@ -23,6 +24,7 @@ use super::nested::{NestedStacks, WithNested};
 use super::reconcile;
 use super::report::Summary;
 use super::revert::revert_operations;
+use crate::provisioning::concurrency::{Concurrency, Lanes};
 use crate::provisioning::operations::{owner_types, ProviderSet};
 use crate::state::schema::ResourceState;
 
@@ -38,10 +40,10 @@ pub enum RollbackOutcome {
 }
 
 /// How a destroy runs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct DestroyOptions {
-    /// Deletes at once.
-    pub concurrency: usize,
+    /// Deletes at once, per AWS service.
+    pub lanes: Arc<Lanes>,
     /// Delete `DeletionPolicy: Snapshot` resources without their final snapshot.
     pub skip_final_snapshot: bool,
 }
@@ -49,7 +51,7 @@ pub struct DestroyOptions {
 impl Default for DestroyOptions {
     fn default() -> DestroyOptions {
         DestroyOptions {
-            concurrency: 10,
+            lanes: Lanes::new(Concurrency::Adaptive),
             skip_final_snapshot: false,
         }
     }
@@ -101,7 +103,7 @@ impl Engine<'_> {
         let providers = self.owners_of(region, &records, &pending).await?;
         let ids = self.providers.account_ids(region).await;
         journal.pending_creates = reconcile::remove_unrecorded(
-            self.reporter,
+            &self.reporter,
             stack,
             providers.as_ref(),
             pending,
@@ -202,10 +204,12 @@ impl Engine<'_> {
         let saver = ledger.start_saver();
         let summary = std::sync::Mutex::new(Summary::default());
         let tasks = deletion_tasks(&doomed);
+        self.reporter.expect(stack, tasks.len());
         let work = |logical_id: String| {
             let record = doomed[&logical_id].clone();
+            let (shown_id, resource_type) = (logical_id.clone(), record.resource_type.clone());
             let (providers, ledger, summary) = (providers.as_ref(), &ledger, &summary);
-            async move {
+            let delete = async move {
                 let began = Instant::now();
                 let policy = policy_of(&logical_id, &record);
                 let retained = is_retained(policy.as_deref());
@@ -214,7 +218,7 @@ impl Engine<'_> {
                 let mut snapshot = None;
                 if !retained {
                     match delete_one(
-                        self.reporter,
+                        &self.reporter,
                         stack,
                         providers,
                         &logical_id,
@@ -252,13 +256,17 @@ impl Engine<'_> {
                     Some(began.elapsed()),
                 );
                 Ok(())
+            };
+            let reporter = &self.reporter;
+            async move {
+                reporter
+                    .track(stack, &shown_id, &resource_type, delete)
+                    .await
             }
         };
-        let outcomes = Executor {
-            concurrency: options.concurrency,
-        }
-        .run(&tasks, &self.stop, work)
-        .await;
+        let outcomes = Executor::in_lanes(Arc::clone(&options.lanes))
+            .run(&tasks, &self.stop, work)
+            .await;
         let failed: Vec<String> = outcomes
             .iter()
             .filter_map(|(id, o)| match o {
@@ -387,7 +395,7 @@ impl Engine<'_> {
                 );
             }
             let remaining =
-                revert_operations(self.reporter, stack, &ledger, providers.as_ref(), replay).await;
+                revert_operations(&self.reporter, stack, &ledger, providers.as_ref(), replay).await;
             if !remaining.is_empty() {
                 segment.operations = remaining;
                 journal.segments.push(segment);

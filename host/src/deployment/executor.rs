@@ -1,14 +1,19 @@
 //! The event-driven DAG executor: a task starts the moment its own dependencies are done (no
-//! level barrier), at most `concurrency` at a time, ready tasks with more transitive
-//! dependents first. On the first failure (or a stop request) nothing new starts, work in
-//! flight finishes, and every task that did not run is reported skipped. It knows nothing of
-//! AWS: a task is an id and a future.
+//! level barrier), at most `concurrency` at a time and, for a task in a service's lane, when
+//! that lane has room ([`Lanes`]: limits per AWS service that adapt to throttling); ready tasks
+//! with more transitive dependents first. On the first failure (or a stop request) nothing new
+//! starts, work in flight finishes, and every task that did not run is reported skipped. It
+//! knows nothing of AWS: a task is an id, an optional lane and a future.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
+
+use crate::provisioning::concurrency::{self, Lanes};
 
 /// One unit of work and what it waits for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +24,8 @@ pub struct Task {
     pub dependencies: BTreeSet<String>,
     /// Higher runs first among ready tasks.
     pub priority: usize,
+    /// The lane it runs in (its AWS service), when the executor has lanes.
+    pub lane: Option<String>,
 }
 
 /// How a task ended.
@@ -33,13 +40,39 @@ pub enum Outcome {
 }
 
 /// Runs tasks in dependency order.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Executor {
     /// The most tasks in flight at once.
     pub concurrency: usize,
+    /// Per-service limits for tasks that name a lane (shared with other executors of the run).
+    pub lanes: Option<Arc<Lanes>>,
 }
 
 impl Executor {
+    /// At most `concurrency` tasks at once, no lanes.
+    pub fn fixed(concurrency: usize) -> Executor {
+        Executor {
+            concurrency,
+            lanes: None,
+        }
+    }
+
+    /// Lanes' ceiling at once, each task within its lane's limit.
+    pub fn in_lanes(lanes: Arc<Lanes>) -> Executor {
+        Executor {
+            concurrency: lanes.ceiling(),
+            lanes: Some(lanes),
+        }
+    }
+
+    /// Whether `task` may start now (taking its lane's place if so).
+    fn admit(&self, task: &Task) -> bool {
+        match (&self.lanes, &task.lane) {
+            (Some(lanes), Some(lane)) => lanes.try_start(lane),
+            _ => true,
+        }
+    }
+
     /// Runs every task through `work`; `stop` is checked before each dispatch.
     pub async fn run<F, Fut>(
         &self,
@@ -52,6 +85,7 @@ impl Executor {
         Fut: Future<Output = Result<(), String>>,
     {
         let known: BTreeSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+        let by_id: BTreeMap<&str, &Task> = tasks.iter().map(|t| (t.id.as_str(), t)).collect();
         let mut waiting: BTreeMap<&str, usize> = BTreeMap::new();
         let mut dependents: BTreeMap<&str, Vec<&Task>> = BTreeMap::new();
         let mut ready: BinaryHeap<(usize, Reverse<&str>)> = BinaryHeap::new();
@@ -80,19 +114,50 @@ impl Executor {
         let mut running = FuturesUnordered::new();
         let mut stopped: Option<String> = None;
         loop {
+            // Tasks whose lane is full stay ready; lower-priority tasks of other lanes go first.
+            let mut held = Vec::new();
             while stopped.is_none() && running.len() < self.concurrency.max(1) {
                 if *stop.borrow() {
                     stopped = Some("the run was interrupted".into());
                     break;
                 }
-                let Some((_, Reverse(id))) = ready.pop() else {
+                let Some(entry) = ready.pop() else {
                     break;
                 };
-                let id = id.to_string();
+                let task = by_id[entry.1 .0];
+                if !self.admit(task) {
+                    held.push(entry);
+                    continue;
+                }
+                let id = task.id.clone();
                 let future = work(id.clone());
-                running.push(async move { (id, future.await) });
+                let lane = self.lanes.clone().zip(task.lane.clone());
+                running.push(async move {
+                    let result = match lane {
+                        Some((lanes, service)) => concurrency::scope(lanes, service, future).await,
+                        None => future.await,
+                    };
+                    (id, result)
+                });
             }
-            let Some((id, result)) = running.next().await else {
+            let any_held = !held.is_empty();
+            ready.extend(held);
+            let next = match (&self.lanes, running.is_empty()) {
+                (_, true) if stopped.is_some() || !any_held => break,
+                // Every ready task waits for a lane that other work of the run holds.
+                (Some(lanes), true) => {
+                    lanes.freed(Duration::from_millis(50)).await;
+                    continue;
+                }
+                (Some(lanes), false) if any_held => {
+                    tokio::select! {
+                        next = running.next() => next,
+                        _ = lanes.freed(Duration::from_millis(50)) => continue,
+                    }
+                }
+                _ => running.next().await,
+            };
+            let Some((id, result)) = next else {
                 break;
             };
             match result {
@@ -135,6 +200,7 @@ mod tests {
             id: id.into(),
             dependencies: deps.iter().map(|d| d.to_string()).collect(),
             priority,
+            lane: None,
         }
     }
 
@@ -155,7 +221,7 @@ mod tests {
         ];
         let started: Arc<Mutex<BTreeMap<String, u128>>> = Arc::default();
         let origin = tokio::time::Instant::now();
-        let outcomes = Executor { concurrency: 10 }
+        let outcomes = Executor::fixed(10)
             .run(&tasks, &no_stop(), |id| {
                 let started = Arc::clone(&started);
                 async move {
@@ -187,7 +253,7 @@ mod tests {
             task("mid", &[], 2),
         ];
         let order: Arc<Mutex<Vec<String>>> = Arc::default();
-        Executor { concurrency: 1 }
+        Executor::fixed(1)
             .run(&tasks, &no_stop(), |id| {
                 let order = Arc::clone(&order);
                 async move {
@@ -208,7 +274,7 @@ mod tests {
             task("after", &["fails"], 0),
             task("later", &[], 0),
         ];
-        let outcomes = Executor { concurrency: 2 }
+        let outcomes = Executor::fixed(2)
             .run(&tasks, &no_stop(), |id| async move {
                 match id.as_str() {
                     "fails" => Err("boom".to_string()),
@@ -230,7 +296,7 @@ mod tests {
     async fn a_stop_request_prevents_new_dispatch() {
         let (sender, receiver) = tokio::sync::watch::channel(false);
         let tasks = [task("first", &[], 1), task("second", &["first"], 0)];
-        let outcomes = Executor { concurrency: 4 }
+        let outcomes = Executor::fixed(4)
             .run(&tasks, &receiver, |_id| {
                 let _ = sender.send(true);
                 async { Ok(()) }
@@ -241,5 +307,69 @@ mod tests {
             outcomes["second"],
             Outcome::Skipped("the run was interrupted".into())
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_lane_holds_its_tasks_while_other_lanes_run_and_throttling_narrows_it() {
+        use crate::provisioning::concurrency::{self, Concurrency, ADAPTIVE_START};
+        let lanes = Lanes::new(Concurrency::Adaptive);
+        let mut tasks: Vec<Task> = (0..20)
+            .map(|n| Task {
+                lane: Some("AWS::SQS".into()),
+                ..task(&format!("q{n}"), &[], 9)
+            })
+            .collect();
+        tasks.push(Task {
+            lane: Some("AWS::SNS".into()),
+            ..task("t1", &[], 0)
+        });
+        let peak: Arc<Mutex<(usize, usize)>> = Arc::default();
+        let started: Arc<Mutex<BTreeMap<String, u128>>> = Arc::default();
+        let origin = tokio::time::Instant::now();
+        let outcomes = Executor::in_lanes(Arc::clone(&lanes))
+            .run(&tasks, &no_stop(), |id| {
+                let (peak, started) = (Arc::clone(&peak), Arc::clone(&started));
+                async move {
+                    started
+                        .lock()
+                        .unwrap()
+                        .insert(id.clone(), origin.elapsed().as_millis());
+                    if id.starts_with('q') {
+                        {
+                            let mut peak = peak.lock().unwrap();
+                            peak.0 += 1;
+                            peak.1 = peak.1.max(peak.0);
+                        }
+                        if id == "q1" {
+                            // AWS said "slow down": the SQS lane halves.
+                            concurrency::throttled();
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        peak.lock().unwrap().0 -= 1;
+                    }
+                    Ok(())
+                }
+            })
+            .await;
+        assert!(outcomes.values().all(|o| *o == Outcome::Done));
+        let started = started.lock().unwrap();
+        assert_eq!(started["t1"], 0, "the SNS task does not wait behind SQS");
+        assert_eq!(
+            peak.lock().unwrap().1,
+            ADAPTIVE_START,
+            "the lane held the rest"
+        );
+        let sqs = lanes.figures("AWS::SQS");
+        assert_eq!(sqs.throttled, 1);
+        assert_eq!(sqs.in_flight, 0);
+        assert!(
+            sqs.limit < ADAPTIVE_START,
+            "halved, then grown slowly: {sqs:?}"
+        );
+        let at_once = started
+            .iter()
+            .filter(|(id, at)| id.starts_with('q') && **at == 0)
+            .count();
+        assert_eq!(at_once, ADAPTIVE_START, "the others waited for a place");
     }
 }

@@ -13,6 +13,7 @@ pub(crate) mod fakes;
 pub mod import;
 pub mod journal;
 pub mod ledger;
+pub mod live;
 pub mod migrate;
 pub mod nested;
 pub mod parameters;

@@ -130,7 +130,7 @@ pub fn classify(
 /// Reconciles intents for `rollback` and `destroy`: whatever the interrupted run made and did
 /// not record is deleted. Returns the intents that could not be settled (kept for next time).
 pub async fn remove_unrecorded(
-    reporter: Reporter,
+    reporter: &Reporter,
     stack: &str,
     providers: &dyn ProviderSet,
     intents: Vec<CreateIntent>,
@@ -149,7 +149,7 @@ pub async fn remove_unrecorded(
 
 /// Applies a removal decision; `false` when the intent stays unsettled.
 pub async fn settle_by_removal(
-    reporter: Reporter,
+    reporter: &Reporter,
     stack: &str,
     providers: &dyn ProviderSet,
     intent: &CreateIntent,
@@ -193,7 +193,7 @@ pub async fn settle_by_removal(
 
 /// Deletes one leftover `(physical id, properties)` and reports it; `false` when it stays.
 async fn remove_leftover(
-    reporter: Reporter,
+    reporter: &Reporter,
     stack: &str,
     intent: &CreateIntent,
     provider: &dyn ResourceOperations,
@@ -224,7 +224,7 @@ async fn remove_leftover(
 /// are carried into this run (by logical id) so the create reuses their token and name and
 /// adopts what exists. Returns the carried creates and the intents left unsettled.
 pub async fn carry_into_deploy(
-    reporter: Reporter,
+    reporter: &Reporter,
     stack: &str,
     providers: &dyn ProviderSet,
     intents: Vec<CreateIntent>,

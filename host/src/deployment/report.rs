@@ -1,15 +1,41 @@
 //! What a person (or CI) sees while cdkd works: one line per resource event with its elapsed
 //! time, a final summary and the `Outputs:` block; `--json` prints one JSON object per event.
+//! On a terminal the lines scroll above a live view of what is in flight ([`LiveView`]).
 
+use std::io::IsTerminal;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-/// Prints events to stdout, as text or JSON lines.
-#[derive(Debug, Clone, Copy)]
+use super::live::{InFlight, LiveView};
+use crate::provisioning::activity;
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Progress {
+    /// A live view when stdout is a terminal (and not `--json`), else event lines.
+    #[default]
+    Auto,
+    /// Event lines only.
+    Events,
+}
+
+/// Prints events to stdout, as text or JSON lines, under a live view on a terminal.
+#[derive(Clone, Default)]
 pub struct Reporter {
     /// JSON lines instead of text.
     pub json: bool,
+    live: Option<Arc<LiveView>>,
+}
+
+impl std::fmt::Debug for Reporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reporter")
+            .field("json", &self.json)
+            .field("live", &self.live.is_some())
+            .finish()
+    }
 }
 
 /// Counts for the final summary.
@@ -36,6 +62,52 @@ fn seconds(elapsed: Duration) -> String {
 }
 
 impl Reporter {
+    /// Event lines (text or JSON), no live view.
+    pub fn events(json: bool) -> Reporter {
+        Reporter { json, live: None }
+    }
+
+    /// As `progress` asks: a live view only for text on a terminal.
+    pub fn new(json: bool, progress: Progress) -> Reporter {
+        let live = (progress == Progress::Auto && !json && std::io::stdout().is_terminal())
+            .then(LiveView::on_stdout);
+        Reporter { json, live }
+    }
+
+    fn line(&self, text: &str) {
+        match &self.live {
+            Some(view) => view.println(text),
+            None => println!("{text}"),
+        }
+    }
+
+    /// `count` more resources for `stack` to work on (the live view's "remaining").
+    pub fn expect(&self, stack: &str, count: usize) {
+        if let Some(view) = &self.live {
+            view.expect(stack, count);
+        }
+    }
+
+    /// Runs one resource's operation, shown on the live view while it runs (with what it
+    /// waits for) and counted done or failed when it ends.
+    pub async fn track<T, E>(
+        &self,
+        stack: &str,
+        logical_id: &str,
+        resource_type: &str,
+        operation: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        let Some(view) = &self.live else {
+            return operation.await;
+        };
+        let flight: InFlight = view.begin(stack, logical_id, resource_type);
+        let result = activity::scope(flight.sink(), operation).await;
+        if result.is_err() {
+            flight.failed();
+        }
+        result
+    }
+
     /// One resource event (`created`, `updated`, `deleted`, `failed: …`, `skipped`, …).
     pub fn resource(
         &self,
@@ -52,11 +124,13 @@ impl Reporter {
             );
         } else {
             match elapsed {
-                Some(elapsed) => println!(
+                Some(elapsed) => self.line(&format!(
                     "  {stack} | {logical_id} ({resource_type}): {action} in {}",
                     seconds(elapsed)
-                ),
-                None => println!("  {stack} | {logical_id} ({resource_type}): {action}"),
+                )),
+                None => self.line(&format!(
+                    "  {stack} | {logical_id} ({resource_type}): {action}"
+                )),
             }
         }
     }
@@ -69,7 +143,7 @@ impl Reporter {
                 json!({"event": "stack", "stack": stack, "message": message})
             );
         } else {
-            println!("{stack}: {message}");
+            self.line(&format!("{stack}: {message}"));
         }
     }
 
@@ -90,7 +164,10 @@ impl Reporter {
             );
             return;
         }
-        println!(
+        if let Some(view) = &self.live {
+            view.end(stack);
+        }
+        self.line(&format!(
             "{stack}: {} created, {} updated, {} replaced, {} deleted, {} unchanged{} in {}",
             summary.created,
             summary.updated,
@@ -103,18 +180,18 @@ impl Reporter {
                 String::new()
             },
             seconds(elapsed)
-        );
+        ));
         if !outputs.is_empty() {
-            println!();
-            println!("Outputs:");
+            self.line("");
+            self.line("Outputs:");
             for (name, value) in outputs {
                 let shown = match value {
                     Value::String(text) => text.clone(),
                     other => other.to_string(),
                 };
-                println!("{stack}.{name} = {shown}");
+                self.line(&format!("{stack}.{name} = {shown}"));
             }
-            println!();
+            self.line("");
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::provisioning::operations::ProviderSet;
 /// Undoes completed operations, newest first; returns those that could not be undone (the
 /// first failure stops the walk, so the journal keeps them in order).
 pub async fn revert_operations(
-    reporter: Reporter,
+    reporter: &Reporter,
     stack: &str,
     ledger: &Ledger,
     providers: &dyn ProviderSet,

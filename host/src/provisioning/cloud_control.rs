@@ -212,6 +212,8 @@ impl CloudControlProvider {
                 region.to_string(),
             ))
             .retry_partition(cdkd_aws_common::retry_partition("cdkd-cloudcontrol"))
+            // The SDK retries throttling itself; the interceptor tells the operation's lane.
+            .interceptor(super::concurrency::ThrottlingInterceptor)
             .build();
         CloudControlProvider {
             client: Client::from_conf(config),
@@ -259,6 +261,11 @@ impl CloudControlProvider {
                     ),
                 ));
             }
+            let operation = event
+                .operation()
+                .map(|o| o.as_str().to_lowercase())
+                .unwrap_or_else(|| "request".into());
+            super::activity::waiting(&format!("Cloud Control: {operation} in progress, polling"));
             tokio::time::sleep(delays.next().unwrap_or(self.schedule.max_delay)).await;
             let token = event.request_token().unwrap_or_default().to_string();
             let polled = self

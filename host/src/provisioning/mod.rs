@@ -1,7 +1,9 @@
 //! Provisioning: the registry of provider plugins, routing and pre-flight, the Cloud Control
 //! provider, and the seam the engine calls providers through ([`operations`]).
 
+pub mod activity;
 pub mod cloud_control;
+pub mod concurrency;
 pub mod context_lookups;
 pub mod create_only;
 pub mod dynamic_references;

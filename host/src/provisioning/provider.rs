@@ -87,6 +87,9 @@ where
             Ok(value) => return Ok(value),
             Err(error) => {
                 attempt += 1;
+                if error.kind == ErrorKind::THROTTLED {
+                    super::concurrency::throttled();
+                }
                 let wait = if is_propagation(&error) && started.elapsed() < Duration::from_secs(50)
                 {
                     // Dense: IAM usually settles within seconds.
@@ -98,9 +101,33 @@ where
                     return Err(error);
                 };
                 tracing::debug!("{what}: retrying in {wait:?} after: {error}");
+                super::activity::waiting(&if is_propagation(&error) {
+                    format!("IAM propagation: trying again (attempt {})", attempt + 1)
+                } else if error.kind == ErrorKind::THROTTLED {
+                    format!("throttled by AWS: backing off (attempt {})", attempt + 1)
+                } else {
+                    format!(
+                        "trying again after a {} error (attempt {})",
+                        error.kind,
+                        attempt + 1
+                    )
+                });
                 tokio::time::sleep(wait).await;
             }
         }
+    }
+}
+
+impl Provider<'_> {
+    /// What the live view shows while this provider works on a resource.
+    fn doing(&self, verb: &str) {
+        super::activity::waiting(&match self {
+            Provider::Plugin(_, name) if name == "custom-resource" => {
+                format!("custom resource handler: {verb}")
+            }
+            Provider::Plugin(_, name) => format!("plugin {name}: {verb}"),
+            Provider::CloudControl(_) => format!("Cloud Control: {verb}"),
+        });
     }
 }
 
@@ -125,6 +152,7 @@ impl ResourceOperations for Provider<'_> {
         properties: &Map<String, Value>,
         spec: &CreateSpec<'_>,
     ) -> Result<CreateResult, ProviderError> {
+        self.doing("creating");
         let sent = names::with_name(resource_type, properties, spec.name);
         let attempts = AtomicU32::new(0);
         let created = with_retries(&format!("create {logical_id}"), || async {
@@ -291,6 +319,7 @@ impl ResourceOperations for Provider<'_> {
         desired: &Map<String, Value>,
         needed: &[String],
     ) -> Result<UpdateResult, ProviderError> {
+        self.doing("updating");
         with_retries(&format!("update {logical_id}"), || async {
             match self {
                 Provider::Plugin(plugin, _) => {
@@ -331,6 +360,7 @@ impl ResourceOperations for Provider<'_> {
         physical_id: &str,
         properties: &Map<String, Value>,
     ) -> Result<DeleteResult, ProviderError> {
+        self.doing("deleting");
         let result = with_retries(&format!("delete {logical_id}"), || async {
             match self {
                 Provider::Plugin(plugin, _) => {
@@ -463,6 +493,7 @@ impl ResourceOperations for Provider<'_> {
         resource_type: &str,
         request: &FinalSnapshotRequest,
     ) -> Result<FinalSnapshotResult, ProviderError> {
+        self.doing("taking the final snapshot");
         match self {
             Provider::Plugin(plugin, _) => {
                 plugin

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::aws_env::AwsEnvironment;
+use crate::aws_env::{cache_dir, AwsEnvironment};
 
 /// How long a schema read from the registry is trusted without asking again.
 const CACHE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -187,17 +187,6 @@ async fn describe(
         serde_json::from_str(text).map_err(|err| format!("unreadable schema: {err}"))?;
     let version = answer.default_version_id().unwrap_or("default");
     Ok(RegistrySchema::parse(type_name, version, &schema))
-}
-
-/// `CDKD_CACHE_DIR`, else `$XDG_CACHE_HOME/cdkd`, else `~/.cache/cdkd`.
-pub fn cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("CDKD_CACHE_DIR").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir));
-    }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir).join("cdkd"));
-    }
-    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache").join("cdkd"))
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

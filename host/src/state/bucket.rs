@@ -3,7 +3,7 @@
 //! Name: `--state-bucket` > `CDKD_STATE_BUCKET` > cdk.json `context.cdkd.stateBucket` >
 //! `cdkd-state-{accountId}` > the legacy `cdkd-state-{accountId}-{region}` (with a deprecation
 //! warning) > an error asking for `cdkd bootstrap`. Region: `GetBucketLocation`, asked of the
-//! caller's own region, cached per bucket for the process when it succeeds.
+//! caller's own region, remembered per bucket when it succeeds ([`crate::aws_facts`]).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,6 +15,7 @@ use aws_sdk_s3::Client;
 use super::s3_error::S3Failure;
 use super::StateError;
 use crate::aws_env::{AwsEnvironment, FALLBACK_REGION};
+use crate::aws_facts::FactsFile;
 
 /// Where the bucket name came from (shown by `cdkd state info`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,8 +115,17 @@ pub fn legacy_bucket_warning(account_id: &str, region: &str) -> String {
     )
 }
 
-/// The caller's account id, from STS.
+/// The caller's account id: remembered for its access key ([`FactsFile`]), else from STS.
 pub async fn account_id(aws: &AwsEnvironment) -> Result<String, StateError> {
+    let facts = FactsFile::in_cache_dir();
+    let endpoint = aws.endpoint_url();
+    let access_key = aws.credentials().await.ok().map(|c| c.access_key_id);
+    if let Some(account) = access_key
+        .as_deref()
+        .and_then(|key| facts.account(endpoint.as_deref(), key))
+    {
+        return Ok(account);
+    }
     let sts = aws_sdk_sts::Client::from_conf(
         aws_sdk_sts::config::Builder::from(aws.sdk_config())
             .retry_partition(cdkd_aws_common::retry_partition("cdkd-sts"))
@@ -127,10 +137,14 @@ pub async fn account_id(aws: &AwsEnvironment) -> Result<String, StateError> {
             cdkd_aws_common::error_line(&err)
         ))
     })?;
-    identity
+    let account = identity
         .account()
         .map(ToString::to_string)
-        .ok_or_else(|| StateError::Aws("sts:GetCallerIdentity returned no account".into()))
+        .ok_or_else(|| StateError::Aws("sts:GetCallerIdentity returned no account".into()))?;
+    if let Some(key) = access_key {
+        facts.remember_account(endpoint.as_deref(), &key, &account);
+    }
+    Ok(account)
 }
 
 /// Resolves the state bucket: the explicit choice, else the default name if it exists, else
@@ -193,8 +207,9 @@ pub fn s3_client(aws: &AwsEnvironment, region: &str) -> Client {
 
 static BUCKET_REGIONS: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
 
-/// The bucket's region via `GetBucketLocation`, asked of the caller's region. A success is
-/// cached for the process; a failure is not (it degrades to the caller's region this once).
+/// The bucket's region: remembered ([`FactsFile`]), else `GetBucketLocation` asked of the
+/// caller's region. A success is remembered; a failure is not (it degrades to the caller's
+/// region this once).
 pub async fn bucket_region(aws: &AwsEnvironment, bucket: &str) -> String {
     if let Some(region) = BUCKET_REGIONS
         .lock()
@@ -202,6 +217,12 @@ pub async fn bucket_region(aws: &AwsEnvironment, bucket: &str) -> String {
         .as_ref()
         .and_then(|cache| cache.get(bucket).cloned())
     {
+        return region;
+    }
+    let facts = FactsFile::in_cache_dir();
+    let endpoint = aws.endpoint_url();
+    if let Some(region) = facts.bucket_region(endpoint.as_deref(), bucket) {
+        remember_for_the_process(bucket, &region);
         return region;
     }
     let caller_region = aws.region();
@@ -213,11 +234,8 @@ pub async fn bucket_region(aws: &AwsEnvironment, bucket: &str) -> String {
                 Some("EU") => "eu-west-1".to_string(),
                 Some(other) => other.to_string(),
             };
-            BUCKET_REGIONS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get_or_insert_with(HashMap::new)
-                .insert(bucket.to_string(), region.clone());
+            remember_for_the_process(bucket, &region);
+            facts.remember_bucket_region(endpoint.as_deref(), bucket, &region);
             region
         }
         Err(err) => {
@@ -228,6 +246,14 @@ pub async fn bucket_region(aws: &AwsEnvironment, bucket: &str) -> String {
             caller_region
         }
     }
+}
+
+fn remember_for_the_process(bucket: &str, region: &str) {
+    BUCKET_REGIONS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(bucket.to_string(), region.to_string());
 }
 
 /// An S3 client aimed at the state bucket's own region.

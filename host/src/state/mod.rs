@@ -96,6 +96,14 @@ impl StateError {
             StateError::NoBucket {
                 name: bucket.to_string(),
             }
+        } else if failure.status == Some(301) {
+            // The region remembered for the bucket is no longer true; the next run asks again.
+            crate::aws_facts::FactsFile::in_cache_dir().forget_bucket_regions();
+            StateError::s3(
+                operation,
+                key,
+                format!("{failure} (bucket {bucket} is in another region than cdkd remembered; it forgot the region: run the command again)"),
+            )
         } else {
             StateError::s3(operation, key, failure.to_string())
         }

@@ -81,9 +81,12 @@ impl StackRun<'_> {
             return Ok(());
         }
         let tasks = deletion_tasks(doomed.iter().map(|(id, (_, record))| (id, record)));
+        let reporter = &self.engine.reporter;
+        reporter.expect(self.stack(), tasks.len());
         let work = |logical_id: String| {
             let (kind, record) = doomed[&logical_id].clone();
-            async move {
+            let (shown_id, resource_type) = (logical_id.clone(), record.resource_type.clone());
+            let delete = async move {
                 let began = Instant::now();
                 let superseded = kind == DeleteKind::Superseded;
                 let retained = !superseded && is_retained(record.deletion_policy.as_deref());
@@ -99,7 +102,7 @@ impl StackRun<'_> {
                 if !retained {
                     let providers = self.providers.as_ref();
                     snapshot = delete_one(
-                        self.engine.reporter,
+                        &self.engine.reporter,
                         self.stack(),
                         providers,
                         &logical_id,
@@ -132,11 +135,15 @@ impl StackRun<'_> {
                     Some(began.elapsed()),
                 );
                 Ok(())
+            };
+            async move {
+                let stack = self.stack();
+                reporter
+                    .track(stack, &shown_id, &resource_type, delete)
+                    .await
             }
         };
-        let executor = Executor {
-            concurrency: self.options.concurrency,
-        };
+        let executor = Executor::in_lanes(std::sync::Arc::clone(&self.options.lanes));
         let outcomes = executor.run(&tasks, &self.engine.stop, work).await;
         match outcomes.into_values().find_map(|o| match o {
             Outcome::Failed(message) => Some(message),
@@ -193,7 +200,7 @@ impl StackRun<'_> {
                 run.summary.clone(),
             )
         };
-        let reporter = self.engine.reporter;
+        let reporter = &self.engine.reporter;
         if interrupted || !self.options.rollback {
             let why = if interrupted {
                 Reason::Interrupted

@@ -12,7 +12,7 @@ mod unchanged;
 mod write_ahead;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -31,6 +31,7 @@ use crate::analyzer::diff::Action;
 use crate::analyzer::plan::{plan, StackContext, StackPlan};
 use crate::analyzer::template::Template;
 use crate::provisioning::cloud_control::has_attribute;
+use crate::provisioning::concurrency::{service_of, Concurrency, Lanes};
 use crate::provisioning::create_only::{registry_types, KnownCreateOnly};
 use crate::provisioning::operations::{owner_types, Observation, ProviderSet};
 use crate::provisioning::preflight::{route_all, Candidate};
@@ -41,8 +42,8 @@ use crate::state::schema::{ProvisionedBy, ResourceState, StackState};
 /// How to deploy.
 #[derive(Debug, Clone)]
 pub struct DeployOptions {
-    /// Resources in flight at once.
-    pub concurrency: usize,
+    /// Resources in flight at once, per AWS service.
+    pub lanes: Arc<Lanes>,
     /// Undo what this deploy did when it fails.
     pub rollback: bool,
     /// Properties plugins may drop.
@@ -61,7 +62,7 @@ pub struct DeployOptions {
 impl Default for DeployOptions {
     fn default() -> DeployOptions {
         DeployOptions {
-            concurrency: 10,
+            lanes: Lanes::new(Concurrency::Adaptive),
             rollback: true,
             allowed: AllowedDrops::default(),
             replace_first: false,
@@ -404,15 +405,19 @@ impl StackRun<'_> {
                     id: id.clone(),
                     dependencies: node.dependencies.clone(),
                     priority: node.priority,
+                    lane: Some(service_of(&self.input.template.resources[id].kind)),
                 }
             })
             .collect();
-        let executor = Executor {
-            concurrency: self.options.concurrency,
-        };
+        let executor = Executor::in_lanes(Arc::clone(&self.options.lanes));
+        let reporter = &self.engine.reporter;
+        reporter.expect(self.stack(), tasks.len());
         let outcomes = executor
             .run(&tasks, &self.engine.stop, |id| async move {
-                self.step(&id).await
+                let kind = &self.input.template.resources[&id].kind;
+                reporter
+                    .track(self.stack(), &id, kind, self.step(&id))
+                    .await
             })
             .await;
         for (id, outcome) in &outcomes {

@@ -90,7 +90,7 @@ impl StackRun<'_> {
             receiver.recv().await.map(|id| (id, receiver))
         });
         requests
-            .for_each_concurrent(self.options.concurrency.max(1), |logical_id| async move {
+            .for_each_concurrent(self.options.lanes.ceiling(), |logical_id| async move {
                 if !*self.engine.stop.borrow() {
                     self.capture_one(&logical_id).await;
                 }

@@ -46,7 +46,7 @@ impl World {
             providers: &self.cloud,
             store: self.store.clone(),
             locks: &self.locks,
-            reporter: Reporter { json: true },
+            reporter: Reporter::events(true),
             stop: self.stop.subscribe(),
         }
     }

@@ -67,7 +67,7 @@ pub async fn record_intents(
         .map(|j| j.pending_creates.clone())
         .unwrap_or_default();
     let (mut carried, mut unsettled) =
-        reconcile::carry_into_deploy(engine.reporter, stack, providers, pending, recorded, ids)
+        reconcile::carry_into_deploy(&engine.reporter, stack, providers, pending, recorded, ids)
             .await;
     let run_id = names::new_run_id();
     let mut intents: Vec<CreateIntent> = Vec::new();
@@ -134,7 +134,7 @@ pub async fn record_intents(
         if let Some(found) = leftover.found {
             let decision = reconcile::Decision::Unrecorded(found);
             let settled = reconcile::settle_by_removal(
-                engine.reporter,
+                &engine.reporter,
                 stack,
                 providers,
                 &leftover.intent,

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The speed pass (issue 17), against a private emulator answering every request after 50 ms:
+#  - the synthetic app (tests/fixtures/cdk.out/soak: 50 resources, Cloud Control and IAM plugin
+#    types): deploy, no-change deploy and destroy, with their targets;
+#  - a wide stack (200 independent Cloud Control resources) with adaptive concurrency: wall time
+#    against its bound, then under an injected rate limit (it must back off, not fail);
+#  - 200 resources in chains of 20: wall time against the critical path.
+# Each line prints the figure, the target or bound, and PASS/MISS.
+# Usage: speed_bench.sh [release|debug] (default release; `cargo build --release --workspace`).
+set -euo pipefail
+source "$(dirname "$0")/emulator.sh"
+profile=${1:-release}
+cdkd="$repo/target/$profile/cdkd"
+[ -x "$cdkd" ] || { echo "build it first: cargo build --$profile --workspace" >&2; exit 1; }
+"$cdkd" --state-bucket bench-speed bootstrap --no-assets >/dev/null
+verdict() { python3 -c "import sys; print('PASS' if float(sys.argv[1]) <= float(sys.argv[2]) else 'MISS')" "$1" "$2"; }
+# The emulator's own round trip (latency plus moto's processing), the unit of every bound.
+rtt=$(.venv/bin/python - "$endpoint" <<'PY'
+import statistics, sys, time, boto3
+from botocore.config import Config
+cc = boto3.client("cloudcontrol", endpoint_url=sys.argv[1], region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t", config=Config(retries={"max_attempts": 1, "mode": "standard"}))
+times = []
+for _ in range(30):
+    started = time.perf_counter()
+    try:
+        cc.get_resource_request_status(RequestToken="none")
+    except Exception:
+        pass
+    times.append(time.perf_counter() - started)
+print(f"{statistics.median(times[5:]):.4f}")
+PY
+)
+echo "emulator round trip: $(python3 -c "print(f'{$rtt * 1000:.0f}')") ms (50 ms latency plus moto's processing); cdkd $profile build"
+
+echo "== synthetic app (soak fixture: $(python3 -c "import json; print(len(json.load(open('tests/fixtures/cdk.out/soak/SoakStack.template.json'))['Resources']))") resources)"
+cp -r tests/fixtures/cdk.out/soak "$work/soak"
+reset_calls
+deploy=$(timed "$cdkd" --state-bucket bench-speed deploy -a "$work/soak")
+read -r all _ <<<"$(calls)"
+echo "  deploy:    ${deploy} s, ${all} requests (target <= 1.0 s: $(verdict "$deploy" 1.0))"
+reset_calls
+nochange=$(timed "$cdkd" --state-bucket bench-speed deploy -a "$work/soak")
+read -r all _ <<<"$(calls)"
+echo "  no-change: ${nochange} s, ${all} requests (target <= 0.15 s: $(verdict "$nochange" 0.15))"
+reset_calls
+destroy=$(timed "$cdkd" --state-bucket bench-speed destroy -a "$work/soak" -f)
+read -r all _ <<<"$(calls)"
+echo "  destroy:   ${destroy} s, ${all} requests (target <= deploy ${deploy} s: $(verdict "$destroy" "$deploy"))"
+
+# One generated stack; prints "wall cc-calls-per-resource".
+generated() {
+  local name=$1 chain=$2; shift 2
+  GEN_RESOURCES=200 GEN_STACKS=1 GEN_CHAIN=$chain OUT="$work/$name" bash tests/fixtures/apps/regenerate.sh generator 2>/dev/null
+  reset_calls
+  local wall
+  wall=$(timed "$cdkd" --state-bucket bench-speed deploy -a "$work/$name" "$@")
+  local cc
+  cc=$(curl -fsS "$endpoint/_emulator/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print(sum(v for k,v in s.items() if k.startswith("cloudcontrolapi")) / 200)')
+  "$cdkd" --state-bucket bench-speed destroy -a "$work/$name" -f >/dev/null
+  echo "$wall $cc"
+}
+echo "== wide stack: 200 independent Cloud Control resources"
+read -r wall per <<<"$(generated wide 1)"
+bound=$(python3 -c "print(f'{$per * $rtt:.2f}')")
+echo "  deploy (adaptive concurrency): ${wall} s; ${per} Cloud Control calls per resource; bound: one resource's calls ${bound} s; $(python3 -c "print(f'{$wall / $bound:.1f}')")x the bound"
+read -r fixed _ <<<"$(generated wide10 1 --concurrency 10)"
+echo "  deploy (--concurrency 10):     ${fixed} s (bound 200/10 x ${per} calls: $(python3 -c "print(f'{20 * $per * $rtt:.2f}')") s)"
+# Cloud Control rate-limited: answers above 100 requests per second are throttled.
+curl -fsS -X POST "$endpoint/_emulator/config" -d '{"rateLimits": {"cloudcontrolapi": {"perSecond": 100, "burst": 20}}}' >/dev/null
+curl -fsS -X DELETE "$endpoint/_emulator/throttled" >/dev/null
+read -r limited _ <<<"$(generated limited 1)"
+throttled=$(curl -fsS "$endpoint/_emulator/throttled" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("cloudcontrolapi", 0))')
+curl -fsS -X POST "$endpoint/_emulator/config" -d '{"rateLimits": {}}' >/dev/null
+echo "  deploy under a 100 requests/s Cloud Control limit: ${limited} s, ${throttled} throttled answers, no failure (bound: 200 x ${per} calls / 100 per s = $(python3 -c "print(f'{200 * $per / 100:.2f}')") s)"
+
+echo "== 200 resources in chains of 20"
+read -r wall per <<<"$(generated chain20 20)"
+path=$(python3 -c "print(f'{20 * $per * $rtt:.2f}')")
+echo "  deploy: ${wall} s; critical path 20 x ${per} calls x round trip = ${path} s; ratio $(python3 -c "print(f'{$wall / $path:.2f}')") (target <= 1.1: $(verdict "$(python3 -c "print($wall / $path)")" 1.1))"

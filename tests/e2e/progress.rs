@@ -1,0 +1,190 @@
+//! The live progress view as a person sees it: `cdkd deploy` runs in a tmux pane (a real
+//! terminal) against the emulator answering every request after 250 ms, and the pane is
+//! captured while it works. Needs tmux (`.ci/run` installs it).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use cdkd_tests::{cdkd_binary, cdkd_on, workspace_root, Emulator};
+
+/// A tmux server of this test's own (`-L`), so nothing else's sessions are touched.
+struct Pane {
+    socket: String,
+}
+
+impl Pane {
+    /// Runs `command` in a new 160x50 pane; the shell stays afterwards showing `EXIT=<code>`.
+    fn run(command: &str) -> Pane {
+        let socket = format!("cdkd-progress-{}", std::process::id());
+        let shell = format!("{command}; echo EXIT=$?; sleep 600");
+        let status = Command::new("tmux")
+            .args(["-L", &socket, "new-session", "-d", "-x", "160", "-y", "50"])
+            .arg(shell)
+            .status()
+            .expect("tmux runs (install it: apt-get install tmux)");
+        assert!(status.success(), "tmux new-session failed");
+        Pane { socket }
+    }
+
+    fn screen(&self) -> String {
+        let output = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p"])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// Every distinct screen until the command has exited (or the deadline).
+    fn frames_until_exit(&self, deadline: Duration) -> Vec<String> {
+        let started = Instant::now();
+        let mut frames: Vec<String> = Vec::new();
+        loop {
+            let screen = self.screen();
+            let done = screen.contains("EXIT=");
+            if frames.last() != Some(&screen) {
+                frames.push(screen);
+            }
+            if done {
+                return frames;
+            }
+            assert!(
+                started.elapsed() < deadline,
+                "the command did not finish within {deadline:?}; last screen:\n{}",
+                frames.last().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+/// `cdkd args...` as a shell command line with the emulator's environment.
+fn command_line(emulator: &Emulator, args: &[&str]) -> String {
+    let mut line = String::from("env -u CDKD_PLUGINS");
+    for (key, value) in emulator.env() {
+        line.push_str(&format!(" {key}='{value}'"));
+    }
+    line.push_str(&format!(" '{}'", cdkd_binary().display()));
+    for arg in args {
+        line.push_str(&format!(" '{arg}'"));
+    }
+    line
+}
+
+fn app() -> String {
+    let dir = workspace_root().join("tests/fixtures/cdk.out/soak");
+    assert!(Path::new(&dir).is_dir());
+    dir.display().to_string()
+}
+
+#[test]
+fn a_terminal_shows_resources_in_flight_with_counts_then_the_summary() {
+    let emulator = Emulator::shared();
+    let bucket = Emulator::unique("progress");
+    cdkd_on(
+        emulator,
+        &["--state-bucket", &bucket, "bootstrap", "--no-assets"],
+    )
+    .success();
+    emulator.post("/_emulator/config", &serde_json::json!({"latencyMs": 250}));
+    let app = app();
+    let pane = Pane::run(&command_line(
+        emulator,
+        &["--state-bucket", &bucket, "deploy", "-a", &app],
+    ));
+    let frames = pane.frames_until_exit(Duration::from_secs(180));
+    drop(pane);
+
+    // While it works: the stack's counts, and resources in flight under them with what they
+    // wait for.
+    let live: Vec<&String> = frames
+        .iter()
+        .filter(|f| f.contains("SoakStack ") && f.contains(" in flight, "))
+        .collect();
+    assert!(
+        !live.is_empty(),
+        "no frame showed the live view; frames:\n{}",
+        frames.join("\n----\n")
+    );
+    let busy = live.iter().find(|frame| {
+        frame.lines().any(|l| {
+            l.trim_start().starts_with(|c: char| !c.is_ascii())
+                && l.contains("(AWS::")
+                && (l.contains("Cloud Control") || l.contains("plugin iam"))
+        })
+    });
+    assert!(
+        busy.is_some(),
+        "no frame showed a resource in flight with what it waits for; frames:\n{}",
+        live.iter()
+            .map(|f| f.as_str())
+            .collect::<Vec<_>>()
+            .join("\n----\n")
+    );
+    let counts = |frame: &str| -> (usize, usize) {
+        let line = frame
+            .lines()
+            .find(|l| l.contains(" in flight, "))
+            .expect("a counts line");
+        let number = |label: &str| -> usize {
+            let before = &line[..line.find(label).expect(label)];
+            before
+                .split_whitespace()
+                .last()
+                .and_then(|n| n.parse().ok())
+                .expect("a count")
+        };
+        (number(" done"), number(" remaining"))
+    };
+    let (first_done, first_remaining) = counts(live.first().unwrap());
+    let (last_done, last_remaining) = counts(live.last().unwrap());
+    assert!(
+        last_done > first_done || last_remaining < first_remaining,
+        "the counts did not move: {:?} then {:?}",
+        (first_done, first_remaining),
+        (last_done, last_remaining)
+    );
+
+    // At the end: the view is gone, the event lines and the summary stay.
+    let last = frames.last().unwrap();
+    assert!(last.contains("EXIT=0"), "the deploy failed:\n{last}");
+    assert!(
+        last.contains("SoakStack: 50 created, 0 updated"),
+        "no summary:\n{last}"
+    );
+    assert!(!last.contains(" in flight, "), "the view stayed:\n{last}");
+    assert!(last.contains("SoakStack.HubParamName = /soak/hub-arn"));
+
+    // `--progress events` on the same terminal: event lines only.
+    let pane = Pane::run(&command_line(
+        emulator,
+        &[
+            "--state-bucket",
+            &bucket,
+            "destroy",
+            "-a",
+            &app,
+            "-f",
+            "--progress",
+            "events",
+        ],
+    ));
+    let frames = pane.frames_until_exit(Duration::from_secs(180));
+    drop(pane);
+    emulator.post("/_emulator/config", &serde_json::json!({"latencyMs": 0}));
+    assert!(
+        frames.iter().all(|f| !f.contains(" in flight, ")),
+        "--progress events drew the view"
+    );
+    let last = frames.last().unwrap();
+    assert!(last.contains("EXIT=0"), "the destroy failed:\n{last}");
+    assert!(last.contains("50 deleted"), "no summary:\n{last}");
+}
