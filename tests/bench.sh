@@ -5,7 +5,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 cargo build --release -p cdkd -p cdkd-provider-example-echo -p cdkd-provider-s3 -p cdkd-provider-iam -p cdkd-provider-lambda
-cargo build --release -p cdkd-tests --bin plugin-bench --bin analysis-bench
+cargo build --release -p cdkd-tests --bin plugin-bench --bin analysis-bench --bin lock-bench
 echo
 ./target/release/plugin-bench target/release/libcdkd_provider_example_echo.so target/release/cdkd "${1:-20000}"
 for profile in debug release; do
@@ -26,6 +26,9 @@ done
 rm -rf "$work"
 
 echo
+./target/release/lock-bench
+
+echo
 bash tests/bench/deploy_bench.sh
 
 echo
@@ -36,3 +39,6 @@ bash tests/bench/schema_bench.sh
 
 echo
 bash tests/bench/observe_bench.sh release
+
+echo
+bash tests/bench/speed_bench.sh release

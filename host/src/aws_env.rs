@@ -21,6 +21,22 @@ pub struct AwsOptions {
     pub region: Option<String>,
     /// `--s3-force-path-style` / `CDKD_S3_FORCE_PATH_STYLE`.
     pub s3_force_path_style: bool,
+    /// One endpoint for every service, instead of the environment's `AWS_ENDPOINT_URL`
+    /// (library callers such as tests; the CLI leaves it to the environment).
+    pub endpoint_url: Option<String>,
+    /// Fixed credentials instead of the SDK's chain (library callers; the CLI uses the chain).
+    pub static_credentials: Option<StaticCredentials>,
+    /// Where cached facts and schemas go, instead of [`cache_dir`] (library callers).
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// An access key pair given directly.
+#[derive(Debug, Clone)]
+pub struct StaticCredentials {
+    /// The access key id.
+    pub access_key_id: String,
+    /// The secret access key.
+    pub secret_access_key: String,
 }
 
 /// The resolved environment.
@@ -28,6 +44,7 @@ pub struct AwsOptions {
 pub struct AwsEnvironment {
     sdk_config: SdkConfig,
     s3_force_path_style: bool,
+    cache_dir: Option<PathBuf>,
 }
 
 /// Credentials could not be resolved.
@@ -46,6 +63,18 @@ impl AwsEnvironment {
         if let Some(region) = &options.region {
             loader = loader.region(Region::new(region.clone()));
         }
+        if let Some(endpoint) = &options.endpoint_url {
+            loader = loader.endpoint_url(endpoint);
+        }
+        if let Some(keys) = &options.static_credentials {
+            loader = loader.credentials_provider(aws_credential_types::Credentials::new(
+                &keys.access_key_id,
+                &keys.secret_access_key,
+                None,
+                None,
+                "cdkd-options",
+            ));
+        }
         let mut sdk_config = loader.load().await;
         if sdk_config.region().is_none() {
             sdk_config = sdk_config
@@ -56,6 +85,7 @@ impl AwsEnvironment {
         AwsEnvironment {
             sdk_config,
             s3_force_path_style: options.s3_force_path_style,
+            cache_dir: options.cache_dir.clone().or_else(cache_dir),
         }
     }
 
@@ -69,6 +99,11 @@ impl AwsEnvironment {
         self.sdk_config
             .region()
             .map_or_else(|| FALLBACK_REGION.to_string(), ToString::to_string)
+    }
+
+    /// Where cached facts and registry schemas are kept (none: nothing is cached).
+    pub fn cache_dir(&self) -> Option<PathBuf> {
+        self.cache_dir.clone()
     }
 
     /// The endpoint override (`AWS_ENDPOINT_URL`), if any.

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::aws_env::cache_dir;
+use crate::aws_env::{cache_dir, AwsEnvironment};
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Facts {
@@ -31,10 +31,17 @@ pub struct FactsFile {
 }
 
 impl FactsFile {
-    /// `facts.json` in the cache folder (none when there is no home or cache folder).
+    /// `facts.json` in the default cache folder (none when there is no home or cache folder).
     pub fn in_cache_dir() -> FactsFile {
         FactsFile {
             path: cache_dir().map(|dir| dir.join("facts.json")),
+        }
+    }
+
+    /// `facts.json` in `aws`'s cache folder.
+    pub fn of(aws: &AwsEnvironment) -> FactsFile {
+        FactsFile {
+            path: aws.cache_dir().map(|dir| dir.join("facts.json")),
         }
     }
 

@@ -230,8 +230,8 @@ fn providers() -> &'static BTreeMap<String, Arc<dyn ResourceProvider>> {
         let mut by_type = BTreeMap::new();
         for registration in inventory::iter::<ProviderRegistration> {
             let provider: Arc<dyn ResourceProvider> = Arc::from((registration.make)());
-            // Registration order is unstable; the first one kept must not depend on it, so a
-            // duplicate type is dropped with a warning only after sorting by type name.
+            // Registration order is inventory's and not defined: when two registrations name
+            // one type, the one inserted last replaces the other, and the warning names it.
             let type_name = provider.schema().type_name;
             if by_type.insert(type_name.clone(), provider).is_some() {
                 tracing::warn!("provider for {type_name} registered twice; keeping one");

@@ -5,79 +5,12 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cdkd_tests::{cdkd_binary, copy_dir, workspace_root, Emulator, Run};
+use cdkd_tests::{wait_for, workspace_root, AppWorld, Emulator, Run};
 use serde_json::{json, Value};
 
 /// One test's world: its own state bucket, echo folder and copy of the demo assembly.
-struct World {
-    bucket: String,
-    echo: tempfile::TempDir,
-    assembly: tempfile::TempDir,
-}
-
-impl World {
-    fn new() -> World {
-        let world = World {
-            bucket: Emulator::unique("deploy"),
-            echo: tempfile::tempdir().unwrap(),
-            assembly: tempfile::tempdir().unwrap(),
-        };
-        copy_dir(
-            &workspace_root().join("tests/fixtures/cdk.out/demo"),
-            world.assembly.path(),
-        );
-        world.cdkd(&["bootstrap", "--no-assets"]).success();
-        world
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(cdkd_binary());
-        command
-            .current_dir(workspace_root())
-            .args(["--state-bucket", &self.bucket])
-            .args(args)
-            .env_remove("CDKD_PLUGINS")
-            .env("CDKD_ECHO_DIR", self.echo.path());
-        for (key, value) in Emulator::shared().env() {
-            command.env(key, value);
-        }
-        command
-    }
-
-    fn cdkd(&self, args: &[&str]) -> Run {
-        self.command(args).output().unwrap().into()
-    }
-
-    fn deploy(&self, extra: &[&str]) -> Run {
-        let app = self.assembly.path().display().to_string();
-        let mut args = vec!["deploy", "-a", &app];
-        args.extend_from_slice(extra);
-        self.cdkd(&args)
-    }
-
-    /// Edits the demo template in place.
-    fn edit(&self, change: impl FnOnce(&mut Value)) {
-        let path = self.assembly.path().join("DemoStack.template.json");
-        let mut template: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        change(&mut template);
-        std::fs::write(&path, serde_json::to_vec_pretty(&template).unwrap()).unwrap();
-    }
-
-    fn state(&self) -> Value {
-        let run = self.cdkd(&["state", "show", "DemoStack", "--json"]);
-        if run.code == Some(0) {
-            run.json()["state"].clone()
-        } else {
-            Value::Null
-        }
-    }
-
-    fn physical(&self, logical_id: &str) -> String {
-        self.state()["resources"][logical_id]["physicalId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
-    }
+fn demo_world() -> AppWorld {
+    AppWorld::without_assets("demo", "DemoStack", "deploy")
 }
 
 fn queue_exists(url: &str) -> bool {
@@ -115,7 +48,7 @@ fn log_group_exists(name: &str) -> bool {
 
 #[test]
 fn deploy_update_replace_destroy_the_demo_stack() {
-    let world = World::new();
+    let world = demo_world();
     let first = world.deploy(&[]).success();
     assert!(
         first
@@ -240,7 +173,7 @@ fn deploy_update_replace_destroy_the_demo_stack() {
     assert_eq!(world.cdkd(&["state", "list"]).success().stdout, "");
 }
 
-fn journal(world: &World) -> Value {
+fn journal(world: &AppWorld) -> Value {
     Emulator::shared().boto(&format!(
         "[json.loads(c('s3').get_object(Bucket='{b}', Key=k['Key'])['Body'].read()) for k in c('s3').list_objects_v2(Bucket='{b}', Prefix='cdkd/DemoStack/us-east-1/rollback-journal.json').get('Contents', [])]",
         b = world.bucket
@@ -252,7 +185,7 @@ fn journal(world: &World) -> Value {
     .unwrap_or(Value::Null)
 }
 
-fn add_fault(world: &World, fault: Value) {
+fn add_fault(world: &AppWorld, fault: Value) {
     world.edit(|t| {
         t["Resources"]["Breaker"] = json!({"Type": "Acme::Echo::Fault", "Properties": fault, "DependsOn": ["OrdersA9B65338", "Greeter"]});
     });
@@ -260,7 +193,7 @@ fn add_fault(world: &World, fault: Value) {
 
 #[test]
 fn a_failed_deploy_rolls_back_what_it_created() {
-    let world = World::new();
+    let world = demo_world();
     add_fault(&world, json!({"FailWith": "validation"}));
     let run = world.deploy(&[]);
     assert_eq!(run.code, Some(1));
@@ -320,7 +253,7 @@ fn a_failed_deploy_rolls_back_what_it_created() {
 
 #[test]
 fn no_rollback_keeps_the_work_and_cdkd_rollback_undoes_it() {
-    let world = World::new();
+    let world = demo_world();
     add_fault(&world, json!({"FailWith": "conflict"}));
     let run = world.deploy(&["--no-rollback"]);
     assert_eq!(run.code, Some(1));
@@ -373,17 +306,9 @@ fn no_rollback_keeps_the_work_and_cdkd_rollback_undoes_it() {
     assert_eq!(world.state()["resources"].as_object().unwrap().len(), 6);
 }
 
-fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !ready() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn a_killed_deploy_resumes_without_duplicates() {
-    let world = World::new();
+    let world = demo_world();
     add_fault(&world, json!({"SleepMs": 4000}));
     let app = world.assembly.path().display().to_string();
     let mut child = world
@@ -393,15 +318,21 @@ fn a_killed_deploy_resumes_without_duplicates() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("the first resources to be saved", || {
-        world.state()["resources"]
-            .as_object()
-            .is_some_and(|r| r.len() >= 5)
-    });
+    wait_for(
+        "the first resources to be saved",
+        Duration::from_secs(30),
+        || {
+            world.state()["resources"]
+                .as_object()
+                .is_some_and(|r| r.len() >= 5)
+                .then_some(())
+        },
+    );
     child.kill().unwrap(); // SIGKILL mid-deploy: the lock stays, the Breaker never finished
     child.wait().unwrap();
     let queue = world.physical("OrdersA9B65338");
-    std::thread::sleep(Duration::from_millis(2500)); // the killed holder's lock expires
+    // The killed holder's lock is left behind; the resumed deploy waits for it to expire
+    // (retrying as a second deploy would), then takes it over.
     add_fault(&world, json!({}));
     let resumed = world.deploy(&[]).success();
     assert!(resumed.stdout.contains("1 created"), "{}", resumed.stdout);
@@ -419,7 +350,7 @@ fn a_killed_deploy_resumes_without_duplicates() {
 
 #[test]
 fn sigint_stops_cleanly_releases_the_lock_and_resumes() {
-    let world = World::new();
+    let world = demo_world();
     add_fault(&world, json!({"SleepMs": 3000}));
     let app = world.assembly.path().display().to_string();
     let child = world
@@ -428,11 +359,16 @@ fn sigint_stops_cleanly_releases_the_lock_and_resumes() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for("the deploy to reach the slow resource", || {
-        world.state()["resources"]
-            .as_object()
-            .is_some_and(|r| r.len() >= 5)
-    });
+    wait_for(
+        "the deploy to reach the slow resource",
+        Duration::from_secs(30),
+        || {
+            world.state()["resources"]
+                .as_object()
+                .is_some_and(|r| r.len() >= 5)
+                .then_some(())
+        },
+    );
     Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -457,7 +393,7 @@ fn sigint_stops_cleanly_releases_the_lock_and_resumes() {
 
 #[test]
 fn a_custom_resource_is_refused_before_any_change_when_no_plugin_handles_it() {
-    let world = World::new();
+    let world = demo_world();
     world.edit(|t| {
         t["Resources"]["Cleaner"] = json!({"Type": "Custom::S3AutoDeleteObjects", "Properties": {"ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:x"}});
     });
@@ -490,7 +426,7 @@ fn a_custom_resource_is_refused_before_any_change_when_no_plugin_handles_it() {
 
 #[test]
 fn ssm_typed_parameters_are_read_from_parameter_store() {
-    let world = World::new();
+    let world = demo_world();
     let name = format!("/cdkd/{}/timeout", world.bucket);
     Emulator::shared().boto(&format!(
         "c('ssm').put_parameter(Name='{name}', Value='75', Type='String')['Version']"
@@ -515,7 +451,7 @@ fn ssm_typed_parameters_are_read_from_parameter_store() {
 
 #[test]
 fn cross_stack_references_in_both_styles_and_strong_ones_block_the_producers_destroy() {
-    let world = World::new();
+    let world = demo_world();
     let app = workspace_root()
         .join("tests/fixtures/cdk.out/cross")
         .display()
@@ -592,7 +528,7 @@ fn cross_stack_references_in_both_styles_and_strong_ones_block_the_producers_des
 
 #[test]
 fn recreate_moves_a_resource_between_layers_or_refuses_before_any_change() {
-    let world = World::new();
+    let world = demo_world();
     world.deploy(&[]).success();
     let refused = world.deploy(&["--recreate-via-sdk-provider", "OrdersA9B65338"]);
     assert_eq!(refused.code, Some(1));
@@ -640,7 +576,7 @@ fn recreate_moves_a_resource_between_layers_or_refuses_before_any_change() {
 
 #[test]
 fn orphan_forgets_the_stack_and_leaves_its_resources() {
-    let world = World::new();
+    let world = demo_world();
     world.deploy(&[]).success();
     let queue = world.physical("OrdersA9B65338");
     let app = world.assembly.path().display().to_string();
@@ -651,7 +587,7 @@ fn orphan_forgets_the_stack_and_leaves_its_resources() {
 
 #[test]
 fn ref_of_a_composite_id_is_the_segment_its_plugin_declares() {
-    let world = World::new();
+    let world = demo_world();
     world.edit(|t| {
         let resources = t["Resources"].as_object_mut().unwrap();
         resources.insert(

@@ -12,7 +12,7 @@ use cdkd_provider_api::abi::{FfiResult, HostContext, LogLevel};
 use cdkd_provider_api::host::{self, PluginLibrary};
 use cdkd_provider_api::protocol::{CreateRequest, HostConfig};
 use cdkd_provider_api::ErrorKind;
-use cdkd_tests::plugin_library;
+use cdkd_tests::{plugin_library, wait_for};
 use serde_json::{json, Map, Value};
 
 static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -113,8 +113,14 @@ async fn dropping_a_call_aborts_the_plugin_task() {
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(finished.exists(), "the awaited call did not run");
+    // The dropped call's task is aborted inside the plugin: its witness says when.
+    let dropped = dir.path().join("cancelled.dropped");
+    wait_for(
+        "the dropped call to be aborted",
+        Duration::from_secs(10),
+        || dropped.exists().then_some(()),
+    );
     assert!(
         !cancelled.exists(),
         "the dropped call kept running in the plugin"

@@ -1,40 +1,22 @@
 //! The state layer's library against the emulator: records, optimistic saves, the legacy key,
 //! locks under contention, takeover, renewal, and noncurrent-version purges.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::types::{BucketVersioningStatus, VersioningConfiguration};
 use cdkd::state::backend::{StateBackend, StateLocation};
-use cdkd::state::bucket;
 use cdkd::state::keys::StateKeys;
 use cdkd::state::lock::{LockConfig, LockManager, ReleaseOutcome};
 use cdkd::state::purge::purge_noncurrent_versions;
 use cdkd::state::schema::{now_millis, LockInfo, StackState};
 use cdkd::state::StateError;
-use cdkd_tests::Emulator;
+use cdkd_tests::state_world::{fresh_bucket, lock_config, lock_manager, state_fixture};
+use cdkd_tests::{wait_for_async, Emulator};
 use serde_json::json;
 
 /// A fresh versioned bucket and the client for it.
 async fn bucket() -> (aws_sdk_s3::Client, String) {
-    let emulator = Emulator::shared();
-    let aws = emulator.aws().await;
-    let client = bucket::s3_client(&aws, "us-east-1");
-    let name = Emulator::unique("state");
-    client.create_bucket().bucket(&name).send().await.unwrap();
-    client
-        .put_bucket_versioning()
-        .bucket(&name)
-        .versioning_configuration(
-            VersioningConfiguration::builder()
-                .status(BucketVersioningStatus::Enabled)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-    (client, name)
+    fresh_bucket("state", true).await
 }
 
 async fn put(client: &aws_sdk_s3::Client, bucket: &str, key: &str, body: &[u8]) {
@@ -56,10 +38,7 @@ async fn get(client: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Option<Vec
 }
 
 fn fixture(version: u32) -> Vec<u8> {
-    let path = cdkd_tests::workspace_root().join(format!(
-        "host/src/state/testdata/roundtrip/v{version}.in.json"
-    ));
-    std::fs::read(path).unwrap()
+    state_fixture(version)
 }
 
 #[tokio::test]
@@ -255,22 +234,11 @@ fn manager(
     owner: &str,
     config: LockConfig,
 ) -> LockManager {
-    LockManager::with_owner(
-        client.clone(),
-        bucket,
-        StateKeys::new("cdkd"),
-        config,
-        owner.to_string(),
-    )
+    lock_manager(client, bucket, owner, config)
 }
 
 fn fast(ttl_ms: u64) -> LockConfig {
-    LockConfig {
-        ttl: Duration::from_millis(ttl_ms),
-        retries: 0,
-        retry_delay: Duration::from_millis(50),
-        renew_every: None,
-    }
+    lock_config(Duration::from_millis(ttl_ms), None)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -345,7 +313,13 @@ async fn a_process_whose_lock_was_taken_over_does_not_delete_the_new_owners_lock
         .await
         .unwrap();
     held.stop_renewing(); // a stalled holder: no heartbeat
-    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let deadline = held_deadline(&old, "TakenOver").await;
+    wait_for_async(
+        "the stalled lock to expire",
+        Duration::from_secs(10),
+        || async { (now_millis() > deadline).then_some(()) },
+    )
+    .await;
     let new = manager(&client, &name, "new@test:2", fast(60_000));
     let new_handle = new
         .acquire("TakenOver", "us-east-1", "deploy")
@@ -376,7 +350,19 @@ async fn renewal_keeps_a_lock_alive_past_several_ttls() {
         .await
         .unwrap();
     let first_etag = held.etag();
-    tokio::time::sleep(Duration::from_millis(4_000)).await;
+    // Past the first deadline by more than two TTLs, with the stored deadline moved on: only
+    // renewals can keep it locked now.
+    let first_deadline = held_deadline(&holder, "Renewed").await;
+    wait_for_async(
+        "renewals to carry the lock past two TTLs",
+        Duration::from_secs(20),
+        || async {
+            let now = now_millis();
+            let stored = held_deadline(&holder, "Renewed").await;
+            (now > first_deadline + 2_400 && stored > now).then_some(())
+        },
+    )
+    .await;
     let other = manager(&client, &name, "other@test:2", fast(60_000));
     match other.acquire("Renewed", "us-east-1", "deploy").await {
         Err(StateError::Locked { owner, .. }) => assert_eq!(owner, "holder@test:1"),
@@ -544,14 +530,19 @@ async fn a_release_purges_the_lock_history_and_it_never_grows() {
             .await
             .unwrap();
         // A command works between the two; the history listing finishes meanwhile.
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        wait_for_async(
+            "the lock history listing",
+            Duration::from_secs(10),
+            || async { held.history_listed().then_some(()) },
+        )
+        .await;
         assert_eq!(held.release().await, ReleaseOutcome::Released);
         // What was history when this cycle acquired (the last body, the last delete marker) is
-        // gone; at most the body this cycle wrote waits for the next release (none, when the
-        // listing happened to land after the delete). It never accumulates.
+        // gone; only the body this cycle wrote waits for the next release. It never accumulates.
         let (bodies, markers) = noncurrent(&client, &name, key).await;
-        assert!(
-            bodies <= 1 && markers == 0,
+        assert_eq!(
+            (bodies, markers),
+            (1, 0),
             "after cycle {cycle}: {bodies} noncurrent bodies, {markers} noncurrent markers"
         );
     }
@@ -634,28 +625,12 @@ async fn purge_removes_only_noncurrent_versions_of_the_one_key() {
     );
 }
 
-#[tokio::test]
-async fn lock_figures() {
-    // Not a timing assertion: prints acquire/release latency against the emulator for the note.
-    let (client, name) = bucket().await;
-    let manager = Arc::new(manager(&client, &name, "figures@test:1", fast(60_000)));
-    let mut acquire = Vec::new();
-    let mut release = Vec::new();
-    for _ in 0..20 {
-        let started = std::time::Instant::now();
-        let held = manager
-            .acquire("Figures", "us-east-1", "deploy")
-            .await
-            .unwrap();
-        acquire.push(started.elapsed());
-        let started = std::time::Instant::now();
-        assert_eq!(held.release().await, ReleaseOutcome::Released);
-        release.push(started.elapsed());
-    }
-    acquire.sort();
-    release.sort();
-    eprintln!(
-        "lock acquire median {:?}, release (incl. purge) median {:?}",
-        acquire[10], release[10]
-    );
+/// The deadline stored in `stack`'s lock.
+async fn held_deadline(locks: &LockManager, stack: &str) -> i64 {
+    let (info, _) = locks
+        .read(stack, "us-east-1")
+        .await
+        .unwrap()
+        .expect("locked");
+    info.expires_at_millis().expect("a deadline")
 }

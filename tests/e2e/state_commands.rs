@@ -2,12 +2,12 @@
 //! emulator, checked in S3 itself.
 
 use aws_sdk_s3::Client;
-use cdkd::state::bucket;
-use cdkd_tests::{cdkd_on, workspace_root, Emulator, Run};
+use cdkd_tests::state_world::{s3_client, state_fixture};
+use cdkd_tests::{cdkd_on, Emulator, Run};
 use serde_json::{json, Value};
 
 async fn s3() -> Client {
-    bucket::s3_client(&Emulator::shared().aws().await, "us-east-1")
+    s3_client().await
 }
 
 fn run(bucket: &str, args: &[&str]) -> Run {
@@ -36,10 +36,7 @@ async fn put_json(client: &Client, bucket: &str, key: &str, body: &Value) {
 }
 
 fn fixture(version: u32) -> Value {
-    let path = workspace_root().join(format!(
-        "host/src/state/testdata/roundtrip/v{version}.in.json"
-    ));
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    serde_json::from_slice(&state_fixture(version)).unwrap()
 }
 
 async fn record(client: &Client, bucket: &str, stack: &str, region: &str, parent: Option<&str>) {

@@ -9,7 +9,8 @@ use cdkd::state::keys::StateKeys;
 use cdkd::state::lock::{LockConfig, LockManager, ReleaseOutcome};
 use cdkd::state::schema::now_millis;
 use cdkd::state::StateError;
-use cdkd_tests::{cdkd_on, cdkd_on_with_env, Emulator};
+use cdkd_tests::state_world::{fresh_bucket, lock_config, lock_manager, state_fixture};
+use cdkd_tests::{cdkd_on, cdkd_on_with_env, wait_for_async, Emulator};
 use serde_json::json;
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -23,27 +24,12 @@ fn fault_hits() -> Vec<u64> {
 }
 
 async fn client_and_bucket() -> (aws_sdk_s3::Client, String) {
-    let aws = Emulator::shared().aws().await;
-    let client = bucket::s3_client(&aws, "us-east-1");
-    let name = Emulator::unique("faults");
-    client.create_bucket().bucket(&name).send().await.unwrap();
-    (client, name)
+    fresh_bucket("faults", false).await
 }
 
 fn manager(client: &aws_sdk_s3::Client, bucket: &str, owner: &str) -> LockManager {
-    let config = LockConfig {
-        ttl: Duration::from_secs(60),
-        retries: 0,
-        retry_delay: Duration::from_millis(50),
-        renew_every: Some(Duration::from_secs(3600)),
-    };
-    LockManager::with_owner(
-        client.clone(),
-        bucket,
-        StateKeys::new("cdkd"),
-        config,
-        owner.into(),
-    )
+    let config = lock_config(Duration::from_secs(60), Some(Duration::from_secs(3600)));
+    lock_manager(client, bucket, owner, config)
 }
 
 /// Acquires, injects `rules`, releases, and returns the outcome and whether the lock is gone.
@@ -240,15 +226,27 @@ async fn a_killed_holders_lock_is_taken_over_after_its_deadline() {
         .spawn()
         .unwrap();
     let waiter = manager(&client, &name, "successor@test:2");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while waiter.read("Killed", "us-east-1").await.unwrap().is_none() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the child never took the lock"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(1_200)).await; // let it renew at least once
+    let first = wait_for_async(
+        "the child to take the lock",
+        Duration::from_secs(30),
+        || async {
+            waiter
+                .read("Killed", "us-east-1")
+                .await
+                .unwrap()
+                .map(|(_, etag)| etag)
+        },
+    )
+    .await;
+    wait_for_async(
+        "the child to renew its lock",
+        Duration::from_secs(30),
+        || async {
+            let now = waiter.read("Killed", "us-east-1").await.unwrap();
+            now.filter(|(_, etag)| *etag != first).map(|_| ())
+        },
+    )
+    .await;
     child.kill().unwrap(); // SIGKILL: no release, no cleanup
     child.wait().unwrap();
 
@@ -311,10 +309,7 @@ async fn bucket_resolution_default_legacy_and_migrate() {
     let client = bucket::s3_client(&aws, "us-east-1");
     let legacy = "cdkd-state-123456789012-us-east-1";
     client.create_bucket().bucket(legacy).send().await.unwrap();
-    let record = std::fs::read(
-        cdkd_tests::workspace_root().join("host/src/state/testdata/roundtrip/v9.in.json"),
-    )
-    .unwrap();
+    let record = state_fixture(9);
     client
         .put_object()
         .bucket(legacy)

@@ -7,6 +7,7 @@ SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
 - CloudFormation's `DescribeType` (the registry, which moto lacks), answered by
   registry.Registry from cfn-lint's resource schemas; every other CloudFormation action is moto's;
 - a per-request latency (`EMU_LATENCY_MS`), to make benchmarks honest about round trips;
+- a request log (`EMU_REQUEST_LOG=FILE`: start and end time, service, action, method, path);
 - a fault injector: `EMU_FAULT_RATE` (a fraction of requests answered with throttling:
   400 ThrottlingException for JSON and query services, 503 SlowDown for S3; with
   `EMU_FAULT_5XX_SHARE` that share of them is a server error instead: 500 InternalFailure or
@@ -361,6 +362,8 @@ class Emulator:
         self.rules = []
         self.rate_limits = _rate_limits(json.loads(os.environ.get("EMU_RATE_LIMITS") or "{}"))
         self.throttled = {}  # service -> requests answered with throttling by its rate limit
+        log = os.environ.get("EMU_REQUEST_LOG")
+        self.request_log = open(log, "a", encoding="utf-8") if log else None
         self.stats = {}
         self.stats_by_key = {}
         self.lock = threading.Lock()
@@ -375,6 +378,19 @@ class Emulator:
     # -- WSGI -------------------------------------------------------------------------------
 
     def __call__(self, environ, start_response):
+        if self.request_log is None:
+            return self._answer(environ, start_response)
+        # `EMU_REQUEST_LOG`: one line per request, "start end service action method path", for
+        # finding what sits on a run's critical path.
+        started = time.time()
+        request = self._describe(environ)
+        answer = self._answer(environ, start_response)
+        with self.lock:
+            self.request_log.write(f"{started:.4f} {time.time():.4f} {request['service'] or '-'} {request['action'] or '-'} {request['method']} {request['path']}\n")
+            self.request_log.flush()
+        return answer
+
+    def _answer(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
         if path.startswith("/_emulator/"):
             return self._control(environ, start_response, path)

@@ -1,5 +1,6 @@
 //! A fixture app (tests/fixtures/cdk.out/app by default) copied to a temporary assembly, with
-//! its own state and asset buckets in the shared emulator: what the SDK plugin tests deploy.
+//! its own state and asset buckets and echo folder in the shared emulator: the one world the
+//! end-to-end tests deploy in.
 
 use std::path::Path;
 use std::process::Command;
@@ -16,8 +17,16 @@ pub struct AppWorld {
     pub assets: String,
     /// The assembly, edited by the test.
     pub assembly: tempfile::TempDir,
+    /// Where the example-echo plugin writes (`CDKD_ECHO_DIR`).
+    pub echo: tempfile::TempDir,
     /// The stack whose template [`AppWorld::edit`] changes.
     stack: String,
+}
+
+/// How a world bootstraps its state bucket.
+enum Bootstrap {
+    WithAssetBucket,
+    NoAssets,
 }
 
 impl AppWorld {
@@ -34,10 +43,32 @@ impl AppWorld {
         prefix: &str,
         prepare: impl FnOnce(&mut Value),
     ) -> AppWorld {
+        AppWorld::build(fixture, stack, prefix, prepare, Bootstrap::WithAssetBucket)
+    }
+
+    /// The fixture as synthesized, bootstrapped without an asset bucket (`--no-assets`).
+    pub fn without_assets(fixture: &str, stack: &str, prefix: &str) -> AppWorld {
+        AppWorld::build(fixture, stack, prefix, |_| {}, Bootstrap::NoAssets)
+    }
+
+    /// The fixture `tests/fixtures/cdk.out/{fixture}` as synthesized (several stacks, or
+    /// stacks inside stages).
+    pub fn unedited(fixture: &str, prefix: &str) -> AppWorld {
+        AppWorld::build(fixture, "", prefix, |_| {}, Bootstrap::WithAssetBucket)
+    }
+
+    fn build(
+        fixture: &str,
+        stack: &str,
+        prefix: &str,
+        prepare: impl FnOnce(&mut Value),
+        bootstrap: Bootstrap,
+    ) -> AppWorld {
         let world = AppWorld {
             bucket: Emulator::unique(prefix),
             assets: Emulator::unique(&format!("{prefix}-assets")),
             assembly: tempfile::tempdir().unwrap(),
+            echo: tempfile::tempdir().unwrap(),
             stack: stack.to_string(),
         };
         copy_dir(
@@ -46,32 +77,32 @@ impl AppWorld {
                 .join(fixture),
             world.assembly.path(),
         );
-        world.edit(prepare);
-        world
-            .cdkd(&["bootstrap", "--asset-bucket", &world.assets])
-            .success();
+        if !stack.is_empty() {
+            world.edit(prepare);
+        }
+        match bootstrap {
+            Bootstrap::WithAssetBucket => world
+                .cdkd(&["bootstrap", "--asset-bucket", &world.assets])
+                .success(),
+            Bootstrap::NoAssets => world.cdkd(&["bootstrap", "--no-assets"]).success(),
+        };
         world
     }
 
-    /// The fixture `tests/fixtures/cdk.out/{fixture}` as synthesized (several stacks, or
-    /// stacks inside stages).
-    pub fn unedited(fixture: &str, prefix: &str) -> AppWorld {
-        let world = AppWorld {
-            bucket: Emulator::unique(prefix),
-            assets: Emulator::unique(&format!("{prefix}-assets")),
-            assembly: tempfile::tempdir().unwrap(),
-            stack: String::new(),
-        };
-        copy_dir(
-            &workspace_root()
-                .join("tests/fixtures/cdk.out")
-                .join(fixture),
-            world.assembly.path(),
-        );
-        world
-            .cdkd(&["bootstrap", "--asset-bucket", &world.assets])
-            .success();
-        world
+    /// The `cdkd` command against the emulator with this world's state bucket, echo folder and
+    /// the bundled plugins (to spawn, kill or give more environment).
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(cdkd_binary());
+        command
+            .current_dir(workspace_root())
+            .args(["--state-bucket", &self.bucket])
+            .args(args)
+            .env_remove("CDKD_PLUGINS")
+            .env("CDKD_ECHO_DIR", self.echo.path());
+        for (key, value) in Emulator::shared().env() {
+            command.env(key, value);
+        }
+        command
     }
 
     /// Runs cdkd against the emulator with this world's state bucket and the bundled plugins.
@@ -81,17 +112,17 @@ impl AppWorld {
 
     /// [`AppWorld::cdkd`] with more environment variables.
     pub fn cdkd_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let mut command = Command::new(cdkd_binary());
-        command
-            .current_dir(workspace_root())
-            .args(["--state-bucket", &self.bucket])
-            .args(args)
-            .env_remove("CDKD_PLUGINS");
-        for (key, value) in Emulator::shared().env() {
-            command.env(key, value);
-        }
+        let mut command = self.command(args);
         command.envs(env.iter().copied());
         command.output().unwrap().into()
+    }
+
+    /// `cdkd deploy -a <this world's assembly>` with `extra` arguments.
+    pub fn deploy(&self, extra: &[&str]) -> Run {
+        let app = self.assembly.path().display().to_string();
+        let mut args = vec!["deploy", "-a", &app];
+        args.extend_from_slice(extra);
+        self.cdkd(&args)
     }
 
     /// Edits the stack's template in place.
@@ -103,6 +134,24 @@ impl AppWorld {
         let mut template: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         change(&mut template);
         std::fs::write(&path, serde_json::to_vec_pretty(&template).unwrap()).unwrap();
+    }
+
+    /// The world's stack's state record (`null` when there is none).
+    pub fn state(&self) -> Value {
+        let run = self.cdkd(&["state", "show", &self.stack, "--json"]);
+        if run.code == Some(0) {
+            run.json()["state"].clone()
+        } else {
+            Value::Null
+        }
+    }
+
+    /// The physical id recorded for `logical_id` in the world's stack (empty when none).
+    pub fn physical(&self, logical_id: &str) -> String {
+        self.state()["resources"][logical_id]["physicalId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
     }
 
     /// The state record's resources of `stack`.

@@ -142,12 +142,21 @@ impl Emulator {
     }
 
     /// The AWS environment the host library would resolve against this emulator.
+    /// Given through configuration, not the process environment (which threaded tests share).
     pub async fn aws(&self) -> cdkd::aws_env::AwsEnvironment {
-        for (key, value) in self.env() {
-            std::env::set_var(key, value);
-        }
         cdkd::aws_env::AwsEnvironment::load(&cdkd::aws_env::AwsOptions {
+            region: Some("us-east-1".into()),
             s3_force_path_style: true,
+            endpoint_url: Some(self.endpoint.clone()),
+            static_credentials: Some(cdkd::aws_env::StaticCredentials {
+                access_key_id: "testing".into(),
+                secret_access_key: "testing".into(),
+            }),
+            cache_dir: Some(
+                crate::target_dir()
+                    .join("test-cache")
+                    .join(std::process::id().to_string()),
+            ),
             ..Default::default()
         })
         .await

@@ -1,11 +1,13 @@
 //! The harness cdkd's end-to-end tests share: where the binary and plugins are, how to build
 //! the fixture plugins, and how to run `cdkd` with a plugins file.
 //!
-//! The tests drive the real `cdkd` binary built by `cargo build --workspace`; they never link
-//! the host's code.
+//! Most tests drive the real `cdkd` binary built by `cargo build --workspace`; the state-layer
+//! suites (`state`, `state_faults`, `state_commands`, `analysis`) and the plugin-boundary suite
+//! call the host library and the provider API in-process.
 
 pub mod app_world;
 pub mod emulator;
+pub mod state_world;
 
 pub use app_world::{copy_dir, AppWorld};
 pub use emulator::Emulator;
@@ -13,6 +15,47 @@ pub use emulator::Emulator;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Polls `probe` until it answers, at most `timeout`; fails the test naming `what` otherwise.
+/// Waits grow from 10 ms to 200 ms, so a quick condition is seen at once and a slow one does
+/// not hammer what it polls.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(200));
+    }
+}
+
+/// [`wait_for`] for async probes.
+pub async fn wait_for_async<T, F, Fut>(what: &str, timeout: Duration, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        if let Some(found) = probe().await {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(200));
+    }
+}
 
 /// The workspace root (the folder holding `Cargo.lock`).
 pub fn workspace_root() -> PathBuf {

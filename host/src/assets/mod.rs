@@ -323,8 +323,12 @@ mod tests {
         std::fs::write(dir.path().join("index.js"), "exports.handler = 1;").unwrap();
         std::fs::write(dir.path().join("lib/util.js"), "module.exports = 2;").unwrap();
         let first = zip_directory(dir.path()).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(1100));
-        std::fs::write(dir.path().join("index.js"), "exports.handler = 1;").unwrap();
+        // Years apart, far beyond the zip format's 2-second timestamp resolution.
+        let index = dir.path().join("index.js");
+        let file = std::fs::File::options().write(true).open(&index).unwrap();
+        let then = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        file.set_modified(then).unwrap();
+        assert_eq!(std::fs::metadata(&index).unwrap().modified().unwrap(), then);
         let second = zip_directory(dir.path()).unwrap();
         assert_eq!(first, second);
         let mut archive = zip::ZipArchive::new(std::io::Cursor::new(first)).unwrap();

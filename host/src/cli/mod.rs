@@ -205,6 +205,7 @@ impl CommandContext {
             profile: self.global.profile.clone(),
             region: self.global.region.clone(),
             s3_force_path_style: self.global.s3_force_path_style,
+            ..AwsOptions::default()
         }
     }
 

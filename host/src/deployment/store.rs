@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use super::journal::Journal;
 use crate::state::backend::{StateBackend, StoredState};
 use crate::state::lock::{LockHandle, LockManager};
-use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
+use crate::state::purge::{
+    delete_versions, list_versions, purge_and_report, PurgeLogLevel, PurgedObject, Versions,
+};
 use crate::state::schema::StackState;
 use crate::state::StateError;
 
@@ -80,6 +82,19 @@ impl RecordStore for StateBackend {
 
     async fn remove_journal(&self, stack: &str, region: &str) -> Result<(), StateError> {
         let key = self.keys().journal(stack, region);
+        // Every version at once, the current one included: two round trips leave neither the
+        // journal nor its history (nor a delete marker). A listing or removal that is refused
+        // falls back to deleting the current version and purging the rest.
+        if let Ok(every) = list_versions(self.client(), self.bucket(), &key, Versions::Every).await
+        {
+            if every.is_empty() {
+                return Ok(());
+            }
+            let report = delete_versions(self.client(), self.bucket(), &key, &every).await;
+            if report.failures.is_empty() {
+                return Ok(());
+            }
+        }
         if self.get_object(&key).await?.is_none() {
             return Ok(());
         }

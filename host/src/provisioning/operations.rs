@@ -22,7 +22,8 @@ use crate::state::schema::{ProvisionedBy, ResourceState};
 /// The calls the engine makes for one resource.
 #[async_trait]
 pub trait ResourceOperations: Send + Sync {
-    /// `plugin <name>` or `Cloud Control`, for messages.
+    /// Who does the work, for messages: `plugin <name>`, `Cloud Control`, `nested stack`, or
+    /// the label of the provider a wrapper delegates to.
     fn label(&self) -> String;
 
     /// Creates a resource exactly once: every attempt carries `spec`'s token and name, a

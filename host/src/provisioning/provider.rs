@@ -52,7 +52,8 @@ pub struct Found {
 /// Where calls for one resource go.
 #[derive(Clone)]
 pub enum Provider<'a> {
-    /// A loaded plugin, by `plugins.toml` name.
+    /// A loaded plugin, by its name in the plugins file (resource providers) or in its
+    /// manifest (snapshot providers).
     Plugin(&'a PluginLibrary, String),
     /// Cloud Control.
     CloudControl(Arc<CloudControlProvider>),
@@ -119,12 +120,12 @@ where
 }
 
 impl Provider<'_> {
-    /// What the live view shows while this provider works on a resource.
-    fn doing(&self, verb: &str) {
+    /// What the live view shows while this provider works on a resource of `resource_type`.
+    fn doing(&self, resource_type: &str, verb: &str) {
+        let custom = resource_type.starts_with("Custom::")
+            || resource_type == "AWS::CloudFormation::CustomResource";
         super::activity::waiting(&match self {
-            Provider::Plugin(_, name) if name == "custom-resource" => {
-                format!("custom resource handler: {verb}")
-            }
+            Provider::Plugin(..) if custom => format!("custom resource handler: {verb}"),
             Provider::Plugin(_, name) => format!("plugin {name}: {verb}"),
             Provider::CloudControl(_) => format!("Cloud Control: {verb}"),
         });
@@ -152,7 +153,7 @@ impl ResourceOperations for Provider<'_> {
         properties: &Map<String, Value>,
         spec: &CreateSpec<'_>,
     ) -> Result<CreateResult, ProviderError> {
-        self.doing("creating");
+        self.doing(resource_type, "creating");
         let sent = names::with_name(resource_type, properties, spec.name);
         let attempts = AtomicU32::new(0);
         let created = with_retries(&format!("create {logical_id}"), || async {
@@ -319,7 +320,7 @@ impl ResourceOperations for Provider<'_> {
         desired: &Map<String, Value>,
         needed: &[String],
     ) -> Result<UpdateResult, ProviderError> {
-        self.doing("updating");
+        self.doing(resource_type, "updating");
         with_retries(&format!("update {logical_id}"), || async {
             match self {
                 Provider::Plugin(plugin, _) => {
@@ -360,7 +361,7 @@ impl ResourceOperations for Provider<'_> {
         physical_id: &str,
         properties: &Map<String, Value>,
     ) -> Result<DeleteResult, ProviderError> {
-        self.doing("deleting");
+        self.doing(resource_type, "deleting");
         let result = with_retries(&format!("delete {logical_id}"), || async {
             match self {
                 Provider::Plugin(plugin, _) => {
@@ -493,7 +494,7 @@ impl ResourceOperations for Provider<'_> {
         resource_type: &str,
         request: &FinalSnapshotRequest,
     ) -> Result<FinalSnapshotResult, ProviderError> {
-        self.doing("taking the final snapshot");
+        self.doing(resource_type, "taking the final snapshot");
         match self {
             Provider::Plugin(plugin, _) => {
                 plugin

@@ -1,8 +1,8 @@
-//! Which layer provisions a resource, decided per resource in the spec's order:
-//! custom resources → the custom-resource path; a record pinned to Cloud Control stays there
-//! (unless its type is exempt); a type a loaded plugin handles, with every template property
-//! handled → the plugin; properties it does not handle → Cloud Control with a warning (unless
-//! allowed); no plugin → Cloud Control for `AWS::` types.
+//! Which layer provisions a resource, decided per resource: a record pinned to Cloud Control
+//! stays there (unless its type is exempt); a type a loaded plugin handles (custom resources
+//! included: the custom-resource plugin claims them), with every template property handled →
+//! the plugin; properties it does not handle → Cloud Control with a warning (unless allowed);
+//! a custom resource no plugin claims → refused; no plugin → Cloud Control for `AWS::` types.
 
 use serde_json::{Map, Value};
 

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::aws_env::{cache_dir, AwsEnvironment};
+use crate::aws_env::AwsEnvironment;
 
 /// How long a schema read from the registry is trusted without asking again.
 const CACHE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -80,11 +80,11 @@ pub struct TypeSchemas {
 }
 
 impl TypeSchemas {
-    /// Schemas read with the host's credentials, cached under [`cache_dir`].
+    /// Schemas read with the host's credentials, cached under the environment's cache folder.
     pub fn new(aws: &AwsEnvironment) -> TypeSchemas {
         TypeSchemas {
             aws: aws.clone(),
-            cache_dir: cache_dir(),
+            cache_dir: aws.cache_dir(),
         }
     }
 

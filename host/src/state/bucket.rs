@@ -117,7 +117,7 @@ pub fn legacy_bucket_warning(account_id: &str, region: &str) -> String {
 
 /// The caller's account id: remembered for its access key ([`FactsFile`]), else from STS.
 pub async fn account_id(aws: &AwsEnvironment) -> Result<String, StateError> {
-    let facts = FactsFile::in_cache_dir();
+    let facts = FactsFile::of(aws);
     let endpoint = aws.endpoint_url();
     let access_key = aws.credentials().await.ok().map(|c| c.access_key_id);
     if let Some(account) = access_key
@@ -219,7 +219,7 @@ pub async fn bucket_region(aws: &AwsEnvironment, bucket: &str) -> String {
     {
         return region;
     }
-    let facts = FactsFile::in_cache_dir();
+    let facts = FactsFile::of(aws);
     let endpoint = aws.endpoint_url();
     if let Some(region) = facts.bucket_region(endpoint.as_deref(), bucket) {
         remember_for_the_process(bucket, &region);

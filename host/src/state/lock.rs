@@ -648,6 +648,16 @@ impl LockHandle {
         renew_once(&self.shared).await
     }
 
+    /// Whether the listing of the lock's earlier versions, started at acquire and purged at
+    /// release, has finished (tests wait for it instead of sleeping).
+    pub fn history_listed(&self) -> bool {
+        self.history
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_none_or(|listing| listing.is_finished())
+    }
+
     /// Stops the background renewal without releasing (tests simulate a stalled holder).
     pub fn stop_renewing(&self) {
         if let Some(renewer) = self

@@ -1,6 +1,7 @@
 //! The state layer: stack records, locks and bootstrap in the S3 state bucket.
 //!
-//! Follows `spec/state-management.md`: schema v9 with in-memory upgrades from v1 (`upgrade`),
+//! Follows the project's state-management specification (kept outside this repository;
+//! docs/state.md is the user's summary): schema v9 with in-memory upgrades from v1 (`upgrade`),
 //! the region-scoped key layout (`keys`), optimistic writes (`backend`), the renewed stack lock
 //! (`lock`), noncurrent-version purges (`purge`), bucket resolution (`bucket`) and
 //! `cdkd bootstrap` (`bootstrap`). It knows nothing of templates or providers.

@@ -71,6 +71,15 @@ pub enum PurgeLogLevel {
     Debug,
 }
 
+/// Which versions of a key a listing returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Versions {
+    /// Noncurrent versions and delete markers (the history).
+    Noncurrent,
+    /// Every version and delete marker, the current one included.
+    Every,
+}
+
 /// Lists and removes the noncurrent versions and delete markers of exactly `key`.
 pub async fn purge_noncurrent_versions(client: &Client, bucket: &str, key: &str) -> PurgeReport {
     match list_noncurrent_versions(client, bucket, key).await {
@@ -88,6 +97,17 @@ pub async fn list_noncurrent_versions(
     bucket: &str,
     key: &str,
 ) -> Result<Vec<ObjectIdentifier>, PurgeFailure> {
+    list_versions(client, bucket, key, Versions::Noncurrent).await
+}
+
+/// The versions and delete markers of exactly `key` that `which` names, as they are now.
+pub async fn list_versions(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    which: Versions,
+) -> Result<Vec<ObjectIdentifier>, PurgeFailure> {
+    let wanted = |latest: Option<bool>| which == Versions::Every || latest == Some(false);
     let mut doomed: Vec<ObjectIdentifier> = Vec::new();
     let (mut key_marker, mut version_marker): (Option<String>, Option<String>) = (None, None);
     loop {
@@ -107,12 +127,12 @@ pub async fn list_noncurrent_versions(
         let versions = page
             .versions()
             .iter()
-            .filter(|v| v.key() == Some(key) && v.is_latest() == Some(false))
+            .filter(|v| v.key() == Some(key) && wanted(v.is_latest()))
             .filter_map(|v| v.version_id());
         let markers = page
             .delete_markers()
             .iter()
-            .filter(|m| m.key() == Some(key) && m.is_latest() == Some(false))
+            .filter(|m| m.key() == Some(key) && wanted(m.is_latest()))
             .filter_map(|m| m.version_id());
         for version_id in versions.chain(markers) {
             doomed.push(

@@ -286,25 +286,42 @@ impl ResourceProvider for EchoThing {
 }
 
 /// `Acme::Echo::Fault`: misbehaves on demand. `SleepMs` stalls first, then `TouchFile` (a path)
-/// is written, so a test can tell whether a cancelled call kept running; then `Panic` panics
-/// with its message, or `FailWith` (an error kind name) fails.
+/// is written, so a test can tell whether a cancelled call kept running (a call dropped before
+/// writing it writes `<TouchFile>.dropped` instead, so the test knows when to look); then
+/// `Panic` panics with its message, or `FailWith` (an error kind name) fails.
 #[derive(Default)]
 pub struct EchoFault;
+
+/// Writes its file when dropped while still armed: the call was dropped before it finished.
+struct DropWitness(Option<String>);
+
+impl Drop for DropWitness {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = std::fs::write(path, "dropped");
+        }
+    }
+}
 
 cdkd_provider_api::register_provider!(EchoFault);
 
 impl EchoFault {
     async fn act(logical_id: &str, properties: &Map<String, Value>) -> Result<(), ProviderError> {
+        let touch = properties.get("TouchFile").and_then(Value::as_str);
+        let mut witness = DropWitness(touch.map(|path| format!("{path}.dropped")));
         if let Some(ms) = properties.get("SleepMs").and_then(Value::as_u64) {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
-        if let Some(path) = properties.get("TouchFile").and_then(Value::as_str) {
-            tokio::fs::write(path, logical_id).await.map_err(|err| {
+        if let Some(path) = touch {
+            // Written synchronously: once the sleep is over the call cannot be dropped between
+            // deciding to write and writing.
+            std::fs::write(path, logical_id).map_err(|err| {
                 ProviderError::other(format!(
                     "{FAULT_TYPE} {logical_id}: cannot write {path}: {err}"
                 ))
             })?;
         }
+        witness.0 = None;
         if let Some(message) = properties.get("Panic").and_then(Value::as_str) {
             panic!("{FAULT_TYPE} {logical_id}: {message}");
         }
