@@ -343,7 +343,15 @@ impl ResourceProvider for Role {
     ) -> Result<ReadCurrentStateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let iam = client(ctx).await?;
-        let role = match iam.get_role().role_name(&request.physical_id).send().await {
+        let name = request.physical_id.as_str();
+        // The role, its managed and its inline policy names at once: the reader runs after
+        // every create and update, so its round trips are a deploy's tail.
+        let (role, managed, names) = tokio::join!(
+            iam.get_role().role_name(name).send(),
+            iam.list_attached_role_policies().role_name(name).send(),
+            iam.list_role_policies().role_name(name).send(),
+        );
+        let role = match role {
             Ok(answer) => answer
                 .role
                 .ok_or_else(|| ProviderError::other(format!("{what}: GetRole returned no role")))?,
@@ -361,11 +369,7 @@ impl ResourceProvider for Role {
             .map(percent_decode)
             .and_then(|d| serde_json::from_str::<Value>(&d).ok())
             .unwrap_or(Value::Null);
-        let managed: Vec<String> = iam
-            .list_attached_role_policies()
-            .role_name(role.role_name())
-            .send()
-            .await
+        let managed: Vec<String> = managed
             .map(|a| {
                 a.attached_policies()
                     .iter()
@@ -374,26 +378,36 @@ impl ResourceProvider for Role {
             })
             .map_err(|e| aws_error(&format!("{what}: ListAttachedRolePolicies"), e))?;
         // Inline policies: one added outside cdkd is drift, as a managed one is.
-        let names = iam
-            .list_role_policies()
-            .role_name(role.role_name())
-            .send()
-            .await
-            .map_err(|e| aws_error(&format!("{what}: ListRolePolicies"), e))?;
-        let mut inline = Vec::new();
-        for name in names.policy_names() {
-            let policy = iam
-                .get_role_policy()
-                .role_name(role.role_name())
-                .policy_name(name)
-                .send()
-                .await
-                .map_err(|e| aws_error(&format!("{what}: GetRolePolicy {name}"), e))?;
-            inline.push(json!({
-                "PolicyName": name,
-                "PolicyDocument": crate::read::document(policy.policy_document()),
-            }));
+        let names = names.map_err(|e| aws_error(&format!("{what}: ListRolePolicies"), e))?;
+        let mut reads = tokio::task::JoinSet::new();
+        for (at, policy) in names.policy_names().iter().enumerate() {
+            let (iam, role_name, policy) = (iam.clone(), name.to_string(), policy.clone());
+            reads.spawn(async move {
+                let answer = iam
+                    .get_role_policy()
+                    .role_name(role_name)
+                    .policy_name(&policy)
+                    .send()
+                    .await;
+                (at, policy, answer)
+            });
         }
+        let mut inline = Vec::new();
+        while let Some(joined) = reads.join_next().await {
+            let (at, policy, answer) =
+                joined.map_err(|e| ProviderError::other(format!("{what}: GetRolePolicy: {e}")))?;
+            let answer =
+                answer.map_err(|e| aws_error(&format!("{what}: GetRolePolicy {policy}"), e))?;
+            inline.push((
+                at,
+                json!({
+                    "PolicyName": policy,
+                    "PolicyDocument": crate::read::document(answer.policy_document()),
+                }),
+            ));
+        }
+        inline.sort_by_key(|(at, _)| *at);
+        let inline: Vec<Value> = inline.into_iter().map(|(_, policy)| policy).collect();
         let mut properties = Map::new();
         properties.insert("RoleName".into(), json!(role.role_name()));
         if !inline.is_empty() {

@@ -312,26 +312,34 @@ impl Engine<'_> {
         };
         run.read_back_missing_attributes().await;
         run.queue_missing_baselines();
-        let (outcomes, ()) = tokio::join!(
+        // A deploy whose resources all succeeded settles (deletes, a save, the journal
+        // clean-up) while the last observed-state reads are still running.
+        let ((outcomes, settled), ()) = tokio::join!(
             async {
                 let outcomes = run.execute().await;
                 run.captures.close();
-                outcomes
+                let clean = !*self.stop.borrow()
+                    && !outcomes.values().any(|o| matches!(o, Outcome::Failed(_)));
+                let settled = if clean {
+                    Some(run.settle().await)
+                } else {
+                    None
+                };
+                (outcomes, settled)
             },
             run.capture_observed()
         );
+        if let Some(settled) = settled {
+            settled?;
+            return run.finish().await;
+        }
         let interrupted = *self.stop.borrow();
-        let first_failure = outcomes.iter().find_map(|(id, o)| match o {
+        let failure = outcomes.iter().find_map(|(id, o)| match o {
             Outcome::Failed(message) => Some(format!("{id}: {message}")),
             _ => None,
         });
-        match first_failure {
-            None if !interrupted => run.finish().await,
-            failure => {
-                let reason = failure.unwrap_or_else(|| "interrupted".into());
-                Err(run.fail(&outcomes, interrupted, reason).await?.into())
-            }
-        }
+        let reason = failure.unwrap_or_else(|| "interrupted".into());
+        Err(run.fail(&outcomes, interrupted, reason).await?.into())
     }
 }
 
