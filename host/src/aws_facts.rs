@@ -1,6 +1,8 @@
 //! AWS facts remembered on disk between runs, so a run that changes nothing does not ask
-//! them again: the account an access key belongs to (fixed for the key's life) and the region
-//! a state bucket lives in (fixed until the bucket is deleted).
+//! them again: the account an access key belongs to (fixed for the key's life), the region
+//! a state bucket lives in (fixed until the bucket is deleted), and a digest of the template
+//! last deployed from this machine to each stack (a hint only: it decides whether a deploy
+//! first tries the no-change fast path).
 //!
 //! Entries are keyed by a SHA-256 of the endpoint and the access key id or bucket name (the
 //! file names no key). The file is `facts.json` in the cache folder
@@ -22,6 +24,8 @@ struct Facts {
     accounts: BTreeMap<String, String>,
     #[serde(default, rename = "bucketRegions")]
     bucket_regions: BTreeMap<String, String>,
+    #[serde(default, rename = "deployedTemplates")]
+    deployed_templates: BTreeMap<String, String>,
 }
 
 /// The facts file.
@@ -115,6 +119,24 @@ impl FactsFile {
         });
     }
 
+    /// The digest remembered for what was last deployed to `scope` (endpoint, bucket, stack,
+    /// region) from this machine.
+    pub fn deployed(&self, scope: &[&str]) -> Option<String> {
+        self.read()
+            .deployed_templates
+            .get(&key(None, &scope.join("\n")))
+            .cloned()
+    }
+
+    /// Remembers what was deployed to `scope`.
+    pub fn remember_deployed(&self, scope: &[&str], digest: &str) {
+        self.change(|facts| {
+            facts
+                .deployed_templates
+                .insert(key(None, &scope.join("\n")), digest.to_string());
+        });
+    }
+
     /// Forgets every bucket's region (AWS said one is elsewhere; they are cheap to ask again).
     pub fn forget_bucket_regions(&self) {
         self.change(|facts| facts.bucket_regions.clear());
@@ -154,6 +176,14 @@ mod tests {
         );
         facts.forget_bucket_regions();
         assert_eq!(facts.bucket_region(None, "my-state"), None);
+        let scope = ["http://127.0.0.1:1", "my-state", "MyStack", "us-east-1"];
+        assert_eq!(facts.deployed(&scope), None);
+        facts.remember_deployed(&scope, "abc");
+        assert_eq!(facts.deployed(&scope).as_deref(), Some("abc"));
+        assert_eq!(
+            facts.deployed(&["other", "my-state", "MyStack", "us-east-1"]),
+            None
+        );
         let text = std::fs::read_to_string(dir.path().join("facts.json")).unwrap();
         assert!(!text.contains("AKIAEXAMPLE") && !text.contains("my-state"));
     }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::app::{load_assembly, stack_target, AppArgs};
 use super::{confirm, CommandContext};
 use crate::analyzer::template::Template;
-use crate::deployment::deploy::DeployOptions;
+use crate::deployment::deploy::{DeployOptions, RememberedDeploys};
 use crate::deployment::destroy::{DestroyOptions, RollbackOutcome};
 use crate::deployment::engine::Engine;
 use crate::deployment::executor::{Executor, Outcome, Task};
@@ -212,6 +212,11 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
             )
             .collect(),
         capture_observed: !args.no_capture_observed_state,
+        remembered: Some(RememberedDeploys::new(
+            crate::aws_facts::FactsFile::of(context.aws().await),
+            context.aws().await.endpoint_url(),
+            &store.bucket.name,
+        )),
     };
     let parameters = parameters(&args.parameters)?;
     let aws = context.aws().await;

@@ -423,9 +423,15 @@ impl RecordStore for MemoryStore {
 pub struct MemoryLocks {
     held: Arc<Mutex<BTreeSet<(String, String)>>>,
     taken: Arc<std::sync::atomic::AtomicUsize>,
+    checked: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl MemoryLocks {
+    /// How many times a lock was looked at without taking it (the fast path's read).
+    pub fn checked(&self) -> usize {
+        self.checked.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// How many times a lock was taken.
     pub fn taken(&self) -> usize {
         self.taken.load(std::sync::atomic::Ordering::SeqCst)
@@ -468,6 +474,8 @@ impl StackLocks for MemoryLocks {
     }
 
     async fn is_locked(&self, stack: &str, region: &str) -> Result<bool, StateError> {
+        self.checked
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(self.is_held(stack, region))
     }
 }

@@ -145,14 +145,16 @@ impl Ledger {
         }
     }
 
-    /// Saves whatever is unsaved now and reports the first save failure, if any.
+    /// Saves whatever is unsaved now (changes made while it saves are not waited for) and
+    /// reports the first save failure, if any.
     pub async fn flush(&self) -> Result<(), StateError> {
+        let target = self.lock().version;
         // The background saver may hold a save in flight; saving again is conditional on its
         // ETag only after it lands, so serialise through the same path.
         loop {
             let pending = {
                 let inner = self.lock();
-                inner.version != inner.saved_version && !inner.deleted
+                inner.saved_version < target && !inner.deleted
             };
             if !pending {
                 break;

@@ -22,9 +22,8 @@ use crate::deployment::revert::revert_operations;
 use crate::state::schema::{ResourceState, StateImportEntry, StateOutputReadEntry};
 
 impl StackRun<'_> {
-    /// After every resource succeeded: the deletes, then a save holding every create, then the
-    /// journal clean-up (its intents are all recorded now). Runs beside the last observed-state
-    /// reads.
+    /// After every resource succeeded: the deletes, then a save holding every create (so the
+    /// journal's intents may go). Runs beside the last observed-state reads.
     pub(super) async fn settle(&self) -> anyhow::Result<()> {
         let (stack, region) = (self.stack(), self.region());
         if let Err(message) = self.delete_doomed().await {
@@ -36,24 +35,29 @@ impl StackRun<'_> {
         }
         // The journal goes only once the record holds what its intents were for.
         self.ledger.flush().await?;
-        // Intents this run could not settle (an interrupted run's) stay for the next one.
-        let store = &self.engine.store;
-        let unsettled = &self.write_ahead.unsettled;
-        if unsettled.is_empty() {
-            store.remove_journal(stack, region).await?;
-        } else {
-            let mut left = Journal::new(stack, region);
-            left.pending_creates = unsettled.clone();
-            store.write_journal(&left).await?;
-        }
         Ok(())
     }
 
-    /// Outputs and the final save of a settled deploy (with every observed-state read).
+    /// The journal clean-up, the outputs and the final save of a settled deploy (with every
+    /// observed-state read): the save and the clean-up touch different keys, so both at once.
     pub(super) async fn finish(&self) -> anyhow::Result<Deployed> {
-        let stack = self.stack();
+        let (stack, region) = (self.stack(), self.region());
         let outputs = self.record_outputs()?;
-        self.ledger.flush().await?;
+        // Intents this run could not settle (an interrupted run's) stay for the next one.
+        let store = &self.engine.store;
+        let unsettled = &self.write_ahead.unsettled;
+        let cleanup = async {
+            if unsettled.is_empty() {
+                store.remove_journal(stack, region).await
+            } else {
+                let mut left = Journal::new(stack, region);
+                left.pending_creates = unsettled.clone();
+                store.write_journal(&left).await
+            }
+        };
+        let (saved, cleaned) = tokio::join!(self.ledger.flush(), cleanup);
+        saved?;
+        cleaned?;
         let summary = self.record().summary.clone();
         let shown = self.ledger.read(|s| s.outputs.clone());
         (self.engine.reporter).finish(stack, &summary, self.started.elapsed(), &shown);

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 use self::observe::Captures;
 use self::run::RunRecord;
+pub use self::unchanged::RememberedDeploys;
 use self::write_ahead::WriteAhead;
 use super::deletes::{is_snapshot, no_snapshot_path};
 use super::engine::Engine;
@@ -57,6 +58,8 @@ pub struct DeployOptions {
     /// Read each created or updated resource back as its `observedProperties` (and fill in
     /// records that lack them); off with `--no-capture-observed-state`.
     pub capture_observed: bool,
+    /// What this machine deployed last (none: always try the no-change fast path).
+    pub remembered: Option<RememberedDeploys>,
 }
 
 impl Default for DeployOptions {
@@ -69,6 +72,7 @@ impl Default for DeployOptions {
             resource_timeout: Duration::from_secs(30 * 60),
             recreate: BTreeMap::new(),
             capture_observed: true,
+            remembered: None,
         }
     }
 }
@@ -161,12 +165,19 @@ impl Engine<'_> {
         options: &DeployOptions,
     ) -> anyhow::Result<Deployed> {
         let started = Instant::now();
-        if let Some(deployed) = self.unchanged(input, snapshot, options, started).await? {
-            return Ok(deployed);
+        let remembered = options.remembered.as_ref();
+        if remembered.is_none_or(|r| r.is_last(input)) {
+            if let Some(deployed) = self.unchanged(input, snapshot, options, started).await? {
+                return Ok(deployed);
+            }
         }
         let context = &input.context;
         let work = self.deploy_child(input, snapshot, options);
-        (self.locked(&context.stack_name, &context.region, "deploy", work)).await
+        let deployed = (self.locked(&context.stack_name, &context.region, "deploy", work)).await?;
+        if let Some(remembered) = remembered {
+            remembered.remember(input);
+        }
+        Ok(deployed)
     }
 
     /// Deploys one stack whose lock is held (its own, or its parent's for a nested stack).

@@ -685,3 +685,33 @@ async fn drift_is_found_accepted_and_reverted() {
     let drift = engine.detect_drift(STACK, REGION, 4).await.unwrap();
     assert!(!drift.drifted(), "{:?}", drift.resources);
 }
+
+#[tokio::test]
+async fn the_fast_path_is_tried_only_for_the_template_deployed_last_from_here() {
+    let world = World::new();
+    let facts = tempfile::tempdir().unwrap();
+    let options = DeployOptions {
+        remembered: Some(super::RememberedDeploys::new(
+            crate::aws_facts::FactsFile::at(facts.path().join("facts.json")),
+            None,
+            "state-bucket",
+        )),
+        ..DeployOptions::default()
+    };
+    // Nothing remembered: straight to the lock, no fast-path read.
+    world.deploy(&app(), &options).await.unwrap();
+    assert_eq!((world.locks.checked(), world.locks.taken()), (0, 1));
+    // The same template again: the fast path reads, finds nothing to do, takes no lock.
+    world.deploy(&app(), &options).await.unwrap();
+    assert_eq!((world.locks.checked(), world.locks.taken()), (1, 1));
+    // A changed template: straight to the lock again.
+    let mut changed = app();
+    changed["Resources"]["Topic"]["Properties"]["DisplayName"] = json!("changed");
+    world.deploy(&changed, &options).await.unwrap();
+    assert_eq!((world.locks.checked(), world.locks.taken()), (1, 2));
+    assert_eq!(
+        world.record().resources["Topic"].properties["DisplayName"],
+        json!("changed")
+    );
+}
+

@@ -1,6 +1,10 @@
 //! The no-change fast path: a deploy that would call nothing and write nothing ends without
 //! taking the stack lock.
 //!
+//! It is tried when this machine last deployed exactly this template and these parameters to
+//! the stack ([`RememberedDeploys`]), or when nothing is remembered at all (library callers): a
+//! template that changed since goes straight to the lock, one round trip sooner.
+//!
 //! The record, its journal and its lock are read at once. When nobody holds (or left) the lock,
 //! no interrupted run left intents, the plan changes nothing, and the record already says
 //! everything a deploy would write (each resource's layer and dependencies, its baseline when
@@ -136,4 +140,70 @@ impl Engine<'_> {
                     schema.supports(cdkd_provider_api::protocol::operation::READ_CURRENT_STATE)
                 })
     }
+}
+
+/// What this machine deployed last, per stack: a digest of its template and parameters, kept in
+/// the facts file next to the state bucket's name and endpoint.
+#[derive(Debug, Clone)]
+pub struct RememberedDeploys {
+    facts: crate::aws_facts::FactsFile,
+    endpoint: String,
+    bucket: String,
+}
+
+impl RememberedDeploys {
+    /// Deploys to `bucket` at `endpoint` (the AWS default when none), remembered in `facts`.
+    pub fn new(
+        facts: crate::aws_facts::FactsFile,
+        endpoint: Option<String>,
+        bucket: &str,
+    ) -> RememberedDeploys {
+        RememberedDeploys {
+            facts,
+            endpoint: endpoint.unwrap_or_default(),
+            bucket: bucket.to_string(),
+        }
+    }
+
+    fn scope<'a>(&'a self, input: &'a StackInput) -> [&'a str; 4] {
+        [
+            &self.endpoint,
+            &self.bucket,
+            &input.context.stack_name,
+            &input.context.region,
+        ]
+    }
+
+    /// Whether `input` is what was deployed last from here.
+    pub fn is_last(&self, input: &StackInput) -> bool {
+        self.facts.deployed(&self.scope(input)).as_deref() == Some(digest(input).as_str())
+    }
+
+    /// `input` was just deployed.
+    pub fn remember(&self, input: &StackInput) {
+        self.facts
+            .remember_deployed(&self.scope(input), &digest(input));
+    }
+}
+
+/// A digest of what a stack's plan depends on from the app: its template, parameters and
+/// nested stacks. Built from their `Debug` text, which is deterministic for one cdkd build
+/// (ordered maps, templates in file order); another build may differ, which only costs one
+/// deploy its fast-path attempt.
+fn digest(input: &StackInput) -> String {
+    use sha2::{Digest, Sha256};
+    fn feed(hasher: &mut Sha256, input: &StackInput) {
+        hasher.update(format!("{:?}\n{:?}", input.template, input.parameters).as_bytes());
+        for (id, child) in &input.children {
+            hasher.update(id.as_bytes());
+            feed(hasher, child);
+        }
+    }
+    let mut hasher = Sha256::new();
+    feed(&mut hasher, input);
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
