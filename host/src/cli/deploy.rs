@@ -361,6 +361,11 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
         reporter: Reporter::new(args.json, args.progress.into()),
         stop: stop_signal("destroy"),
     };
+    let remembered = RememberedDeploys::new(
+        crate::aws_facts::FactsFile::of(context.aws().await),
+        context.aws().await.endpoint_url(),
+        &store.bucket.name,
+    );
     for stack in stacks {
         let (_, region) = stack_target(context, stack).await?;
         let policies: BTreeMap<String, String> = waits.templates[&stack.id]
@@ -381,6 +386,7 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
             )
             .await?
         {
+            remembered.forget(&stack.stack_name, &region);
             snapshot = StateSnapshot::load(&store.backend).await?;
         }
     }

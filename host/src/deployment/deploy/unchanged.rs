@@ -165,24 +165,25 @@ impl RememberedDeploys {
         }
     }
 
-    fn scope<'a>(&'a self, input: &'a StackInput) -> [&'a str; 4] {
-        [
-            &self.endpoint,
-            &self.bucket,
-            &input.context.stack_name,
-            &input.context.region,
-        ]
+    fn scope<'a>(&'a self, stack: &'a str, region: &'a str) -> [&'a str; 4] {
+        [&self.endpoint, &self.bucket, stack, region]
     }
 
     /// Whether `input` is what was deployed last from here.
     pub fn is_last(&self, input: &StackInput) -> bool {
-        self.facts.deployed(&self.scope(input)).as_deref() == Some(digest(input).as_str())
+        let scope = self.scope(&input.context.stack_name, &input.context.region);
+        self.facts.deployed(&scope).as_deref() == Some(digest(input).as_str())
     }
 
     /// `input` was just deployed.
     pub fn remember(&self, input: &StackInput) {
-        self.facts
-            .remember_deployed(&self.scope(input), &digest(input));
+        let scope = self.scope(&input.context.stack_name, &input.context.region);
+        self.facts.remember_deployed(&scope, &digest(input));
+    }
+
+    /// The stack was destroyed: its next deploy changes everything.
+    pub fn forget(&self, stack: &str, region: &str) {
+        self.facts.remember_deployed(&self.scope(stack, region), "");
     }
 }
 
