@@ -366,7 +366,8 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
         context.aws().await.endpoint_url(),
         &store.bucket.name,
     );
-    for stack in stacks {
+    let count = stacks.len();
+    for (at, stack) in stacks.into_iter().enumerate() {
         let (_, region) = stack_target(context, stack).await?;
         let policies: BTreeMap<String, String> = waits.templates[&stack.id]
             .resources
@@ -387,7 +388,10 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
             .await?
         {
             remembered.forget(&stack.stack_name, &region);
-            snapshot = StateSnapshot::load(&store.backend).await?;
+            // The stacks still to go check their consumers against the records left.
+            if at + 1 < count {
+                snapshot = StateSnapshot::load(&store.backend).await?;
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -23,22 +23,28 @@ pub struct StateSnapshot {
 }
 
 impl StateSnapshot {
-    /// Reads every record (cross-stack lookups are rare enough that one scan per run is fine).
+    /// Reads every record, all at once (cross-stack lookups are rare enough that one scan per
+    /// run is fine).
     pub async fn load(backend: &StateBackend) -> Result<StateSnapshot, StateError> {
         let mut records = BTreeMap::new();
-        for found in backend.list_stacks().await? {
-            let Some(region) = found.region else { continue };
+        let reads = backend.list_stacks().await?.into_iter().filter_map(|found| {
+            let region = found.region?;
+            Some(async move {
+                let loaded = backend.load(&found.stack, &region).await;
+                (found.stack, region, loaded)
+            })
+        });
+        for (stack, region, loaded) in futures_util::future::join_all(reads).await {
             // Another stack's unreadable record must not stop this one: it is reported, and a
             // reference to that stack then fails by name.
-            match backend.load(&found.stack, &region).await {
+            match loaded {
                 Ok(Some(stored)) => {
-                    records.insert((found.stack, region), stored.state);
+                    records.insert((stack, region), stored.state);
                 }
                 Ok(None) => {}
-                Err(err @ StateError::Schema { .. }) => tracing::warn!(
-                    "skipping the record of stack {} ({region}): {err}",
-                    found.stack
-                ),
+                Err(err @ StateError::Schema { .. }) => {
+                    tracing::warn!("skipping the record of stack {stack} ({region}): {err}")
+                }
                 Err(err) => return Err(err),
             }
         }
