@@ -92,6 +92,10 @@ echo "  deploy under a 100 requests/s Cloud Control limit: ${limited} s, ${throt
 
 echo "== 200 resources in chains of 20"
 read -r wall per busy <<<"$(generated chain20 20)"
-path=$(python3 -c "print(f'{(20 * $per + $state_trips) * $rtt:.2f}')")
+# The longest chain of calls that depend on each other: the lock, the record read, the
+# write-ahead intent, each link's create and status poll, the last link's observed-state read,
+# the final save, the journal's listing and removal, the release.
+around=8
+path=$(python3 -c "print(f'{(20 * $per + $around) * $rtt:.2f}')")
 ratio=$(python3 -c "print(f'{$wall / $path:.2f}')")
-echo "  deploy: ${wall} s; critical path (20 links x ${per} calls + ${state_trips} state trips) x round trip = ${path} s; ratio ${ratio} (target <= 1.1: $(verdict "$ratio" 1.1)); emulator CPU ${busy} s"
+echo "  deploy: ${wall} s; critical path (20 links x ${per} calls + ${around} calls around them) x round trip = ${path} s; ratio ${ratio} (target <= 1.1: $(verdict "$ratio" 1.1)); the links alone $(python3 -c "print(f'{20 * $per * $rtt:.2f}')") s; emulator CPU ${busy} s"

@@ -684,6 +684,9 @@ def main():
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
     # Always loopback: the emulator is for this machine's tests only.
     server = make_server("127.0.0.1", args.port, app, threaded=True)
+    # A client that opens a hundred connections at once (as AWS's endpoints allow) must not
+    # overflow werkzeug's listen backlog of 128: a refused SYN is retried a second later.
+    server.socket.listen(1024)
     endpoint = f"http://127.0.0.1:{server.socket.getsockname()[1]}"
     app.lambda_runner.endpoint = endpoint
     if args.endpoint_file:
