@@ -27,13 +27,17 @@ impl StateSnapshot {
     /// run is fine).
     pub async fn load(backend: &StateBackend) -> Result<StateSnapshot, StateError> {
         let mut records = BTreeMap::new();
-        let reads = backend.list_stacks().await?.into_iter().filter_map(|found| {
-            let region = found.region?;
-            Some(async move {
-                let loaded = backend.load(&found.stack, &region).await;
-                (found.stack, region, loaded)
-            })
-        });
+        let reads = backend
+            .list_stacks()
+            .await?
+            .into_iter()
+            .filter_map(|found| {
+                let region = found.region?;
+                Some(async move {
+                    let loaded = backend.load(&found.stack, &region).await;
+                    (found.stack, region, loaded)
+                })
+            });
         for (stack, region, loaded) in futures_util::future::join_all(reads).await {
             // Another stack's unreadable record must not stop this one: it is reported, and a
             // reference to that stack then fails by name.

@@ -9,12 +9,12 @@
 //!
 //! Not for: anything specific to one service.
 
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
-use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_credential_types::provider::SharedCredentialsProvider;
 use cdkd_provider_api::protocol::CreateRequest;
-use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
+#[cfg(feature = "plugin")]
+use cdkd_provider_api::PluginContext;
+use cdkd_provider_api::{ErrorKind, ProviderError};
 
 /// Attempts per AWS call, the first included.
 pub const MAX_ATTEMPTS: u32 = 8;
@@ -41,7 +41,11 @@ pub fn retry_partition(
 }
 
 /// An SDK configuration for the host's region, endpoint and credentials.
-pub async fn sdk_config(ctx: &PluginContext) -> Result<SdkConfig, ProviderError> {
+#[cfg(feature = "plugin")]
+pub async fn sdk_config(ctx: &PluginContext) -> Result<aws_config::SdkConfig, ProviderError> {
+    use aws_config::{BehaviorVersion, Region};
+    use aws_credential_types::provider::SharedCredentialsProvider;
+    use std::time::UNIX_EPOCH;
     let creds = ctx.credentials().await?;
     let credentials = aws_credential_types::Credentials::new(
         creds.access_key_id,

@@ -714,4 +714,3 @@ async fn the_fast_path_is_tried_only_for_the_template_deployed_last_from_here() 
         json!("changed")
     );
 }
-
