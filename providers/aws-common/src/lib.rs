@@ -9,6 +9,9 @@
 //!
 //! Not for: anything specific to one service.
 
+mod schema;
+pub use schema::TypeSchema;
+
 use std::time::Duration;
 
 use cdkd_provider_api::protocol::CreateRequest;

@@ -2,21 +2,7 @@
 //! multi-part primary identifier. The separator is not escaped, so a segment containing `|` is
 //! refused (the host refuses it at pre-flight too, from the declared segment sources).
 
-use cdkd_provider_api::protocol::{CompositeId, RefValue};
 use cdkd_provider_api::ProviderError;
-
-/// The declaration of a composite id: segment names, the template properties each comes from
-/// (empty for AWS-generated segments) and what `Ref` returns.
-pub(crate) fn declare(segments: &[&str], sources: &[&[&str]], ref_value: RefValue) -> CompositeId {
-    CompositeId {
-        segments: segments.iter().map(ToString::to_string).collect(),
-        ref_value,
-        segment_sources: sources
-            .iter()
-            .map(|s| s.iter().map(ToString::to_string).collect())
-            .collect(),
-    }
-}
 
 /// Joins `(segment name, value)` pairs into an id, refusing a value containing `|`.
 pub(crate) fn join(what: &str, segments: &[(&str, &str)]) -> Result<String, ProviderError> {
@@ -60,6 +46,8 @@ pub(crate) fn port(value: Option<i32>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cdkd_aws_common::TypeSchema;
+    use cdkd_provider_api::protocol::RefValue;
 
     #[test]
     fn ids_join_and_split_round_trip() {
@@ -105,20 +93,24 @@ mod tests {
 
     #[test]
     fn ref_is_the_declared_segment() {
-        let eip = declare(
-            &["publicIp", "allocationId"],
-            &[&[], &[]],
-            RefValue::Segment(0),
-        );
+        let eip = TypeSchema::builder("AWS::EC2::EIP")
+            .composite_id(&["publicIp", "allocationId"], &[&[], &[]])
+            .ref_value(RefValue::Segment(0))
+            .build()
+            .composite_id
+            .unwrap();
         assert_eq!(
             eip.ref_value.apply("52.1.2.3|eipalloc-1", None),
             serde_json::json!("52.1.2.3")
         );
-        let route = declare(
-            &["routeTableId", "destination"],
-            &[&["RouteTableId"], &["DestinationCidrBlock"]],
-            RefValue::Whole,
-        );
+        let route = TypeSchema::builder("AWS::EC2::Route")
+            .composite_id(
+                &["routeTableId", "destination"],
+                &[&["RouteTableId"], &["DestinationCidrBlock"]],
+            )
+            .build()
+            .composite_id
+            .unwrap();
         assert_eq!(
             route.ref_value.apply("rtb-1|0.0.0.0/0", None),
             serde_json::json!("rtb-1|0.0.0.0/0")

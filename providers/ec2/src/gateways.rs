@@ -2,6 +2,7 @@
 //! (`<internetGatewayId>|<vpcId>`), `AWS::EC2::NatGateway` and `AWS::EC2::EIP`
 //! (`<publicIp>|<allocationId>`, `Ref` = the public IP).
 
+use cdkd_aws_common::TypeSchema;
 use std::time::Duration;
 
 use std::time::Instant;
@@ -16,10 +17,10 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::composite::{declare, join, split};
+use crate::composite::{join, split};
 use crate::{
     client, delete_released, does_not_exist, id_attribute, read_existing, retag, retag_only,
-    schema, some_str, tag_spec, tags_value, unchanged, until_released, what, DEPENDENCY_BUDGET,
+    some_str, tag_spec, tags_value, unchanged, until_released, what, DEPENDENCY_BUDGET,
 };
 
 const IGW: &str = "AWS::EC2::InternetGateway";
@@ -49,7 +50,10 @@ async fn describe_igw(
 #[async_trait]
 impl ResourceProvider for InternetGateway {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(IGW, &["Tags"], &[], None)
+        TypeSchema::builder(IGW)
+            .handles(&["Tags"])
+            .read_and_import()
+            .build()
     }
 
     async fn create(
@@ -190,16 +194,12 @@ const ATTACHMENT_SEGMENTS: &[&str] = &["internetGatewayId", "vpcId"];
 #[async_trait]
 impl ResourceProvider for GatewayAttachment {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            ATTACHMENT,
-            &["InternetGatewayId", "VpcId"],
-            &["InternetGatewayId", "VpcId"],
-            Some(declare(
-                ATTACHMENT_SEGMENTS,
-                &[&["InternetGatewayId"], &["VpcId"]],
-                RefValue::Whole,
-            )),
-        )
+        TypeSchema::builder(ATTACHMENT)
+            .handles(&["InternetGatewayId", "VpcId"])
+            .all_create_only()
+            .read_and_import()
+            .composite_id(ATTACHMENT_SEGMENTS, &[&["InternetGatewayId"], &["VpcId"]])
+            .build()
     }
 
     async fn create(
@@ -350,23 +350,22 @@ async fn wait_for_nat(
 #[async_trait]
 impl ResourceProvider for NatGateway {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            NAT,
-            &[
+        TypeSchema::builder(NAT)
+            .handles(&[
                 "SubnetId",
                 "AllocationId",
                 "ConnectivityType",
                 "PrivateIpAddress",
                 "Tags",
-            ],
-            &[
+            ])
+            .create_only(&[
                 "SubnetId",
                 "AllocationId",
                 "ConnectivityType",
                 "PrivateIpAddress",
-            ],
-            None,
-        )
+            ])
+            .read_and_import()
+            .build()
     }
 
     async fn create(
@@ -531,12 +530,13 @@ fn eip_id(
 #[async_trait]
 impl ResourceProvider for Eip {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            EIP,
-            &["Domain", "Tags"],
-            &["Domain"],
-            Some(declare(EIP_SEGMENTS, &[&[], &[]], RefValue::Segment(0))),
-        )
+        TypeSchema::builder(EIP)
+            .handles(&["Domain", "Tags"])
+            .create_only(&["Domain"])
+            .read_and_import()
+            .composite_id(EIP_SEGMENTS, &[&[], &[]])
+            .ref_value(RefValue::Segment(0))
+            .build()
     }
 
     async fn create(

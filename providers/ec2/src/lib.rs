@@ -43,8 +43,7 @@ use std::time::Instant;
 use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
 use cdkd_aws_common::aws_error;
 use cdkd_provider_api::protocol::{
-    operation, CompositeId, DeleteResult, ImportRequest, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    DeleteResult, ImportRequest, ReadCurrentStateRequest, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -55,26 +54,6 @@ pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_ec2::Client, P
         .retry_partition(cdkd_aws_common::retry_partition("cdkd-ec2"))
         .build();
     Ok(aws_sdk_ec2::Client::from_conf(config))
-}
-
-/// The schema every type here shares: read and import implemented.
-pub(crate) fn schema(
-    type_name: &str,
-    handled: &[&str],
-    create_only: &[&str],
-    composite_id: Option<CompositeId>,
-) -> ResourceTypeSchema {
-    ResourceTypeSchema {
-        type_name: type_name.into(),
-        handled_properties: handled.iter().map(ToString::to_string).collect(),
-        create_only_properties: create_only.iter().map(ToString::to_string).collect(),
-        operations: vec![
-            operation::READ_CURRENT_STATE.into(),
-            operation::IMPORT.into(),
-        ],
-        composite_id,
-        ..ResourceTypeSchema::default()
-    }
 }
 
 /// `Tags: [{Key, Value}]` of a template.

@@ -4,19 +4,20 @@
 //! subnet back to its VPC's default ACL, as CloudFormation does.
 
 use aws_sdk_ec2::types::{IcmpTypeCode, PortRange, ResourceType, RuleAction};
+use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, flag, int, optional, put, require_str, text};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, RefValue, ResourceTypeSchema, UpdateRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::composite::{declare, join, split};
+use crate::composite::{join, split};
 use crate::{
     client, delete_released, does_not_exist, filter, id_attribute, read_existing, retag_only,
-    schema, some_str, tag_spec, tags_value, unchanged, what,
+    some_str, tag_spec, tags_value, unchanged, what,
 };
 
 const ACL: &str = "AWS::EC2::NetworkAcl";
@@ -56,7 +57,11 @@ pub struct NetworkAcl;
 #[async_trait]
 impl ResourceProvider for NetworkAcl {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(ACL, &["VpcId", "Tags"], &["VpcId"], None)
+        TypeSchema::builder(ACL)
+            .handles(&["VpcId", "Tags"])
+            .create_only(&["VpcId"])
+            .read_and_import()
+            .build()
     }
 
     async fn create(
@@ -230,9 +235,8 @@ fn parse_entry(what: &str, id: &str) -> Result<(String, i32, bool), ProviderErro
 #[async_trait]
 impl ResourceProvider for Entry {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            ENTRY,
-            &[
+        TypeSchema::builder(ENTRY)
+            .handles(&[
                 "NetworkAclId",
                 "RuleNumber",
                 "Egress",
@@ -242,14 +246,14 @@ impl ResourceProvider for Entry {
                 "Ipv6CidrBlock",
                 "Icmp",
                 "PortRange",
-            ],
-            &["NetworkAclId", "RuleNumber", "Egress"],
-            Some(declare(
+            ])
+            .create_only(&["NetworkAclId", "RuleNumber", "Egress"])
+            .read_and_import()
+            .composite_id(
                 ENTRY_SEGMENTS,
                 &[&["NetworkAclId"], &["RuleNumber"], &["Egress"]],
-                RefValue::Whole,
-            )),
-        )
+            )
+            .build()
     }
 
     async fn create(
@@ -427,12 +431,11 @@ async fn reassociate(
 #[async_trait]
 impl ResourceProvider for SubnetAssociation {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            ASSOCIATION,
-            &["NetworkAclId", "SubnetId"],
-            &["NetworkAclId", "SubnetId"],
-            None,
-        )
+        TypeSchema::builder(ASSOCIATION)
+            .handles(&["NetworkAclId", "SubnetId"])
+            .all_create_only()
+            .read_and_import()
+            .build()
     }
 
     async fn create(

@@ -2,19 +2,20 @@
 //! `AWS::EC2::SubnetRouteTableAssociation` (the association id).
 
 use aws_sdk_ec2::types::ResourceType;
+use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, optional, put, require_str, text};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, RefValue, ResourceTypeSchema, UpdateRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::composite::{declare, join, split};
+use crate::composite::{join, split};
 use crate::{
     client, delete_released, does_not_exist, filter, id_attribute, read_existing, retag_only,
-    schema, some_str, tag_spec, tags_value, unchanged, what,
+    some_str, tag_spec, tags_value, unchanged, what,
 };
 
 const TABLE: &str = "AWS::EC2::RouteTable";
@@ -40,7 +41,11 @@ pub struct RouteTable;
 #[async_trait]
 impl ResourceProvider for RouteTable {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(TABLE, &["VpcId", "Tags"], &["VpcId"], None)
+        TypeSchema::builder(TABLE)
+            .handles(&["VpcId", "Tags"])
+            .create_only(&["VpcId"])
+            .read_and_import()
+            .build()
     }
 
     async fn create(
@@ -259,16 +264,12 @@ impl ResourceProvider for Route {
         handled.extend(TARGETS);
         let mut create_only = vec!["RouteTableId"];
         create_only.extend(DESTINATIONS);
-        schema(
-            ROUTE,
-            &handled,
-            &create_only,
-            Some(declare(
-                ROUTE_SEGMENTS,
-                &[&["RouteTableId"], DESTINATIONS],
-                RefValue::Whole,
-            )),
-        )
+        TypeSchema::builder(ROUTE)
+            .handles(&handled)
+            .create_only(&create_only)
+            .read_and_import()
+            .composite_id(ROUTE_SEGMENTS, &[&["RouteTableId"], DESTINATIONS])
+            .build()
     }
 
     async fn create(
@@ -421,12 +422,11 @@ async fn describe_association(
 #[async_trait]
 impl ResourceProvider for SubnetRouteTableAssociation {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            ASSOCIATION,
-            &["RouteTableId", "SubnetId"],
-            &["RouteTableId", "SubnetId"],
-            None,
-        )
+        TypeSchema::builder(ASSOCIATION)
+            .handles(&["RouteTableId", "SubnetId"])
+            .all_create_only()
+            .read_and_import()
+            .build()
     }
 
     async fn create(

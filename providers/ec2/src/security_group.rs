@@ -5,23 +5,23 @@
 //! rules are updated by revoke + authorize, which mints a new rule id.
 
 use aws_sdk_ec2::types::{IpPermission, ResourceType, SecurityGroupRule};
+use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, int, optional, physical_name, put, require_str, text};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, RefValue, ResourceTypeSchema, UpdateRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::composite::{declare, join, port, split};
+use crate::composite::{join, port, split};
 use crate::rules::{
     default_egress, matches, permission, rule_changes, rule_properties, source_count,
     template_rules, Direction,
 };
 use crate::{
-    client, delete_released, does_not_exist, filter, retag, schema, some_str, tag_spec, tags_value,
-    what,
+    client, delete_released, does_not_exist, filter, retag, some_str, tag_spec, tags_value, what,
 };
 
 const GROUP: &str = "AWS::EC2::SecurityGroup";
@@ -163,19 +163,18 @@ fn group_attributes(id: &str, vpc: Option<&str>) -> Map<String, Value> {
 #[async_trait]
 impl ResourceProvider for SecurityGroup {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            GROUP,
-            &[
+        TypeSchema::builder(GROUP)
+            .handles(&[
                 "GroupDescription",
                 "GroupName",
                 "VpcId",
                 "SecurityGroupIngress",
                 "SecurityGroupEgress",
                 "Tags",
-            ],
-            &["GroupDescription", "GroupName", "VpcId"],
-            None,
-        )
+            ])
+            .create_only(&["GroupDescription", "GroupName", "VpcId"])
+            .read_and_import()
+            .build()
     }
 
     async fn create(
@@ -471,9 +470,8 @@ async fn find_ingress(
 #[async_trait]
 impl ResourceProvider for Ingress {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            INGRESS,
-            &[
+        TypeSchema::builder(INGRESS)
+            .handles(&[
                 "GroupId",
                 "IpProtocol",
                 "FromPort",
@@ -484,14 +482,14 @@ impl ResourceProvider for Ingress {
                 "SourcePrefixListId",
                 "SourceSecurityGroupId",
                 "SourceSecurityGroupOwnerId",
-            ],
-            &["GroupId"],
-            Some(declare(
+            ])
+            .create_only(&["GroupId"])
+            .read_and_import()
+            .composite_id(
                 INGRESS_SEGMENTS,
                 &[&["GroupId"], &["IpProtocol"], &["FromPort"], &["ToPort"]],
-                RefValue::Whole,
-            )),
-        )
+            )
+            .build()
     }
 
     async fn create(
@@ -676,9 +674,8 @@ async fn describe_rule(
 #[async_trait]
 impl ResourceProvider for Egress {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            EGRESS,
-            &[
+        TypeSchema::builder(EGRESS)
+            .handles(&[
                 "GroupId",
                 "IpProtocol",
                 "FromPort",
@@ -688,10 +685,10 @@ impl ResourceProvider for Egress {
                 "Description",
                 "DestinationPrefixListId",
                 "DestinationSecurityGroupId",
-            ],
-            &["GroupId"],
-            None,
-        )
+            ])
+            .create_only(&["GroupId"])
+            .read_and_import()
+            .build()
     }
 
     async fn create(

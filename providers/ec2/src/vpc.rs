@@ -1,6 +1,7 @@
 //! `AWS::EC2::VPC` and `AWS::EC2::Subnet`: physical id (and `Ref`) is the AWS id.
 
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType, Tenancy, VpcAttributeName};
+use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, flag, optional, put, require_str, text};
 use cdkd_provider_api::protocol::{
     operation, AvailabilityZonesRequest, AvailabilityZonesResult, ContextLookupRequest,
@@ -12,8 +13,7 @@ use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvi
 use serde_json::{json, Map, Value};
 
 use crate::{
-    client, delete_released, does_not_exist, filter, retag, schema, some_str, tag_spec, tags_value,
-    what,
+    client, delete_released, does_not_exist, filter, retag, some_str, tag_spec, tags_value, what,
 };
 
 const VPC: &str = "AWS::EC2::VPC";
@@ -124,18 +124,17 @@ async fn describe_vpc(
 #[async_trait]
 impl ResourceProvider for Vpc {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            VPC,
-            &[
+        TypeSchema::builder(VPC)
+            .handles(&[
                 "CidrBlock",
                 "EnableDnsHostnames",
                 "EnableDnsSupport",
                 "InstanceTenancy",
                 "Tags",
-            ],
-            &["CidrBlock", "InstanceTenancy"],
-            None,
-        )
+            ])
+            .create_only(&["CidrBlock", "InstanceTenancy"])
+            .read_and_import()
+            .build()
     }
 
     async fn create(
@@ -370,24 +369,23 @@ async fn set_public_ip(
 #[async_trait]
 impl ResourceProvider for Subnet {
     fn schema(&self) -> ResourceTypeSchema {
-        let mut schema = schema(
-            SUBNET,
-            &[
+        let mut schema = TypeSchema::builder(SUBNET)
+            .handles(&[
                 "VpcId",
                 "CidrBlock",
                 "AvailabilityZone",
                 "AvailabilityZoneId",
                 "MapPublicIpOnLaunch",
                 "Tags",
-            ],
-            &[
+            ])
+            .create_only(&[
                 "VpcId",
                 "CidrBlock",
                 "AvailabilityZone",
                 "AvailabilityZoneId",
-            ],
-            None,
-        );
+            ])
+            .read_and_import()
+            .build();
         schema.operations.push(operation::AVAILABILITY_ZONES.into());
         schema.operations.push(operation::CONTEXT_LOOKUP.into());
         schema

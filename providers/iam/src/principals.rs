@@ -1,9 +1,10 @@
 //! The other IAM types: inline and managed policies, instance profiles, users, groups, group
 //! membership and access keys.
 
+use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, physical_name, require_str};
 use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
     ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
@@ -11,21 +12,6 @@ use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, Re
 use serde_json::{json, Map, Value};
 
 use crate::{changes, client, document, inline_policies, names, read};
-
-fn schema(
-    type_name: &str,
-    handled: &[&str],
-    create_only: &[&str],
-    operations: &[&str],
-) -> ResourceTypeSchema {
-    ResourceTypeSchema {
-        type_name: type_name.into(),
-        handled_properties: handled.iter().map(ToString::to_string).collect(),
-        create_only_properties: create_only.iter().map(ToString::to_string).collect(),
-        operations: operations.iter().map(ToString::to_string).collect(),
-        ..ResourceTypeSchema::default()
-    }
-}
 
 /// The error of an import whose IAM resource does not exist.
 fn missing(what: &str, id: &str) -> ProviderError {
@@ -145,12 +131,11 @@ async fn delete_inline(
 #[async_trait]
 impl ResourceProvider for InlinePolicy {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            INLINE,
-            &["PolicyName", "PolicyDocument", "Roles", "Users", "Groups"],
-            &["PolicyName"],
-            &[operation::READ_CURRENT_STATE, operation::IMPORT],
-        )
+        TypeSchema::builder(INLINE)
+            .handles(&["PolicyName", "PolicyDocument", "Roles", "Users", "Groups"])
+            .create_only(&["PolicyName"])
+            .read_and_import()
+            .build()
     }
 
     async fn read_current_state(
@@ -346,9 +331,8 @@ async fn attach(
 #[async_trait]
 impl ResourceProvider for ManagedPolicy {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            MANAGED,
-            &[
+        TypeSchema::builder(MANAGED)
+            .handles(&[
                 "ManagedPolicyName",
                 "PolicyDocument",
                 "Path",
@@ -356,10 +340,10 @@ impl ResourceProvider for ManagedPolicy {
                 "Roles",
                 "Users",
                 "Groups",
-            ],
-            &["ManagedPolicyName", "Path", "Description"],
-            &[operation::READ_CURRENT_STATE, operation::IMPORT],
-        )
+            ])
+            .create_only(&["ManagedPolicyName", "Path", "Description"])
+            .read_and_import()
+            .build()
     }
 
     async fn read_current_state(
@@ -613,12 +597,11 @@ const PROFILE: &str = "AWS::IAM::InstanceProfile";
 #[async_trait]
 impl ResourceProvider for InstanceProfile {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            PROFILE,
-            &["InstanceProfileName", "Path", "Roles"],
-            &["InstanceProfileName", "Path"],
-            &[operation::READ_CURRENT_STATE, operation::IMPORT],
-        )
+        TypeSchema::builder(PROFILE)
+            .handles(&["InstanceProfileName", "Path", "Roles"])
+            .create_only(&["InstanceProfileName", "Path"])
+            .read_and_import()
+            .build()
     }
 
     async fn read_current_state(
@@ -779,9 +762,8 @@ const USER: &str = "AWS::IAM::User";
 #[async_trait]
 impl ResourceProvider for User {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            USER,
-            &[
+        TypeSchema::builder(USER)
+            .handles(&[
                 "UserName",
                 "Path",
                 "Policies",
@@ -789,10 +771,10 @@ impl ResourceProvider for User {
                 "Groups",
                 "PermissionsBoundary",
                 "Tags",
-            ],
-            &["UserName"],
-            &[operation::READ_CURRENT_STATE, operation::IMPORT],
-        )
+            ])
+            .create_only(&["UserName"])
+            .read_and_import()
+            .build()
     }
 
     async fn read_current_state(
@@ -1023,12 +1005,11 @@ const GROUP: &str = "AWS::IAM::Group";
 #[async_trait]
 impl ResourceProvider for Group {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            GROUP,
-            &["GroupName", "Path", "Policies", "ManagedPolicyArns"],
-            &["GroupName"],
-            &[operation::READ_CURRENT_STATE, operation::IMPORT],
-        )
+        TypeSchema::builder(GROUP)
+            .handles(&["GroupName", "Path", "Policies", "ManagedPolicyArns"])
+            .create_only(&["GroupName"])
+            .read_and_import()
+            .build()
     }
 
     async fn read_current_state(
@@ -1195,12 +1176,11 @@ const ADDITION: &str = "AWS::IAM::UserToGroupAddition";
 #[async_trait]
 impl ResourceProvider for UserToGroupAddition {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            ADDITION,
-            &["GroupName", "Users"],
-            &["GroupName"],
-            &[operation::READ_CURRENT_STATE, operation::IMPORT],
-        )
+        TypeSchema::builder(ADDITION)
+            .handles(&["GroupName", "Users"])
+            .create_only(&["GroupName"])
+            .read_and_import()
+            .build()
     }
 
     async fn read_current_state(
@@ -1321,15 +1301,12 @@ const ACCESS_KEY: &str = "AWS::IAM::AccessKey";
 #[async_trait]
 impl ResourceProvider for AccessKey {
     fn schema(&self) -> ResourceTypeSchema {
-        ResourceTypeSchema {
-            sensitive_attributes: vec!["SecretAccessKey".into()],
-            ..schema(
-                ACCESS_KEY,
-                &["UserName", "Status", "Serial"],
-                &["UserName", "Serial"],
-                &[operation::READ_CURRENT_STATE, operation::IMPORT],
-            )
-        }
+        TypeSchema::builder(ACCESS_KEY)
+            .handles(&["UserName", "Status", "Serial"])
+            .create_only(&["UserName", "Serial"])
+            .read_and_import()
+            .sensitive(&["SecretAccessKey"])
+            .build()
     }
 
     async fn read_current_state(

@@ -1,8 +1,9 @@
 //! `AWS::Lambda::Permission`, `Url`, `Version` and `Alias`.
 
+use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, deleted_unless_failed, flag, physical_name, require_str, text};
 use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
     ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
@@ -10,19 +11,6 @@ use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvi
 use serde_json::{json, Map, Value};
 
 use crate::{client, function_name, read};
-
-fn schema(type_name: &str, handled: &[&str], create_only: &[&str]) -> ResourceTypeSchema {
-    ResourceTypeSchema {
-        type_name: type_name.into(),
-        handled_properties: handled.iter().map(ToString::to_string).collect(),
-        create_only_properties: create_only.iter().map(ToString::to_string).collect(),
-        operations: vec![
-            operation::READ_CURRENT_STATE.into(),
-            operation::IMPORT.into(),
-        ],
-        ..ResourceTypeSchema::default()
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -67,7 +55,11 @@ impl ResourceProvider for Permission {
             "InvokedViaFunctionUrl",
         ];
         // Lambda permissions cannot be changed in place: every property replaces.
-        schema(PERMISSION, &all, &all)
+        TypeSchema::builder(PERMISSION)
+            .handles(&all)
+            .all_create_only()
+            .read_and_import()
+            .build()
     }
 
     async fn read_current_state(
@@ -200,17 +192,17 @@ fn cors(props: &Map<String, Value>) -> Option<aws_sdk_lambda::types::Cors> {
 #[async_trait]
 impl ResourceProvider for Url {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            URL,
-            &[
+        TypeSchema::builder(URL)
+            .handles(&[
                 "TargetFunctionArn",
                 "AuthType",
                 "Cors",
                 "InvokeMode",
                 "Qualifier",
-            ],
-            &["TargetFunctionArn", "Qualifier"],
-        )
+            ])
+            .create_only(&["TargetFunctionArn", "Qualifier"])
+            .read_and_import()
+            .build()
     }
 
     async fn read_current_state(
@@ -346,11 +338,11 @@ const VERSION: &str = "AWS::Lambda::Version";
 #[async_trait]
 impl ResourceProvider for Version {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            VERSION,
-            &["FunctionName", "Description", "CodeSha256"],
-            &["FunctionName", "Description", "CodeSha256"],
-        )
+        TypeSchema::builder(VERSION)
+            .handles(&["FunctionName", "Description", "CodeSha256"])
+            .all_create_only()
+            .read_and_import()
+            .build()
     }
 
     async fn read_current_state(
@@ -467,11 +459,11 @@ const ALIAS: &str = "AWS::Lambda::Alias";
 #[async_trait]
 impl ResourceProvider for Alias {
     fn schema(&self) -> ResourceTypeSchema {
-        schema(
-            ALIAS,
-            &["FunctionName", "FunctionVersion", "Name", "Description"],
-            &["FunctionName", "Name"],
-        )
+        TypeSchema::builder(ALIAS)
+            .handles(&["FunctionName", "FunctionVersion", "Name", "Description"])
+            .create_only(&["FunctionName", "Name"])
+            .read_and_import()
+            .build()
     }
 
     async fn read_current_state(
