@@ -18,14 +18,6 @@ fn missing(what: &str, id: &str) -> ProviderError {
     cdkd_aws_common::does_not_exist(what, id, "IAM")
 }
 
-fn deleted_if_gone(result: Result<(), ProviderError>) -> Result<DeleteResult, ProviderError> {
-    match result {
-        Ok(()) => Ok(DeleteResult::Deleted),
-        Err(e) if e.kind == ErrorKind::NOT_FOUND => Ok(DeleteResult::Deleted),
-        Err(e) => Err(e),
-    }
-}
-
 /// Who a policy applies to.
 #[derive(Clone, Copy)]
 pub(crate) enum Principal {
@@ -489,7 +481,7 @@ impl ResourceProvider for ManagedPolicy {
         let what = format!("{MANAGED} {}", request.logical_id);
         let arn = request.physical_id.as_str();
         let iam = client(ctx).await?;
-        deleted_if_gone(
+        cdkd_aws_common::deleted_unless_failed(
             async {
                 let entities = iam
                     .list_entities_for_policy()
@@ -740,7 +732,7 @@ impl ResourceProvider for InstanceProfile {
                 .send()
                 .await;
         }
-        deleted_if_gone(
+        cdkd_aws_common::deleted_unless_failed(
             iam.delete_instance_profile()
                 .instance_profile_name(&request.physical_id)
                 .send()
@@ -908,7 +900,7 @@ impl ResourceProvider for User {
                     .await;
             }
         }
-        deleted_if_gone(
+        cdkd_aws_common::deleted_unless_failed(
             iam.delete_user()
                 .user_name(name)
                 .send()
@@ -1154,7 +1146,7 @@ impl ResourceProvider for Group {
                     .await;
             }
         }
-        deleted_if_gone(
+        cdkd_aws_common::deleted_unless_failed(
             iam.delete_group()
                 .group_name(name)
                 .send()
@@ -1421,7 +1413,7 @@ impl ResourceProvider for AccessKey {
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{ACCESS_KEY} {}", request.logical_id);
         let user = require_str(&request.properties, "UserName", &what)?.to_string();
-        deleted_if_gone(
+        cdkd_aws_common::deleted_unless_failed(
             client(ctx)
                 .await?
                 .delete_access_key()

@@ -14,6 +14,7 @@ use aws_sdk_s3::types::{
 };
 use aws_sdk_s3::Client;
 use cdkd_aws_common::{aws_error, optional, physical_name};
+use cdkd_aws_common::{flag, int, strings, text};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, GetAttributeRequest,
     GetAttributeResult, ImportRequest, ReadCurrentStateRequest, ReadCurrentStateResult,
@@ -51,41 +52,6 @@ struct Call<'a> {
     what: String,
 }
 
-fn text(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(|v| match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    })
-}
-
-fn number(value: &Value, key: &str) -> Option<i32> {
-    value
-        .get(key)
-        .and_then(|v| {
-            v.as_i64()
-                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-        })
-        .map(|n| n as i32)
-}
-
-fn flag(value: &Value, key: &str) -> Option<bool> {
-    value
-        .get(key)
-        .and_then(|v| v.as_bool().or_else(|| v.as_str().map(|s| s == "true")))
-}
-
-fn strings(value: &Value, key: &str) -> Vec<String> {
-    value
-        .get(key)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(ToString::to_string))
-        .collect()
-}
-
 fn invalid(what: &str, property: &str, detail: impl std::fmt::Display) -> ProviderError {
     ProviderError::validation(format!("{what}: property {property}: {detail}"))
 }
@@ -103,7 +69,7 @@ impl Call<'_> {
         match (property, value) {
             ("VersioningConfiguration", value) => {
                 let status = value
-                    .and_then(|v| text(v, "Status"))
+                    .and_then(|v| text(v.get("Status")))
                     .unwrap_or_else(|| "Suspended".into());
                 client
                     .put_bucket_versioning()
@@ -128,17 +94,17 @@ impl Call<'_> {
                     let mut built = ServerSideEncryptionRule::builder();
                     if let Some(default) = rule.get("ServerSideEncryptionByDefault") {
                         let algorithm =
-                            text(default, "SSEAlgorithm").unwrap_or_else(|| "AES256".into());
+                            text(default.get("SSEAlgorithm")).unwrap_or_else(|| "AES256".into());
                         let mut by_default = ServerSideEncryptionByDefault::builder()
                             .sse_algorithm(ServerSideEncryption::from(algorithm.as_str()));
-                        if let Some(key) = text(default, "KMSMasterKeyID") {
+                        if let Some(key) = text(default.get("KMSMasterKeyID")) {
                             by_default = by_default.kms_master_key_id(key);
                         }
                         built = built.apply_server_side_encryption_by_default(
                             by_default.build().map_err(|e| invalid(what, property, e))?,
                         );
                     }
-                    if let Some(enabled) = flag(rule, "BucketKeyEnabled") {
+                    if let Some(enabled) = flag(rule.get("BucketKeyEnabled")) {
                         built = built.bucket_key_enabled(enabled);
                     }
                     rules.push(built.build());
@@ -170,11 +136,15 @@ impl Call<'_> {
                     .bucket(bucket)
                     .public_access_block_configuration(
                         PublicAccessBlockConfiguration::builder()
-                            .block_public_acls(flag(value, "BlockPublicAcls").unwrap_or(false))
-                            .block_public_policy(flag(value, "BlockPublicPolicy").unwrap_or(false))
-                            .ignore_public_acls(flag(value, "IgnorePublicAcls").unwrap_or(false))
+                            .block_public_acls(flag(value.get("BlockPublicAcls")).unwrap_or(false))
+                            .block_public_policy(
+                                flag(value.get("BlockPublicPolicy")).unwrap_or(false),
+                            )
+                            .ignore_public_acls(
+                                flag(value.get("IgnorePublicAcls")).unwrap_or(false),
+                            )
                             .restrict_public_buckets(
-                                flag(value, "RestrictPublicBuckets").unwrap_or(false),
+                                flag(value.get("RestrictPublicBuckets")).unwrap_or(false),
                             )
                             .build(),
                     )
@@ -198,7 +168,7 @@ impl Call<'_> {
                     .into_iter()
                     .flatten()
                 {
-                    let ownership = text(rule, "ObjectOwnership").ok_or_else(|| {
+                    let ownership = text(rule.get("ObjectOwnership")).ok_or_else(|| {
                         invalid(what, property, "each rule needs ObjectOwnership")
                     })?;
                     rules.push(
@@ -237,21 +207,21 @@ impl Call<'_> {
                     .into_iter()
                     .flatten()
                 {
-                    let prefix = text(rule, "Prefix").unwrap_or_default();
+                    let prefix = text(rule.get("Prefix")).unwrap_or_default();
                     let mut built = LifecycleRule::builder()
-                        .set_id(text(rule, "Id"))
+                        .set_id(text(rule.get("Id")))
                         .status(ExpirationStatus::from(
-                            text(rule, "Status")
+                            text(rule.get("Status"))
                                 .unwrap_or_else(|| "Enabled".into())
                                 .as_str(),
                         ))
                         .filter(LifecycleRuleFilter::builder().prefix(prefix).build());
-                    if let Some(days) = number(rule, "ExpirationInDays") {
+                    if let Some(days) = int(rule.get("ExpirationInDays")) {
                         built = built.expiration(LifecycleExpiration::builder().days(days).build());
                     }
                     if let Some(days) = rule
                         .get("NoncurrentVersionExpiration")
-                        .and_then(|n| number(n, "NoncurrentDays"))
+                        .and_then(|n| int(n.get("NoncurrentDays")))
                     {
                         built = built.noncurrent_version_expiration(
                             NoncurrentVersionExpiration::builder()
@@ -261,7 +231,7 @@ impl Call<'_> {
                     }
                     if let Some(days) = rule
                         .get("AbortIncompleteMultipartUpload")
-                        .and_then(|a| number(a, "DaysAfterInitiation"))
+                        .and_then(|a| int(a.get("DaysAfterInitiation")))
                     {
                         built = built.abort_incomplete_multipart_upload(
                             AbortIncompleteMultipartUpload::builder()
@@ -302,12 +272,20 @@ impl Call<'_> {
                 {
                     rules.push(
                         CorsRule::builder()
-                            .set_id(text(rule, "Id"))
-                            .set_allowed_headers(Some(strings(rule, "AllowedHeaders")))
-                            .set_allowed_methods(Some(strings(rule, "AllowedMethods")))
-                            .set_allowed_origins(Some(strings(rule, "AllowedOrigins")))
-                            .set_expose_headers(Some(strings(rule, "ExposedHeaders")))
-                            .set_max_age_seconds(number(rule, "MaxAge"))
+                            .set_id(text(rule.get("Id")))
+                            .set_allowed_headers(Some(
+                                strings(rule.get("AllowedHeaders")).unwrap_or_default(),
+                            ))
+                            .set_allowed_methods(Some(
+                                strings(rule.get("AllowedMethods")).unwrap_or_default(),
+                            ))
+                            .set_allowed_origins(Some(
+                                strings(rule.get("AllowedOrigins")).unwrap_or_default(),
+                            ))
+                            .set_expose_headers(Some(
+                                strings(rule.get("ExposedHeaders")).unwrap_or_default(),
+                            ))
+                            .set_max_age_seconds(int(rule.get("MaxAge")))
                             .build()
                             .map_err(|e| invalid(what, property, e))?,
                     );
@@ -345,7 +323,7 @@ impl Call<'_> {
             }
             ("WebsiteConfiguration", Some(value)) => {
                 let mut website = WebsiteConfiguration::builder();
-                if let Some(index) = text(value, "IndexDocument") {
+                if let Some(index) = text(value.get("IndexDocument")) {
                     website = website.index_document(
                         IndexDocument::builder()
                             .suffix(index)
@@ -353,7 +331,7 @@ impl Call<'_> {
                             .map_err(|e| invalid(what, property, e))?,
                     );
                 }
-                if let Some(error) = text(value, "ErrorDocument") {
+                if let Some(error) = text(value.get("ErrorDocument")) {
                     website = website.error_document(
                         ErrorDocument::builder()
                             .key(error)
@@ -380,12 +358,12 @@ impl Call<'_> {
             ("LoggingConfiguration", value) => {
                 let mut status = BucketLoggingStatus::builder();
                 if let Some(value) = value {
-                    let target =
-                        text(value, "DestinationBucketName").unwrap_or_else(|| bucket.to_string());
+                    let target = text(value.get("DestinationBucketName"))
+                        .unwrap_or_else(|| bucket.to_string());
                     status = status.logging_enabled(
                         LoggingEnabled::builder()
                             .target_bucket(target)
-                            .target_prefix(text(value, "LogFilePrefix").unwrap_or_default())
+                            .target_prefix(text(value.get("LogFilePrefix")).unwrap_or_default())
                             .build()
                             .map_err(|e| invalid(what, property, e))?,
                     );
@@ -418,11 +396,11 @@ impl Call<'_> {
                             .default_retention(
                                 DefaultRetention::builder()
                                     .set_mode(
-                                        text(d, "Mode")
+                                        text(d.get("Mode"))
                                             .map(|m| ObjectLockRetentionMode::from(m.as_str())),
                                     )
-                                    .set_days(number(d, "Days"))
-                                    .set_years(number(d, "Years"))
+                                    .set_days(int(d.get("Days")))
+                                    .set_years(int(d.get("Years")))
                                     .build(),
                             )
                             .build()
@@ -482,7 +460,8 @@ impl Call<'_> {
             ("Tags", Some(value)) => {
                 let mut tags = Vec::new();
                 for tag in value.as_array().into_iter().flatten() {
-                    let (Some(key), Some(val)) = (text(tag, "Key"), text(tag, "Value")) else {
+                    let (Some(key), Some(val)) = (text(tag.get("Key")), text(tag.get("Value")))
+                    else {
                         return Err(invalid(what, property, "each tag needs Key and Value"));
                     };
                     tags.push(
