@@ -1,20 +1,27 @@
 //! cdkd's IAM provider plugin. IAM is global and eventually consistent: a new role may not be
 //! assumable for seconds; the host retries such errors on a dense schedule.
 
-mod principals;
+mod access_key;
+mod group;
+mod instance_profile;
+mod managed_policy;
+mod policy;
+mod principal;
 mod read;
 mod role;
+mod user;
+mod user_to_group_addition;
 
 cdkd_provider_api::export_plugin!(description: "AWS::IAM::Role, Policy, ManagedPolicy, InstanceProfile, User, Group, UserToGroupAddition, AccessKey");
 
 cdkd_provider_api::register_provider!(role::Role);
-cdkd_provider_api::register_provider!(principals::InlinePolicy);
-cdkd_provider_api::register_provider!(principals::ManagedPolicy);
-cdkd_provider_api::register_provider!(principals::InstanceProfile);
-cdkd_provider_api::register_provider!(principals::User);
-cdkd_provider_api::register_provider!(principals::Group);
-cdkd_provider_api::register_provider!(principals::UserToGroupAddition);
-cdkd_provider_api::register_provider!(principals::AccessKey);
+cdkd_provider_api::register_provider!(policy::InlinePolicy);
+cdkd_provider_api::register_provider!(managed_policy::ManagedPolicy);
+cdkd_provider_api::register_provider!(instance_profile::InstanceProfile);
+cdkd_provider_api::register_provider!(user::User);
+cdkd_provider_api::register_provider!(group::Group);
+cdkd_provider_api::register_provider!(user_to_group_addition::UserToGroupAddition);
+cdkd_provider_api::register_provider!(access_key::AccessKey);
 
 use cdkd_provider_api::{PluginContext, ProviderError};
 use serde_json::{Map, Value};

@@ -7,7 +7,7 @@ use cdkd_provider_api::ProviderError;
 use serde_json::{json, Map, Value};
 
 use crate::names;
-use crate::principals::{Principal, PRINCIPALS};
+use crate::principal::{Principal, PRINCIPALS};
 use crate::role::percent_decode;
 
 /// A policy document as IAM returns it (URL-encoded JSON) in template shape.

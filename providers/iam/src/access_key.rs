@@ -1,0 +1,159 @@
+//! `AWS::IAM::AccessKey`.
+
+use cdkd_aws_common::TypeSchema;
+use cdkd_aws_common::{aws_error, require_str};
+use cdkd_provider_api::protocol::{
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
+    UpdateResult,
+};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
+use serde_json::{json, Map, Value};
+
+use crate::{client, read};
+
+use crate::principal::missing;
+
+/// `AWS::IAM::AccessKey`: physical id (and `Ref`) = the access key id; the secret is the
+/// `SecretAccessKey` attribute only, where CloudFormation exposes it, and is never logged.
+#[derive(Default)]
+pub struct AccessKey;
+
+const ACCESS_KEY: &str = "AWS::IAM::AccessKey";
+
+#[async_trait]
+impl ResourceProvider for AccessKey {
+    fn schema(&self) -> ResourceTypeSchema {
+        TypeSchema::builder(ACCESS_KEY)
+            .handles(&["UserName", "Status", "Serial"])
+            .create_only(&["UserName", "Serial"])
+            .read_and_import()
+            .sensitive(&["SecretAccessKey"])
+            .build()
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{ACCESS_KEY} {}", request.logical_id);
+        let user = require_str(&request.properties, "UserName", &what)?;
+        let iam = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::access_key(&iam, &what, &request.physical_id, user).await?,
+        })
+    }
+
+    /// IAM returns a secret only when the key is created, so an adopted key has no
+    /// `SecretAccessKey` attribute (a `Fn::GetAtt` on it fails rather than serving nothing).
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{ACCESS_KEY} {}", request.logical_id);
+        let user = require_str(&request.properties, "UserName", &what)?;
+        let iam = client(ctx).await?;
+        read::access_key(&iam, &what, &request.physical_id, user)
+            .await?
+            .ok_or_else(|| {
+                missing(
+                    &what,
+                    &format!("access key {} of {user}", request.physical_id),
+                )
+            })?;
+        tracing::warn!("{what}: an imported access key has no SecretAccessKey attribute; IAM returns the secret only at creation");
+        Ok(CreateResult {
+            physical_id: request.physical_id,
+            attributes: Map::new(),
+            ..Default::default()
+        })
+    }
+
+    async fn create(
+        &self,
+        ctx: &PluginContext,
+        request: CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{ACCESS_KEY} {}", request.logical_id);
+        let user = require_str(&request.properties, "UserName", &what)?.to_string();
+        let iam = client(ctx).await?;
+        let created = iam
+            .create_access_key()
+            .user_name(&user)
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: CreateAccessKey for {user}"), e))?;
+        let key = created
+            .access_key()
+            .ok_or_else(|| ProviderError::other(format!("{what}: no key returned")))?;
+        let id = key.access_key_id().to_string();
+        if request.properties.get("Status").and_then(Value::as_str) == Some("Inactive") {
+            iam.update_access_key()
+                .user_name(&user)
+                .access_key_id(&id)
+                .status(aws_sdk_iam::types::StatusType::Inactive)
+                .send()
+                .await
+                .map_err(|e| aws_error(&format!("{what}: deactivating"), e))?;
+        }
+        Ok(CreateResult {
+            attributes: json!({"SecretAccessKey": key.secret_access_key()})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+            physical_id: id,
+            ..Default::default()
+        })
+    }
+
+    async fn update(
+        &self,
+        ctx: &PluginContext,
+        request: UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        let what = format!("{ACCESS_KEY} {}", request.logical_id);
+        let user = require_str(&request.properties, "UserName", &what)?.to_string();
+        let status = request
+            .properties
+            .get("Status")
+            .and_then(Value::as_str)
+            .unwrap_or("Active");
+        client(ctx)
+            .await?
+            .update_access_key()
+            .user_name(&user)
+            .access_key_id(&request.physical_id)
+            .status(aws_sdk_iam::types::StatusType::from(status))
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: status"), e))?;
+        Ok(UpdateResult {
+            physical_id: request.physical_id,
+            replaced: false,
+            attributes: Map::new(),
+            ..Default::default()
+        })
+    }
+
+    async fn delete(
+        &self,
+        ctx: &PluginContext,
+        request: DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        let what = format!("{ACCESS_KEY} {}", request.logical_id);
+        let user = require_str(&request.properties, "UserName", &what)?.to_string();
+        cdkd_aws_common::deleted_unless_failed(
+            client(ctx)
+                .await?
+                .delete_access_key()
+                .user_name(&user)
+                .access_key_id(&request.physical_id)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| aws_error(&format!("{what}: DeleteAccessKey"), e)),
+        )
+    }
+}

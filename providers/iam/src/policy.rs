@@ -1,0 +1,147 @@
+//! `AWS::IAM::Policy`.
+
+use cdkd_aws_common::require_str;
+use cdkd_aws_common::TypeSchema;
+use cdkd_provider_api::protocol::{
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
+    UpdateResult,
+};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
+use serde_json::Map;
+
+use crate::{changes, client, document, names, read};
+
+use crate::principal::{delete_inline, missing, put_inline, PRINCIPALS};
+
+/// `AWS::IAM::Policy`: an inline policy put on roles, users and groups; physical id = its name.
+#[derive(Default)]
+pub struct InlinePolicy;
+
+const INLINE: &str = "AWS::IAM::Policy";
+
+#[async_trait]
+impl ResourceProvider for InlinePolicy {
+    fn schema(&self) -> ResourceTypeSchema {
+        TypeSchema::builder(INLINE)
+            .handles(&["PolicyName", "PolicyDocument", "Roles", "Users", "Groups"])
+            .create_only(&["PolicyName"])
+            .read_and_import()
+            .build()
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{INLINE} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::inline_policy(&iam, &what, &request.physical_id, &request.properties)
+                .await?,
+        })
+    }
+
+    /// An inline policy has no id of its own: it is found by name on the template's roles,
+    /// users and groups.
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{INLINE} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        read::inline_policy(&iam, &what, &request.physical_id, &request.properties)
+            .await?
+            .ok_or_else(|| {
+                missing(
+                    &what,
+                    &format!(
+                        "inline policy {} on the template's roles, users and groups",
+                        request.physical_id
+                    ),
+                )
+            })?;
+        Ok(CreateResult {
+            physical_id: request.physical_id,
+            attributes: Map::new(),
+            ..Default::default()
+        })
+    }
+
+    async fn create(
+        &self,
+        ctx: &PluginContext,
+        request: CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{INLINE} {}", request.logical_id);
+        let name = require_str(&request.properties, "PolicyName", &what)?.to_string();
+        let body = request
+            .properties
+            .get("PolicyDocument")
+            .map(document)
+            .unwrap_or_default();
+        let iam = client(ctx).await?;
+        for (kind, key) in PRINCIPALS {
+            for target in names(&request.properties, key) {
+                put_inline(&iam, &what, kind, &target, &name, &body).await?;
+            }
+        }
+        Ok(CreateResult {
+            physical_id: name,
+            attributes: Map::new(),
+            ..Default::default()
+        })
+    }
+
+    async fn update(
+        &self,
+        ctx: &PluginContext,
+        request: UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        let what = format!("{INLINE} {}", request.logical_id);
+        let name = request.physical_id.clone();
+        let body = request
+            .properties
+            .get("PolicyDocument")
+            .map(document)
+            .unwrap_or_default();
+        let iam = client(ctx).await?;
+        for (kind, key) in PRINCIPALS {
+            let (_, removed) = changes(
+                &names(&request.previous_properties, key),
+                &names(&request.properties, key),
+            );
+            for target in removed {
+                delete_inline(&iam, &what, kind, &target, &name).await?;
+            }
+            for target in names(&request.properties, key) {
+                put_inline(&iam, &what, kind, &target, &name, &body).await?;
+            }
+        }
+        Ok(UpdateResult {
+            physical_id: name,
+            replaced: false,
+            attributes: Map::new(),
+            ..Default::default()
+        })
+    }
+
+    async fn delete(
+        &self,
+        ctx: &PluginContext,
+        request: DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        let what = format!("{INLINE} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        for (kind, key) in PRINCIPALS {
+            for target in names(&request.properties, key) {
+                delete_inline(&iam, &what, kind, &target, &request.physical_id).await?;
+            }
+        }
+        Ok(DeleteResult::Deleted)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------

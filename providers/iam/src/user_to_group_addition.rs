@@ -1,0 +1,139 @@
+//! `AWS::IAM::UserToGroupAddition`.
+
+use cdkd_aws_common::TypeSchema;
+use cdkd_aws_common::{aws_error, require_str};
+use cdkd_provider_api::protocol::{
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
+    UpdateResult,
+};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
+use serde_json::Map;
+
+use crate::{changes, client, names, read};
+
+use crate::principal::missing;
+
+/// `AWS::IAM::UserToGroupAddition`: physical id = the group name.
+#[derive(Default)]
+pub struct UserToGroupAddition;
+
+const ADDITION: &str = "AWS::IAM::UserToGroupAddition";
+
+#[async_trait]
+impl ResourceProvider for UserToGroupAddition {
+    fn schema(&self) -> ResourceTypeSchema {
+        TypeSchema::builder(ADDITION)
+            .handles(&["GroupName", "Users"])
+            .create_only(&["GroupName"])
+            .read_and_import()
+            .build()
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{ADDITION} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::addition(&iam, &what, &request.physical_id, &request.properties)
+                .await?,
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{ADDITION} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        read::addition(&iam, &what, &request.physical_id, &request.properties)
+            .await?
+            .ok_or_else(|| missing(&what, &format!("group {}", request.physical_id)))?;
+        Ok(CreateResult {
+            physical_id: request.physical_id,
+            attributes: Map::new(),
+            ..Default::default()
+        })
+    }
+
+    async fn create(
+        &self,
+        ctx: &PluginContext,
+        request: CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{ADDITION} {}", request.logical_id);
+        let group = require_str(&request.properties, "GroupName", &what)?.to_string();
+        let iam = client(ctx).await?;
+        for user in names(&request.properties, "Users") {
+            iam.add_user_to_group()
+                .group_name(&group)
+                .user_name(&user)
+                .send()
+                .await
+                .map_err(|e| aws_error(&format!("{what}: adding {user}"), e))?;
+        }
+        Ok(CreateResult {
+            physical_id: group,
+            attributes: Map::new(),
+            ..Default::default()
+        })
+    }
+
+    async fn update(
+        &self,
+        ctx: &PluginContext,
+        request: UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        let what = format!("{ADDITION} {}", request.logical_id);
+        let iam = client(ctx).await?;
+        let (added, removed) = changes(
+            &names(&request.previous_properties, "Users"),
+            &names(&request.properties, "Users"),
+        );
+        for user in added {
+            iam.add_user_to_group()
+                .group_name(&request.physical_id)
+                .user_name(&user)
+                .send()
+                .await
+                .map_err(|e| aws_error(&format!("{what}: adding {user}"), e))?;
+        }
+        for user in removed {
+            iam.remove_user_from_group()
+                .group_name(&request.physical_id)
+                .user_name(&user)
+                .send()
+                .await
+                .map_err(|e| aws_error(&format!("{what}: removing {user}"), e))?;
+        }
+        Ok(UpdateResult {
+            physical_id: request.physical_id,
+            replaced: false,
+            attributes: Map::new(),
+            ..Default::default()
+        })
+    }
+
+    async fn delete(
+        &self,
+        ctx: &PluginContext,
+        request: DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        let iam = client(ctx).await?;
+        for user in names(&request.properties, "Users") {
+            let _ = iam
+                .remove_user_from_group()
+                .group_name(&request.physical_id)
+                .user_name(&user)
+                .send()
+                .await;
+        }
+        Ok(DeleteResult::Deleted)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
