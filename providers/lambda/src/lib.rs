@@ -3,20 +3,23 @@
 //! aliases, layer versions, event source mappings and event invoke configs. A function's physical id is its name, which is what `Ref` returns; its ARN is
 //! the `Arn` attribute.
 
+mod alias;
 mod event_invoke_config;
 mod event_source_mapping;
 mod function;
 mod layer_version;
-mod others;
+mod permission;
 mod read;
+mod url;
+mod version;
 
 cdkd_provider_api::export_plugin!(description: "AWS::Lambda::Function, Permission, Url, Version, Alias, LayerVersion, EventSourceMapping and EventInvokeConfig through the Lambda API");
 
 cdkd_provider_api::register_provider!(function::Function);
-cdkd_provider_api::register_provider!(others::Permission);
-cdkd_provider_api::register_provider!(others::Url);
-cdkd_provider_api::register_provider!(others::Version);
-cdkd_provider_api::register_provider!(others::Alias);
+cdkd_provider_api::register_provider!(permission::Permission);
+cdkd_provider_api::register_provider!(url::Url);
+cdkd_provider_api::register_provider!(version::Version);
+cdkd_provider_api::register_provider!(alias::Alias);
 cdkd_provider_api::register_provider!(layer_version::LayerVersion);
 cdkd_provider_api::register_provider!(event_source_mapping::EventSourceMapping);
 cdkd_provider_api::register_provider!(event_invoke_config::EventInvokeConfig);

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use crate::event_invoke_config::target;
 use crate::function_name;
 use crate::layer_version::parse_arn;
-use crate::others::permission_target;
+use crate::permission::permission_target;
 
 /// The error of an import whose Lambda resource does not exist.
 pub(crate) fn missing(what: &str, id: &str) -> ProviderError {

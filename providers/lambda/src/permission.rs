@@ -1,0 +1,182 @@
+//! `AWS::Lambda::Permission`.
+
+use cdkd_aws_common::TypeSchema;
+use cdkd_aws_common::{aws_error, deleted_unless_failed, flag, physical_name, require_str, text};
+use cdkd_provider_api::protocol::{
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
+    UpdateResult,
+};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
+use serde_json::{Map, Value};
+
+use crate::{client, function_name, read};
+
+/// `AWS::Lambda::Permission`: physical id = the statement id. State written by Cloud Control
+/// holds `<functionArn>|<statementId>`; both forms are read.
+#[derive(Default)]
+pub struct Permission;
+
+const PERMISSION: &str = "AWS::Lambda::Permission";
+
+/// The function and statement id a recorded permission names.
+pub fn permission_target<'a>(
+    physical_id: &'a str,
+    properties: &'a Map<String, Value>,
+) -> (String, &'a str) {
+    match physical_id.split_once('|') {
+        Some((function, statement)) => (function_name(function).to_string(), statement),
+        None => (
+            properties
+                .get("FunctionName")
+                .and_then(Value::as_str)
+                .map(function_name)
+                .unwrap_or_default()
+                .to_string(),
+            physical_id,
+        ),
+    }
+}
+
+#[async_trait]
+impl ResourceProvider for Permission {
+    fn schema(&self) -> ResourceTypeSchema {
+        let all = [
+            "FunctionName",
+            "Action",
+            "Principal",
+            "SourceArn",
+            "SourceAccount",
+            "EventSourceToken",
+            "FunctionUrlAuthType",
+            "PrincipalOrgID",
+            "InvokedViaFunctionUrl",
+        ];
+        // Lambda permissions cannot be changed in place: every property replaces.
+        TypeSchema::builder(PERMISSION)
+            .handles(&all)
+            .all_create_only()
+            .read_and_import()
+            .build()
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{PERMISSION} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::permission(&lambda, &what, &request.physical_id, &request.properties)
+                .await?,
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{PERMISSION} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        read::permission(&lambda, &what, &request.physical_id, &request.properties)
+            .await?
+            .ok_or_else(|| read::missing(&what, &format!("statement {}", request.physical_id)))?;
+        Ok(CreateResult {
+            physical_id: request.physical_id,
+            attributes: Map::new(),
+            ..Default::default()
+        })
+    }
+
+    async fn create(
+        &self,
+        ctx: &PluginContext,
+        request: CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{PERMISSION} {}", request.logical_id);
+        let props = &request.properties;
+        let function = require_str(props, "FunctionName", &what)?;
+        let statement = physical_name(&request, 100, false);
+        client(ctx)
+            .await?
+            .add_permission()
+            .function_name(function)
+            .statement_id(&statement)
+            .action(require_str(props, "Action", &what)?)
+            .principal(require_str(props, "Principal", &what)?)
+            .set_source_arn(text(props.get("SourceArn")))
+            .set_source_account(text(props.get("SourceAccount")))
+            .set_event_source_token(text(props.get("EventSourceToken")))
+            .set_principal_org_id(text(props.get("PrincipalOrgID")))
+            .set_invoked_via_function_url(flag(props.get("InvokedViaFunctionUrl")))
+            .set_function_url_auth_type(
+                text(props.get("FunctionUrlAuthType"))
+                    .map(|t| aws_sdk_lambda::types::FunctionUrlAuthType::from(t.as_str())),
+            )
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: AddPermission on {function}"), e))?;
+        Ok(CreateResult {
+            physical_id: statement,
+            attributes: Map::new(),
+            ..Default::default()
+        })
+    }
+
+    async fn update(
+        &self,
+        _ctx: &PluginContext,
+        request: UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        Err(ProviderError::validation(format!(
+            "{PERMISSION} {}: permissions are replaced, not updated",
+            request.logical_id
+        )))
+    }
+
+    async fn delete(
+        &self,
+        ctx: &PluginContext,
+        request: DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        let what = format!("{PERMISSION} {}", request.logical_id);
+        let (function, statement) = permission_target(&request.physical_id, &request.properties);
+        deleted_unless_failed(
+            client(ctx)
+                .await?
+                .remove_permission()
+                .function_name(&function)
+                .statement_id(statement)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| aws_error(&format!("{what}: RemovePermission"), e)),
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_permission_is_found_from_either_id_form() {
+        let props = json!({"FunctionName": "arn:aws:lambda:us-east-1:123:function:fn"})
+            .as_object()
+            .cloned()
+            .unwrap();
+        assert_eq!(
+            permission_target("sid-1", &props),
+            ("fn".to_string(), "sid-1")
+        );
+        assert_eq!(
+            permission_target("arn:aws:lambda:us-east-1:123:function:other|sid-2", &props),
+            ("other".to_string(), "sid-2")
+        );
+    }
+}

@@ -1,0 +1,134 @@
+//! `AWS::Lambda::Version`.
+
+use cdkd_aws_common::TypeSchema;
+use cdkd_aws_common::{aws_error, deleted_unless_failed, require_str, text};
+use cdkd_provider_api::protocol::{
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
+    UpdateResult,
+};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
+use serde_json::json;
+
+use crate::{client, function_name, read};
+
+/// `AWS::Lambda::Version`: physical id = the version ARN; attribute `Version`.
+#[derive(Default)]
+pub struct Version;
+
+const VERSION: &str = "AWS::Lambda::Version";
+
+#[async_trait]
+impl ResourceProvider for Version {
+    fn schema(&self) -> ResourceTypeSchema {
+        TypeSchema::builder(VERSION)
+            .handles(&["FunctionName", "Description", "CodeSha256"])
+            .all_create_only()
+            .read_and_import()
+            .build()
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = format!("{VERSION} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        Ok(ReadCurrentStateResult {
+            properties: read::version(&lambda, &what, &request.physical_id)
+                .await?
+                .map(|(props, _)| props),
+        })
+    }
+
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{VERSION} {}", request.logical_id);
+        let lambda = client(ctx).await?;
+        let (_, version) = read::version(&lambda, &what, &request.physical_id)
+            .await?
+            .ok_or_else(|| read::missing(&what, &request.physical_id))?;
+        Ok(CreateResult {
+            physical_id: request.physical_id,
+            attributes: json!({"Version": version})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+            ..Default::default()
+        })
+    }
+
+    async fn create(
+        &self,
+        ctx: &PluginContext,
+        request: CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{VERSION} {}", request.logical_id);
+        let function = require_str(&request.properties, "FunctionName", &what)?;
+        let published = client(ctx)
+            .await?
+            .publish_version()
+            .function_name(function)
+            .set_description(text(request.properties.get("Description")))
+            .set_code_sha256(text(request.properties.get("CodeSha256")))
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: PublishVersion of {function}"), e))?;
+        let arn = published.function_arn().unwrap_or_default().to_string();
+        Ok(CreateResult {
+            physical_id: arn,
+            attributes: json!({"Version": published.version()})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+            ..Default::default()
+        })
+    }
+
+    async fn update(
+        &self,
+        _ctx: &PluginContext,
+        request: UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        Err(ProviderError::validation(format!(
+            "{VERSION} {}: versions are replaced, not updated",
+            request.logical_id
+        )))
+    }
+
+    async fn delete(
+        &self,
+        ctx: &PluginContext,
+        request: DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        let (function, version) = request
+            .physical_id
+            .rsplit_once(':')
+            .unwrap_or((&request.physical_id, ""));
+        deleted_unless_failed(
+            client(ctx)
+                .await?
+                .delete_function()
+                .function_name(function_name(function))
+                .qualifier(version)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| {
+                    aws_error(
+                        &format!(
+                            "{VERSION} {}: deleting version {version}",
+                            request.logical_id
+                        ),
+                        e,
+                    )
+                }),
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
