@@ -212,9 +212,8 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
             )
             .collect(),
         capture_observed: !args.no_capture_observed_state,
-        remembered: Some(RememberedDeploys::new(
-            crate::aws_facts::FactsFile::of(context.aws().await),
-            context.aws().await.endpoint_url(),
+        remembered: Some(RememberedDeploys::for_bucket(
+            context.aws().await,
             &store.bucket.name,
         )),
     };
@@ -361,11 +360,9 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
         reporter: Reporter::new(args.json, args.progress.into()),
         stop: stop_signal("destroy"),
     };
-    let remembered = RememberedDeploys::new(
-        crate::aws_facts::FactsFile::of(context.aws().await),
-        context.aws().await.endpoint_url(),
-        &store.bucket.name,
-    );
+    let remembered = RememberedDeploys::for_bucket(context.aws().await, &store.bucket.name);
+    // One set of lanes for the run: throttling learnt on one stack holds for the next.
+    let lanes = Lanes::new(Concurrency::from_flag(args.concurrency.map(|n| n as usize)));
     let count = stacks.len();
     for (at, stack) in stacks.into_iter().enumerate() {
         let (_, region) = stack_target(context, stack).await?;
@@ -381,7 +378,7 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
                 &policies,
                 &snapshot,
                 DestroyOptions {
-                    lanes: Lanes::new(Concurrency::from_flag(args.concurrency.map(|n| n as usize))),
+                    lanes: std::sync::Arc::clone(&lanes),
                     skip_final_snapshot: args.skip_final_snapshot,
                 },
             )

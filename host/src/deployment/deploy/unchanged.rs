@@ -152,6 +152,15 @@ pub struct RememberedDeploys {
 }
 
 impl RememberedDeploys {
+    /// Deploys to the state `bucket` of `aws`, remembered in its facts file.
+    pub fn for_bucket(aws: &crate::aws_env::AwsEnvironment, bucket: &str) -> RememberedDeploys {
+        RememberedDeploys::new(
+            crate::aws_facts::FactsFile::of(aws),
+            aws.endpoint_url(),
+            bucket,
+        )
+    }
+
     /// Deploys to `bucket` at `endpoint` (the AWS default when none), remembered in `facts`.
     pub fn new(
         facts: crate::aws_facts::FactsFile,
