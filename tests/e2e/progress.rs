@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use cdkd_tests::{cdkd_binary, cdkd_on, workspace_root, Emulator};
@@ -15,15 +16,30 @@ struct Pane {
 
 impl Pane {
     /// Runs `command` in a new 160x50 pane; the shell stays afterwards showing `EXIT=<code>`.
+    ///
+    /// Each pane gets a server of its own: reusing one socket name raced with the previous
+    /// server's shutdown. `-f /dev/null` keeps a user's tmux.conf out of the picture.
     fn run(command: &str) -> Pane {
-        let socket = format!("cdkd-progress-{}", std::process::id());
+        static PANES: AtomicUsize = AtomicUsize::new(0);
+        let socket = format!(
+            "cdkd-progress-{}-{}",
+            std::process::id(),
+            PANES.fetch_add(1, Ordering::Relaxed)
+        );
         let shell = format!("{command}; echo EXIT=$?; sleep 600");
-        let status = Command::new("tmux")
-            .args(["-L", &socket, "new-session", "-d", "-x", "160", "-y", "50"])
+        let output = Command::new("tmux")
+            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
+            .args(["-x", "160", "-y", "50"])
             .arg(shell)
-            .status()
+            .env_remove("TMUX")
+            .output()
             .expect("tmux runs (install it: apt-get install tmux)");
-        assert!(status.success(), "tmux new-session failed");
+        assert!(
+            output.status.success(),
+            "tmux new-session failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
         Pane { socket }
     }
 

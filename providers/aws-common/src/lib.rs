@@ -5,11 +5,17 @@
 //!   makes, the host's included;
 //! - [`aws_error`]: an SDK error as a [`ProviderError`] with a stable kind and the AWS code;
 //! - [`physical_name`]: CloudFormation-style generated names;
-//! - [`require_str`] and friends: reading template properties with errors naming the property.
+//! - [`require_str`] and friends: reading template properties with errors naming the property;
+//! - [`TypeSchema`]: declaring a type; [`Readable`] and [`Reads`]: reading it once for drift and
+//!   import.
 //!
 //! Not for: anything specific to one service.
 
+#[cfg(feature = "plugin")]
+mod readable;
 mod schema;
+#[cfg(feature = "plugin")]
+pub use readable::{Readable, Reads};
 pub use schema::TypeSchema;
 
 use std::time::Duration;

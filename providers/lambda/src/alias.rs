@@ -1,14 +1,13 @@
 //! `AWS::Lambda::Alias`.
 
-use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, deleted_unless_failed, require_str, text};
+use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::Map;
+use serde_json::{Map, Value};
 
 use crate::{client, read};
 
@@ -19,6 +18,18 @@ pub struct Alias;
 const ALIAS: &str = "AWS::Lambda::Alias";
 
 #[async_trait]
+impl Readable for Alias {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        read::alias(&client(ctx).await?, what, &request.physical_id).await
+    }
+}
+
+#[async_trait]
 impl ResourceProvider for Alias {
     fn schema(&self) -> ResourceTypeSchema {
         TypeSchema::builder(ALIAS)
@@ -26,35 +37,6 @@ impl ResourceProvider for Alias {
             .create_only(&["FunctionName", "Name"])
             .read_and_import()
             .build()
-    }
-
-    async fn read_current_state(
-        &self,
-        ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        let what = format!("{ALIAS} {}", request.logical_id);
-        let lambda = client(ctx).await?;
-        Ok(ReadCurrentStateResult {
-            properties: read::alias(&lambda, &what, &request.physical_id).await?,
-        })
-    }
-
-    async fn import(
-        &self,
-        ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let what = format!("{ALIAS} {}", request.logical_id);
-        let lambda = client(ctx).await?;
-        read::alias(&lambda, &what, &request.physical_id)
-            .await?
-            .ok_or_else(|| read::missing(&what, &request.physical_id))?;
-        Ok(CreateResult {
-            physical_id: request.physical_id,
-            attributes: Map::new(),
-            ..Default::default()
-        })
     }
 
     async fn create(

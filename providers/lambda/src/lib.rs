@@ -19,7 +19,7 @@ cdkd_provider_api::register_provider!(function::Function);
 cdkd_provider_api::register_provider!(permission::Permission);
 cdkd_provider_api::register_provider!(url::Url);
 cdkd_provider_api::register_provider!(version::Version);
-cdkd_provider_api::register_provider!(alias::Alias);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<alias::Alias>);
 cdkd_provider_api::register_provider!(layer_version::LayerVersion);
 cdkd_provider_api::register_provider!(event_source_mapping::EventSourceMapping);
 cdkd_provider_api::register_provider!(event_invoke_config::EventInvokeConfig);

@@ -1,0 +1,147 @@
+//! One reader per type: a type says how to read its live properties once ([`Readable::read`]),
+//! and [`Reads`] derives both `read_current_state` (drift, observed state) and `import` (adopt an
+//! existing resource) from it, so neither is written per type.
+
+use cdkd_provider_api::protocol::{
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, GetAttributeRequest,
+    GetAttributeResult, ImportRequest, ReadCurrentStateRequest, ReadCurrentStateResult,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
+};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
+use serde_json::{Map, Value};
+
+use crate::does_not_exist;
+
+/// A resource type whose live state one function reads.
+#[async_trait]
+pub trait Readable: ResourceProvider {
+    /// The resource's live properties in template shape; `None` when it no longer exists.
+    /// `what` names the resource in messages (`AWS::IAM::Role MyRole`).
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError>;
+
+    /// The attributes an adopted resource reports (`Arn`, ...); none unless the type says.
+    async fn attributes(
+        &self,
+        _ctx: &PluginContext,
+        _what: &str,
+        _physical_id: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
+        Ok(Map::new())
+    }
+}
+
+/// A [`Readable`] type as a provider: create, update, delete and the rest are the type's own;
+/// `read_current_state` and `import` come from its reader. Register `Reads<MyType>`.
+#[derive(Debug, Default)]
+pub struct Reads<T>(pub T);
+
+fn what(schema: &ResourceTypeSchema, logical_id: &str) -> String {
+    format!("{} {logical_id}", schema.type_name)
+}
+
+/// `AWS::IAM::Role` is in IAM.
+fn service(type_name: &str) -> &str {
+    type_name.split("::").nth(1).unwrap_or(type_name)
+}
+
+#[async_trait]
+impl<T: Readable> ResourceProvider for Reads<T> {
+    fn schema(&self) -> ResourceTypeSchema {
+        self.0.schema()
+    }
+
+    async fn create(
+        &self,
+        ctx: &PluginContext,
+        request: CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        self.0.create(ctx, request).await
+    }
+
+    async fn update(
+        &self,
+        ctx: &PluginContext,
+        request: UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        self.0.update(ctx, request).await
+    }
+
+    async fn delete(
+        &self,
+        ctx: &PluginContext,
+        request: DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        self.0.delete(ctx, request).await
+    }
+
+    async fn read_current_state(
+        &self,
+        ctx: &PluginContext,
+        request: ReadCurrentStateRequest,
+    ) -> Result<ReadCurrentStateResult, ProviderError> {
+        let what = what(&self.0.schema(), &request.logical_id);
+        Ok(ReadCurrentStateResult {
+            properties: self.0.read(ctx, &what, &request).await?,
+        })
+    }
+
+    /// Adopting a resource is reading it: one that cannot be read is refused by name.
+    async fn import(
+        &self,
+        ctx: &PluginContext,
+        request: ImportRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let schema = self.0.schema();
+        let what = what(&schema, &request.logical_id);
+        let read = ReadCurrentStateRequest {
+            logical_id: request.logical_id,
+            physical_id: request.physical_id,
+            properties: request.properties,
+        };
+        if self.0.read(ctx, &what, &read).await?.is_none() {
+            return Err(does_not_exist(
+                &what,
+                &read.physical_id,
+                service(&schema.type_name),
+            ));
+        }
+        Ok(CreateResult {
+            attributes: self.0.attributes(ctx, &what, &read.physical_id).await?,
+            physical_id: read.physical_id,
+            ..Default::default()
+        })
+    }
+
+    async fn get_attribute(
+        &self,
+        ctx: &PluginContext,
+        request: GetAttributeRequest,
+    ) -> Result<GetAttributeResult, ProviderError> {
+        self.0.get_attribute(ctx, request).await
+    }
+
+    async fn invoke_other(
+        &self,
+        ctx: &PluginContext,
+        operation: &str,
+        request: Value,
+    ) -> Result<Value, ProviderError> {
+        self.0.invoke_other(ctx, operation, request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_service_is_the_type_names_second_part() {
+        assert_eq!(service("AWS::IAM::Role"), "IAM");
+        assert_eq!(service("Custom"), "Custom");
+    }
+}
