@@ -4,10 +4,10 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
-cargo build --release -p cdkd -p cdkd-provider-example-echo -p cdkd-provider-s3 -p cdkd-provider-iam -p cdkd-provider-lambda
+cargo build --release -p cdkd -p cdkd-provider-example-echo -p cdkd-test-faults -p cdkd-provider-s3 -p cdkd-provider-iam -p cdkd-provider-lambda
 cargo build --release -p cdkd-tests --bin plugin-bench --bin analysis-bench --bin lock-bench
 echo
-./target/release/plugin-bench target/release/libcdkd_provider_example_echo.so target/release/cdkd "${1:-20000}"
+./target/release/plugin-bench target/release/libcdkd_test_faults.so target/release/cdkd "${1:-20000}"
 for profile in debug release; do
   for lib in target/$profile/libcdkd_provider_*.so; do
     [ -f "$lib" ] && printf '%-8s %-50s %6.1f MB\n' "$profile" "$(basename "$lib")" "$(echo "$(stat -c %s "$lib") / 1000000" | bc -l)"

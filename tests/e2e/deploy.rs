@@ -402,7 +402,7 @@ fn a_custom_resource_is_refused_before_any_change_when_no_plugin_handles_it() {
     std::fs::write(
         &plugins,
         format!(
-            "inherit = false\n[[plugin]]\nname = \"example-echo\"\npath = \"{}\"\nversion = \"^1\"\n",
+            "inherit = false\n[[plugin]]\nname = \"example-echo\"\npath = \"{}\"\nversion = \"^2\"\n",
             cdkd_tests::plugin_library("cdkd_provider_example_echo").display()
         ),
     )

@@ -172,7 +172,7 @@ fn drift_is_found_reverted_and_accepted() {
 
 #[test]
 fn deleted_and_unreadable_resources_and_refresh_observed() {
-    // An `Acme::Echo::Fault` (example plugin) has no reader.
+    // An `Acme::Echo::Fault` (the test plugin) has no reader.
     let world = AppWorld::of("drift", STACK, "drift-gone", |t| {
         t["Resources"]["Opaque"] = json!({"Type": "Acme::Echo::Fault", "Properties": {}});
     });

@@ -38,7 +38,7 @@ fn resources_made_outside_cdkd_are_imported_and_a_deploy_changes_nothing() {
         resources["Role"]["Properties"]["RoleName"] = json!(format!("imp-role-{suffix}"));
         resources["Fn"]["Properties"]["FunctionName"] = json!(format!("imp-fn-{suffix}"));
         resources["Group"]["Properties"]["GroupName"] = json!(format!("imp-sg-{suffix}"));
-        // A type whose plugin has no importer (the example plugin's test double).
+        // A type whose plugin has no importer (the test plugin's `Fault`).
         resources["Opaque"] = json!({"Type": "Acme::Echo::Fault", "Properties": {}});
     });
     let id = |logical_id: &str| made[logical_id].as_str().unwrap().to_string();

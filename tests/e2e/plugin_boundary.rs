@@ -37,12 +37,12 @@ extern "C" fn test_host_call(name: RStr<'_>, _payload: RStr<'_>) -> FfiResult {
     }
 }
 
-/// The example plugin, loaded and initialised once for this process, without credentials so
+/// The test plugin, loaded and initialised once for this process, without credentials so
 /// that the plugin must ask the host for them.
 fn plugin() -> &'static PluginLibrary {
     static PLUGIN: OnceLock<PluginLibrary> = OnceLock::new();
     PLUGIN.get_or_init(|| {
-        let library = host::load(&plugin_library("cdkd_provider_example_echo")).expect("loads");
+        let library = host::load(&plugin_library("cdkd_test_faults")).expect("loads");
         let config = HostConfig {
             plugin_name: "echo-under-test".into(),
             region: "us-west-2".into(),
@@ -131,35 +131,29 @@ async fn dropping_a_call_aborts_the_plugin_task() {
 async fn the_plugin_asks_the_host_for_credentials_and_logs_through_it() {
     let plugin = plugin();
     let answer: Value = plugin
-        .invoke("host_context", "Acme::Echo::Thing", &json!({}))
+        .invoke("host_context", "Acme::Echo::Fault", &json!({}))
         .await
         .unwrap();
     assert_eq!(answer["accessKeyId"], "FROM-CALLBACK");
     assert_eq!(answer["region"], "us-west-2");
     assert!(CREDENTIAL_CALLS.load(Ordering::SeqCst) >= 1);
 
-    let dir = tempfile::tempdir().unwrap();
     let created = plugin
         .create(
-            "Acme::Echo::Thing",
+            "Acme::Echo::Fault",
             &CreateRequest {
                 logical_id: "Logged".into(),
-                stack_name: "Test".into(),
-                properties: serde_json::from_value(
-                    json!({"Directory": dir.path(), "Name": "logged-thing"}),
-                )
-                .unwrap(),
-                client_token: String::new(),
+                ..fault(json!({}))
             },
         )
         .await
         .unwrap();
-    assert_eq!(created.physical_id, "logged-thing");
+    assert_eq!(created.physical_id, "fault-Logged");
     let log = LOG.lock().unwrap().clone();
     assert!(
         log.iter()
             .any(|line| line.starts_with("Info echo-under-test")
-                && line.contains("created logged-thing")),
+                && line.contains("created fault-Logged")),
         "{log:#?}"
     );
 }
@@ -173,7 +167,7 @@ async fn unknown_types_and_operations_are_unsupported_errors() {
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::UNSUPPORTED);
     let err = plugin
-        .invoke::<Value, Value>("time_travel", "Acme::Echo::Thing", &json!({}))
+        .invoke::<Value, Value>("time_travel", "Acme::Echo::Fault", &json!({}))
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::UNSUPPORTED);

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cdkd_tests::{
-    build_plugin, cdkd, cdkd_with_env, fixture_plugin, plugin_library, snapshot, workspace_root,
-    write_plugins_file, PluginEntry,
+    build_plugin, cdkd, cdkd_with_env, fixture_plugin, plugin_library, snapshot, test_plugins_file,
+    workspace_root, write_plugins_file, PluginEntry,
 };
 use serde_json::{json, Value};
 
@@ -42,12 +42,9 @@ fn the_bundled_plugins_file_lists_every_bundled_plugin() {
     assert_eq!(list["hostProviderApiVersion"], cdkd_provider_api::VERSION);
     let echo = plugin(&list, "example-echo");
     assert_eq!(echo["status"], "loaded", "{echo:#}");
-    assert_eq!(echo["version"], "1.1.0");
+    assert_eq!(echo["version"], "2.0.0");
     assert_eq!(echo["providerApiVersion"], cdkd_provider_api::VERSION);
-    assert_eq!(
-        type_names(echo),
-        ["Acme::Echo::Fault", "Acme::Echo::Pair", "Acme::Echo::Thing"]
-    );
+    assert_eq!(type_names(echo), ["Acme::Echo::Pair", "Acme::Echo::Thing"]);
 
     let table = cdkd(None, &["providers", "list"]).success().stdout;
     let row = table
@@ -55,7 +52,7 @@ fn the_bundled_plugins_file_lists_every_bundled_plugin() {
         .find(|line| line.starts_with("example-echo"))
         .unwrap_or_else(|| panic!("no example-echo row:\n{table}"));
     for cell in [
-        "1.1.0",
+        "2.0.0",
         cdkd_provider_api::VERSION,
         "loaded",
         "Acme::Echo::Thing",
@@ -122,7 +119,7 @@ fn every_bad_plugin_is_refused_alone_with_a_one_line_reason() {
             PluginEntry {
                 name: "too-old",
                 path: &echo,
-                version: "^2",
+                version: "^3",
             },
             PluginEntry {
                 name: "truncated",
@@ -132,7 +129,7 @@ fn every_bad_plugin_is_refused_alone_with_a_one_line_reason() {
             PluginEntry {
                 name: "example-echo",
                 path: &echo,
-                version: "^1",
+                version: "^2",
             },
         ],
         "",
@@ -154,7 +151,7 @@ fn every_bad_plugin_is_refused_alone_with_a_one_line_reason() {
         ),
         (
             "too-old",
-            "version 1.1.0 does not meet the requirement ^2".to_string(),
+            "version 2.0.0 does not meet the requirement ^3".to_string(),
         ),
         ("truncated", "truncated or damaged".to_string()),
     ];
@@ -274,7 +271,7 @@ fn two_plugins_claiming_one_type_conflict_until_plugins_toml_picks_one() {
         dir.path(),
         "liblegacy.so",
     );
-    let echo = echo();
+    let (echo, faults) = (echo(), plugin_library("cdkd_test_faults"));
     let entries = [
         PluginEntry {
             name: "example-echo",
@@ -284,6 +281,11 @@ fn two_plugins_claiming_one_type_conflict_until_plugins_toml_picks_one() {
         PluginEntry {
             name: "legacy-echo",
             path: &legacy,
+            version: "*",
+        },
+        PluginEntry {
+            name: "test-faults",
+            path: &faults,
             version: "*",
         },
     ];
@@ -302,7 +304,7 @@ fn two_plugins_claiming_one_type_conflict_until_plugins_toml_picks_one() {
     assert_eq!(
         list["conflicts"],
         json!([
-            {"type": "Acme::Echo::Fault", "plugins": ["example-echo", "legacy-echo"]},
+            {"type": "Acme::Echo::Fault", "plugins": ["legacy-echo", "test-faults"]},
             {"type": "Acme::Echo::Thing", "plugins": ["example-echo", "legacy-echo"]},
         ])
     );
@@ -356,7 +358,7 @@ fn providers_show_routes_aws_types_to_cloud_control_and_refuses_unknown_ones() {
 #[test]
 fn a_panicking_plugin_is_an_error_and_the_host_exits_cleanly() {
     let run = cdkd(
-        None,
+        Some(&test_plugins_file()),
         &[
             "providers",
             "call",
@@ -380,7 +382,7 @@ fn a_panicking_plugin_is_an_error_and_the_host_exits_cleanly() {
 #[test]
 fn provider_errors_keep_their_kind_and_aws_code() {
     let run = cdkd(
-        None,
+        Some(&test_plugins_file()),
         &[
             "providers",
             "call",
@@ -402,7 +404,7 @@ fn provider_errors_keep_their_kind_and_aws_code() {
 fn a_host_timeout_cancels_the_plugin_call() {
     let started = std::time::Instant::now();
     let run = cdkd(
-        None,
+        Some(&test_plugins_file()),
         &[
             "providers",
             "call",
@@ -522,8 +524,8 @@ fn the_example_thing_lives_and_dies_through_the_host() {
 #[test]
 fn init_hands_the_plugin_region_endpoint_and_credentials() {
     let context = cdkd_with_env(
-        None,
-        &["providers", "call", "Acme::Echo::Thing", "host_context"],
+        Some(&test_plugins_file()),
+        &["providers", "call", "Acme::Echo::Fault", "host_context"],
         &[
             ("AWS_REGION", "eu-central-1"),
             ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
@@ -532,7 +534,7 @@ fn init_hands_the_plugin_region_endpoint_and_credentials() {
     )
     .success()
     .json();
-    assert_eq!(context["plugin"], "example-echo");
+    assert_eq!(context["plugin"], "test-faults");
     assert_eq!(context["region"], "eu-central-1");
     assert_eq!(context["endpointUrl"], "http://127.0.0.1:9");
     assert_eq!(context["accessKeyId"], "AKIDHOSTRESOLVED");
@@ -552,6 +554,11 @@ fn release_echo(dir: &Path, version: &str, greeting: &str) -> PathBuf {
     );
     let patched = source.replace(constant, &format!("const GREETING: &str = \"{greeting}\";"));
     std::fs::write(crate_dir.join("src/lib.rs"), patched).unwrap();
+    std::fs::copy(
+        root.join("providers/example-echo/src/pair.rs"),
+        crate_dir.join("src/pair.rs"),
+    )
+    .unwrap();
     let workspace_toml = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     let profiles = &workspace_toml[workspace_toml.find("[profile.dev]").expect("profiles")..];
     std::fs::write(

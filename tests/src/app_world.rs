@@ -89,15 +89,15 @@ impl AppWorld {
         world
     }
 
-    /// The `cdkd` command against the emulator with this world's state bucket, echo folder and
-    /// the bundled plugins (to spawn, kill or give more environment).
+    /// The `cdkd` command against the emulator with this world's state bucket, echo folder, the
+    /// bundled plugins and the test plugin (to spawn, kill or give more environment).
     pub fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(cdkd_binary());
         command
             .current_dir(workspace_root())
             .args(["--state-bucket", &self.bucket])
             .args(args)
-            .env_remove("CDKD_PLUGINS")
+            .env("CDKD_PLUGINS", crate::test_plugins_file())
             .env("CDKD_ECHO_DIR", self.echo.path());
         for (key, value) in Emulator::shared().env() {
             command.env(key, value);
@@ -105,7 +105,8 @@ impl AppWorld {
         command
     }
 
-    /// Runs cdkd against the emulator with this world's state bucket and the bundled plugins.
+    /// Runs cdkd against the emulator with this world's state bucket, the bundled plugins and the
+    /// test plugin.
     pub fn cdkd(&self, args: &[&str]) -> Run {
         self.cdkd_with_env(args, &[])
     }

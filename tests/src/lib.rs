@@ -167,6 +167,26 @@ pub fn write_plugins_file(dir: &Path, entries: &[PluginEntry<'_>], extra: &str) 
     path
 }
 
+/// A plugins file that layers the test plugin (`tests/fixtures/plugins/test-faults`, type
+/// `Acme::Echo::Fault`) over the bundled plugins, as a team's own plugin would be.
+pub fn test_plugins_file() -> PathBuf {
+    static FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    FILE.get_or_init(|| {
+        let library = plugin_library("cdkd_test_faults");
+        let path = target_dir().join("test-plugins.toml");
+        let text = format!(
+            "# Written by cdkd's test harness.\n[[plugin]]\nname = \"test-faults\"\npath = \"{}\"\nversion = \"^1\"\n",
+            library.display()
+        );
+        // Written beside, then renamed: test processes may race to write it.
+        let draft = target_dir().join(format!("test-plugins.toml.{}", std::process::id()));
+        std::fs::write(&draft, text).expect("write the test plugins file");
+        std::fs::rename(&draft, &path).expect("place the test plugins file");
+        path
+    })
+    .clone()
+}
+
 /// A finished `cdkd` run.
 pub struct Run {
     /// The exit code (`None` when killed by a signal: a crash).

@@ -1,18 +1,15 @@
 //! An example cdkd provider plugin, small enough to copy.
 //!
-//! It handles three private types:
+//! It handles two private types:
 //! - `Acme::Echo::Thing`: a "resource" kept as a JSON file in a local folder (`Directory`
 //!   property, else `$CDKD_ECHO_DIR`, else `<tmp>/cdkd-echo`), so creates and deletes can be
 //!   checked from outside; its `Greeting` attribute shows which plugin build answered.
 //! - `Acme::Echo::Pair`: a composite-id type (`<left>|<right>`) whose `Ref` is one segment
 //!   (see `pair.rs`).
-//! - `Acme::Echo::Fault`: a test double that panics, fails or stalls on demand, used by cdkd's
-//!   own tests of the plugin boundary and of the deploy engine's failure handling.
 //!
 //! Not for: anything in AWS. See docs/provider-authoring.md for how to build your own.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, GetAttributeRequest,
@@ -29,18 +26,14 @@ const GREETING: &str = "hello";
 
 /// The example resource type.
 pub const THING_TYPE: &str = "Acme::Echo::Thing";
-/// The fault-injection type.
-pub const FAULT_TYPE: &str = "Acme::Echo::Fault";
 
 /// `Acme::Echo::Thing`: one JSON file per resource.
 #[derive(Default)]
 pub struct EchoThing;
 
 cdkd_provider_api::register_provider!(EchoThing);
-#[cfg(feature = "composite")]
 cdkd_provider_api::register_provider!(pair::EchoPair);
 
-#[cfg(feature = "composite")]
 mod pair;
 
 fn store_dir(properties: &Map<String, Value>) -> PathBuf {
@@ -259,133 +252,6 @@ impl ResourceProvider for EchoThing {
                 .map(|props| attributes(&request.physical_id, &props))
                 .and_then(|mut attrs| attrs.remove(&request.attribute)),
         })
-    }
-
-    async fn invoke_other(
-        &self,
-        ctx: &PluginContext,
-        operation: &str,
-        _request: Value,
-    ) -> Result<Value, ProviderError> {
-        match operation {
-            // Shows what the host handed over in `init`; cdkd's tests use it.
-            "host_context" => {
-                let credentials = ctx.credentials().await?;
-                Ok(json!({
-                    "plugin": ctx.plugin_name(),
-                    "region": ctx.region(),
-                    "endpointUrl": ctx.endpoint_url(),
-                    "accessKeyId": credentials.access_key_id,
-                }))
-            }
-            other => Err(ProviderError::unsupported(format!(
-                "{THING_TYPE} does not implement the '{other}' operation"
-            ))),
-        }
-    }
-}
-
-/// `Acme::Echo::Fault`: misbehaves on demand. `SleepMs` stalls first, then `TouchFile` (a path)
-/// is written, so a test can tell whether a cancelled call kept running (a call dropped before
-/// writing it writes `<TouchFile>.dropped` instead, so the test knows when to look); then
-/// `Panic` panics with its message, or `FailWith` (an error kind name) fails.
-#[derive(Default)]
-pub struct EchoFault;
-
-/// Writes its file when dropped while still armed: the call was dropped before it finished.
-struct DropWitness(Option<String>);
-
-impl Drop for DropWitness {
-    fn drop(&mut self) {
-        if let Some(path) = self.0.take() {
-            let _ = std::fs::write(path, "dropped");
-        }
-    }
-}
-
-cdkd_provider_api::register_provider!(EchoFault);
-
-impl EchoFault {
-    async fn act(logical_id: &str, properties: &Map<String, Value>) -> Result<(), ProviderError> {
-        let touch = properties.get("TouchFile").and_then(Value::as_str);
-        let mut witness = DropWitness(touch.map(|path| format!("{path}.dropped")));
-        if let Some(ms) = properties.get("SleepMs").and_then(Value::as_u64) {
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-        }
-        if let Some(path) = touch {
-            // Written synchronously: once the sleep is over the call cannot be dropped between
-            // deciding to write and writing.
-            std::fs::write(path, logical_id).map_err(|err| {
-                ProviderError::other(format!(
-                    "{FAULT_TYPE} {logical_id}: cannot write {path}: {err}"
-                ))
-            })?;
-        }
-        witness.0 = None;
-        if let Some(message) = properties.get("Panic").and_then(Value::as_str) {
-            panic!("{FAULT_TYPE} {logical_id}: {message}");
-        }
-        if let Some(kind) = properties.get("FailWith").and_then(Value::as_str) {
-            let kind = ErrorKind::from_name(kind).unwrap_or(ErrorKind::OTHER);
-            return Err(ProviderError::new(
-                kind,
-                format!("{FAULT_TYPE} {logical_id}: failing as asked"),
-            )
-            .with_aws_code("InjectedFault"));
-        }
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl ResourceProvider for EchoFault {
-    fn schema(&self) -> ResourceTypeSchema {
-        ResourceTypeSchema {
-            type_name: FAULT_TYPE.into(),
-            handled_properties: vec![
-                "Panic".into(),
-                "FailWith".into(),
-                "SleepMs".into(),
-                "TouchFile".into(),
-            ],
-            ..ResourceTypeSchema::default()
-        }
-    }
-
-    async fn create(
-        &self,
-        _ctx: &PluginContext,
-        request: CreateRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        Self::act(&request.logical_id, &request.properties).await?;
-        Ok(CreateResult {
-            physical_id: format!("fault-{}", request.logical_id),
-            attributes: Map::new(),
-            ..Default::default()
-        })
-    }
-
-    async fn update(
-        &self,
-        _ctx: &PluginContext,
-        request: UpdateRequest,
-    ) -> Result<UpdateResult, ProviderError> {
-        Self::act(&request.logical_id, &request.properties).await?;
-        Ok(UpdateResult {
-            physical_id: request.physical_id,
-            replaced: false,
-            attributes: Map::new(),
-            ..Default::default()
-        })
-    }
-
-    async fn delete(
-        &self,
-        _ctx: &PluginContext,
-        request: DeleteRequest,
-    ) -> Result<DeleteResult, ProviderError> {
-        Self::act(&request.logical_id, &request.properties).await?;
-        Ok(DeleteResult::Deleted)
     }
 }
 
