@@ -7,53 +7,90 @@
 //! out on a bounded schedule ([`until_released`]), saying what they wait for.
 
 mod composite;
-mod gateways;
+mod eip;
+mod internet_gateway;
 mod lookups;
+mod nat_gateway;
 mod network_acl;
-mod routes;
+mod network_acl_entry;
+mod route;
+mod route_table;
 mod rules;
 mod security_group;
+mod security_group_egress;
+mod security_group_ingress;
+mod subnet;
+mod subnet_network_acl_association;
+mod subnet_route_table_association;
 mod volume;
 mod vpc;
+mod vpc_gateway_attachment;
 
 cdkd_provider_api::export_plugin!(description: "AWS::EC2 networking: VPC, Subnet, InternetGateway, VPCGatewayAttachment, RouteTable, Route, SubnetRouteTableAssociation, NatGateway, EIP, SecurityGroup(+Ingress/Egress), NetworkAcl(+Entry, SubnetNetworkAclAssociation); final snapshots of Volume (provisioned through Cloud Control)");
 
-cdkd_provider_api::register_provider!(vpc::Vpc);
-cdkd_provider_api::register_provider!(vpc::Subnet);
-cdkd_provider_api::register_provider!(gateways::InternetGateway);
-cdkd_provider_api::register_provider!(gateways::GatewayAttachment);
-cdkd_provider_api::register_provider!(gateways::NatGateway);
-cdkd_provider_api::register_provider!(gateways::Eip);
-cdkd_provider_api::register_provider!(routes::RouteTable);
-cdkd_provider_api::register_provider!(routes::Route);
-cdkd_provider_api::register_provider!(routes::SubnetRouteTableAssociation);
-cdkd_provider_api::register_provider!(security_group::SecurityGroup);
-cdkd_provider_api::register_provider!(security_group::Ingress);
-cdkd_provider_api::register_provider!(security_group::Egress);
-cdkd_provider_api::register_provider!(network_acl::NetworkAcl);
-cdkd_provider_api::register_provider!(network_acl::Entry);
-cdkd_provider_api::register_provider!(network_acl::SubnetAssociation);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<vpc::Vpc>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<subnet::Subnet>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<internet_gateway::InternetGateway>);
+cdkd_provider_api::register_provider!(
+    cdkd_aws_common::Reads<vpc_gateway_attachment::VpcGatewayAttachment>
+);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<nat_gateway::NatGateway>);
+cdkd_provider_api::register_provider!(eip::Eip);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<route_table::RouteTable>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<route::Route>);
+cdkd_provider_api::register_provider!(
+    cdkd_aws_common::Reads<subnet_route_table_association::SubnetRouteTableAssociation>
+);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<security_group::SecurityGroup>);
+cdkd_provider_api::register_provider!(security_group_ingress::SecurityGroupIngress);
+cdkd_provider_api::register_provider!(
+    cdkd_aws_common::Reads<security_group_egress::SecurityGroupEgress>
+);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<network_acl::NetworkAcl>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<network_acl_entry::NetworkAclEntry>);
+cdkd_provider_api::register_provider!(
+    cdkd_aws_common::Reads<subnet_network_acl_association::SubnetNetworkAclAssociation>
+);
 cdkd_provider_api::register_provider!(volume::Volume);
 
 use std::future::Future;
 use std::time::Duration;
 
-use std::time::Instant;
+use tokio::time::Instant;
 
-use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
+use aws_sdk_ec2::types::{AttributeBooleanValue, Filter, ResourceType, Tag, TagSpecification};
 use cdkd_aws_common::aws_error;
-use cdkd_provider_api::protocol::{
-    DeleteResult, ImportRequest, ReadCurrentStateRequest, UpdateRequest, UpdateResult,
-};
-use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::protocol::{CreateResult, DeleteResult, UpdateRequest, UpdateResult};
+use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 use serde_json::{json, Map, Value};
+
+/// The EC2 client configuration for the host's endpoint and credentials.
+async fn config(ctx: &PluginContext) -> Result<aws_sdk_ec2::config::Builder, ProviderError> {
+    Ok(
+        aws_sdk_ec2::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
+            .retry_partition(cdkd_aws_common::retry_partition("cdkd-ec2")),
+    )
+}
 
 /// An EC2 client for the host's endpoint and credentials.
 pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_ec2::Client, ProviderError> {
-    let config = aws_sdk_ec2::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
-        .retry_partition(cdkd_aws_common::retry_partition("cdkd-ec2"))
-        .build();
-    Ok(aws_sdk_ec2::Client::from_conf(config))
+    Ok(aws_sdk_ec2::Client::from_conf(config(ctx).await?.build()))
+}
+
+/// An EC2 client for the host's endpoint and credentials in `region`.
+pub(crate) async fn regional_client(
+    ctx: &PluginContext,
+    region: &str,
+) -> Result<aws_sdk_ec2::Client, ProviderError> {
+    let config = config(ctx)
+        .await?
+        .region(aws_sdk_ec2::config::Region::new(region.to_string()));
+    Ok(aws_sdk_ec2::Client::from_conf(config.build()))
+}
+
+/// A boolean as EC2's attribute value (`ModifyVpcAttribute`, `ModifySubnetAttribute`).
+pub(crate) fn boolean(value: bool) -> AttributeBooleanValue {
+    AttributeBooleanValue::builder().value(value).build()
 }
 
 /// `Tags: [{Key, Value}]` of a template.
@@ -143,12 +180,24 @@ pub(crate) fn id_attribute(key: &str, id: &str) -> Map<String, Value> {
     attributes
 }
 
-/// The update of a type whose properties are all create-only: nothing changes in place.
-pub(crate) fn unchanged(request: UpdateRequest, attributes: Map<String, Value>) -> UpdateResult {
+/// The result of an update made in place: same physical id, not replaced (a type whose
+/// properties are all create-only changes nothing).
+pub(crate) fn in_place(request: UpdateRequest, attributes: Map<String, Value>) -> UpdateResult {
     UpdateResult {
         physical_id: request.physical_id,
         replaced: false,
         attributes,
+        ..Default::default()
+    }
+}
+
+/// The result of an update that re-created the resource under a new physical id without a
+/// replacement (a security group rule revoked and authorized again).
+pub(crate) fn recreated(created: CreateResult) -> UpdateResult {
+    UpdateResult {
+        physical_id: created.physical_id,
+        replaced: false,
+        attributes: created.attributes,
         ..Default::default()
     }
 }
@@ -169,7 +218,7 @@ pub(crate) async fn retag_only(
         &request.properties,
     )
     .await?;
-    Ok(unchanged(request, attributes))
+    Ok(in_place(request, attributes))
 }
 
 /// A delete that waits out EC2's "still in use" answers; a resource already gone is deleted.
@@ -185,28 +234,6 @@ where
     cdkd_aws_common::deleted_unless_failed(
         until_released(what, waiting_for, DEPENDENCY_BUDGET, op).await,
     )
-}
-
-/// What an import of a type without a describe call of its own checks first: the resource
-/// reads back (its properties), or it does not exist.
-pub(crate) async fn read_existing(
-    provider: &impl ResourceProvider,
-    ctx: &PluginContext,
-    request: &ImportRequest,
-    what: &str,
-) -> Result<Map<String, Value>, ProviderError> {
-    provider
-        .read_current_state(
-            ctx,
-            ReadCurrentStateRequest {
-                logical_id: request.logical_id.clone(),
-                physical_id: request.physical_id.clone(),
-                properties: request.properties.clone(),
-            },
-        )
-        .await?
-        .properties
-        .ok_or_else(|| does_not_exist(what, &request.physical_id))
 }
 
 /// The error of a read or import whose EC2 resource does not exist.
@@ -227,14 +254,6 @@ pub(crate) fn what(type_name: &str, logical_id: &str) -> String {
 /// A string attribute or property value.
 pub(crate) fn some_str(value: Option<&str>) -> Option<Value> {
     value.map(|v| Value::String(v.to_string()))
-}
-
-/// The AWS error code an error carries.
-pub(crate) fn aws_code(err: &ProviderError) -> Option<&str> {
-    match &err.aws_code {
-        abi_stable::std_types::ROption::RSome(code) => Some(code.as_str()),
-        abi_stable::std_types::ROption::RNone => None,
-    }
 }
 
 /// How long a delete waits for EC2 to release what still depends on the resource, and how
@@ -282,7 +301,9 @@ where
     loop {
         match op().await {
             Err(err)
-                if aws_code(&err).is_some_and(|code| IN_USE_CODES.contains(&code))
+                if err
+                    .aws_code()
+                    .is_some_and(|code| IN_USE_CODES.contains(&code))
                     && started.elapsed() + pause < patience.budget =>
             {
                 tracing::info!(
@@ -293,8 +314,12 @@ where
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(patience.longest);
             }
-            Err(err) if aws_code(&err).is_some_and(|code| IN_USE_CODES.contains(&code)) => {
-                let code = aws_code(&err).unwrap_or_default().to_string();
+            Err(err)
+                if err
+                    .aws_code()
+                    .is_some_and(|code| IN_USE_CODES.contains(&code)) =>
+            {
+                let code = err.aws_code().unwrap_or_default().to_string();
                 return Err(ProviderError::new(
                     ErrorKind::CONFLICT,
                     format!(
@@ -320,16 +345,13 @@ mod tests {
             .with_aws_code("DependencyViolation")
     }
 
-    const QUICK: Patience = Patience {
-        budget: Duration::from_millis(40),
-        first: Duration::from_millis(1),
-        longest: Duration::from_millis(4),
-    };
-
-    #[tokio::test]
+    // Paused clock: the sleeps advance virtual time at once, so the real schedule is tested
+    // without waiting it out, on any machine.
+    #[tokio::test(start_paused = true)]
     async fn a_delete_waits_until_the_dependency_is_gone() {
         let calls = AtomicUsize::new(0);
-        let result = until_released("AWS::EC2::Subnet S", "ENIs", QUICK, || async {
+        let started = Instant::now();
+        let result = until_released("AWS::EC2::Subnet S", "ENIs", DEPENDENCY_BUDGET, || async {
             match calls.fetch_add(1, Ordering::SeqCst) {
                 0 | 1 => Err(in_use()),
                 _ => Ok("gone"),
@@ -338,15 +360,22 @@ mod tests {
         .await;
         assert_eq!(result.unwrap(), "gone");
         assert_eq!(calls.load(Ordering::SeqCst), 3);
+        // Two pauses: the first, then twice as long.
+        let waited = started.elapsed();
+        assert!(
+            waited >= DEPENDENCY_BUDGET.first * 3 && waited < DEPENDENCY_BUDGET.first * 4,
+            "{waited:?}"
+        );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_delete_gives_up_after_its_budget_naming_what_it_waited_for() {
         let calls = AtomicUsize::new(0);
+        let started = Instant::now();
         let err = until_released::<(), _, _>(
             "AWS::EC2::Subnet S",
             "the subnet's network interfaces",
-            QUICK,
+            DEPENDENCY_BUDGET,
             || async {
                 calls.fetch_add(1, Ordering::SeqCst);
                 Err(in_use())
@@ -355,9 +384,15 @@ mod tests {
         .await
         .unwrap_err();
         assert_eq!(err.kind, ErrorKind::CONFLICT);
+        assert_eq!(err.aws_code(), Some("DependencyViolation"));
+        // Pauses of 0.5, 1, 2, 4 and 8 s, then 10 s each while the next one still fits in
+        // the 300 s budget: 33 pauses (295.5 s), 34 calls.
+        assert_eq!(calls.load(Ordering::SeqCst), 34);
+        let waited = started.elapsed();
         assert!(
-            calls.load(Ordering::SeqCst) > 2,
-            "it gave up without retrying"
+            waited >= DEPENDENCY_BUDGET.budget - DEPENDENCY_BUDGET.longest
+                && waited < DEPENDENCY_BUDGET.budget,
+            "gave up after {waited:?}"
         );
         assert!(
             err.message

@@ -17,13 +17,8 @@ pub async fn answer(
     let region = props
         .get("region")
         .and_then(Value::as_str)
-        .unwrap_or(ctx.region())
-        .to_string();
-    let config = aws_sdk_ec2::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
-        .region(aws_sdk_ec2::config::Region::new(region))
-        .retry_partition(cdkd_aws_common::retry_partition("cdkd-ec2"))
-        .build();
-    let ec2 = aws_sdk_ec2::Client::from_conf(config);
+        .unwrap_or(ctx.region());
+    let ec2 = crate::regional_client(ctx, region).await?;
     match request.provider.as_str() {
         "vpc-provider" => vpc(&ec2, props).await,
         "security-group" => security_group(&ec2, props).await,

@@ -1,5 +1,6 @@
 //! Security group rules between template shape (`{IpProtocol, FromPort, ToPort, CidrIp, ...}`)
-//! and EC2's shapes (`IpPermission` to authorize/revoke, `SecurityGroupRule` when read back).
+//! and EC2's shapes (`IpPermission` to authorize/revoke, `SecurityGroupRule` when read back),
+//! and what the standalone rule types share (the rule ids AWS mints, the `Id` attribute).
 
 use aws_sdk_ec2::types::{
     IpPermission, IpRange, Ipv6Range, PrefixListId, SecurityGroupRule, UserIdGroupPair,
@@ -232,6 +233,24 @@ pub(crate) fn matches(
             .all(|(key, value)| read.get(key) == Some(value))
 }
 
+/// The rule ids an authorize call minted.
+pub(crate) fn minted(rules: &[SecurityGroupRule]) -> Vec<String> {
+    rules
+        .iter()
+        .filter_map(|r| r.security_group_rule_id().map(ToString::to_string))
+        .collect()
+}
+
+/// The `Id` attribute: the rule id when AWS minted exactly one (a rule with several sources
+/// gets none on purpose: no single id names the resource).
+pub(crate) fn rule_id_attribute(ids: &[String]) -> Map<String, Value> {
+    let mut attributes = Map::new();
+    if let [id] = ids {
+        attributes.insert("Id".into(), json!(id));
+    }
+    attributes
+}
+
 /// Rules of a described group in template shape: one template rule per source.
 pub(crate) fn template_rules(permissions: &[IpPermission], direction: Direction) -> Vec<Value> {
     let peer = direction.peer();
@@ -360,6 +379,15 @@ mod tests {
             ),
             2
         );
+    }
+
+    #[test]
+    fn only_a_single_minted_rule_becomes_the_id() {
+        assert_eq!(
+            Value::Object(rule_id_attribute(&["sgr-1".into()])),
+            json!({"Id": "sgr-1"})
+        );
+        assert!(rule_id_attribute(&["sgr-1".into(), "sgr-2".into()]).is_empty());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
-use cdkd_aws_common::aws_error;
+use cdkd_aws_common::{aws_error, TypeSchema};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, FinalSnapshotRequest,
     FinalSnapshotResult, ResourceTypeSchema, UpdateRequest, UpdateResult,
@@ -12,7 +12,7 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::Value;
 
-use crate::filter;
+use crate::{filter, regional_client};
 
 const VOLUME: &str = "AWS::EC2::Volume";
 
@@ -32,11 +32,9 @@ fn not_provisioned() -> ProviderError {
 #[cdkd_provider_api::async_trait]
 impl ResourceProvider for Volume {
     fn schema(&self) -> ResourceTypeSchema {
-        ResourceTypeSchema {
-            type_name: VOLUME.into(),
-            operations: vec![operation::FINAL_SNAPSHOT.into()],
-            ..ResourceTypeSchema::default()
-        }
+        TypeSchema::builder(VOLUME)
+            .operations(&[operation::FINAL_SNAPSHOT])
+            .build()
     }
 
     async fn create(
@@ -87,11 +85,7 @@ async fn final_snapshot(
     ctx: &PluginContext,
     request: &FinalSnapshotRequest,
 ) -> Result<FinalSnapshotResult, ProviderError> {
-    let config = aws_sdk_ec2::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
-        .region(aws_sdk_ec2::config::Region::new(request.region.clone()))
-        .retry_partition(cdkd_aws_common::retry_partition("cdkd-ec2"))
-        .build();
-    let ec2 = aws_sdk_ec2::Client::from_conf(config);
+    let ec2 = regional_client(ctx, &request.region).await?;
     let volume = &request.physical_id;
     let what = format!("{} ({VOLUME} {volume})", request.logical_id);
     let name = &request.snapshot_id;

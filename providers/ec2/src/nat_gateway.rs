@@ -1,0 +1,226 @@
+//! `AWS::EC2::NatGateway`: physical id (and `Ref`) is the AWS id.
+
+use std::time::Duration;
+
+use std::time::Instant;
+
+use aws_sdk_ec2::types::{ConnectivityType, NatGatewayState, ResourceType};
+use cdkd_aws_common::{aws_error, optional, put, require_str, text};
+use cdkd_aws_common::{Readable, TypeSchema};
+use cdkd_provider_api::protocol::{
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
+};
+use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use serde_json::{Map, Value};
+
+use crate::{
+    client, does_not_exist, id_attribute, retag_only, some_str, tag_spec, tags_value, what,
+};
+
+const NAT: &str = "AWS::EC2::NatGateway";
+
+/// `AWS::EC2::NatGateway`: the create waits until the gateway is available and the delete
+/// until it is gone, because its EIP and subnet cannot be released before.
+#[derive(Default)]
+pub struct NatGateway;
+
+/// How long a NAT gateway may take to become available or to go (AWS: a few minutes).
+const NAT_BUDGET: Duration = Duration::from_secs(900);
+
+async fn describe_nat(
+    ec2: &aws_sdk_ec2::Client,
+    what: &str,
+    id: &str,
+) -> Result<Option<aws_sdk_ec2::types::NatGateway>, ProviderError> {
+    Ok(optional(
+        what,
+        ec2.describe_nat_gateways().nat_gateway_ids(id).send().await,
+    )?
+    .and_then(|out| out.nat_gateways().first().cloned()))
+}
+
+/// Polls until the gateway reaches `goal` (deleted: also when it is no longer listed).
+async fn wait_for_nat(
+    ec2: &aws_sdk_ec2::Client,
+    what: &str,
+    id: &str,
+    goal: NatGatewayState,
+) -> Result<(), ProviderError> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(250);
+    loop {
+        let gateway = describe_nat(ec2, what, id).await?;
+        let state = gateway.as_ref().and_then(|g| g.state().cloned());
+        match state {
+            None if goal == NatGatewayState::Deleted => return Ok(()),
+            Some(state) if state == goal => return Ok(()),
+            Some(NatGatewayState::Failed) => {
+                let gateway = gateway.as_ref();
+                return Err(ProviderError::new(
+                    ErrorKind::OTHER,
+                    format!(
+                        "{what}: NAT gateway {id} failed: {} ({})",
+                        gateway
+                            .and_then(|g| g.failure_message())
+                            .unwrap_or("no message"),
+                        gateway.and_then(|g| g.failure_code()).unwrap_or("no code")
+                    ),
+                ));
+            }
+            _ if started.elapsed() > NAT_BUDGET => {
+                return Err(ProviderError::new(
+                    ErrorKind::TIMEOUT,
+                    format!(
+                        "{what}: NAT gateway {id} did not become {} within {:?}",
+                        goal.as_str(),
+                        NAT_BUDGET
+                    ),
+                ))
+            }
+            _ => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Readable for NatGateway {
+    /// A gateway being deleted, or deleted and still listed, no longer exists.
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let ec2 = client(ctx).await?;
+        let gateway = describe_nat(&ec2, what, &request.physical_id)
+            .await?
+            .filter(|g| {
+                !matches!(
+                    g.state(),
+                    Some(NatGatewayState::Deleted | NatGatewayState::Deleting)
+                )
+            });
+        Ok(gateway.map(|g| {
+            let mut props = Map::new();
+            put(&mut props, "SubnetId", some_str(g.subnet_id()));
+            put(
+                &mut props,
+                "AllocationId",
+                some_str(
+                    g.nat_gateway_addresses()
+                        .first()
+                        .and_then(|a| a.allocation_id()),
+                ),
+            );
+            put(
+                &mut props,
+                "ConnectivityType",
+                some_str(g.connectivity_type().map(|c| c.as_str())),
+            );
+            put(&mut props, "Tags", tags_value(g.tags()));
+            props
+        }))
+    }
+
+    async fn attributes(
+        &self,
+        _ctx: &PluginContext,
+        _what: &str,
+        physical_id: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
+        Ok(id_attribute("NatGatewayId", physical_id))
+    }
+}
+
+#[async_trait]
+impl ResourceProvider for NatGateway {
+    fn schema(&self) -> ResourceTypeSchema {
+        TypeSchema::builder(NAT)
+            .handles(&[
+                "SubnetId",
+                "AllocationId",
+                "ConnectivityType",
+                "PrivateIpAddress",
+                "Tags",
+            ])
+            .create_only(&[
+                "SubnetId",
+                "AllocationId",
+                "ConnectivityType",
+                "PrivateIpAddress",
+            ])
+            .read_and_import()
+            .build()
+    }
+
+    async fn create(
+        &self,
+        ctx: &PluginContext,
+        request: CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = what(NAT, &request.logical_id);
+        let props = &request.properties;
+        let subnet = require_str(props, "SubnetId", &what)?;
+        let ec2 = client(ctx).await?;
+        let created = ec2
+            .create_nat_gateway()
+            .subnet_id(subnet)
+            .set_allocation_id(text(props.get("AllocationId")))
+            .set_connectivity_type(
+                text(props.get("ConnectivityType")).map(|c| ConnectivityType::from(c.as_str())),
+            )
+            .set_private_ip_address(text(props.get("PrivateIpAddress")))
+            .set_tag_specifications(tag_spec(ResourceType::Natgateway, props).map(|t| vec![t]))
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: creating in {subnet}"), e))?;
+        let id = created
+            .nat_gateway()
+            .and_then(|g| g.nat_gateway_id())
+            .ok_or_else(|| does_not_exist(&what, "the new NAT gateway"))?
+            .to_string();
+        wait_for_nat(&ec2, &what, &id, NatGatewayState::Available).await?;
+        Ok(CreateResult {
+            attributes: id_attribute("NatGatewayId", &id),
+            physical_id: id,
+            ..Default::default()
+        })
+    }
+
+    async fn update(
+        &self,
+        ctx: &PluginContext,
+        request: UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        let attributes = id_attribute("NatGatewayId", &request.physical_id);
+        retag_only(ctx, &what(NAT, &request.logical_id), request, attributes).await
+    }
+
+    async fn delete(
+        &self,
+        ctx: &PluginContext,
+        request: DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        let what = what(NAT, &request.logical_id);
+        let ec2 = client(ctx).await?;
+        let id = &request.physical_id;
+        let deleted = ec2
+            .delete_nat_gateway()
+            .nat_gateway_id(id)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e));
+        match deleted {
+            Err(err) if err.kind == ErrorKind::NOT_FOUND => return Ok(DeleteResult::Deleted),
+            Err(err) => return Err(err),
+            Ok(()) => {}
+        }
+        wait_for_nat(&ec2, &what, id, NatGatewayState::Deleted).await?;
+        Ok(DeleteResult::Deleted)
+    }
+}

@@ -1,0 +1,178 @@
+//! `AWS::EC2::SubnetNetworkAclAssociation`: physical id is the association id. A subnet always
+//! has an ACL: associating replaces the subnet's current association, and deleting one hands
+//! the subnet back to its VPC's default ACL, as CloudFormation does.
+
+use cdkd_aws_common::{aws_error, optional, put, require_str};
+use cdkd_aws_common::{Readable, TypeSchema};
+use cdkd_provider_api::protocol::{
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
+};
+use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use serde_json::{json, Map, Value};
+
+use crate::{client, does_not_exist, filter, id_attribute, in_place, some_str, what};
+
+const ASSOCIATION: &str = "AWS::EC2::SubnetNetworkAclAssociation";
+
+/// `AWS::EC2::SubnetNetworkAclAssociation`.
+#[derive(Default)]
+pub struct SubnetNetworkAclAssociation;
+
+async fn describe_acls(
+    ec2: &aws_sdk_ec2::Client,
+    what: &str,
+    filters: &[(&str, &str)],
+) -> Result<Vec<aws_sdk_ec2::types::NetworkAcl>, ProviderError> {
+    let mut call = ec2.describe_network_acls();
+    for (name, value) in filters {
+        call = call.filters(filter(name, value));
+    }
+    Ok(optional(what, call.send().await)?
+        .map(|out| out.network_acls().to_vec())
+        .unwrap_or_default())
+}
+
+/// The ACL holding association `id`, with the association's subnet.
+async fn find_association(
+    ec2: &aws_sdk_ec2::Client,
+    what: &str,
+    id: &str,
+) -> Result<Option<(aws_sdk_ec2::types::NetworkAcl, String)>, ProviderError> {
+    let acls = describe_acls(ec2, what, &[("association.association-id", id)]).await?;
+    Ok(acls.into_iter().find_map(|acl| {
+        let subnet = acl
+            .associations()
+            .iter()
+            .find(|a| a.network_acl_association_id() == Some(id))?
+            .subnet_id()?
+            .to_string();
+        Some((acl, subnet))
+    }))
+}
+
+/// Moves `subnet`'s association (`association`) to `acl`; returns the new association id.
+async fn reassociate(
+    ec2: &aws_sdk_ec2::Client,
+    what: &str,
+    association: &str,
+    acl: &str,
+) -> Result<String, ProviderError> {
+    let out = ec2
+        .replace_network_acl_association()
+        .association_id(association)
+        .network_acl_id(acl)
+        .send()
+        .await
+        .map_err(|e| aws_error(&format!("{what}: associating with {acl}"), e))?;
+    out.new_association_id()
+        .map(ToString::to_string)
+        .ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::OTHER,
+                format!("{what}: EC2 returned no association id"),
+            )
+        })
+}
+
+#[async_trait]
+impl Readable for SubnetNetworkAclAssociation {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let ec2 = client(ctx).await?;
+        Ok(find_association(&ec2, what, &request.physical_id)
+            .await?
+            .map(|(acl, subnet)| {
+                let mut props = Map::new();
+                put(&mut props, "NetworkAclId", some_str(acl.network_acl_id()));
+                props.insert("SubnetId".into(), json!(subnet));
+                props
+            }))
+    }
+
+    async fn attributes(
+        &self,
+        _ctx: &PluginContext,
+        _what: &str,
+        physical_id: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
+        Ok(id_attribute("AssociationId", physical_id))
+    }
+}
+
+#[async_trait]
+impl ResourceProvider for SubnetNetworkAclAssociation {
+    fn schema(&self) -> ResourceTypeSchema {
+        TypeSchema::builder(ASSOCIATION)
+            .handles(&["NetworkAclId", "SubnetId"])
+            .all_create_only()
+            .read_and_import()
+            .build()
+    }
+
+    async fn create(
+        &self,
+        ctx: &PluginContext,
+        request: CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = what(ASSOCIATION, &request.logical_id);
+        let acl = require_str(&request.properties, "NetworkAclId", &what)?;
+        let subnet = require_str(&request.properties, "SubnetId", &what)?;
+        let ec2 = client(ctx).await?;
+        let current = describe_acls(&ec2, &what, &[("association.subnet-id", subnet)])
+            .await?
+            .iter()
+            .flat_map(|a| a.associations())
+            .find(|a| a.subnet_id() == Some(subnet))
+            .and_then(|a| a.network_acl_association_id().map(ToString::to_string))
+            .ok_or_else(|| {
+                does_not_exist(&what, &format!("the network ACL association of {subnet}"))
+            })?;
+        let id = reassociate(&ec2, &what, &current, acl).await?;
+        Ok(CreateResult {
+            attributes: id_attribute("AssociationId", &id),
+            physical_id: id,
+            ..Default::default()
+        })
+    }
+
+    /// Both properties are create-only: there is nothing to change in place.
+    async fn update(
+        &self,
+        _ctx: &PluginContext,
+        request: UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        let attributes = id_attribute("AssociationId", &request.physical_id);
+        Ok(in_place(request, attributes))
+    }
+
+    /// Hands the subnet back to its VPC's default ACL.
+    async fn delete(
+        &self,
+        ctx: &PluginContext,
+        request: DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        let what = what(ASSOCIATION, &request.logical_id);
+        let ec2 = client(ctx).await?;
+        let id = &request.physical_id;
+        let Some((acl, _subnet)) = find_association(&ec2, &what, id).await? else {
+            return Ok(DeleteResult::Deleted);
+        };
+        if acl.is_default() == Some(true) {
+            return Ok(DeleteResult::Deleted);
+        }
+        let vpc = acl.vpc_id().unwrap_or_default();
+        let default = describe_acls(&ec2, &what, &[("vpc-id", vpc), ("default", "true")])
+            .await?
+            .first()
+            .and_then(|a| a.network_acl_id().map(ToString::to_string))
+            .ok_or_else(|| does_not_exist(&what, &format!("the default network ACL of {vpc}")))?;
+        cdkd_aws_common::deleted_unless_failed(
+            reassociate(&ec2, &what, id, &default).await.map(|_| ()),
+        )
+    }
+}
