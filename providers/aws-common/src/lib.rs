@@ -404,6 +404,33 @@ pub fn require_str<'a>(
         })
 }
 
+/// A template string, only a string (unlike [`text`], a number or boolean is not taken).
+pub fn string(value: Option<&serde_json::Value>) -> Option<String> {
+    value?.as_str().map(ToString::to_string)
+}
+
+/// The name a create gives its resource: the template's `property` when it is a string, else
+/// a generated one (see [`physical_name`]).
+pub fn given_or_generated_name(
+    request: &CreateRequest,
+    property: &str,
+    max: usize,
+    lowercase: bool,
+) -> String {
+    string(request.properties.get(property))
+        .unwrap_or_else(|| physical_name(request, max, lowercase))
+}
+
+/// A template's `Tags: [{Key, Value}]` as key/value pairs in template order, a tag whose key or
+/// value is not a string left out; `None` when there is no tag list.
+pub fn tag_pairs(value: Option<&serde_json::Value>) -> Option<Vec<(String, String)>> {
+    value?.as_array().map(|tags| {
+        tags.iter()
+            .filter_map(|t| Some((string(t.get("Key"))?, string(t.get("Value"))?)))
+            .collect()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,18 +1,15 @@
 //! `AWS::IAM::AccessKey`.
 
-use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, require_str};
+use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
 use crate::{client, read};
-
-use crate::principal::missing;
 
 /// `AWS::IAM::AccessKey`: physical id (and `Ref`) = the access key id; the secret is the
 /// `SecretAccessKey` attribute only, where CloudFormation exposes it, and is never logged.
@@ -20,6 +17,32 @@ use crate::principal::missing;
 pub struct AccessKey;
 
 const ACCESS_KEY: &str = "AWS::IAM::AccessKey";
+
+#[async_trait]
+impl Readable for AccessKey {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let user = require_str(&request.properties, "UserName", what)?;
+        let iam = client(ctx).await?;
+        read::access_key(&iam, what, &request.physical_id, user).await
+    }
+
+    /// IAM returns a secret only when the key is created, so an adopted key has no
+    /// `SecretAccessKey` attribute (a `Fn::GetAtt` on it fails rather than serving nothing).
+    async fn attributes(
+        &self,
+        _ctx: &PluginContext,
+        what: &str,
+        _physical_id: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
+        tracing::warn!("{what}: an imported access key has no SecretAccessKey attribute; IAM returns the secret only at creation");
+        Ok(Map::new())
+    }
+}
 
 #[async_trait]
 impl ResourceProvider for AccessKey {
@@ -30,45 +53,6 @@ impl ResourceProvider for AccessKey {
             .read_and_import()
             .sensitive(&["SecretAccessKey"])
             .build()
-    }
-
-    async fn read_current_state(
-        &self,
-        ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        let what = format!("{ACCESS_KEY} {}", request.logical_id);
-        let user = require_str(&request.properties, "UserName", &what)?;
-        let iam = client(ctx).await?;
-        Ok(ReadCurrentStateResult {
-            properties: read::access_key(&iam, &what, &request.physical_id, user).await?,
-        })
-    }
-
-    /// IAM returns a secret only when the key is created, so an adopted key has no
-    /// `SecretAccessKey` attribute (a `Fn::GetAtt` on it fails rather than serving nothing).
-    async fn import(
-        &self,
-        ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let what = format!("{ACCESS_KEY} {}", request.logical_id);
-        let user = require_str(&request.properties, "UserName", &what)?;
-        let iam = client(ctx).await?;
-        read::access_key(&iam, &what, &request.physical_id, user)
-            .await?
-            .ok_or_else(|| {
-                missing(
-                    &what,
-                    &format!("access key {} of {user}", request.physical_id),
-                )
-            })?;
-        tracing::warn!("{what}: an imported access key has no SecretAccessKey attribute; IAM returns the secret only at creation");
-        Ok(CreateResult {
-            physical_id: request.physical_id,
-            attributes: Map::new(),
-            ..Default::default()
-        })
     }
 
     async fn create(

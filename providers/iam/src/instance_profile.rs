@@ -1,24 +1,51 @@
 //! `AWS::IAM::InstanceProfile`.
 
-use cdkd_aws_common::TypeSchema;
-use cdkd_aws_common::{aws_error, physical_name};
+use cdkd_aws_common::{aws_error, given_or_generated_name, string};
+use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
-use crate::{changes, client, names, read};
-
-use crate::principal::missing;
+use crate::{arn_attribute, changes, client, names, read};
 
 /// `AWS::IAM::InstanceProfile`: physical id = name; attribute `Arn`.
 #[derive(Default)]
 pub struct InstanceProfile;
 
 const PROFILE: &str = "AWS::IAM::InstanceProfile";
+
+#[async_trait]
+impl Readable for InstanceProfile {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let iam = client(ctx).await?;
+        Ok(read::instance_profile(&iam, what, &request.physical_id)
+            .await?
+            .map(|(props, _)| props))
+    }
+
+    /// `Arn`, from GetInstanceProfile.
+    async fn attributes(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        physical_id: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
+        let iam = client(ctx).await?;
+        let arn = read::instance_profile(&iam, what, physical_id)
+            .await?
+            .map(|(_, arn)| arn)
+            .unwrap_or_default();
+        Ok(arn_attribute(&arn))
+    }
+}
 
 #[async_trait]
 impl ResourceProvider for InstanceProfile {
@@ -30,62 +57,18 @@ impl ResourceProvider for InstanceProfile {
             .build()
     }
 
-    async fn read_current_state(
-        &self,
-        ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        let what = format!("{PROFILE} {}", request.logical_id);
-        let iam = client(ctx).await?;
-        Ok(ReadCurrentStateResult {
-            properties: read::instance_profile(&iam, &what, &request.physical_id)
-                .await?
-                .map(|(props, _)| props),
-        })
-    }
-
-    async fn import(
-        &self,
-        ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let what = format!("{PROFILE} {}", request.logical_id);
-        let iam = client(ctx).await?;
-        let (_, arn) = read::instance_profile(&iam, &what, &request.physical_id)
-            .await?
-            .ok_or_else(|| missing(&what, &request.physical_id))?;
-        Ok(CreateResult {
-            attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
-            physical_id: request.physical_id,
-            ..Default::default()
-        })
-    }
-
     async fn create(
         &self,
         ctx: &PluginContext,
         request: CreateRequest,
     ) -> Result<CreateResult, ProviderError> {
         let what = format!("{PROFILE} {}", request.logical_id);
-        let name = match request
-            .properties
-            .get("InstanceProfileName")
-            .and_then(Value::as_str)
-        {
-            Some(name) => name.to_string(),
-            None => physical_name(&request, 128, false),
-        };
+        let name = given_or_generated_name(&request, "InstanceProfileName", 128, false);
         let iam = client(ctx).await?;
         let created = iam
             .create_instance_profile()
             .instance_profile_name(&name)
-            .set_path(
-                request
-                    .properties
-                    .get("Path")
-                    .and_then(Value::as_str)
-                    .map(ToString::to_string),
-            )
+            .set_path(string(request.properties.get("Path")))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: CreateInstanceProfile {name}"), e))?;
@@ -102,7 +85,7 @@ impl ResourceProvider for InstanceProfile {
             .map(|p| p.arn().to_string())
             .unwrap_or_default();
         Ok(CreateResult {
-            attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
+            attributes: arn_attribute(&arn),
             physical_id: name,
             ..Default::default()
         })
@@ -135,16 +118,14 @@ impl ResourceProvider for InstanceProfile {
                 .await
                 .map_err(|e| aws_error(&format!("{what}: adding {role}"), e))?;
         }
-        let arn = iam
-            .get_instance_profile()
-            .instance_profile_name(&request.physical_id)
-            .send()
+        let arn = read::instance_profile(&iam, &what, &request.physical_id)
             .await
             .ok()
-            .and_then(|p| p.instance_profile().map(|p| p.arn().to_string()))
+            .flatten()
+            .map(|(_, arn)| arn)
             .unwrap_or_default();
         Ok(UpdateResult {
-            attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
+            attributes: arn_attribute(&arn),
             physical_id: request.physical_id,
             replaced: false,
             ..Default::default()

@@ -14,14 +14,16 @@ mod user_to_group_addition;
 
 cdkd_provider_api::export_plugin!(description: "AWS::IAM::Role, Policy, ManagedPolicy, InstanceProfile, User, Group, UserToGroupAddition, AccessKey");
 
-cdkd_provider_api::register_provider!(role::Role);
-cdkd_provider_api::register_provider!(policy::InlinePolicy);
-cdkd_provider_api::register_provider!(managed_policy::ManagedPolicy);
-cdkd_provider_api::register_provider!(instance_profile::InstanceProfile);
-cdkd_provider_api::register_provider!(user::User);
-cdkd_provider_api::register_provider!(group::Group);
-cdkd_provider_api::register_provider!(user_to_group_addition::UserToGroupAddition);
-cdkd_provider_api::register_provider!(access_key::AccessKey);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<role::Role>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<policy::InlinePolicy>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<managed_policy::ManagedPolicy>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<instance_profile::InstanceProfile>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<user::User>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<group::Group>);
+cdkd_provider_api::register_provider!(
+    cdkd_aws_common::Reads<user_to_group_addition::UserToGroupAddition>
+);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<access_key::AccessKey>);
 
 use cdkd_provider_api::{PluginContext, ProviderError};
 use serde_json::{Map, Value};
@@ -71,19 +73,24 @@ pub(crate) fn inline_policies(properties: &Map<String, Value>) -> Vec<(String, S
 
 /// `Tags: [{Key, Value}]`.
 pub(crate) fn tags(properties: &Map<String, Value>) -> Vec<aws_sdk_iam::types::Tag> {
-    properties
-        .get("Tags")
-        .and_then(Value::as_array)
+    cdkd_aws_common::tag_pairs(properties.get("Tags"))
+        .unwrap_or_default()
         .into_iter()
-        .flatten()
-        .filter_map(|t| {
+        .filter_map(|(key, value)| {
             aws_sdk_iam::types::Tag::builder()
-                .key(t.get("Key")?.as_str()?)
-                .value(t.get("Value")?.as_str()?)
+                .key(key)
+                .value(value)
                 .build()
                 .ok()
         })
         .collect()
+}
+
+/// The `Arn` attribute.
+pub(crate) fn arn_attribute(arn: &str) -> Map<String, Value> {
+    let mut attributes = Map::new();
+    attributes.insert("Arn".into(), Value::String(arn.to_string()));
+    attributes
 }
 
 /// Items in `after` not in `before`, and the other way round.
@@ -116,5 +123,13 @@ mod tests {
         );
         assert_eq!(names(props, "ManagedPolicyArns"), ["a", "b"]);
         assert_eq!(changes(&["a", "b"], &["b", "c"]), (vec!["c"], vec!["a"]));
+        let tagged = json!({"Tags": [{"Key": "a", "Value": "1"}, {"Key": "n", "Value": 5}]});
+        let tagged = tags(tagged.as_object().unwrap());
+        assert_eq!(tagged.len(), 1);
+        assert_eq!((tagged[0].key(), tagged[0].value()), ("a", "1"));
+        assert_eq!(
+            arn_attribute("arn:x"),
+            *json!({"Arn": "arn:x"}).as_object().unwrap()
+        );
     }
 }

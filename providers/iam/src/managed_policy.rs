@@ -1,14 +1,13 @@
 //! `AWS::IAM::ManagedPolicy`.
 
-use cdkd_aws_common::TypeSchema;
-use cdkd_aws_common::{aws_error, physical_name};
+use cdkd_aws_common::{aws_error, given_or_generated_name, string};
+use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::{changes, client, document, names, read};
 
@@ -19,6 +18,32 @@ use crate::principal::{attach, Principal, PRINCIPALS};
 pub struct ManagedPolicy;
 
 const MANAGED: &str = "AWS::IAM::ManagedPolicy";
+
+#[async_trait]
+impl Readable for ManagedPolicy {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let iam = client(ctx).await?;
+        read::managed_policy(&iam, what, &request.physical_id).await
+    }
+
+    /// `PolicyArn`: the physical id.
+    async fn attributes(
+        &self,
+        _ctx: &PluginContext,
+        _what: &str,
+        physical_id: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
+        Ok(json!({"PolicyArn": physical_id})
+            .as_object()
+            .cloned()
+            .unwrap_or_default())
+    }
+}
 
 #[async_trait]
 impl ResourceProvider for ManagedPolicy {
@@ -38,18 +63,6 @@ impl ResourceProvider for ManagedPolicy {
             .build()
     }
 
-    async fn read_current_state(
-        &self,
-        ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        let what = format!("{MANAGED} {}", request.logical_id);
-        let iam = client(ctx).await?;
-        Ok(ReadCurrentStateResult {
-            properties: read::managed_policy(&iam, &what, &request.physical_id).await?,
-        })
-    }
-
     async fn create(
         &self,
         ctx: &PluginContext,
@@ -57,10 +70,7 @@ impl ResourceProvider for ManagedPolicy {
     ) -> Result<CreateResult, ProviderError> {
         let what = format!("{MANAGED} {}", request.logical_id);
         let props = &request.properties;
-        let name = match props.get("ManagedPolicyName").and_then(Value::as_str) {
-            Some(name) => name.to_string(),
-            None => physical_name(&request, 128, false),
-        };
+        let name = given_or_generated_name(&request, "ManagedPolicyName", 128, false);
         let iam = client(ctx).await?;
         let created = iam
             .create_policy()
@@ -71,18 +81,8 @@ impl ResourceProvider for ManagedPolicy {
                     .map(document)
                     .unwrap_or_default(),
             )
-            .set_path(
-                props
-                    .get("Path")
-                    .and_then(Value::as_str)
-                    .map(ToString::to_string),
-            )
-            .set_description(
-                props
-                    .get("Description")
-                    .and_then(Value::as_str)
-                    .map(ToString::to_string),
-            )
+            .set_path(string(props.get("Path")))
+            .set_description(string(props.get("Description")))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: CreatePolicy {name}"), e))?;
@@ -245,36 +245,6 @@ impl ResourceProvider for ManagedPolicy {
             }
             .await,
         )
-    }
-
-    async fn import(
-        &self,
-        ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        client(ctx)
-            .await?
-            .get_policy()
-            .policy_arn(&request.physical_id)
-            .send()
-            .await
-            .map_err(|e| {
-                aws_error(
-                    &format!(
-                        "{MANAGED} {}: importing {}",
-                        request.logical_id, request.physical_id
-                    ),
-                    e,
-                )
-            })?;
-        Ok(CreateResult {
-            attributes: json!({"PolicyArn": request.physical_id})
-                .as_object()
-                .cloned()
-                .unwrap_or_default(),
-            physical_id: request.physical_id,
-            ..Default::default()
-        })
     }
 }
 

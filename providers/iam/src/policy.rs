@@ -1,24 +1,38 @@
 //! `AWS::IAM::Policy`.
 
 use cdkd_aws_common::require_str;
-use cdkd_aws_common::TypeSchema;
+use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::Map;
+use serde_json::{Map, Value};
 
 use crate::{changes, client, document, names, read};
 
-use crate::principal::{delete_inline, missing, put_inline, PRINCIPALS};
+use crate::principal::{delete_inline, put_inline, PRINCIPALS};
 
 /// `AWS::IAM::Policy`: an inline policy put on roles, users and groups; physical id = its name.
 #[derive(Default)]
 pub struct InlinePolicy;
 
 const INLINE: &str = "AWS::IAM::Policy";
+
+/// An inline policy has no id of its own: it is found by name on the template's roles, users
+/// and groups.
+#[async_trait]
+impl Readable for InlinePolicy {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let iam = client(ctx).await?;
+        read::inline_policy(&iam, what, &request.physical_id, &request.properties).await
+    }
+}
 
 #[async_trait]
 impl ResourceProvider for InlinePolicy {
@@ -28,46 +42,6 @@ impl ResourceProvider for InlinePolicy {
             .create_only(&["PolicyName"])
             .read_and_import()
             .build()
-    }
-
-    async fn read_current_state(
-        &self,
-        ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        let what = format!("{INLINE} {}", request.logical_id);
-        let iam = client(ctx).await?;
-        Ok(ReadCurrentStateResult {
-            properties: read::inline_policy(&iam, &what, &request.physical_id, &request.properties)
-                .await?,
-        })
-    }
-
-    /// An inline policy has no id of its own: it is found by name on the template's roles,
-    /// users and groups.
-    async fn import(
-        &self,
-        ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let what = format!("{INLINE} {}", request.logical_id);
-        let iam = client(ctx).await?;
-        read::inline_policy(&iam, &what, &request.physical_id, &request.properties)
-            .await?
-            .ok_or_else(|| {
-                missing(
-                    &what,
-                    &format!(
-                        "inline policy {} on the template's roles, users and groups",
-                        request.physical_id
-                    ),
-                )
-            })?;
-        Ok(CreateResult {
-            physical_id: request.physical_id,
-            attributes: Map::new(),
-            ..Default::default()
-        })
     }
 
     async fn create(

@@ -1,13 +1,9 @@
-//! What the inline and managed policy types share: the principals a policy applies to, putting
-//! and deleting an inline policy on them, attaching a managed one.
+//! What the types that deal with roles, users and groups share: the principals a policy applies
+//! to, putting and deleting an inline policy on them, attaching a managed one, listing and
+//! removing their policies, and their ARNs.
 
 use cdkd_aws_common::aws_error;
 use cdkd_provider_api::{ErrorKind, ProviderError};
-
-/// The error of an import whose IAM resource does not exist.
-pub(crate) fn missing(what: &str, id: &str) -> ProviderError {
-    cdkd_aws_common::does_not_exist(what, id, "IAM")
-}
 
 /// Who a policy applies to.
 #[derive(Clone, Copy)]
@@ -171,4 +167,127 @@ pub(crate) async fn attach(
         Err(e) if !on && e.kind == ErrorKind::NOT_FOUND => Ok(()),
         other => other,
     }
+}
+
+/// The ARNs of the managed policies attached to a principal.
+pub(crate) async fn attached_policies(
+    iam: &aws_sdk_iam::Client,
+    what: &str,
+    kind: Principal,
+    name: &str,
+) -> Result<Vec<String>, ProviderError> {
+    let attached = match kind {
+        Principal::Role => iam
+            .list_attached_role_policies()
+            .role_name(name)
+            .send()
+            .await
+            .map(|a| a.attached_policies().to_vec())
+            .map_err(|e| aws_error(&format!("{what}: ListAttachedRolePolicies"), e))?,
+        Principal::User => iam
+            .list_attached_user_policies()
+            .user_name(name)
+            .send()
+            .await
+            .map(|a| a.attached_policies().to_vec())
+            .map_err(|e| aws_error(&format!("{what}: ListAttachedUserPolicies"), e))?,
+        Principal::Group => iam
+            .list_attached_group_policies()
+            .group_name(name)
+            .send()
+            .await
+            .map(|a| a.attached_policies().to_vec())
+            .map_err(|e| aws_error(&format!("{what}: ListAttachedGroupPolicies"), e))?,
+    };
+    Ok(attached
+        .iter()
+        .filter_map(|p| p.policy_arn().map(ToString::to_string))
+        .collect())
+}
+
+/// The names of the inline policies on a principal.
+pub(crate) async fn inline_policy_names(
+    iam: &aws_sdk_iam::Client,
+    what: &str,
+    kind: Principal,
+    name: &str,
+) -> Result<Vec<String>, ProviderError> {
+    match kind {
+        Principal::Role => iam
+            .list_role_policies()
+            .role_name(name)
+            .send()
+            .await
+            .map(|a| a.policy_names().to_vec())
+            .map_err(|e| aws_error(&format!("{what}: ListRolePolicies"), e)),
+        Principal::User => iam
+            .list_user_policies()
+            .user_name(name)
+            .send()
+            .await
+            .map(|a| a.policy_names().to_vec())
+            .map_err(|e| aws_error(&format!("{what}: ListUserPolicies"), e)),
+        Principal::Group => iam
+            .list_group_policies()
+            .group_name(name)
+            .send()
+            .await
+            .map(|a| a.policy_names().to_vec())
+            .map_err(|e| aws_error(&format!("{what}: ListGroupPolicies"), e)),
+    }
+}
+
+/// Before a principal is deleted, best effort: detaches its managed policies and deletes its
+/// inline ones (what fails here is left for the delete to report).
+pub(crate) async fn remove_policies(
+    iam: &aws_sdk_iam::Client,
+    what: &str,
+    kind: Principal,
+    name: &str,
+) {
+    for arn in attached_policies(iam, what, kind, name)
+        .await
+        .unwrap_or_default()
+    {
+        let _ = attach(iam, what, kind, name, &arn, false).await;
+    }
+    for policy in inline_policy_names(iam, what, kind, name)
+        .await
+        .unwrap_or_default()
+    {
+        let _ = delete_inline(iam, what, kind, name, &policy).await;
+    }
+}
+
+/// A principal's ARN, from GetRole, GetUser or GetGroup (`context` names a failure).
+pub(crate) async fn arn(
+    iam: &aws_sdk_iam::Client,
+    kind: Principal,
+    context: &str,
+    name: &str,
+) -> Result<String, ProviderError> {
+    let arn = match kind {
+        Principal::Role => iam
+            .get_role()
+            .role_name(name)
+            .send()
+            .await
+            .map(|a| a.role().map(|r| r.arn().to_string()))
+            .map_err(|e| aws_error(context, e))?,
+        Principal::User => iam
+            .get_user()
+            .user_name(name)
+            .send()
+            .await
+            .map(|a| a.user().map(|u| u.arn().to_string()))
+            .map_err(|e| aws_error(context, e))?,
+        Principal::Group => iam
+            .get_group()
+            .group_name(name)
+            .send()
+            .await
+            .map(|a| a.group().map(|g| g.arn().to_string()))
+            .map_err(|e| aws_error(context, e))?,
+    };
+    Ok(arn.unwrap_or_default())
 }

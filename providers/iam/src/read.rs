@@ -7,7 +7,7 @@ use cdkd_provider_api::ProviderError;
 use serde_json::{json, Map, Value};
 
 use crate::names;
-use crate::principal::{Principal, PRINCIPALS};
+use crate::principal::{attached_policies, inline_policy_names, Principal, PRINCIPALS};
 use crate::role::percent_decode;
 
 /// A policy document as IAM returns it (URL-encoded JSON) in template shape.
@@ -216,44 +216,10 @@ async fn policies_of(
     template: &Map<String, Value>,
     props: &mut Map<String, Value>,
 ) -> Result<(), ProviderError> {
-    let (attached, inline) = match kind {
-        Principal::User => (
-            iam.list_attached_user_policies()
-                .user_name(name)
-                .send()
-                .await
-                .map(|a| a.attached_policies().to_vec())
-                .map_err(|e| aws_error(&format!("{what}: ListAttachedUserPolicies"), e))?,
-            iam.list_user_policies()
-                .user_name(name)
-                .send()
-                .await
-                .map(|a| a.policy_names().to_vec())
-                .map_err(|e| aws_error(&format!("{what}: ListUserPolicies"), e))?,
-        ),
-        Principal::Group | Principal::Role => (
-            iam.list_attached_group_policies()
-                .group_name(name)
-                .send()
-                .await
-                .map(|a| a.attached_policies().to_vec())
-                .map_err(|e| aws_error(&format!("{what}: ListAttachedGroupPolicies"), e))?,
-            iam.list_group_policies()
-                .group_name(name)
-                .send()
-                .await
-                .map(|a| a.policy_names().to_vec())
-                .map_err(|e| aws_error(&format!("{what}: ListGroupPolicies"), e))?,
-        ),
-    };
+    let attached = attached_policies(iam, what, kind, name).await?;
+    let inline = inline_policy_names(iam, what, kind, name).await?;
     if !attached.is_empty() {
-        props.insert(
-            "ManagedPolicyArns".into(),
-            json!(attached
-                .iter()
-                .filter_map(|p| p.policy_arn())
-                .collect::<Vec<_>>()),
-        );
+        props.insert("ManagedPolicyArns".into(), json!(attached));
     }
     let declared = declared_policies(template);
     let mut policies = Vec::new();

@@ -2,13 +2,15 @@
 //! Deleting a role first detaches its managed policies, deletes its inline policies and takes
 //! it out of instance profiles.
 
-use cdkd_aws_common::{aws_error, physical_name};
-use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+use cdkd_aws_common::{
+    aws_error, deleted_unless_failed, given_or_generated_name, optional, string, Readable,
+    TypeSchema,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::protocol::{
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
+};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
 use crate::{changes, client, document, inline_policies, names, tags};
@@ -23,6 +25,21 @@ fn attributes(role: &aws_sdk_iam::types::Role) -> Map<String, Value> {
     attributes.insert("Arn".into(), json!(role.arn()));
     attributes.insert("RoleId".into(), json!(role.role_id()));
     attributes
+}
+
+/// `Arn` and `RoleId`, from GetRole (`context` names a failure).
+async fn role_attributes(
+    iam: &aws_sdk_iam::Client,
+    context: &str,
+    name: &str,
+) -> Result<Map<String, Value>, ProviderError> {
+    let answer = iam
+        .get_role()
+        .role_name(name)
+        .send()
+        .await
+        .map_err(|e| aws_error(context, e))?;
+    Ok(answer.role().map(attributes).unwrap_or_default())
 }
 
 async fn apply_policies(
@@ -78,9 +95,8 @@ async fn apply_policies(
 #[async_trait]
 impl ResourceProvider for Role {
     fn schema(&self) -> ResourceTypeSchema {
-        ResourceTypeSchema {
-            type_name: TYPE.into(),
-            handled_properties: [
+        TypeSchema::builder(TYPE)
+            .handles(&[
                 "AssumeRolePolicyDocument",
                 "Policies",
                 "ManagedPolicyArns",
@@ -90,17 +106,10 @@ impl ResourceProvider for Role {
                 "MaxSessionDuration",
                 "PermissionsBoundary",
                 "Tags",
-            ]
-            .iter()
-            .map(ToString::to_string)
-            .collect(),
-            create_only_properties: vec!["Path".into(), "RoleName".into()],
-            operations: vec![
-                operation::READ_CURRENT_STATE.into(),
-                operation::IMPORT.into(),
-            ],
-            ..ResourceTypeSchema::default()
-        }
+            ])
+            .create_only(&["Path", "RoleName"])
+            .read_and_import()
+            .build()
     }
 
     async fn create(
@@ -110,10 +119,7 @@ impl ResourceProvider for Role {
     ) -> Result<CreateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let props = &request.properties;
-        let name = match props.get("RoleName").and_then(Value::as_str) {
-            Some(name) => name.to_string(),
-            None => physical_name(&request, 64, false),
-        };
+        let name = given_or_generated_name(&request, "RoleName", 64, false);
         let trust = props
             .get("AssumeRolePolicyDocument")
             .map(document)
@@ -127,30 +133,15 @@ impl ResourceProvider for Role {
             .create_role()
             .role_name(&name)
             .assume_role_policy_document(trust)
-            .set_path(
-                props
-                    .get("Path")
-                    .and_then(Value::as_str)
-                    .map(ToString::to_string),
-            )
-            .set_description(
-                props
-                    .get("Description")
-                    .and_then(Value::as_str)
-                    .map(ToString::to_string),
-            )
+            .set_path(string(props.get("Path")))
+            .set_description(string(props.get("Description")))
             .set_max_session_duration(
                 props
                     .get("MaxSessionDuration")
                     .and_then(Value::as_i64)
                     .map(|v| v as i32),
             )
-            .set_permissions_boundary(
-                props
-                    .get("PermissionsBoundary")
-                    .and_then(Value::as_str)
-                    .map(ToString::to_string),
-            )
+            .set_permissions_boundary(string(props.get("PermissionsBoundary")))
             .set_tags(Some(tags(props)).filter(|t| !t.is_empty()))
             .send()
             .await
@@ -252,17 +243,10 @@ impl ResourceProvider for Role {
             }
         }
         apply_policies(&iam, &what, name, before, after).await?;
-        let role = iam
-            .get_role()
-            .role_name(name)
-            .send()
-            .await
-            .map_err(|e| aws_error(&format!("{what}: GetRole"), e))?;
-        let attributes = role.role().map(attributes).unwrap_or_default();
         Ok(UpdateResult {
             physical_id: name.to_string(),
             replaced: false,
-            attributes,
+            attributes: role_attributes(&iam, &format!("{what}: GetRole"), name).await?,
             ..Default::default()
         })
     }
@@ -275,13 +259,6 @@ impl ResourceProvider for Role {
         let what = format!("{TYPE} {}", request.logical_id);
         let name = request.physical_id.as_str();
         let iam = client(ctx).await?;
-        let gone = |e: ProviderError| {
-            if e.kind == ErrorKind::NOT_FOUND {
-                Ok(DeleteResult::Deleted)
-            } else {
-                Err(e)
-            }
-        };
         let attached = match iam
             .list_attached_role_policies()
             .role_name(name)
@@ -293,7 +270,12 @@ impl ResourceProvider for Role {
                 .iter()
                 .filter_map(|p| p.policy_arn().map(ToString::to_string))
                 .collect::<Vec<_>>(),
-            Err(e) => return gone(aws_error(&format!("{what}: listing attached policies"), e)),
+            Err(e) => {
+                return deleted_unless_failed(Err(aws_error(
+                    &format!("{what}: listing attached policies"),
+                    e,
+                )))
+            }
         };
         for arn in attached {
             iam.detach_role_policy()
@@ -330,18 +312,25 @@ impl ResourceProvider for Role {
                     .map_err(|e| aws_error(&format!("{what}: leaving instance profile"), e))?;
             }
         }
-        match iam.delete_role().role_name(name).send().await {
-            Ok(_) => Ok(DeleteResult::Deleted),
-            Err(e) => gone(aws_error(&format!("{what}: DeleteRole {name}"), e)),
-        }
+        deleted_unless_failed(
+            iam.delete_role()
+                .role_name(name)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| aws_error(&format!("{what}: DeleteRole {name}"), e)),
+        )
     }
+}
 
-    async fn read_current_state(
+#[async_trait]
+impl Readable for Role {
+    async fn read(
         &self,
         ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        let what = format!("{TYPE} {}", request.logical_id);
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
         let iam = client(ctx).await?;
         let name = request.physical_id.as_str();
         // The role, its managed and its inline policy names at once: the reader runs after
@@ -351,19 +340,12 @@ impl ResourceProvider for Role {
             iam.list_attached_role_policies().role_name(name).send(),
             iam.list_role_policies().role_name(name).send(),
         );
-        let role = match role {
-            Ok(answer) => answer
-                .role
-                .ok_or_else(|| ProviderError::other(format!("{what}: GetRole returned no role")))?,
-            Err(e) => {
-                let e = aws_error(&format!("{what}: GetRole"), e);
-                return if e.kind == ErrorKind::NOT_FOUND {
-                    Ok(ReadCurrentStateResult { properties: None })
-                } else {
-                    Err(e)
-                };
-            }
+        let Some(role) = optional(&format!("{what}: GetRole"), role)? else {
+            return Ok(None);
         };
+        let role = role
+            .role
+            .ok_or_else(|| ProviderError::other(format!("{what}: GetRole returned no role")))?;
         let trust = role
             .assume_role_policy_document()
             .map(percent_decode)
@@ -431,36 +413,23 @@ impl ResourceProvider for Role {
         if let Some(tags) = crate::read::tags(role.tags()) {
             properties.insert("Tags".into(), tags);
         }
-        Ok(ReadCurrentStateResult {
-            properties: Some(properties),
-        })
+        Ok(Some(properties))
     }
 
-    async fn import(
+    /// `Arn` and `RoleId`, from GetRole.
+    async fn attributes(
         &self,
         ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
+        what: &str,
+        physical_id: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
         let iam = client(ctx).await?;
-        let answer = iam
-            .get_role()
-            .role_name(&request.physical_id)
-            .send()
-            .await
-            .map_err(|e| {
-                aws_error(
-                    &format!(
-                        "{TYPE} {}: importing {}",
-                        request.logical_id, request.physical_id
-                    ),
-                    e,
-                )
-            })?;
-        Ok(CreateResult {
-            attributes: answer.role().map(attributes).unwrap_or_default(),
-            physical_id: request.physical_id,
-            ..Default::default()
-        })
+        role_attributes(
+            &iam,
+            &format!("{what}: importing {physical_id}"),
+            physical_id,
+        )
+        .await
     }
 }
 

@@ -1,24 +1,59 @@
 //! `AWS::IAM::User`.
 
-use cdkd_aws_common::TypeSchema;
-use cdkd_aws_common::{aws_error, physical_name};
+use cdkd_aws_common::{aws_error, given_or_generated_name, string};
+use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use crate::{changes, client, inline_policies, names, read};
+use crate::{arn_attribute, changes, client, inline_policies, names, read};
 
-use crate::principal::{attach, delete_inline, put_inline, Principal};
+use crate::principal::{arn, attach, delete_inline, put_inline, remove_policies, Principal};
 
 /// `AWS::IAM::User`: physical id = name; attribute `Arn`.
 #[derive(Default)]
 pub struct User;
 
 const USER: &str = "AWS::IAM::User";
+
+#[async_trait]
+impl Readable for User {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let iam = client(ctx).await?;
+        Ok(
+            read::user(&iam, what, &request.physical_id, &request.properties)
+                .await?
+                .map(|(props, _)| props),
+        )
+    }
+
+    /// `Arn`, from GetUser.
+    async fn attributes(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        physical_id: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
+        let iam = client(ctx).await?;
+        Ok(arn_attribute(
+            &arn(
+                &iam,
+                Principal::User,
+                &format!("{what}: importing {physical_id}"),
+                physical_id,
+            )
+            .await?,
+        ))
+    }
+}
 
 #[async_trait]
 impl ResourceProvider for User {
@@ -38,20 +73,6 @@ impl ResourceProvider for User {
             .build()
     }
 
-    async fn read_current_state(
-        &self,
-        ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        let what = format!("{USER} {}", request.logical_id);
-        let iam = client(ctx).await?;
-        Ok(ReadCurrentStateResult {
-            properties: read::user(&iam, &what, &request.physical_id, &request.properties)
-                .await?
-                .map(|(props, _)| props),
-        })
-    }
-
     async fn create(
         &self,
         ctx: &PluginContext,
@@ -59,26 +80,13 @@ impl ResourceProvider for User {
     ) -> Result<CreateResult, ProviderError> {
         let what = format!("{USER} {}", request.logical_id);
         let props = &request.properties;
-        let name = match props.get("UserName").and_then(Value::as_str) {
-            Some(name) => name.to_string(),
-            None => physical_name(&request, 64, false),
-        };
+        let name = given_or_generated_name(&request, "UserName", 64, false);
         let iam = client(ctx).await?;
         let created = iam
             .create_user()
             .user_name(&name)
-            .set_path(
-                props
-                    .get("Path")
-                    .and_then(Value::as_str)
-                    .map(ToString::to_string),
-            )
-            .set_permissions_boundary(
-                props
-                    .get("PermissionsBoundary")
-                    .and_then(Value::as_str)
-                    .map(ToString::to_string),
-            )
+            .set_path(string(props.get("Path")))
+            .set_permissions_boundary(string(props.get("PermissionsBoundary")))
             .set_tags(Some(crate::tags(props)).filter(|t| !t.is_empty()))
             .send()
             .await
@@ -89,7 +97,7 @@ impl ResourceProvider for User {
             .map(|u| u.arn().to_string())
             .unwrap_or_default();
         Ok(CreateResult {
-            attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
+            attributes: arn_attribute(&arn),
             physical_id: name,
             ..Default::default()
         })
@@ -110,16 +118,11 @@ impl ResourceProvider for User {
             &request.properties,
         )
         .await?;
-        let arn = iam
-            .get_user()
-            .user_name(&request.physical_id)
-            .send()
+        let arn = arn(&iam, Principal::User, &what, &request.physical_id)
             .await
-            .ok()
-            .and_then(|u| u.user().map(|u| u.arn().to_string()))
             .unwrap_or_default();
         Ok(UpdateResult {
-            attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
+            attributes: arn_attribute(&arn),
             physical_id: request.physical_id,
             replaced: false,
             ..Default::default()
@@ -144,31 +147,7 @@ impl ResourceProvider for User {
                     .await;
             }
         }
-        if let Ok(attached) = iam
-            .list_attached_user_policies()
-            .user_name(name)
-            .send()
-            .await
-        {
-            for policy in attached.attached_policies() {
-                let _ = iam
-                    .detach_user_policy()
-                    .user_name(name)
-                    .set_policy_arn(policy.policy_arn().map(ToString::to_string))
-                    .send()
-                    .await;
-            }
-        }
-        if let Ok(inline) = iam.list_user_policies().user_name(name).send().await {
-            for policy in inline.policy_names() {
-                let _ = iam
-                    .delete_user_policy()
-                    .user_name(name)
-                    .policy_name(policy)
-                    .send()
-                    .await;
-            }
-        }
+        remove_policies(&iam, &what, Principal::User, name).await;
         cdkd_aws_common::deleted_unless_failed(
             iam.delete_user()
                 .user_name(name)
@@ -177,37 +156,6 @@ impl ResourceProvider for User {
                 .map(|_| ())
                 .map_err(|e| aws_error(&format!("{what}: DeleteUser"), e)),
         )
-    }
-
-    async fn import(
-        &self,
-        ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let answer = client(ctx)
-            .await?
-            .get_user()
-            .user_name(&request.physical_id)
-            .send()
-            .await
-            .map_err(|e| {
-                aws_error(
-                    &format!(
-                        "{USER} {}: importing {}",
-                        request.logical_id, request.physical_id
-                    ),
-                    e,
-                )
-            })?;
-        let arn = answer
-            .user()
-            .map(|u| u.arn().to_string())
-            .unwrap_or_default();
-        Ok(CreateResult {
-            attributes: json!({"Arn": arn}).as_object().cloned().unwrap_or_default(),
-            physical_id: request.physical_id,
-            ..Default::default()
-        })
     }
 }
 

@@ -1,24 +1,34 @@
 //! `AWS::IAM::UserToGroupAddition`.
 
-use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, require_str};
+use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::Map;
+use serde_json::{Map, Value};
 
 use crate::{changes, client, names, read};
-
-use crate::principal::missing;
 
 /// `AWS::IAM::UserToGroupAddition`: physical id = the group name.
 #[derive(Default)]
 pub struct UserToGroupAddition;
 
 const ADDITION: &str = "AWS::IAM::UserToGroupAddition";
+
+#[async_trait]
+impl Readable for UserToGroupAddition {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let iam = client(ctx).await?;
+        read::addition(&iam, what, &request.physical_id, &request.properties).await
+    }
+}
 
 #[async_trait]
 impl ResourceProvider for UserToGroupAddition {
@@ -28,36 +38,6 @@ impl ResourceProvider for UserToGroupAddition {
             .create_only(&["GroupName"])
             .read_and_import()
             .build()
-    }
-
-    async fn read_current_state(
-        &self,
-        ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        let what = format!("{ADDITION} {}", request.logical_id);
-        let iam = client(ctx).await?;
-        Ok(ReadCurrentStateResult {
-            properties: read::addition(&iam, &what, &request.physical_id, &request.properties)
-                .await?,
-        })
-    }
-
-    async fn import(
-        &self,
-        ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let what = format!("{ADDITION} {}", request.logical_id);
-        let iam = client(ctx).await?;
-        read::addition(&iam, &what, &request.physical_id, &request.properties)
-            .await?
-            .ok_or_else(|| missing(&what, &format!("group {}", request.physical_id)))?;
-        Ok(CreateResult {
-            physical_id: request.physical_id,
-            attributes: Map::new(),
-            ..Default::default()
-        })
     }
 
     async fn create(

@@ -2,9 +2,10 @@
 //! Physical id = `<functionName>|<qualifier>`; a bare function name (older state) means
 //! `$LATEST`.
 
+use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, deleted_unless_failed, int, require_str};
 use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
     ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
@@ -70,24 +71,17 @@ async fn put(
 #[async_trait]
 impl ResourceProvider for EventInvokeConfig {
     fn schema(&self) -> ResourceTypeSchema {
-        ResourceTypeSchema {
-            type_name: TYPE.into(),
-            handled_properties: [
+        TypeSchema::builder(TYPE)
+            .handles(&[
                 "FunctionName",
                 "Qualifier",
                 "MaximumRetryAttempts",
                 "MaximumEventAgeInSeconds",
                 "DestinationConfig",
-            ]
-            .map(String::from)
-            .to_vec(),
-            create_only_properties: ["FunctionName", "Qualifier"].map(String::from).to_vec(),
-            operations: vec![
-                operation::READ_CURRENT_STATE.into(),
-                operation::IMPORT.into(),
-            ],
-            ..ResourceTypeSchema::default()
-        }
+            ])
+            .create_only(&["FunctionName", "Qualifier"])
+            .read_and_import()
+            .build()
     }
 
     async fn read_current_state(

@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 
 use cdkd_aws_common::{aws_error, deleted_unless_failed, flag, int, require_str, strings, text};
+use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -35,11 +35,41 @@ fn attributes(uuid: &str, arn: Option<&str>) -> Map<String, Value> {
 }
 
 #[async_trait]
+impl Readable for EventSourceMapping {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let lambda = client(ctx).await?;
+        Ok(
+            read::event_source_mapping(&lambda, what, &request.physical_id)
+                .await?
+                .map(|(props, _)| props),
+        )
+    }
+
+    /// `Id` (the UUID) and `EventSourceMappingArn`.
+    async fn attributes(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        physical_id: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
+        let lambda = client(ctx).await?;
+        let arn = read::event_source_mapping(&lambda, what, physical_id)
+            .await?
+            .and_then(|(_, arn)| arn);
+        Ok(attributes(physical_id, arn.as_deref()))
+    }
+}
+
+#[async_trait]
 impl ResourceProvider for EventSourceMapping {
     fn schema(&self) -> ResourceTypeSchema {
-        ResourceTypeSchema {
-            type_name: TYPE.into(),
-            handled_properties: [
+        TypeSchema::builder(TYPE)
+            .handles(&[
                 "FunctionName",
                 "EventSourceArn",
                 "BatchSize",
@@ -60,55 +90,16 @@ impl ResourceProvider for EventSourceMapping {
                 "Queues",
                 "Topics",
                 "Tags",
-            ]
-            .map(String::from)
-            .to_vec(),
-            create_only_properties: [
+            ])
+            .create_only(&[
                 "EventSourceArn",
                 "StartingPosition",
                 "StartingPositionTimestamp",
                 "Queues",
                 "Topics",
-            ]
-            .map(String::from)
-            .to_vec(),
-            operations: vec![
-                operation::READ_CURRENT_STATE.into(),
-                operation::IMPORT.into(),
-            ],
-            ..ResourceTypeSchema::default()
-        }
-    }
-
-    async fn read_current_state(
-        &self,
-        ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        let what = format!("{TYPE} {}", request.logical_id);
-        let lambda = client(ctx).await?;
-        Ok(ReadCurrentStateResult {
-            properties: read::event_source_mapping(&lambda, &what, &request.physical_id)
-                .await?
-                .map(|(props, _)| props),
-        })
-    }
-
-    async fn import(
-        &self,
-        ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let what = format!("{TYPE} {}", request.logical_id);
-        let lambda = client(ctx).await?;
-        let (_, arn) = read::event_source_mapping(&lambda, &what, &request.physical_id)
-            .await?
-            .ok_or_else(|| read::missing(&what, &request.physical_id))?;
-        Ok(CreateResult {
-            attributes: attributes(&request.physical_id, arn.as_deref()),
-            physical_id: request.physical_id,
-            ..Default::default()
-        })
+            ])
+            .read_and_import()
+            .build()
     }
 
     async fn create(

@@ -12,11 +12,13 @@ use aws_sdk_lambda::types::{
     LastUpdateStatus, LogFormat, LoggingConfig, Runtime, State, TracingConfig, TracingMode,
     VpcConfig,
 };
-use cdkd_aws_common::{aws_error, int, physical_name, strings, text};
+use cdkd_aws_common::{
+    aws_error, deleted_unless_failed, int, optional, physical_name, strings, tag_pairs, text,
+};
+use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -236,37 +238,80 @@ async fn arn_of(
         .send()
         .await
         .map_err(|e| aws_error(&format!("{what}: GetFunctionConfiguration"), e))?;
+    Ok(arn_attribute(config.function_arn()))
+}
+
+/// The `Arn` attribute (none when Lambda gave no ARN).
+fn arn_attribute(arn: Option<&str>) -> Map<String, Value> {
     let mut attributes = Map::new();
-    if let Some(arn) = config.function_arn() {
+    if let Some(arn) = arn {
         attributes.insert("Arn".into(), json!(arn));
     }
-    Ok(attributes)
+    attributes
+}
+
+#[async_trait]
+impl Readable for Function {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let Some(config) = optional(
+            &format!("{what}: GetFunctionConfiguration"),
+            client(ctx)
+                .await?
+                .get_function_configuration()
+                .function_name(&request.physical_id)
+                .send()
+                .await,
+        )?
+        else {
+            return Ok(None);
+        };
+        let mut properties = Map::new();
+        properties.insert("FunctionName".into(), json!(config.function_name()));
+        properties.insert(
+            "Runtime".into(),
+            json!(config.runtime().map(|r| r.as_str())),
+        );
+        properties.insert("Handler".into(), json!(config.handler()));
+        properties.insert("Role".into(), json!(config.role()));
+        properties.insert("Timeout".into(), json!(config.timeout()));
+        properties.insert("MemorySize".into(), json!(config.memory_size()));
+        if let Some(variables) = config.environment().and_then(|e| e.variables()) {
+            properties.insert("Environment".into(), json!({"Variables": variables}));
+        }
+        Ok(Some(properties))
+    }
+
+    /// `Arn`, from GetFunctionConfiguration.
+    async fn attributes(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        physical_id: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
+        arn_of(&client(ctx).await?, what, physical_id).await
+    }
 }
 
 #[async_trait]
 impl ResourceProvider for Function {
     fn schema(&self) -> ResourceTypeSchema {
-        let mut handled: Vec<String> = CONFIGURATION.iter().map(ToString::to_string).collect();
-        handled.extend(
-            [
+        TypeSchema::builder(TYPE)
+            .handles(CONFIGURATION)
+            .handles(&[
                 "Code",
                 "FunctionName",
                 "Architectures",
                 "ReservedConcurrentExecutions",
                 "Tags",
-            ]
-            .map(String::from),
-        );
-        ResourceTypeSchema {
-            type_name: TYPE.into(),
-            handled_properties: handled,
-            create_only_properties: vec!["FunctionName".into()],
-            operations: vec![
-                operation::READ_CURRENT_STATE.into(),
-                operation::IMPORT.into(),
-            ],
-            ..ResourceTypeSchema::default()
-        }
+            ])
+            .create_only(&["FunctionName"])
+            .read_and_import()
+            .build()
     }
 
     async fn create(
@@ -280,16 +325,7 @@ impl ResourceProvider for Function {
             text(props.get("FunctionName")).unwrap_or_else(|| physical_name(&request, 64, false));
         let lambda = client(ctx).await?;
         let tags: Option<HashMap<String, String>> =
-            props.get("Tags").and_then(Value::as_array).map(|tags| {
-                tags.iter()
-                    .filter_map(|t| {
-                        Some((
-                            t.get("Key")?.as_str()?.to_string(),
-                            t.get("Value")?.as_str()?.to_string(),
-                        ))
-                    })
-                    .collect()
-            });
+            tag_pairs(props.get("Tags")).map(|tags| tags.into_iter().collect());
         let created = lambda
             .create_function()
             .function_name(&name)
@@ -342,12 +378,8 @@ impl ResourceProvider for Function {
                 .await
                 .map_err(|e| aws_error(&format!("{what}: ReservedConcurrentExecutions"), e))?;
         }
-        let mut attributes = Map::new();
-        if let Some(arn) = created.function_arn() {
-            attributes.insert("Arn".into(), json!(arn));
-        }
         Ok(CreateResult {
-            attributes,
+            attributes: arn_attribute(created.function_arn()),
             physical_id: name,
             ..Default::default()
         })
@@ -454,82 +486,21 @@ impl ResourceProvider for Function {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        match client(ctx)
-            .await?
-            .delete_function()
-            .function_name(&request.physical_id)
-            .send()
-            .await
-        {
-            Ok(_) => Ok(DeleteResult::Deleted),
-            Err(e) => {
-                let e = aws_error(
-                    &format!("{what}: DeleteFunction {}", request.physical_id),
-                    e,
-                );
-                if e.kind == ErrorKind::NOT_FOUND {
-                    Ok(DeleteResult::Deleted)
-                } else {
-                    Err(e)
-                }
-            }
-        }
-    }
-
-    async fn read_current_state(
-        &self,
-        ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        let what = format!("{TYPE} {}", request.logical_id);
-        let config = match client(ctx)
-            .await?
-            .get_function_configuration()
-            .function_name(&request.physical_id)
-            .send()
-            .await
-        {
-            Ok(config) => config,
-            Err(e) => {
-                let e = aws_error(&format!("{what}: GetFunctionConfiguration"), e);
-                return if e.kind == ErrorKind::NOT_FOUND {
-                    Ok(ReadCurrentStateResult { properties: None })
-                } else {
-                    Err(e)
-                };
-            }
-        };
-        let mut properties = Map::new();
-        properties.insert("FunctionName".into(), json!(config.function_name()));
-        properties.insert(
-            "Runtime".into(),
-            json!(config.runtime().map(|r| r.as_str())),
-        );
-        properties.insert("Handler".into(), json!(config.handler()));
-        properties.insert("Role".into(), json!(config.role()));
-        properties.insert("Timeout".into(), json!(config.timeout()));
-        properties.insert("MemorySize".into(), json!(config.memory_size()));
-        if let Some(variables) = config.environment().and_then(|e| e.variables()) {
-            properties.insert("Environment".into(), json!({"Variables": variables}));
-        }
-        Ok(ReadCurrentStateResult {
-            properties: Some(properties),
-        })
-    }
-
-    async fn import(
-        &self,
-        ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let what = format!("{TYPE} {}", request.logical_id);
-        let lambda = client(ctx).await?;
-        let attributes = arn_of(&lambda, &what, &request.physical_id).await?;
-        Ok(CreateResult {
-            attributes,
-            physical_id: request.physical_id,
-            ..Default::default()
-        })
+        deleted_unless_failed(
+            client(ctx)
+                .await?
+                .delete_function()
+                .function_name(&request.physical_id)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| {
+                    aws_error(
+                        &format!("{what}: DeleteFunction {}", request.physical_id),
+                        e,
+                    )
+                }),
+        )
     }
 }
 

@@ -1,11 +1,13 @@
 //! `AWS::Lambda::LayerVersion`: one published, immutable layer version. Physical id (and `Ref`)
 //! = the layer version ARN; every property is create-only, so a change publishes a new version.
 
-use cdkd_aws_common::{aws_error, deleted_unless_failed, physical_name, require_str, strings};
+use cdkd_aws_common::{
+    aws_error, deleted_unless_failed, given_or_generated_name, require_str, string, strings,
+};
+use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
@@ -39,47 +41,26 @@ pub fn parse_arn(arn: &str) -> Option<(&str, i64)> {
 }
 
 #[async_trait]
+impl Readable for LayerVersion {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let lambda = client(ctx).await?;
+        read::layer_version(&lambda, what, &request.physical_id).await
+    }
+}
+
+#[async_trait]
 impl ResourceProvider for LayerVersion {
     fn schema(&self) -> ResourceTypeSchema {
-        ResourceTypeSchema {
-            type_name: TYPE.into(),
-            handled_properties: PROPERTIES.map(String::from).to_vec(),
-            create_only_properties: PROPERTIES.map(String::from).to_vec(),
-            operations: vec![
-                operation::READ_CURRENT_STATE.into(),
-                operation::IMPORT.into(),
-            ],
-            ..ResourceTypeSchema::default()
-        }
-    }
-
-    async fn read_current_state(
-        &self,
-        ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        let what = format!("{TYPE} {}", request.logical_id);
-        let lambda = client(ctx).await?;
-        Ok(ReadCurrentStateResult {
-            properties: read::layer_version(&lambda, &what, &request.physical_id).await?,
-        })
-    }
-
-    async fn import(
-        &self,
-        ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let what = format!("{TYPE} {}", request.logical_id);
-        let lambda = client(ctx).await?;
-        read::layer_version(&lambda, &what, &request.physical_id)
-            .await?
-            .ok_or_else(|| read::missing(&what, &request.physical_id))?;
-        Ok(CreateResult {
-            physical_id: request.physical_id,
-            attributes: Map::new(),
-            ..Default::default()
-        })
+        TypeSchema::builder(TYPE)
+            .handles(&PROPERTIES)
+            .all_create_only()
+            .read_and_import()
+            .build()
     }
 
     async fn create(
@@ -97,10 +78,7 @@ impl ResourceProvider for LayerVersion {
                     "{what}: property Content is required (S3Bucket and S3Key)"
                 ))
             })?;
-        let name = match props.get("LayerName").and_then(Value::as_str) {
-            Some(name) => name.to_string(),
-            None => physical_name(&request, 140, false),
-        };
+        let name = given_or_generated_name(&request, "LayerName", 140, false);
         let published = client(ctx)
             .await?
             .publish_layer_version()
@@ -109,26 +87,11 @@ impl ResourceProvider for LayerVersion {
                 LayerVersionContentInput::builder()
                     .s3_bucket(require_str(content, "S3Bucket", &what)?)
                     .s3_key(require_str(content, "S3Key", &what)?)
-                    .set_s3_object_version(
-                        content
-                            .get("S3ObjectVersion")
-                            .and_then(Value::as_str)
-                            .map(ToString::to_string),
-                    )
+                    .set_s3_object_version(string(content.get("S3ObjectVersion")))
                     .build(),
             )
-            .set_description(
-                props
-                    .get("Description")
-                    .and_then(Value::as_str)
-                    .map(ToString::to_string),
-            )
-            .set_license_info(
-                props
-                    .get("LicenseInfo")
-                    .and_then(Value::as_str)
-                    .map(ToString::to_string),
-            )
+            .set_description(string(props.get("Description")))
+            .set_license_info(string(props.get("LicenseInfo")))
             .set_compatible_runtimes(
                 strings(props.get("CompatibleRuntimes"))
                     .map(|r| r.iter().map(|r| Runtime::from(r.as_str())).collect()),

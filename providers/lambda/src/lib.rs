@@ -15,13 +15,15 @@ mod version;
 
 cdkd_provider_api::export_plugin!(description: "AWS::Lambda::Function, Permission, Url, Version, Alias, LayerVersion, EventSourceMapping and EventInvokeConfig through the Lambda API");
 
-cdkd_provider_api::register_provider!(function::Function);
-cdkd_provider_api::register_provider!(permission::Permission);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<function::Function>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<permission::Permission>);
 cdkd_provider_api::register_provider!(url::Url);
-cdkd_provider_api::register_provider!(version::Version);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<version::Version>);
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<alias::Alias>);
-cdkd_provider_api::register_provider!(layer_version::LayerVersion);
-cdkd_provider_api::register_provider!(event_source_mapping::EventSourceMapping);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<layer_version::LayerVersion>);
+cdkd_provider_api::register_provider!(
+    cdkd_aws_common::Reads<event_source_mapping::EventSourceMapping>
+);
 cdkd_provider_api::register_provider!(event_invoke_config::EventInvokeConfig);
 
 use cdkd_provider_api::{PluginContext, ProviderError};

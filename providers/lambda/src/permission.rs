@@ -1,11 +1,10 @@
 //! `AWS::Lambda::Permission`.
 
-use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, deleted_unless_failed, flag, physical_name, require_str, text};
+use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
@@ -39,6 +38,19 @@ pub fn permission_target<'a>(
 }
 
 #[async_trait]
+impl Readable for Permission {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let lambda = client(ctx).await?;
+        read::permission(&lambda, what, &request.physical_id, &request.properties).await
+    }
+}
+
+#[async_trait]
 impl ResourceProvider for Permission {
     fn schema(&self) -> ResourceTypeSchema {
         let all = [
@@ -58,36 +70,6 @@ impl ResourceProvider for Permission {
             .all_create_only()
             .read_and_import()
             .build()
-    }
-
-    async fn read_current_state(
-        &self,
-        ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        let what = format!("{PERMISSION} {}", request.logical_id);
-        let lambda = client(ctx).await?;
-        Ok(ReadCurrentStateResult {
-            properties: read::permission(&lambda, &what, &request.physical_id, &request.properties)
-                .await?,
-        })
-    }
-
-    async fn import(
-        &self,
-        ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let what = format!("{PERMISSION} {}", request.logical_id);
-        let lambda = client(ctx).await?;
-        read::permission(&lambda, &what, &request.physical_id, &request.properties)
-            .await?
-            .ok_or_else(|| read::missing(&what, &format!("statement {}", request.physical_id)))?;
-        Ok(CreateResult {
-            physical_id: request.physical_id,
-            attributes: Map::new(),
-            ..Default::default()
-        })
     }
 
     async fn create(

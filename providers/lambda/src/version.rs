@@ -1,14 +1,13 @@
 //! `AWS::Lambda::Version`.
 
-use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, deleted_unless_failed, require_str, text};
+use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::json;
+use serde_json::{json, Map, Value};
 
 use crate::{client, function_name, read};
 
@@ -19,6 +18,39 @@ pub struct Version;
 const VERSION: &str = "AWS::Lambda::Version";
 
 #[async_trait]
+impl Readable for Version {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let lambda = client(ctx).await?;
+        Ok(read::version(&lambda, what, &request.physical_id)
+            .await?
+            .map(|(props, _)| props))
+    }
+
+    /// `Version`, the version number.
+    async fn attributes(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        physical_id: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
+        let lambda = client(ctx).await?;
+        let version = read::version(&lambda, what, physical_id)
+            .await?
+            .map(|(_, version)| version)
+            .unwrap_or_default();
+        Ok(json!({"Version": version})
+            .as_object()
+            .cloned()
+            .unwrap_or_default())
+    }
+}
+
+#[async_trait]
 impl ResourceProvider for Version {
     fn schema(&self) -> ResourceTypeSchema {
         TypeSchema::builder(VERSION)
@@ -26,40 +58,6 @@ impl ResourceProvider for Version {
             .all_create_only()
             .read_and_import()
             .build()
-    }
-
-    async fn read_current_state(
-        &self,
-        ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        let what = format!("{VERSION} {}", request.logical_id);
-        let lambda = client(ctx).await?;
-        Ok(ReadCurrentStateResult {
-            properties: read::version(&lambda, &what, &request.physical_id)
-                .await?
-                .map(|(props, _)| props),
-        })
-    }
-
-    async fn import(
-        &self,
-        ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let what = format!("{VERSION} {}", request.logical_id);
-        let lambda = client(ctx).await?;
-        let (_, version) = read::version(&lambda, &what, &request.physical_id)
-            .await?
-            .ok_or_else(|| read::missing(&what, &request.physical_id))?;
-        Ok(CreateResult {
-            physical_id: request.physical_id,
-            attributes: json!({"Version": version})
-                .as_object()
-                .cloned()
-                .unwrap_or_default(),
-            ..Default::default()
-        })
     }
 
     async fn create(
