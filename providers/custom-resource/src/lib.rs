@@ -16,6 +16,7 @@
 
 mod exchange;
 
+use cdkd_aws_common::TypeSchema;
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
@@ -38,15 +39,13 @@ pub struct CustomResource;
 pub struct CloudFormationCustomResource;
 
 fn schema(type_name: &str) -> ResourceTypeSchema {
-    ResourceTypeSchema {
-        type_name: type_name.into(),
+    TypeSchema::builder(type_name)
         // A custom resource's properties are its handler's: every one is passed on.
-        handled_properties: vec!["*".into()],
+        .handles(&["*"])
         // A new ServiceToken is a new handler, which CloudFormation refuses to switch to in
         // place; cdkd replaces the resource instead.
-        create_only_properties: vec!["ServiceToken".into()],
-        ..ResourceTypeSchema::default()
-    }
+        .create_only(&["ServiceToken"])
+        .build()
 }
 
 /// The one implementation behind both registrations.

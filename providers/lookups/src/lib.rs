@@ -4,7 +4,7 @@
 //! answers them. The types it declares only answer `context_lookup`: their resources stay on
 //! Cloud Control.
 
-use cdkd_aws_common::aws_error;
+use cdkd_aws_common::{aws_error, TypeSchema};
 use cdkd_provider_api::protocol::{
     operation, ContextLookupRequest, ContextLookupResult, CreateRequest, CreateResult,
     DeleteRequest, DeleteResult, ResourceTypeSchema, UpdateRequest, UpdateResult,
@@ -34,11 +34,9 @@ fn not_provisioned() -> ProviderError {
 #[cdkd_provider_api::async_trait]
 impl ResourceProvider for Lookups {
     fn schema(&self) -> ResourceTypeSchema {
-        ResourceTypeSchema {
-            type_name: DECLARED_ON.into(),
-            operations: vec![operation::CONTEXT_LOOKUP.into()],
-            ..ResourceTypeSchema::default()
-        }
+        TypeSchema::builder(DECLARED_ON)
+            .operations(&[operation::CONTEXT_LOOKUP])
+            .build()
     }
 
     async fn create(

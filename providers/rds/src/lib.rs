@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use cdkd_aws_common::aws_error;
+use cdkd_aws_common::{aws_error, TypeSchema};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, FinalSnapshotRequest,
     FinalSnapshotResult, ResourceTypeSchema, UpdateRequest, UpdateResult,
@@ -42,11 +42,9 @@ macro_rules! snapshot_only_type {
         #[cdkd_provider_api::async_trait]
         impl ResourceProvider for $name {
             fn schema(&self) -> ResourceTypeSchema {
-                ResourceTypeSchema {
-                    type_name: $type_name.into(),
-                    operations: vec![operation::FINAL_SNAPSHOT.into()],
-                    ..ResourceTypeSchema::default()
-                }
+                TypeSchema::builder($type_name)
+                    .operations(&[operation::FINAL_SNAPSHOT])
+                    .build()
             }
 
             async fn create(

@@ -13,15 +13,17 @@ use aws_sdk_s3::types::{
     Tag, Tagging, VersioningConfiguration, WebsiteConfiguration,
 };
 use aws_sdk_s3::Client;
-use cdkd_aws_common::{aws_error, optional, physical_name};
+use cdkd_aws_common::{aws_error, optional, physical_name, Readable, TypeSchema};
 use cdkd_aws_common::{flag, int, strings, text};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, GetAttributeRequest,
-    GetAttributeResult, ImportRequest, ReadCurrentStateRequest, ReadCurrentStateResult,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    GetAttributeResult, ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
+
+use crate::invalid;
+use crate::keyed_configurations::{self, Analytics, Inventory};
 
 const TYPE: &str = "AWS::S3::Bucket";
 
@@ -50,10 +52,6 @@ struct Call<'a> {
     client: &'a Client,
     bucket: &'a str,
     what: String,
-}
-
-fn invalid(what: &str, property: &str, detail: impl std::fmt::Display) -> ProviderError {
-    ProviderError::validation(format!("{what}: property {property}: {detail}"))
 }
 
 impl Call<'_> {
@@ -452,10 +450,10 @@ impl Call<'_> {
                     .map_err(failed!())?;
             }
             ("InventoryConfigurations", value) => {
-                crate::keyed_configurations::apply_inventory(client, bucket, what, value).await?;
+                keyed_configurations::apply::<Inventory>(client, bucket, what, value).await?;
             }
             ("AnalyticsConfigurations", value) => {
-                crate::keyed_configurations::apply_analytics(client, bucket, what, value).await?;
+                keyed_configurations::apply::<Analytics>(client, bucket, what, value).await?;
             }
             ("Tags", Some(value)) => {
                 let mut tags = Vec::new();
@@ -546,22 +544,109 @@ fn attributes(name: &str, region: &str) -> Map<String, Value> {
     .unwrap_or_default()
 }
 
+/// A bucket reads back as its name and the configurations read here (versioning, encryption,
+/// public access block, tags); a bucket HeadBucket does not find is gone.
+#[async_trait]
+impl Readable for Bucket {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let client = crate::client(ctx).await?;
+        let bucket = request.physical_id.as_str();
+        let head = client.head_bucket().bucket(bucket).send().await;
+        if optional(&format!("{what}: HeadBucket"), head)?.is_none() {
+            return Ok(None);
+        }
+        let mut properties = Map::new();
+        properties.insert("BucketName".into(), json!(bucket));
+        let read = |operation: &str| format!("{what}: {operation} {bucket}");
+        if let Some(versioning) = optional(
+            &read("GetBucketVersioning"),
+            client.get_bucket_versioning().bucket(bucket).send().await,
+        )? {
+            if let Some(status) = versioning.status() {
+                properties.insert(
+                    "VersioningConfiguration".into(),
+                    json!({"Status": status.as_str()}),
+                );
+            }
+        }
+        if let Some(encryption) = optional(
+            &read("GetBucketEncryption"),
+            client.get_bucket_encryption().bucket(bucket).send().await,
+        )? {
+            let rules: Vec<Value> = encryption
+                .server_side_encryption_configuration()
+                .map(|c| c.rules())
+                .unwrap_or_default()
+                .iter()
+                .map(|rule| {
+                    let default = rule.apply_server_side_encryption_by_default();
+                    let mut by_default = json!({
+                        "SSEAlgorithm": default.map(|d| d.sse_algorithm().as_str()),
+                    });
+                    // A key id AWS does not report is left out, not stored as null.
+                    if let Some(key) = default.and_then(|d| d.kms_master_key_id()) {
+                        by_default["KMSMasterKeyID"] = json!(key);
+                    }
+                    json!({"ServerSideEncryptionByDefault": by_default})
+                })
+                .collect();
+            properties.insert(
+                "BucketEncryption".into(),
+                json!({"ServerSideEncryptionConfiguration": rules}),
+            );
+        }
+        if let Some(block) = optional(
+            &read("GetPublicAccessBlock"),
+            client.get_public_access_block().bucket(bucket).send().await,
+        )? {
+            if let Some(c) = block.public_access_block_configuration() {
+                properties.insert(
+                    "PublicAccessBlockConfiguration".into(),
+                    json!({"BlockPublicAcls": c.block_public_acls(), "BlockPublicPolicy": c.block_public_policy(),
+                           "IgnorePublicAcls": c.ignore_public_acls(), "RestrictPublicBuckets": c.restrict_public_buckets()}),
+                );
+            }
+        }
+        if let Some(tagging) = optional(
+            &read("GetBucketTagging"),
+            client.get_bucket_tagging().bucket(bucket).send().await,
+        )? {
+            let tags: Vec<Value> = tagging
+                .tag_set()
+                .iter()
+                .map(|t| json!({"Key": t.key(), "Value": t.value()}))
+                .collect();
+            properties.insert("Tags".into(), Value::Array(tags));
+        }
+        Ok(Some(properties))
+    }
+
+    /// An adopted bucket's attributes follow from its name and the region.
+    async fn attributes(
+        &self,
+        ctx: &PluginContext,
+        _what: &str,
+        physical_id: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
+        Ok(attributes(physical_id, ctx.region()))
+    }
+}
+
 #[async_trait]
 impl ResourceProvider for Bucket {
     fn schema(&self) -> ResourceTypeSchema {
-        let mut handled: Vec<String> = CONFIGURATIONS.iter().map(ToString::to_string).collect();
-        handled.extend(["BucketName".to_string(), "ObjectLockEnabled".to_string()]);
-        ResourceTypeSchema {
-            type_name: TYPE.into(),
-            handled_properties: handled,
-            create_only_properties: vec!["BucketName".into(), "ObjectLockEnabled".into()],
-            operations: vec![
-                operation::READ_CURRENT_STATE.into(),
-                operation::IMPORT.into(),
-                operation::GET_ATTRIBUTE.into(),
-            ],
-            ..ResourceTypeSchema::default()
-        }
+        TypeSchema::builder(TYPE)
+            .handles(CONFIGURATIONS)
+            .handles(&["BucketName", "ObjectLockEnabled"])
+            .create_only(&["BucketName", "ObjectLockEnabled"])
+            .read_and_import()
+            .operations(&[operation::GET_ATTRIBUTE])
+            .build()
     }
 
     async fn create(
@@ -687,117 +772,6 @@ impl ResourceProvider for Bucket {
                 }
             }
         }
-    }
-
-    async fn read_current_state(
-        &self,
-        ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        let client = crate::client(ctx).await?;
-        let bucket = request.physical_id.as_str();
-        let what = format!("{TYPE} {}", request.logical_id);
-        if let Err(err) = client.head_bucket().bucket(bucket).send().await {
-            let err = aws_error(&format!("{what}: HeadBucket"), err);
-            return if err.kind == ErrorKind::NOT_FOUND {
-                Ok(ReadCurrentStateResult { properties: None })
-            } else {
-                Err(err)
-            };
-        }
-        let mut properties = Map::new();
-        properties.insert("BucketName".into(), json!(bucket));
-        let read = |operation: &str| format!("{what}: {operation} {bucket}");
-        if let Some(versioning) = optional(
-            &read("GetBucketVersioning"),
-            client.get_bucket_versioning().bucket(bucket).send().await,
-        )? {
-            if let Some(status) = versioning.status() {
-                properties.insert(
-                    "VersioningConfiguration".into(),
-                    json!({"Status": status.as_str()}),
-                );
-            }
-        }
-        if let Some(encryption) = optional(
-            &read("GetBucketEncryption"),
-            client.get_bucket_encryption().bucket(bucket).send().await,
-        )? {
-            let rules: Vec<Value> = encryption
-                .server_side_encryption_configuration()
-                .map(|c| c.rules())
-                .unwrap_or_default()
-                .iter()
-                .map(|rule| {
-                    let default = rule.apply_server_side_encryption_by_default();
-                    let mut by_default = json!({
-                        "SSEAlgorithm": default.map(|d| d.sse_algorithm().as_str()),
-                    });
-                    // A key id AWS does not report is left out, not stored as null.
-                    if let Some(key) = default.and_then(|d| d.kms_master_key_id()) {
-                        by_default["KMSMasterKeyID"] = json!(key);
-                    }
-                    json!({"ServerSideEncryptionByDefault": by_default})
-                })
-                .collect();
-            properties.insert(
-                "BucketEncryption".into(),
-                json!({"ServerSideEncryptionConfiguration": rules}),
-            );
-        }
-        if let Some(block) = optional(
-            &read("GetPublicAccessBlock"),
-            client.get_public_access_block().bucket(bucket).send().await,
-        )? {
-            if let Some(c) = block.public_access_block_configuration() {
-                properties.insert(
-                    "PublicAccessBlockConfiguration".into(),
-                    json!({"BlockPublicAcls": c.block_public_acls(), "BlockPublicPolicy": c.block_public_policy(),
-                           "IgnorePublicAcls": c.ignore_public_acls(), "RestrictPublicBuckets": c.restrict_public_buckets()}),
-                );
-            }
-        }
-        if let Some(tagging) = optional(
-            &read("GetBucketTagging"),
-            client.get_bucket_tagging().bucket(bucket).send().await,
-        )? {
-            let tags: Vec<Value> = tagging
-                .tag_set()
-                .iter()
-                .map(|t| json!({"Key": t.key(), "Value": t.value()}))
-                .collect();
-            properties.insert("Tags".into(), Value::Array(tags));
-        }
-        Ok(ReadCurrentStateResult {
-            properties: Some(properties),
-        })
-    }
-
-    async fn import(
-        &self,
-        ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let client = crate::client(ctx).await?;
-        client
-            .head_bucket()
-            .bucket(&request.physical_id)
-            .send()
-            .await
-            .map_err(|err| {
-                aws_error(
-                    &format!(
-                        "{TYPE} {}: importing {}",
-                        request.logical_id, request.physical_id
-                    ),
-                    err,
-                )
-            })?;
-        Ok(CreateResult {
-            attributes: attributes(&request.physical_id, ctx.region()),
-            physical_id: request.physical_id,
-            ..Default::default()
-        })
     }
 
     async fn get_attribute(

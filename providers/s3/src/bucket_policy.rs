@@ -1,12 +1,12 @@
 //! `AWS::S3::BucketPolicy`: the policy document of one bucket; the physical id is the bucket.
 
-use cdkd_aws_common::{aws_error, require_str};
+use cdkd_aws_common::{aws_error, deleted_unless_failed, optional, require_str};
+use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
 const TYPE: &str = "AWS::S3::BucketPolicy";
@@ -39,19 +39,42 @@ async fn put(
     Ok(bucket)
 }
 
+/// A policy reads back as its bucket and document; a bucket without one (or without the bucket)
+/// has none.
+#[async_trait]
+impl Readable for BucketPolicy {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let answer = crate::client(ctx)
+            .await?
+            .get_bucket_policy()
+            .bucket(&request.physical_id)
+            .send()
+            .await;
+        let Some(answer) = optional(&format!("{what}: GetBucketPolicy"), answer)? else {
+            return Ok(None);
+        };
+        let document = answer
+            .policy()
+            .and_then(|p| serde_json::from_str::<Value>(p).ok())
+            .unwrap_or(Value::Null);
+        let properties = json!({"Bucket": request.physical_id, "PolicyDocument": document});
+        Ok(properties.as_object().cloned())
+    }
+}
+
 #[async_trait]
 impl ResourceProvider for BucketPolicy {
     fn schema(&self) -> ResourceTypeSchema {
-        ResourceTypeSchema {
-            type_name: TYPE.into(),
-            handled_properties: vec!["Bucket".into(), "PolicyDocument".into()],
-            create_only_properties: vec!["Bucket".into()],
-            operations: vec![
-                operation::READ_CURRENT_STATE.into(),
-                operation::IMPORT.into(),
-            ],
-            ..ResourceTypeSchema::default()
-        }
+        TypeSchema::builder(TYPE)
+            .handles(&["Bucket", "PolicyDocument"])
+            .create_only(&["Bucket"])
+            .read_and_import()
+            .build()
     }
 
     async fn create(
@@ -86,95 +109,23 @@ impl ResourceProvider for BucketPolicy {
         ctx: &PluginContext,
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
-        match crate::client(ctx)
-            .await?
-            .delete_bucket_policy()
-            .bucket(&request.physical_id)
-            .send()
-            .await
-        {
-            Ok(_) => Ok(DeleteResult::Deleted),
-            Err(err) => {
-                let err = aws_error(
-                    &format!(
-                        "{TYPE} {}: DeleteBucketPolicy on {}",
-                        request.logical_id, request.physical_id
-                    ),
-                    err,
-                );
-                if err.kind == ErrorKind::NOT_FOUND {
-                    Ok(DeleteResult::Deleted)
-                } else {
-                    Err(err)
-                }
-            }
-        }
-    }
-
-    async fn read_current_state(
-        &self,
-        ctx: &PluginContext,
-        request: ReadCurrentStateRequest,
-    ) -> Result<ReadCurrentStateResult, ProviderError> {
-        match crate::client(ctx)
-            .await?
-            .get_bucket_policy()
-            .bucket(&request.physical_id)
-            .send()
-            .await
-        {
-            Ok(answer) => {
-                let document = answer
-                    .policy()
-                    .and_then(|p| serde_json::from_str::<Value>(p).ok())
-                    .unwrap_or(Value::Null);
-                let properties = json!({"Bucket": request.physical_id, "PolicyDocument": document});
-                Ok(ReadCurrentStateResult {
-                    properties: properties.as_object().cloned(),
-                })
-            }
-            Err(err) => {
-                let err = aws_error(
-                    &format!("{TYPE} {}: GetBucketPolicy", request.logical_id),
-                    err,
-                );
-                if err.kind == ErrorKind::NOT_FOUND {
-                    Ok(ReadCurrentStateResult { properties: None })
-                } else {
-                    Err(err)
-                }
-            }
-        }
-    }
-
-    async fn import(
-        &self,
-        ctx: &PluginContext,
-        request: ImportRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let current = self
-            .read_current_state(
-                ctx,
-                ReadCurrentStateRequest {
-                    logical_id: request.logical_id.clone(),
-                    physical_id: request.physical_id.clone(),
-                    properties: request.properties,
-                },
-            )
-            .await?;
-        match current.properties {
-            Some(_) => Ok(CreateResult {
-                physical_id: request.physical_id,
-                attributes: Map::new(),
-                ..Default::default()
-            }),
-            None => Err(ProviderError::new(
-                ErrorKind::NOT_FOUND,
-                format!(
-                    "{TYPE} {}: bucket {} has no policy to import",
-                    request.logical_id, request.physical_id
-                ),
-            )),
-        }
+        deleted_unless_failed(
+            crate::client(ctx)
+                .await?
+                .delete_bucket_policy()
+                .bucket(&request.physical_id)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|err| {
+                    aws_error(
+                        &format!(
+                            "{TYPE} {}: DeleteBucketPolicy on {}",
+                            request.logical_id, request.physical_id
+                        ),
+                        err,
+                    )
+                }),
+        )
     }
 }

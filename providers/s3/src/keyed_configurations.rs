@@ -9,20 +9,14 @@ use aws_sdk_s3::types::{
     InventoryDestination, InventoryFilter, InventoryFormat, InventoryFrequency,
     InventoryIncludedObjectVersions, InventoryOptionalField, InventoryS3BucketDestination,
     InventorySchedule, StorageClassAnalysis, StorageClassAnalysisDataExport,
-    StorageClassAnalysisSchemaVersion, Tag,
+    StorageClassAnalysisSchemaVersion,
 };
 use aws_sdk_s3::Client;
 use cdkd_aws_common::aws_error;
-use cdkd_provider_api::ProviderError;
+use cdkd_provider_api::{async_trait, ProviderError};
 use serde_json::Value;
 
-fn text(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(str::to_string)
-}
-
-fn invalid(what: &str, property: &str, detail: impl std::fmt::Display) -> ProviderError {
-    ProviderError::validation(format!("{what}: property {property}: {detail}"))
-}
+use crate::{invalid, tag, text};
 
 fn entries(value: Option<&Value>) -> Vec<&Value> {
     value
@@ -77,14 +71,6 @@ pub fn inventory(entry: &Value) -> Result<InventoryConfiguration, String> {
                 .s3_bucket_destination(bucket)
                 .build(),
         )
-        .build()
-        .map_err(|e| e.to_string())
-}
-
-fn tag(value: &Value) -> Result<Tag, String> {
-    Tag::builder()
-        .set_key(text(value, "Key"))
-        .set_value(text(value, "Value"))
         .build()
         .map_err(|e| e.to_string())
 }
@@ -146,17 +132,100 @@ pub fn analytics(entry: &Value) -> Result<AnalyticsConfiguration, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Puts the template's inventory configurations and deletes the bucket's others.
-pub async fn apply_inventory(
+/// One kind of keyed configuration: its property, the S3 form of a template entry, and the
+/// S3 calls that put, list and delete configurations of the kind. `failed` is the context of
+/// an AWS error (`{what}: applying {PROPERTY}`).
+#[async_trait]
+pub trait Keyed {
+    /// The bucket's template property.
+    const PROPERTY: &'static str;
+    /// S3's form of one entry.
+    type Configuration: Send + Sync;
+    /// The S3 form of one template entry.
+    fn configuration(entry: &Value) -> Result<Self::Configuration, String>;
+    /// The configuration's `Id`.
+    fn id(configuration: &Self::Configuration) -> &str;
+    /// Puts one configuration under its id.
+    async fn put(
+        client: &Client,
+        bucket: &str,
+        configuration: &Self::Configuration,
+        failed: &str,
+    ) -> Result<(), ProviderError>;
+    /// One page of the ids the bucket has.
+    async fn list(
+        client: &Client,
+        bucket: &str,
+        token: Option<String>,
+        failed: &str,
+    ) -> Result<Page, ProviderError>;
+    /// Deletes the configuration `id`.
+    async fn delete(
+        client: &Client,
+        bucket: &str,
+        id: &str,
+        failed: &str,
+    ) -> Result<(), ProviderError>;
+}
+
+/// A page of a bucket's configuration ids.
+pub struct Page {
+    ids: Vec<String>,
+    next: Option<String>,
+    truncated: Option<bool>,
+}
+
+/// Puts the template's configurations of kind `K` and deletes the bucket's others.
+pub async fn apply<K: Keyed>(
     client: &Client,
     bucket: &str,
     what: &str,
     value: Option<&Value>,
 ) -> Result<(), ProviderError> {
-    const PROPERTY: &str = "InventoryConfigurations";
+    let failed = format!("{what}: applying {}", K::PROPERTY);
     let mut wanted = Vec::new();
     for entry in entries(value) {
-        let configuration = inventory(entry).map_err(|e| invalid(what, PROPERTY, e))?;
+        let configuration = K::configuration(entry).map_err(|e| invalid(what, K::PROPERTY, e))?;
+        K::put(client, bucket, &configuration, &failed).await?;
+        wanted.push(K::id(&configuration).to_string());
+    }
+    let mut token = None;
+    loop {
+        let page = K::list(client, bucket, token.take(), &failed).await?;
+        for existing in &page.ids {
+            if !wanted.iter().any(|id| id == existing) {
+                K::delete(client, bucket, existing, &failed).await?;
+            }
+        }
+        match page.next {
+            Some(next) if page.truncated == Some(true) => token = Some(next),
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// `InventoryConfigurations`.
+pub struct Inventory;
+
+#[async_trait]
+impl Keyed for Inventory {
+    const PROPERTY: &'static str = "InventoryConfigurations";
+    type Configuration = InventoryConfiguration;
+
+    fn configuration(entry: &Value) -> Result<InventoryConfiguration, String> {
+        inventory(entry)
+    }
+
+    fn id(configuration: &InventoryConfiguration) -> &str {
+        configuration.id()
+    }
+
+    async fn put(
+        client: &Client,
+        bucket: &str,
+        configuration: &InventoryConfiguration,
+        failed: &str,
+    ) -> Result<(), ProviderError> {
         client
             .put_bucket_inventory_configuration()
             .bucket(bucket)
@@ -164,47 +233,73 @@ pub async fn apply_inventory(
             .inventory_configuration(configuration.clone())
             .send()
             .await
-            .map_err(|e| aws_error(&format!("{what}: applying {PROPERTY}"), e))?;
-        wanted.push(configuration.id().to_string());
+            .map(|_| ())
+            .map_err(|e| aws_error(failed, e))
     }
-    let mut token = None;
-    loop {
+
+    async fn list(
+        client: &Client,
+        bucket: &str,
+        token: Option<String>,
+        failed: &str,
+    ) -> Result<Page, ProviderError> {
         let page = client
             .list_bucket_inventory_configurations()
             .bucket(bucket)
-            .set_continuation_token(token.take())
+            .set_continuation_token(token)
             .send()
             .await
-            .map_err(|e| aws_error(&format!("{what}: applying {PROPERTY}"), e))?;
-        for existing in page.inventory_configuration_list() {
-            if !wanted.iter().any(|id| id == existing.id()) {
-                client
-                    .delete_bucket_inventory_configuration()
-                    .bucket(bucket)
-                    .id(existing.id())
-                    .send()
-                    .await
-                    .map_err(|e| aws_error(&format!("{what}: applying {PROPERTY}"), e))?;
-            }
-        }
-        match page.next_continuation_token() {
-            Some(next) if page.is_truncated() == Some(true) => token = Some(next.to_string()),
-            _ => return Ok(()),
-        }
+            .map_err(|e| aws_error(failed, e))?;
+        Ok(Page {
+            ids: page
+                .inventory_configuration_list()
+                .iter()
+                .map(|c| c.id().to_string())
+                .collect(),
+            next: page.next_continuation_token().map(str::to_string),
+            truncated: page.is_truncated(),
+        })
+    }
+
+    async fn delete(
+        client: &Client,
+        bucket: &str,
+        id: &str,
+        failed: &str,
+    ) -> Result<(), ProviderError> {
+        client
+            .delete_bucket_inventory_configuration()
+            .bucket(bucket)
+            .id(id)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| aws_error(failed, e))
     }
 }
 
-/// Puts the template's analytics configurations and deletes the bucket's others.
-pub async fn apply_analytics(
-    client: &Client,
-    bucket: &str,
-    what: &str,
-    value: Option<&Value>,
-) -> Result<(), ProviderError> {
-    const PROPERTY: &str = "AnalyticsConfigurations";
-    let mut wanted = Vec::new();
-    for entry in entries(value) {
-        let configuration = analytics(entry).map_err(|e| invalid(what, PROPERTY, e))?;
+/// `AnalyticsConfigurations`.
+pub struct Analytics;
+
+#[async_trait]
+impl Keyed for Analytics {
+    const PROPERTY: &'static str = "AnalyticsConfigurations";
+    type Configuration = AnalyticsConfiguration;
+
+    fn configuration(entry: &Value) -> Result<AnalyticsConfiguration, String> {
+        analytics(entry)
+    }
+
+    fn id(configuration: &AnalyticsConfiguration) -> &str {
+        configuration.id()
+    }
+
+    async fn put(
+        client: &Client,
+        bucket: &str,
+        configuration: &AnalyticsConfiguration,
+        failed: &str,
+    ) -> Result<(), ProviderError> {
         client
             .put_bucket_analytics_configuration()
             .bucket(bucket)
@@ -212,33 +307,48 @@ pub async fn apply_analytics(
             .analytics_configuration(configuration.clone())
             .send()
             .await
-            .map_err(|e| aws_error(&format!("{what}: applying {PROPERTY}"), e))?;
-        wanted.push(configuration.id().to_string());
+            .map(|_| ())
+            .map_err(|e| aws_error(failed, e))
     }
-    let mut token = None;
-    loop {
+
+    async fn list(
+        client: &Client,
+        bucket: &str,
+        token: Option<String>,
+        failed: &str,
+    ) -> Result<Page, ProviderError> {
         let page = client
             .list_bucket_analytics_configurations()
             .bucket(bucket)
-            .set_continuation_token(token.take())
+            .set_continuation_token(token)
             .send()
             .await
-            .map_err(|e| aws_error(&format!("{what}: applying {PROPERTY}"), e))?;
-        for existing in page.analytics_configuration_list() {
-            if !wanted.iter().any(|id| id == existing.id()) {
-                client
-                    .delete_bucket_analytics_configuration()
-                    .bucket(bucket)
-                    .id(existing.id())
-                    .send()
-                    .await
-                    .map_err(|e| aws_error(&format!("{what}: applying {PROPERTY}"), e))?;
-            }
-        }
-        match page.next_continuation_token() {
-            Some(next) if page.is_truncated() == Some(true) => token = Some(next.to_string()),
-            _ => return Ok(()),
-        }
+            .map_err(|e| aws_error(failed, e))?;
+        Ok(Page {
+            ids: page
+                .analytics_configuration_list()
+                .iter()
+                .map(|c| c.id().to_string())
+                .collect(),
+            next: page.next_continuation_token().map(str::to_string),
+            truncated: page.is_truncated(),
+        })
+    }
+
+    async fn delete(
+        client: &Client,
+        bucket: &str,
+        id: &str,
+        failed: &str,
+    ) -> Result<(), ProviderError> {
+        client
+            .delete_bucket_analytics_configuration()
+            .bucket(bucket)
+            .id(id)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| aws_error(failed, e))
     }
 }
 

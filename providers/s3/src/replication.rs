@@ -8,13 +8,11 @@ use aws_sdk_s3::types::{
     ReplicaModificationsStatus, ReplicationConfiguration, ReplicationRule,
     ReplicationRuleAndOperator, ReplicationRuleFilter, ReplicationRuleStatus, ReplicationTime,
     ReplicationTimeStatus, ReplicationTimeValue, SourceSelectionCriteria, SseKmsEncryptedObjects,
-    SseKmsEncryptedObjectsStatus, StorageClass, Tag,
+    SseKmsEncryptedObjectsStatus, StorageClass,
 };
 use serde_json::Value;
 
-fn text(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(str::to_string)
-}
+use crate::{tag, text};
 
 fn number(value: &Value, key: &str) -> Option<i32> {
     value.get(key).and_then(|v| match v {
@@ -22,14 +20,6 @@ fn number(value: &Value, key: &str) -> Option<i32> {
         Value::String(s) => s.parse().ok(),
         _ => None,
     })
-}
-
-fn tag(value: &Value) -> Result<Tag, String> {
-    Tag::builder()
-        .set_key(text(value, "Key"))
-        .set_value(text(value, "Value"))
-        .build()
-        .map_err(|e| e.to_string())
 }
 
 fn filter(value: &Value) -> Result<ReplicationRuleFilter, String> {
