@@ -140,6 +140,53 @@ async fn find_ingress(
     Ok(rules)
 }
 
+/// Whether a template property names a rule's source.
+fn is_source(key: &str) -> bool {
+    key.starts_with("Cidr") || key.starts_with("Source")
+}
+
+/// The one rule's id when the caller knows only the physical id (`cdkd export` recovering an
+/// `Id` state lacks): exactly one ingress rule of the group may carry the protocol and port
+/// range. Rules are counted before any without an id is set aside, so such a rule cannot let
+/// its sibling pass as the only one.
+fn only_rule(
+    what: &str,
+    physical_id: &str,
+    rules: &[SecurityGroupRule],
+) -> Result<String, ProviderError> {
+    let tuple = physical_id.split('|').skip(1).collect::<Vec<_>>().join(", ");
+    match rules {
+        [] => Err(ProviderError::new(
+            ErrorKind::NOT_FOUND,
+            format!("{what}: no ingress rule of the group carries (protocol, from port, to port) = ({tuple}); nothing matched {physical_id}"),
+        )),
+        [rule] => rule
+            .security_group_rule_id()
+            .filter(|id| id.starts_with("sgr-"))
+            .map(ToString::to_string)
+            .ok_or_else(|| {
+                ProviderError::new(
+                    ErrorKind::CONFLICT,
+                    format!("{what}: the one rule matching ({tuple}) has no usable sgr- id"),
+                )
+            }),
+        several => {
+            let ids: Vec<&str> = several
+                .iter()
+                .map(|r| r.security_group_rule_id().unwrap_or("(no id)"))
+                .collect();
+            Err(ProviderError::new(
+                ErrorKind::CONFLICT,
+                format!(
+                    "{what}: {} ingress rules of the group carry ({tuple}): {}; cdkd's id cannot tell them apart. If one resource declares several sources (CidrIp and CidrIpv6), split it into one ingress resource per source; if these are distinct resources differing only by source, record the right sgr- id as the row's attributes.Id or remove the row before exporting",
+                    several.len(),
+                    ids.join(", ")
+                ),
+            ))
+        }
+    }
+}
+
 /// Not a `Readable` type: its import records the `Id` of the rule the template's source picks
 /// out, and `Readable::attributes` sees the physical id only, not the template.
 #[async_trait]
@@ -245,6 +292,14 @@ impl ResourceProvider for SecurityGroupIngress {
         let what = what(INGRESS, &request.logical_id);
         let ec2 = client(ctx).await?;
         let rules = find_ingress(&ec2, &what, &request.physical_id, &request.properties).await?;
+        if !request.properties.keys().any(|k| is_source(k)) {
+            let id = only_rule(&what, &request.physical_id, &rules)?;
+            return Ok(CreateResult {
+                physical_id: request.physical_id,
+                attributes: rule_id_attribute(&[id]),
+                ..Default::default()
+            });
+        }
         if rules.is_empty() {
             return Err(does_not_exist(
                 &what,
@@ -271,6 +326,27 @@ impl ResourceProvider for SecurityGroupIngress {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rule(id: Option<&str>) -> SecurityGroupRule {
+        SecurityGroupRule::builder()
+            .set_security_group_rule_id(id.map(ToString::to_string))
+            .build()
+    }
+
+    #[test]
+    fn only_exactly_one_rule_with_an_id_is_adopted_by_its_tuple() {
+        let id = "sg-1|tcp|443|443";
+        assert_eq!(only_rule("I", id, &[rule(Some("sgr-1"))]).unwrap(), "sgr-1");
+        let none = only_rule("I", id, &[]).unwrap_err();
+        assert_eq!(none.kind, ErrorKind::NOT_FOUND);
+        assert!(none.message.contains("(tcp, 443, 443)"), "{}", none.message);
+        let two = only_rule("I", id, &[rule(Some("sgr-1")), rule(Some("sgr-2"))]).unwrap_err();
+        assert!(two.message.contains("sgr-1, sgr-2"), "{}", two.message);
+        assert!(two.message.contains("split it into one ingress resource per source"));
+        let unnamed = only_rule("I", id, &[rule(Some("sgr-1")), rule(None)]).unwrap_err();
+        assert!(unnamed.message.contains("2 ingress rules"), "{}", unnamed.message);
+        assert!(only_rule("I", id, &[rule(None)]).is_err());
+    }
 
     #[test]
     fn an_ingress_id_records_omitted_ports_as_minus_one() {
