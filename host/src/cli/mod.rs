@@ -6,6 +6,7 @@ mod bootstrap;
 mod deploy;
 mod diff;
 mod drift;
+mod export;
 mod force_unlock;
 mod import;
 mod providers;
@@ -96,6 +97,8 @@ enum Command {
     Drift(drift::DriftArgs),
     /// Adopt existing AWS resources into a stack's state record.
     Import(import::ImportArgs),
+    /// Hand a stack over to CloudFormation (an IMPORT change set); its resources stay as they are.
+    Export(export::ExportArgs),
     /// Delete the app's stacks and their resources.
     Destroy(deploy::DestroyArgs),
     /// Undo the last failed deploy of a stack, from its rollback journal (no synthesis).
@@ -182,6 +185,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Deploy(args) => deploy::deploy(&context, args).await,
         Command::Drift(args) => drift::run(&context, args).await,
         Command::Import(args) => import::run(&context, args).await,
+        Command::Export(args) => export::run(&context, args).await,
         Command::Destroy(args) => deploy::destroy(&context, args).await,
         Command::Rollback(args) => deploy::rollback(&context, args).await,
         Command::Orphan(args) => deploy::orphan(&context, args).await,

@@ -17,7 +17,7 @@ use crate::state::backend::StateBackend;
 use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
 
 /// The largest template `UpdateStack` takes inline, in bytes.
-const INLINE_LIMIT: usize = 51_200;
+pub(crate) const INLINE_LIMIT: usize = 51_200;
 
 /// Stack statuses a stack can be migrated from: settled, and not being rolled back or deleted.
 const SETTLED: &[&str] = &[
@@ -41,11 +41,11 @@ pub struct StackResource {
 
 /// A CloudFormation client for one region.
 pub struct CloudFormation {
-    client: aws_sdk_cloudformation::Client,
-    region: String,
+    pub(crate) client: aws_sdk_cloudformation::Client,
+    pub(crate) region: String,
 }
 
-fn failed(what: &str, err: impl std::fmt::Display) -> anyhow::Error {
+pub(crate) fn failed(what: &str, err: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("CloudFormation {what}: {err}")
 }
 
@@ -64,7 +64,7 @@ impl CloudFormation {
     }
 
     /// The stack's status, `None` when there is no such stack.
-    async fn status(&self, stack: &str) -> anyhow::Result<Option<(String, Option<String>)>> {
+    pub(crate) async fn status(&self, stack: &str) -> anyhow::Result<Option<(String, Option<String>)>> {
         match self.client.describe_stacks().stack_name(stack).send().await {
             Ok(answer) => Ok(answer.stacks().first().map(|s| {
                 (
@@ -221,7 +221,7 @@ impl CloudFormation {
     }
 
     /// Puts a transient template into the state bucket; answers its URL.
-    async fn upload(
+    pub(crate) async fn upload(
         &self,
         bucket: &StateBackend,
         stack: &str,
@@ -293,7 +293,7 @@ impl CloudFormation {
     }
 
     /// Polls until the stack reaches `done` (gone counts as deleted), or fails naming why.
-    async fn wait(&self, stack: &str, done: &str) -> anyhow::Result<()> {
+    pub(crate) async fn wait(&self, stack: &str, done: &str) -> anyhow::Result<()> {
         let started = Instant::now();
         let mut delay = Duration::from_millis(100);
         loop {
@@ -333,7 +333,7 @@ fn by_name<'a, C: FromIterator<(String, Value)>>(
 }
 
 /// Deletes a transient template upload and every earlier version of it (warns on failure).
-async fn purge_upload(bucket: &StateBackend, key: &str) {
+pub(crate) async fn purge_upload(bucket: &StateBackend, key: &str) {
     let _ = bucket.delete_object(key).await;
     purge_and_report(
         bucket.client(),

@@ -7,6 +7,7 @@ pub mod destroy;
 pub mod drift;
 pub mod engine;
 pub mod executor;
+pub mod export;
 pub mod external;
 #[cfg(test)]
 pub(crate) mod fakes;

@@ -35,6 +35,13 @@ pub struct RegistrySchema {
     pub read_only: Vec<String>,
     /// The properties that identify a resource.
     pub primary_identifier: Vec<String>,
+    /// The handlers the type declares (`create`, `read`, ...); `None` when not known (a schema
+    /// cached before cdkd kept them).
+    #[serde(default)]
+    pub handlers: Option<Vec<String>>,
+    /// `DescribeType`'s `ProvisioningType` (`FULLY_MUTABLE`, `IMMUTABLE`, `NON_PROVISIONABLE`).
+    #[serde(default)]
+    pub provisioning_type: Option<String>,
 }
 
 impl RegistrySchema {
@@ -47,7 +54,25 @@ impl RegistrySchema {
             conditional_create_only: top_level(schema.get("conditionalCreateOnlyProperties")),
             read_only: top_level(schema.get("readOnlyProperties")),
             primary_identifier: top_level(schema.get("primaryIdentifier")),
+            // An object of handlers; `[]` (as custom resources' schema has) declares none.
+            handlers: match schema.get("handlers") {
+                Some(Value::Object(handlers)) => Some(handlers.keys().cloned().collect()),
+                Some(Value::Array(_)) => Some(Vec::new()),
+                _ => None,
+            },
+            provisioning_type: None,
         }
+    }
+
+    /// Whether CloudFormation can import the type: both signals of an unimportable type must
+    /// agree (no `read` handler, and `NON_PROVISIONABLE`), so a partial answer lets AWS decide.
+    pub fn importable(&self) -> bool {
+        let no_read = self
+            .handlers
+            .as_ref()
+            .is_some_and(|h| !h.iter().any(|name| name == "read"));
+        let non_provisionable = self.provisioning_type.as_deref() == Some("NON_PROVISIONABLE");
+        !(no_read && non_provisionable)
     }
 }
 
@@ -144,9 +169,23 @@ impl TypeSchemas {
         )
     }
 
+    /// The schemas of `types` the disk cache holds, without asking the registry.
+    pub fn cached_only(
+        &self,
+        region: &str,
+        types: impl IntoIterator<Item = String>,
+    ) -> BTreeMap<String, RegistrySchema> {
+        types
+            .into_iter()
+            .filter_map(|t| Some((t.clone(), self.cached(region, &t)?)))
+            .collect()
+    }
+
     fn cached(&self, region: &str, type_name: &str) -> Option<RegistrySchema> {
         let bytes = std::fs::read(self.path(region, type_name)?).ok()?;
         let cached: CachedSchema = serde_json::from_slice(&bytes).ok()?;
+        // A schema cached before cdkd kept the provisioning type is read again.
+        cached.schema.provisioning_type.as_ref()?;
         let age = now_secs().saturating_sub(cached.fetched_at_secs);
         (age < CACHE_TTL.as_secs() && cached.schema.type_name == type_name).then_some(cached.schema)
     }
@@ -186,7 +225,11 @@ async fn describe(
     let schema: Value =
         serde_json::from_str(text).map_err(|err| format!("unreadable schema: {err}"))?;
     let version = answer.default_version_id().unwrap_or("default");
-    Ok(RegistrySchema::parse(type_name, version, &schema))
+    let mut parsed = RegistrySchema::parse(type_name, version, &schema);
+    parsed.provisioning_type = answer
+        .provisioning_type()
+        .map(|p| p.as_str().to_string());
+    Ok(parsed)
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -223,5 +266,25 @@ mod tests {
         assert_eq!(schema.conditional_create_only, ["KeySchema"]);
         assert_eq!(schema.read_only, ["Arn"]);
         assert_eq!(schema.primary_identifier, ["Name"]);
+        assert_eq!(schema.handlers, None);
+        assert!(schema.importable());
+    }
+
+    #[test]
+    fn a_type_is_unimportable_only_when_both_signals_agree() {
+        let mut policy = RegistrySchema::parse(
+            "AWS::SNS::TopicPolicy",
+            "v1",
+            &json!({"handlers": {"create": {}, "update": {}, "delete": {}}}),
+        );
+        assert_eq!(
+            policy.handlers.as_deref(),
+            Some(&["create".to_string(), "update".into(), "delete".into()][..])
+        );
+        assert!(policy.importable(), "no provisioning type: AWS decides");
+        policy.provisioning_type = Some("NON_PROVISIONABLE".into());
+        assert!(!policy.importable());
+        policy.handlers = Some(vec!["read".into()]);
+        assert!(policy.importable());
     }
 }

@@ -5,3 +5,4 @@ pub mod assembly;
 pub mod order;
 pub mod runner;
 pub mod selection;
+pub mod template_file;

@@ -1,0 +1,246 @@
+//! `cdkd export` against the emulator's CloudFormation, on a real CDK app
+//! (tests/fixtures/apps/export.js): a stack deployed by cdkd is handed over with every resource
+//! keeping its id; every refusal exits 1 naming its offenders with nothing changed; a stack
+//! that reads the exported one by `Fn::GetStackOutput` keeps deploying through the
+//! CloudFormation fallback.
+
+use serde_json::{json, Value};
+
+use cdkd_tests::{AppWorld, Emulator, Run};
+
+/// A CDK-bootstrapped account has this parameter; the templates' `BootstrapVersion` reads it.
+fn bootstrapped() {
+    Emulator::shared().boto(
+        "c('ssm').put_parameter(Name='/cdk-bootstrap/hnb659fds/version', Value='30', Type='String', Overwrite=True) and None",
+    );
+}
+
+fn export(world: &AppWorld, stack: &str, extra: &[&str]) -> Run {
+    let app = world.assembly.path().display().to_string();
+    let mut args = vec!["export", stack, "-a", &app];
+    args.extend_from_slice(extra);
+    world.cdkd(&args)
+}
+
+fn failed(run: &Run) -> &str {
+    assert_eq!(
+        run.code,
+        Some(1),
+        "expected a refusal:\n{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    &run.stderr
+}
+
+/// The CloudFormation stack `name`: `null` when there is none.
+fn cfn_stack(name: &str) -> Value {
+    Emulator::shared().boto(&format!(
+        "(lambda s: s[0] if s else None)([s for s in c('cloudformation').list_stacks()['StackSummaries'] if s['StackName'] == '{name}' and s['StackStatus'] != 'DELETE_COMPLETE'])"
+    ))
+}
+
+/// Logical id → physical id of a CloudFormation stack's resources.
+fn cfn_resources(name: &str) -> Value {
+    Emulator::shared().boto(&format!(
+        "{{r['LogicalResourceId']: r.get('PhysicalResourceId') for r in c('cloudformation').describe_stack_resources(StackName='{name}')['StackResources'] if 'LogicalResourceId' in r}}"
+    ))
+}
+
+/// What AWS holds of the kinds HandoverStack makes, to see nothing was made twice.
+fn inventory() -> Value {
+    Emulator::shared().boto(
+        "{'queues': sorted(c('sqs').list_queues().get('QueueUrls', [])), \
+          'topics': sorted(t['TopicArn'] for t in c('sns').list_topics()['Topics']), \
+          'roles': sorted(r['RoleName'] for r in c('iam').list_roles()['Roles']), \
+          'functions': sorted(f['FunctionName'] for f in c('lambda').list_functions()['Functions'])}",
+    )
+}
+
+#[test]
+fn a_stack_is_handed_over_to_cloudformation_with_every_resource_kept() {
+    bootstrapped();
+    let world = AppWorld::without_assets("export", "HandoverStack", "export");
+    // The default name: ReaderStack's Fn::GetStackOutput names the stack, and finds it in
+    // CloudFormation after the export.
+    let cfn_name = "HandoverStack".to_string();
+    world
+        .deploy(&["HandoverStack", "--progress", "events"])
+        .success();
+    let recorded = world.resources("HandoverStack");
+
+    // `--dry-run`: the plan, and no CloudFormation call at all (counted under its own key).
+    let dry = world.cdkd_with_env(
+        &[
+            "export",
+            "HandoverStack",
+            "-a",
+            &world.assembly.path().display().to_string(),
+            "--dry-run",
+        ],
+        &[("AWS_ACCESS_KEY_ID", "AKIDEXPORTDRYRUN")],
+    );
+    let dry = dry.success();
+    assert!(
+        dry.stdout
+            .contains("import    InboxA8E05DC3 (AWS::SQS::Queue) QueueUrl="),
+        "{}",
+        dry.stdout
+    );
+    assert!(
+        dry.stdout
+            .contains("recreate  WorkerDefaultPolicyD9676315 (AWS::IAM::Policy)"),
+        "{}",
+        dry.stdout
+    );
+    assert!(
+        dry.stdout
+            .contains("HandlerFromTopicAF22FBB1 (AWS::Lambda::Permission) FunctionName="),
+        "{}",
+        dry.stdout
+    );
+    let calls = Emulator::shared().get("/_emulator/stats?accessKey=AKIDEXPORTDRYRUN");
+    let cloudformation: Vec<&String> = calls
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.to_lowercase().contains("cloudformation"))
+        .collect();
+    assert!(
+        cloudformation.is_empty(),
+        "a dry run called CloudFormation: {calls:#}"
+    );
+    assert_eq!(cfn_stack(&cfn_name), Value::Null);
+
+    // `-c` is refused unless accepted: it would not be there for the next `cdk deploy`.
+    let context = failed(&export(
+        &world,
+        "HandoverStack",
+        &["-c", "env=prod", "--yes"],
+    ))
+    .to_string();
+    assert!(
+        context.contains("-c env=prod") && context.contains("--accept-transient-context"),
+        "{context}"
+    );
+
+    // A template resource cdkd never made is named, and nothing changes.
+    world.edit(|t| {
+        t["Resources"]["Extra"] = json!({"Type": "AWS::SQS::Queue", "Properties": {}});
+    });
+    let missing = failed(&export(&world, "HandoverStack", &["--yes"])).to_string();
+    assert!(
+        missing.contains("Extra (AWS::SQS::Queue): not in cdkd's state"),
+        "{missing}"
+    );
+    world.edit(|t| {
+        t["Resources"].as_object_mut().unwrap().remove("Extra");
+    });
+
+    // A CloudFormation stack of that name already there is refused.
+    let taken = Emulator::unique("Taken");
+    Emulator::shared().boto(&format!(
+        "c('cloudformation').create_stack(StackName='{taken}', TemplateBody='{{\"Resources\": {{\"T\": {{\"Type\": \"AWS::SNS::Topic\"}}}}}}') and None"
+    ));
+    let exists = failed(&export(
+        &world,
+        "HandoverStack",
+        &["--cfn-stack-name", &taken, "--yes"],
+    ))
+    .to_string();
+    assert!(
+        exists.contains(&format!(
+            "a CloudFormation stack named {taken} already exists"
+        )),
+        "{exists}"
+    );
+    assert_eq!(world.resources("HandoverStack"), recorded);
+
+    // The export.
+    let before = inventory();
+    let run = export(&world, "HandoverStack", &["--yes"]).success();
+    assert!(
+        run.stdout.contains("Phase 1: CloudFormation stack"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("Deleted WorkerDefaultPolicyD9676315 (AWS::IAM::Policy)"),
+        "{}",
+        run.stdout
+    );
+
+    // cdkd forgot the stack; CloudFormation holds every resource under the same id.
+    assert_eq!(
+        world.state(),
+        Value::Null,
+        "the state record is still there"
+    );
+    let status = cfn_stack(&cfn_name);
+    assert_eq!(status["StackStatus"], "UPDATE_COMPLETE", "{status:#}");
+    let held = cfn_resources(&cfn_name);
+    for (logical_id, row) in recorded.as_object().unwrap() {
+        let physical = row["physicalId"].as_str().unwrap();
+        match row["resourceType"].as_str().unwrap() {
+            // CloudFormation made this one again in phase 2.
+            "AWS::IAM::Policy" => assert!(held.get(logical_id).is_some(), "{held:#}"),
+            // Its CloudFormation physical id is `<function arn>|<statement id>`.
+            "AWS::Lambda::Permission" => assert!(
+                held[logical_id]
+                    .as_str()
+                    .is_some_and(|id| id.ends_with(&format!("|{physical}"))),
+                "{logical_id}: {held:#}"
+            ),
+            _ => assert_eq!(held[logical_id], physical, "{logical_id}: {held:#}"),
+        }
+    }
+    let events = Emulator::shared().boto(&format!(
+        "sorted({{e['LogicalResourceId'] for e in c('cloudformation').describe_stack_events(StackName='{cfn_name}')['StackEvents'] if e['ResourceStatus'] == 'IMPORT_COMPLETE'}})"
+    ));
+    for logical_id in [
+        "InboxA8E05DC3",
+        "NamedD2F31604",
+        "Alerts91F83244",
+        "Setting2E7FC5C3",
+        "Worker11F36D0F",
+        "Handler886CB40B",
+        "HandlerFromTopicAF22FBB1",
+    ] {
+        assert!(
+            events.as_array().unwrap().iter().any(|e| e == logical_id),
+            "{logical_id} was not imported: {events}"
+        );
+    }
+    // Nothing was made twice, and the role has its inline policy again.
+    assert_eq!(inventory(), before);
+    let role = recorded["Worker11F36D0F"]["physicalId"].as_str().unwrap();
+    let policies = Emulator::shared().boto(&format!(
+        "c('iam').list_role_policies(RoleName='{role}')['PolicyNames']"
+    ));
+    assert_eq!(policies.as_array().unwrap().len(), 1, "{policies}");
+    // Phase 2 restored the Outputs.
+    let outputs = Emulator::shared().boto(&format!(
+        "{{o['OutputKey']: o['OutputValue'] for o in c('cloudformation').describe_stacks(StackName='{cfn_name}')['Stacks'][0].get('Outputs', [])}}"
+    ));
+    assert_eq!(
+        outputs["InboxUrl"], recorded["InboxA8E05DC3"]["physicalId"],
+        "{outputs:#}"
+    );
+
+    // A stack reading the exported one's outputs by Fn::GetStackOutput now finds them in
+    // CloudFormation; with the fallback off it fails naming the producer.
+    let app = world.assembly.path().display().to_string();
+    let strict = world.cdkd(&["deploy", "ReaderStack", "-e", "-a", &app, "--no-cfn-fallback"]);
+    let strict = failed(&strict).to_string();
+    assert!(strict.contains("HandoverStack"), "{strict}");
+    world.cdkd(&["deploy", "ReaderStack", "-e", "-a", &app]).success();
+    let copy = world.resources("ReaderStack")["AlertsCopy92F80746"]["physicalId"].clone();
+    let value = Emulator::shared().boto(&format!(
+        "c('ssm').get_parameter(Name={copy})['Parameter']['Value']"
+    ));
+    assert_eq!(
+        value, recorded["Alerts91F83244"]["physicalId"],
+        "outputs {outputs:#}, resources {held:#}"
+    );
+}
