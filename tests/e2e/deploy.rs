@@ -526,6 +526,106 @@ fn cross_stack_references_in_both_styles_and_strong_ones_block_the_producers_des
     assert_eq!(world.cdkd(&["state", "list"]).success().stdout, "");
 }
 
+/// Creates (or updates) a CloudFormation stack in the emulator, outside cdkd, whose output
+/// `Shared` is `value`.
+fn cloudformation_producer(name: &str, value: &str, call: &str) {
+    let template = json!({
+        "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": {"Shared": {"Value": value}},
+    });
+    Emulator::shared().boto(&format!(
+        "c('cloudformation').{call}(StackName='{name}', TemplateBody=json.dumps({template}))['StackId']"
+    ));
+}
+
+#[test]
+fn get_stack_output_falls_back_to_a_cloudformation_stack_cdkd_has_no_state_for() {
+    let producer = Emulator::unique("CfnProducer");
+    cloudformation_producer(&producer, "from-cloudformation", "create_stack");
+    let world = demo_world();
+    let read = |stack: &str, output: &str| {
+        let (stack, output) = (stack.to_string(), output.to_string());
+        move |t: &mut Value| {
+            t["Resources"]["Greeter"]["Properties"]["Message"] = json!({"Fn::Join": [" ", [
+                "read",
+                {"Fn::GetStackOutput": {"StackName": stack, "OutputName": output}},
+            ]]});
+        }
+    };
+    let message = |world: &AppWorld| -> Value {
+        let greeter = world.physical("Greeter");
+        let file: Value = serde_json::from_slice(
+            &std::fs::read(world.echo.path().join(format!("{greeter}.json"))).unwrap(),
+        )
+        .unwrap();
+        file["Message"].clone()
+    };
+    world.edit(read(&producer, "Shared"));
+
+    // Without the fallback, the producer has no state: refused, naming it, nothing deployed.
+    let refused = world.deploy(&["--no-cfn-fallback"]);
+    assert_eq!(refused.code, Some(1), "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains(&format!(
+            "stack {producer} has no state in us-east-1; deploy it first"
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(world.state(), Value::Null);
+
+    // With it, the CloudFormation stack's output is read.
+    world.deploy(&[]).success();
+    assert_eq!(message(&world), json!("read from-cloudformation"));
+    // The reference is weak: the CloudFormation output changes, and a diff and deploy follow.
+    cloudformation_producer(&producer, "changed", "update_stack");
+    let app = world.assembly.path().display().to_string();
+    let diff = world.cdkd(&["diff", "-a", &app]).success();
+    assert!(diff.stdout.contains("read changed"), "{}", diff.stdout);
+    world.deploy(&[]).success();
+    assert_eq!(message(&world), json!("read changed"));
+
+    // An output the CloudFormation stack lacks, and a stack neither cdkd nor CloudFormation has.
+    world.edit(read(&producer, "Nope"));
+    let refused = world.deploy(&[]);
+    assert_eq!(refused.code, Some(1), "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains(&format!(
+            "stack {producer} (us-east-1) in CloudFormation has no output Nope"
+        )),
+        "{}",
+        refused.stderr
+    );
+    world.edit(read("NoSuchStack", "Shared"));
+    let refused = world.deploy(&[]);
+    assert_eq!(refused.code, Some(1), "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains(
+            "stack NoSuchStack has no state in us-east-1 (and CloudFormation has no stack of that name); deploy it first"
+        ),
+        "{}",
+        refused.stderr
+    );
+    // Any other CloudFormation error fails the deploy, naming the stack, region and error.
+    world.edit(read(&producer, "Shared"));
+    Emulator::shared().faults(
+        json!([{"service": "cloudformation", "action": "DescribeStacks",
+        "status": 403, "code": "AccessDenied", "message": "not allowed to describe stacks"}]),
+    );
+    let refused = world.deploy(&[]);
+    Emulator::shared().faults(json!([]));
+    assert_eq!(refused.code, Some(1), "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains(&format!(
+            "reading the outputs of stack {producer} (us-east-1) from CloudFormation failed"
+        )) && refused.stderr.contains("AccessDenied"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(message(&world), json!("read changed"));
+    world.cdkd(&["destroy", "-a", &app, "-f"]).success();
+}
+
 #[test]
 fn recreate_moves_a_resource_between_layers_or_refuses_before_any_change() {
     let world = demo_world();

@@ -68,6 +68,50 @@ impl From<ProgressArg> for Progress {
     }
 }
 
+/// `--no-cfn-fallback`, shared by `deploy` and `diff`.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct CfnFallbackArgs {
+    /// Read `Fn::GetStackOutput` values from cdkd state only: do not fall back to the outputs
+    /// of a CloudFormation stack (`DescribeStacks`) for a producer cdkd has no state for.
+    #[arg(long)]
+    pub no_cfn_fallback: bool,
+}
+
+impl CfnFallbackArgs {
+    /// Unless turned off, reads from CloudFormation the `Fn::GetStackOutput` producers of
+    /// `consumers` (stack, template) that have no record in `snapshot` and are not in this run.
+    pub async fn read_into(
+        &self,
+        context: &CommandContext,
+        snapshot: &mut StateSnapshot,
+        consumers: &[(&crate::synthesis::assembly::StackArtifact, &Template)],
+    ) -> anyhow::Result<()> {
+        if self.no_cfn_fallback {
+            return Ok(());
+        }
+        let aws = context.aws().await;
+        let fallback = aws.region();
+        let regions: Vec<String> = consumers
+            .iter()
+            .map(|(stack, _)| stack.environment.region.clone().unwrap_or(fallback.clone()))
+            .collect();
+        let in_run: BTreeSet<String> = consumers
+            .iter()
+            .map(|(stack, _)| stack.stack_name.clone())
+            .collect();
+        snapshot
+            .read_cloudformation(
+                aws,
+                consumers
+                    .iter()
+                    .zip(&regions)
+                    .map(|((_, template), region)| (*template, region.as_str())),
+                &in_run,
+            )
+            .await
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct DeployArgs {
     /// Stacks to deploy (names or display paths; `*` wildcards).
@@ -120,6 +164,8 @@ pub struct DeployArgs {
     /// Print one JSON object per event.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    cfn_fallback: CfnFallbackArgs,
 }
 
 fn parameters(items: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
@@ -189,11 +235,21 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
     // when some template reads another stack.
     let waits = read_order(context, &stacks).await?;
     let cross_stack = (waits.templates.values()).any(|t| !t.stack_reads().is_empty());
-    let snapshot = if cross_stack {
+    let mut snapshot = if cross_stack {
         StateSnapshot::load(&store.backend).await?
     } else {
         StateSnapshot::default()
     };
+    if cross_stack {
+        // A producer cdkd has no record of (e.g. exported to CloudFormation) and that this run
+        // does not deploy: its outputs are read from CloudFormation, once, before the run.
+        let consumers: Vec<_> = (stacks.iter())
+            .map(|stack| (*stack, &waits.templates[&stack.id]))
+            .collect();
+        args.cfn_fallback
+            .read_into(context, &mut snapshot, &consumers)
+            .await?;
+    }
     let options = DeployOptions {
         lanes: Lanes::new(Concurrency::from_flag(args.concurrency.map(|n| n as usize))),
         rollback: !args.no_rollback,

@@ -38,6 +38,8 @@ pub struct DiffArgs {
     /// Only the named stacks, not their dependencies.
     #[arg(long, short = 'e')]
     exclusively: bool,
+    #[command(flatten)]
+    cfn_fallback: super::deploy::CfnFallbackArgs,
 }
 
 struct Palette {
@@ -175,15 +177,26 @@ pub async fn run(context: &CommandContext, args: DiffArgs) -> anyhow::Result<Exi
         None => StateSnapshot::default(),
     };
     snapshot.pending = stacks.iter().map(|s| s.stack_name.clone()).collect();
+    // Producers outside the selection that cdkd has no record of: from CloudFormation.
+    let templates = (stacks.iter())
+        .map(|stack| {
+            Template::parse(&stack.template()?)
+                .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))
+        })
+        .collect::<anyhow::Result<Vec<Template>>>()?;
+    if templates.iter().any(|t| !t.stack_reads().is_empty()) {
+        let consumers: Vec<_> = stacks.iter().copied().zip(&templates).collect();
+        args.cfn_fallback
+            .read_into(context, &mut snapshot, &consumers)
+            .await?;
+    }
     let palette = Palette {
         on: std::io::stdout().is_terminal() && !args.json,
     };
     let mut documents = Vec::new();
     let mut any_change = false;
-    for stack in stacks {
+    for (stack, template) in stacks.into_iter().zip(templates) {
         let (account, region) = stack_target(context, stack).await?;
-        let template = Template::parse(&stack.template()?)
-            .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
         let state = snapshot.record(&stack.stack_name, &region).cloned();
         let stack_context = StackContext {
             stack_name: stack.stack_name.clone(),
