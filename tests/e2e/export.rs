@@ -231,10 +231,29 @@ fn a_stack_is_handed_over_to_cloudformation_with_every_resource_kept() {
     // A stack reading the exported one's outputs by Fn::GetStackOutput now finds them in
     // CloudFormation; with the fallback off it fails naming the producer.
     let app = world.assembly.path().display().to_string();
-    let strict = world.cdkd(&["deploy", "ReaderStack", "-e", "-a", &app, "--no-cfn-fallback"]);
+    // Deploying the reader with its dependencies would deploy HandoverStack again: refused,
+    // since CloudFormation holds it now, and nothing is made twice.
+    let again = world.cdkd(&["deploy", "ReaderStack", "-a", &app]);
+    let again = failed(&again).to_string();
+    assert!(
+        again.contains("CloudFormation stack HandoverStack exists")
+            && again.contains("--exclusively"),
+        "{again}"
+    );
+    assert_eq!(inventory(), before);
+    let strict = world.cdkd(&[
+        "deploy",
+        "ReaderStack",
+        "-e",
+        "-a",
+        &app,
+        "--no-cfn-fallback",
+    ]);
     let strict = failed(&strict).to_string();
     assert!(strict.contains("HandoverStack"), "{strict}");
-    world.cdkd(&["deploy", "ReaderStack", "-e", "-a", &app]).success();
+    world
+        .cdkd(&["deploy", "ReaderStack", "-e", "-a", &app])
+        .success();
     let copy = world.resources("ReaderStack")["AlertsCopy92F80746"]["physicalId"].clone();
     let value = Emulator::shared().boto(&format!(
         "c('ssm').get_parameter(Name={copy})['Parameter']['Value']"

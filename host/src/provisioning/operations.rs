@@ -196,6 +196,18 @@ pub trait ProviderSource: Send + Sync {
         let _ = (region, types);
         BTreeMap::new()
     }
+
+    /// The status of CloudFormation stack `name` in `region` when one exists (not deleted):
+    /// asked before a stack's first deploy, so that a stack handed to CloudFormation is not
+    /// created a second time.
+    async fn cloudformation_status(
+        &self,
+        region: &str,
+        name: &str,
+    ) -> anyhow::Result<Option<String>> {
+        let _ = (region, name);
+        Ok(None)
+    }
 }
 
 /// The types whose plugins deletes, reverts and intents may need: those recorded (or

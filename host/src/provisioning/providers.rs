@@ -101,6 +101,19 @@ impl ProviderSource for LiveProviders<'_> {
     ) -> BTreeMap<String, RegistrySchema> {
         TypeSchemas::new(self.aws).get(region, types).await
     }
+
+    async fn cloudformation_status(
+        &self,
+        region: &str,
+        name: &str,
+    ) -> anyhow::Result<Option<String>> {
+        let status = crate::deployment::migrate::CloudFormation::new(self.aws, region)
+            .status(name)
+            .await?;
+        Ok(status
+            .map(|(status, _)| status)
+            .filter(|status| status != "DELETE_COMPLETE"))
+    }
 }
 
 impl ProviderSet for Providers<'_> {
