@@ -263,3 +263,84 @@ fn a_stack_is_handed_over_to_cloudformation_with_every_resource_kept() {
         "outputs {outputs:#}, resources {held:#}"
     );
 }
+
+#[test]
+fn a_yaml_template_over_the_inline_limit_goes_through_the_state_bucket_with_its_short_forms() {
+    bootstrapped();
+    let world = AppWorld::without_assets("export", "NetStack", "exportnet");
+    let app = world.assembly.path().display().to_string();
+    world
+        .cdkd(&["deploy", "NetStack", "-e", "-a", &app])
+        .success();
+    let recorded = world.resources("NetStack");
+    let rule_id = recorded["Https"]["attributes"]["Id"].clone();
+    assert!(
+        rule_id.as_str().is_some_and(|id| id.starts_with("sgr-")),
+        "{recorded:#}"
+    );
+
+    // The template as a team keeps it: YAML with short forms, and big enough (a long
+    // description in Metadata) that CloudFormation only takes it by URL.
+    let mut template: Value = serde_json::from_slice(
+        &std::fs::read(world.assembly.path().join("NetStack.template.json")).unwrap(),
+    )
+    .unwrap();
+    template["Resources"]["Vpc"]["Metadata"] = json!({"Notes": "n".repeat(60_000)});
+    let yaml = cdkd::synthesis::template_file::TemplateFormat::Yaml.render(&template);
+    assert!(yaml.contains("!Ref Vpc"), "the YAML keeps short forms");
+    let file = world.echo.path().join("net.yaml");
+    std::fs::write(&file, &yaml).unwrap();
+    // A record written before cdkd recorded a rule's sgr- id: the export reads it from AWS
+    // (the one ingress rule of that protocol and port range on the group).
+    let key = "cdkd/NetStack/us-east-1/state.json";
+    Emulator::shared().boto(&format!(
+        "(lambda s3, r: s3.put_object(Bucket='{bucket}', Key='{key}', Body=json.dumps((lambda d: [d['resources']['Https'].__setitem__('attributes', {{}}), d][1])(json.loads(r['Body'].read())))))(c('s3'), c('s3').get_object(Bucket='{bucket}', Key='{key}')) and None",
+        bucket = world.bucket
+    ));
+    assert_eq!(world.resources("NetStack")["Https"]["attributes"], json!({}));
+    let cfn_name = Emulator::unique("NetCfn");
+    world
+        .cdkd(&[
+            "export",
+            "NetStack",
+            "--template",
+            &file.display().to_string(),
+            "--cfn-stack-name",
+            &cfn_name,
+            "--yes",
+        ])
+        .success();
+
+    let held = cfn_resources(&cfn_name);
+    for logical_id in ["Vpc", "Subnet", "Gateway", "Group"] {
+        assert_eq!(
+            held[logical_id], recorded[logical_id]["physicalId"],
+            "{logical_id}: {held:#}"
+        );
+    }
+    assert!(
+        held.get("Attachment").is_some() && held.get("Https").is_some(),
+        "{held:#}"
+    );
+    // CloudFormation was sent YAML, short forms and all.
+    let body = Emulator::shared().boto(&format!(
+        "c('cloudformation').get_template(StackName='{cfn_name}', TemplateStage='Original')['TemplateBody']"
+    ));
+    let body = body.as_str().expect("a YAML template comes back as text");
+    assert!(
+        body.contains("!Ref Vpc") && body.contains("!GetAtt"),
+        "{}",
+        &body[..500.min(body.len())]
+    );
+    // The transient upload is gone, every version of it.
+    let left = Emulator::shared().boto(&format!(
+        "[v['Key'] for v in c('s3').list_object_versions(Bucket='{}').get('Versions', []) if 'tmp' in v['Key']]",
+        world.bucket
+    ));
+    assert_eq!(
+        left,
+        json!([]),
+        "transient templates left in the state bucket"
+    );
+    assert_eq!(world.state(), Value::Null);
+}

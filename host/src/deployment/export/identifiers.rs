@@ -193,10 +193,10 @@ fn split(resource: &ResourceState, names: &[String]) -> Result<Vec<String>, Iden
             by_name(&[("FunctionName", function), ("Id", physical.to_string())])
         }
         // cdkd's id is `<internetGatewayId>|<vpcId>`; CloudFormation names the attachment by
-        // its kind and the VPC.
+        // its kind (`IGW`, as CloudFormation spells an internet gateway) and the VPC.
         "AWS::EC2::VPCGatewayAttachment" => match segments.as_slice() {
             [gateway, vpc] if !gateway.is_empty() && !vpc.is_empty() => by_name(&[
-                ("AttachmentType", "igw".to_string()),
+                ("AttachmentType", "IGW".to_string()),
                 ("VpcId", vpc.to_string()),
             ]),
             _ => Err(shape("<internetGatewayId>|<vpcId>")),
@@ -281,7 +281,7 @@ mod tests {
         let attachment = resource("AWS::EC2::VPCGatewayAttachment", "igw-1|vpc-2", json!({}));
         assert_eq!(
             identifier(&attachment, &names(&["AttachmentType", "VpcId"])).unwrap(),
-            json!({"AttachmentType": "igw", "VpcId": "vpc-2"}).as_object().unwrap().clone()
+            json!({"AttachmentType": "IGW", "VpcId": "vpc-2"}).as_object().unwrap().clone()
         );
         let bad = resource("AWS::EC2::VPCGatewayAttachment", "igw-1", json!({}));
         assert!(matches!(
