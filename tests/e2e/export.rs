@@ -156,6 +156,32 @@ fn a_stack_is_handed_over_to_cloudformation_with_every_resource_kept() {
     );
     assert_eq!(world.resources("HandoverStack"), recorded);
 
+    // A change set CloudFormation rejects (a resource deleted behind cdkd's back) names the
+    // resource and CloudFormation's reason, leaves no stack behind and state as it was.
+    let unnamed = recorded["Unnamed056898D7"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    Emulator::shared().boto(&format!(
+        "c('ssm').delete_parameter(Name='{unnamed}') and None"
+    ));
+    let rejected = failed(&export(&world, "HandoverStack", &["--yes"])).to_string();
+    assert!(
+        rejected.contains("phase 1 (IMPORT) failed") && rejected.contains(&unnamed),
+        "{rejected}"
+    );
+    assert_eq!(
+        cfn_stack(&cfn_name),
+        Value::Null,
+        "a rejected import left a stack"
+    );
+    assert_eq!(world.resources("HandoverStack"), recorded);
+    let queue = recorded["InboxA8E05DC3"]["physicalId"].as_str().unwrap();
+    let name = queue.rsplit('/').next().unwrap();
+    Emulator::shared().boto(&format!(
+        "c('ssm').put_parameter(Name='{unnamed}', Value='{name}', Type='String') and None"
+    ));
+
     // The export.
     let before = inventory();
     let run = export(&world, "HandoverStack", &["--yes"]).success();
@@ -297,7 +323,10 @@ fn a_yaml_template_over_the_inline_limit_goes_through_the_state_bucket_with_its_
         "(lambda s3, r: s3.put_object(Bucket='{bucket}', Key='{key}', Body=json.dumps((lambda d: [d['resources']['Https'].__setitem__('attributes', {{}}), d][1])(json.loads(r['Body'].read())))))(c('s3'), c('s3').get_object(Bucket='{bucket}', Key='{key}')) and None",
         bucket = world.bucket
     ));
-    assert_eq!(world.resources("NetStack")["Https"]["attributes"], json!({}));
+    assert_eq!(
+        world.resources("NetStack")["Https"]["attributes"],
+        json!({})
+    );
     let cfn_name = Emulator::unique("NetCfn");
     world
         .cdkd(&[
@@ -343,4 +372,59 @@ fn a_yaml_template_over_the_inline_limit_goes_through_the_state_bucket_with_its_
         "transient templates left in the state bucket"
     );
     assert_eq!(world.state(), Value::Null);
+}
+
+#[test]
+fn resources_cloudformation_cannot_take_are_refused_by_name_before_any_change() {
+    bootstrapped();
+    // A NoEcho value cdkd recorded masked: the export cannot write it back.
+    let world = AppWorld::unedited("noecho", "exportnoecho");
+    let app = world.assembly.path().display().to_string();
+    world.cdkd(&["deploy", "--all", "-a", &app]).success();
+    let consumer = world.cdkd(&["export", "NoEchoConsumer", "-a", &app, "--yes"]);
+    let consumer = failed(&consumer).to_string();
+    assert!(
+        consumer.contains(
+            "Copy1ED8A51E (AWS::SSM::Parameter): its recorded properties hold the NoEcho mask"
+        ),
+        "{consumer}"
+    );
+    // A custom resource needs --include-non-importable.
+    let producer = world.cdkd(&["export", "NoEchoProducer", "-a", &app, "--yes"]);
+    let producer = failed(&producer).to_string();
+    assert!(producer.contains("--include-non-importable"), "{producer}");
+    for stack in ["NoEchoConsumer", "NoEchoProducer"] {
+        assert_eq!(cfn_stack(stack), Value::Null);
+        assert!(world
+            .resources(stack)
+            .as_object()
+            .is_some_and(|r| !r.is_empty()));
+    }
+
+    // Types CloudFormation cannot import at all, every one named in one message.
+    let vpc = AppWorld::unedited("vpc", "exportvpc");
+    let app = vpc.assembly.path().display().to_string();
+    vpc.cdkd(&["deploy", "VpcStack", "-a", &app]).success();
+    let refused = vpc.cdkd(&["export", "VpcStack", "-a", &app, "--yes"]);
+    let refused = failed(&refused).to_string();
+    let line = refused
+        .lines()
+        .find(|l| l.contains("CloudFormation cannot import"))
+        .unwrap_or_else(|| panic!("no unimportable line:\n{refused}"));
+    let entries: Vec<String> = vpc
+        .resources("VpcStack")
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r["resourceType"] == "AWS::EC2::NetworkAclEntry")
+        .map(|(id, _)| id.clone())
+        .collect();
+    assert_eq!(entries.len(), 2);
+    for id in &entries {
+        assert!(
+            line.contains(&format!("{id} (AWS::EC2::NetworkAclEntry)")),
+            "{line}"
+        );
+    }
+    assert_eq!(cfn_stack("VpcStack"), Value::Null);
 }

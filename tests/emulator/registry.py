@@ -45,10 +45,11 @@ def partition(region):
 
 
 def provisioning_type(schema):
-    # As the registry derives it: a type without a create handler cannot be provisioned through
-    # Cloud Control, one without an update handler is replaced on every change.
+    # As the registry reports it: a type without a create handler, or without a read handler
+    # (AWS::SNS::TopicPolicy, AWS::SQS::QueuePolicy, AWS::EC2::NetworkAclEntry, measured on
+    # AWS), is NON_PROVISIONABLE; one without an update handler is replaced on every change.
     handlers = schema.get("handlers") or {}
-    if "create" not in handlers:
+    if "create" not in handlers or "read" not in handlers:
         return "NON_PROVISIONABLE"
     if "update" not in handlers:
         return "IMMUTABLE"

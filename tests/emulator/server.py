@@ -25,6 +25,11 @@ SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
   seen per service and action), `GET|DELETE /_emulator/describe-type-calls` (the DescribeType
   calls answered), and `POST /moto-api/reset` also resetting Cloud Control and the counts
   (the throttled counts too; the rate limits stay);
+- CloudFormation IMPORT change sets checked and executed as AWS does (cfn_import.py: AWS's
+  refusals, a change set FAILED for a resource that does not exist or another stack holds, the
+  existing resources adopted, not created again), every change set execution taking the new
+  outputs and turning a resource's failure into events and a rollback, and TemplateURLs read from
+  the emulator's S3 in path-style (http://127.0.0.1:<port>/<bucket>/<key>) or virtual-hosted form;
 - bucket-policy statements with a `Condition` are not enforced (moto would deny every call);
 - S3 mutations run one at a time, so conditional writes are atomic as they are on AWS;
 - Lambda `Invoke` runs the function's real handler code (nodejs* and python3* zip functions,
@@ -193,6 +198,13 @@ for _principal in (_iam_models.Role, _iam_models.Group, _iam_models.User):
 from moto.cloudformation.exceptions import ValidationError as _CfnValidationError  # noqa: E402
 from moto.cloudformation.responses import CloudFormationResponse  # noqa: E402
 
+import cfn_import  # noqa: E402
+
+# IMPORT change sets as AWS answers them, change set executions with AWS's events, outputs and
+# failure handling, and TemplateURLs read from the emulator's S3 (cfn_import.py). Installed
+# before the TemplateBody limit below, which then wraps CreateChangeSet's IMPORT path too.
+cfn_import.install()
+
 # CloudFormation refuses an inline TemplateBody over 51,200 bytes (larger templates go through
 # S3 and TemplateURL); moto takes any size.
 TEMPLATE_BODY_LIMIT = 51_200
@@ -213,7 +225,6 @@ for _action in ("create_stack", "update_stack", "create_change_set"):
     setattr(CloudFormationResponse, _action, _inline_limited(getattr(CloudFormationResponse, _action)))
 
 from moto.cloudformation.models import Stack as _CfnStack  # noqa: E402
-from moto.cloudformation.utils import get_stack_from_s3_url as _template_from_s3  # noqa: E402
 from moto.utilities.utils import get_partition as _partition  # noqa: E402
 
 
@@ -223,8 +234,8 @@ def _nested_stack_updated_in_place(cls, original_resource, new_resource_name, cl
     # (same stack, same resources); moto deleted it and created another, re-creating (or, with a
     # Retain policy, orphaning) every resource in it.
     properties = cloudformation_json["Properties"]
-    body = _template_from_s3(properties["TemplateURL"], account_id=account_id,
-                             partition=_partition(region_name))
+    body = cfn_import.template_from_url(properties["TemplateURL"], account_id=account_id,
+                                        partition=_partition(region_name))
     original_resource.update(template=body, parameters=properties.get("Parameters") or None)
     return original_resource
 

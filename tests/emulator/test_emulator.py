@@ -1238,6 +1238,7 @@ def test_describe_type_answers_the_real_create_only_properties_of_a_dynamodb_tab
     ("AWS::Lambda::Function", "FULLY_MUTABLE"),
     ("AWS::EC2::KeyPair", "IMMUTABLE"),  # create and delete handlers, no update
     ("AWS::CDK::Metadata", "NON_PROVISIONABLE"),  # no handlers
+    ("AWS::EC2::NetworkAclEntry", "NON_PROVISIONABLE"),  # no read handler
 ])
 def test_describe_type_derives_the_provisioning_type_from_the_handlers(emulator, type_name, provisioning):
     described = emulator.client("cloudformation").describe_type(Type="RESOURCE", TypeName=type_name)

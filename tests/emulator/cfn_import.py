@@ -1,0 +1,827 @@
+"""CloudFormation resource import (CreateChangeSet `ChangeSetType=IMPORT`) as AWS has it.
+
+moto 5.2.5 takes an IMPORT change set as a CREATE: it checks nothing, lists the resources as
+`Add` changes, makes a new stack even when one of that name exists, and executing it creates every
+resource of the template, so a VPC, an internet gateway or a route table is duplicated, a
+function is replaced (its permissions lost) and a role, parameter, log group, table, subnet or
+security group fails with the service's "already exists" error. Here an IMPORT change set is
+answered as AWS answers it:
+
+- CreateChangeSet refuses, with a 400 `ValidationError` and AWS's message, a request AWS refuses:
+  no `ResourcesToImport`, a null identifier, a logical id listed twice or not in the template, a
+  type that cannot be imported (its registry schema has no `read` handler), an identifier whose
+  keys are not the type's `primaryIdentifier`, a type that differs from the template's, a
+  template resource not listed (a new stack holds only what it imports; an existing stack's other
+  resources must stay as they are), a resource to import without `DeletionPolicy`, and Outputs
+  added or changed;
+- then, as AWS does after answering, it looks each resource up: one that does not exist, or that
+  a stack already holds, fails the change set (`Status` FAILED, `ExecutionStatus` UNAVAILABLE,
+  `StatusReason` AWS's, no changes); otherwise it lists `Import` changes whose
+  `PhysicalResourceId` is the identifier;
+- ExecuteChangeSet adopts the existing resources (the stack holds moto's own object for them; its
+  physical id is the identifier, composite ones joined with `|`), writes IMPORT_IN_PROGRESS /
+  IMPORT_COMPLETE events for the stack and each resource, and leaves the stack IMPORT_COMPLETE
+  with the change set's template. A resource gone since the change set was made fails the import:
+  IMPORT_FAILED (with the not-found reason), then IMPORT_ROLLBACK_IN_PROGRESS and
+  IMPORT_ROLLBACK_COMPLETE, the stack as it was.
+
+Every change set execution (CREATE and UPDATE too) also: refuses a change set that is not
+AVAILABLE (`InvalidChangeSetStatus`), sets the stack's outputs and template from the change set's
+template (moto kept the old ones, so an UPDATE that adds Outputs showed none), writes an event per
+resource added, modified or removed, and turns a resource's failure into events instead of an
+error answer: `<ACTION>_FAILED` with the service's message, the stack rolled back to its previous
+template (resources the attempt created are deleted) and UPDATE_ROLLBACK_COMPLETE
+(ROLLBACK_COMPLETE for a new stack); `ExecuteChangeSet` itself answers 200, as on AWS.
+
+`TemplateURL` (every action that takes one) is read from the emulator's S3: path-style
+`http://127.0.0.1:<port>/<bucket>/<key>` or `https://s3[.<region>].amazonaws.com/<bucket>/<key>`,
+or virtual-hosted `https://<bucket>.s3[.<region>].amazonaws.com/<key>`. Another URL:
+`ValidationError` "TemplateURL must be a supported URL."; a missing bucket or key: `ValidationError`
+"S3 error: ...".
+"""
+
+import json
+import re
+import threading
+import uuid
+from urllib.parse import unquote, urlparse
+
+import yaml
+from yaml.parser import ParserError
+from yaml.scanner import ScannerError
+
+from moto.cloudformation import parsing as _parsing
+from moto.cloudformation import models as _models
+from moto.cloudformation import responses as _responses
+from moto.cloudformation import utils as _utils
+from moto.cloudformation.exceptions import CloudFormationError, ValidationError
+from moto.cloudformation.models import ChangeSet, CloudFormationBackend, Event, Stack
+from moto.cloudformation.utils import generate_changeset_id, generate_stack_id, validate_create_change_set
+from moto.core.responses import ActionResult
+from moto.utilities.utils import get_partition
+
+TEMPLATE_BODY_LIMIT = 51_200
+_REGISTRY = None
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _registry():
+    global _REGISTRY
+    with _REGISTRY_LOCK:
+        if _REGISTRY is None:
+            from registry import Registry
+            _REGISTRY = Registry()
+        return _REGISTRY
+
+
+class InvalidChangeSetStatus(CloudFormationError):
+    code = "InvalidChangeSetStatus"
+
+
+def _names(names):
+    return "[" + ", ".join(names) + "]"
+
+
+# -- TemplateURL ---------------------------------------------------------------------------------
+
+_PATH_STYLE_HOST = re.compile(r"^s3([.-](dualstack\.)?[a-z0-9-]+)?\.amazonaws\.com(\.cn)?$")
+_VIRTUAL_HOST = re.compile(r"^(?P<bucket>.+?)\.s3([.-](dualstack\.)?[a-z0-9-]+)?\.amazonaws\.com(\.cn)?$")
+_LOCAL_HOSTS = ("127.0.0.1", "localhost")
+
+
+def bucket_and_key(template_url):
+    """(bucket, key) a TemplateURL names in the emulator's S3; ValidationError for another URL."""
+    parsed = urlparse(template_url or "")
+    host = (parsed.hostname or "").lower()
+    path = unquote(parsed.path or "").lstrip("/")
+    bucket = key = None
+    if parsed.scheme in ("http", "https") and host:
+        if host in _LOCAL_HOSTS or _PATH_STYLE_HOST.match(host):
+            bucket, _, key = path.partition("/")
+        else:
+            match = _VIRTUAL_HOST.match(host)
+            if match:
+                bucket, key = match.group("bucket"), path
+    if not bucket or not key:
+        raise ValidationError(message="TemplateURL must be a supported URL.")
+    return bucket, key
+
+
+def template_from_url(template_url, account_id, partition="aws"):
+    """The template text at a TemplateURL, read from the emulator's S3."""
+    from moto.s3.exceptions import S3ClientError
+    from moto.s3.models import s3_backends
+    bucket, key = bucket_and_key(template_url)
+    try:
+        obj = s3_backends[account_id][partition].get_object(bucket, key)
+    except S3ClientError as err:
+        message = getattr(err, "message", None) or getattr(err, "description", None) or str(err)
+        raise ValidationError(message=f"S3 error: {message}\nFor more information check "
+                                      "http://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html")
+    if obj is None:
+        raise ValidationError(message="S3 error: The specified key does not exist.\nFor more information check "
+                                      "http://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html")
+    return obj.value.decode("utf-8")
+
+
+def _parse_template(text):
+    yaml.add_multi_constructor("", _utils.yaml_tag_constructor)
+    try:
+        parsed = yaml.load(text, Loader=yaml.Loader)
+    except (ParserError, ScannerError):
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            raise ValidationError(message="Template format error: JSON not well-formed.")
+    if not isinstance(parsed, dict) or not parsed.get("Resources"):
+        raise ValidationError(message="Template format error: At least one Resources member must be defined.")
+    return parsed
+
+
+# -- the resources an import can adopt -----------------------------------------------------------
+
+class Imported:
+    """A stack's imported resource whose moto object answers another physical id than AWS's (a
+    composite identifier), or that has no moto object of its own (a Lambda permission)."""
+
+    def __init__(self, model, physical_id, delete=None):
+        object.__setattr__(self, "_model", model)
+        object.__setattr__(self, "physical_resource_id", physical_id)
+        object.__setattr__(self, "_delete", delete)
+
+    def __getattr__(self, name):
+        model = object.__getattribute__(self, "_model")
+        if model is None:
+            raise AttributeError(name)
+        return getattr(model, name)
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+
+    def delete(self, account_id, region_name):
+        if self._delete is not None:
+            self._delete()
+
+    def get_cfn_attribute(self, attribute):
+        if self._model is not None and hasattr(self._model, "get_cfn_attribute"):
+            return self._model.get_cfn_attribute(attribute)
+        from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+        raise UnformattedGetAttTemplateException()
+
+
+def _ec2(account_id, region):
+    from moto.ec2.models import ec2_backends
+    return ec2_backends[account_id][region]
+
+
+def _find_queue(ident, account_id, region):
+    from moto.sqs.models import sqs_backends
+    parts = ident["QueueUrl"].rstrip("/").split("/")
+    if len(parts) < 2 or parts[-2] != account_id:
+        return None
+    return sqs_backends[account_id][region].queues.get(parts[-1])
+
+
+def _find_topic(ident, account_id, region):
+    from moto.sns.models import sns_backends
+    return sns_backends[account_id][region].topics.get(ident["TopicArn"])
+
+
+def _find_parameter(ident, account_id, region):
+    from moto.ssm.models import ssm_backends
+    return ssm_backends[account_id][region].get_parameter(ident["Name"])
+
+
+def _find_role(ident, account_id, region):
+    from moto.iam.models import iam_backends
+    return iam_backends[account_id][get_partition(region)].get_role(ident["RoleName"])
+
+
+def _lambda(account_id, region):
+    # moto's "simple" backend when its Docker execution is off, as here; moto picks it the same way.
+    from moto.awslambda.utils import get_backend
+    return get_backend(account_id, region)
+
+
+def _find_function(ident, account_id, region):
+    return _lambda(account_id, region).get_function(ident["FunctionName"])
+
+
+def _find_permission(ident, account_id, region):
+    function = _lambda(account_id, region).get_function(ident["FunctionName"])
+    if function is None or not any(s.get("Sid") == ident["Id"] for s in function.policy.statements):
+        return None
+    return Imported(None, f"{ident['FunctionName']}|{ident['Id']}",
+                    delete=lambda: function.policy.del_statement(ident["Id"]))
+
+
+def _find_log_group(ident, account_id, region):
+    from moto.logs.models import logs_backends
+    return logs_backends[account_id][region].groups.get(ident["LogGroupName"])
+
+
+def _find_table(ident, account_id, region):
+    from moto.dynamodb.models import dynamodb_backends
+    return dynamodb_backends[account_id][region].tables.get(ident["TableName"])
+
+
+def _find_bucket(ident, account_id, region):
+    from moto.s3.models import s3_backends
+    return s3_backends[account_id][get_partition(region)].buckets.get(ident["BucketName"])
+
+
+def _find_vpc(ident, account_id, region):
+    return _ec2(account_id, region).vpcs.get(ident["VpcId"])
+
+
+def _find_subnet(ident, account_id, region):
+    return _ec2(account_id, region).get_subnet(ident["SubnetId"])
+
+
+def _find_internet_gateway(ident, account_id, region):
+    return _ec2(account_id, region).internet_gateways.get(ident["InternetGatewayId"])
+
+
+def _find_gateway_attachment(ident, account_id, region):
+    from moto.ec2.models.vpn_gateway import VPCGatewayAttachment
+    ec2 = _ec2(account_id, region)
+    vpc_id, kind = ident["VpcId"], ident["AttachmentType"]
+    if kind == "IGW":
+        for gateway in ec2.internet_gateways.values():
+            if gateway.vpc is not None and gateway.vpc.id == vpc_id:
+                model = VPCGatewayAttachment(vpc_id=vpc_id, gateway_id=gateway.id, state="available")
+                return Imported(model, f"{kind}|{vpc_id}",
+                                delete=lambda g=gateway.id: ec2.detach_internet_gateway(g, vpc_id))
+    elif kind == "VGW":
+        for gateway in ec2.vpn_gateways.values():
+            attachment = gateway.attachments.get(vpc_id)
+            if attachment is not None and attachment.state == "attached":
+                return Imported(attachment, f"{kind}|{vpc_id}",
+                                delete=lambda g=gateway.id: ec2.detach_vpn_gateway(g, vpc_id))
+    return None
+
+
+def _find_security_group(ident, account_id, region):
+    return _ec2(account_id, region).get_security_group_from_id(ident["Id"])
+
+
+def _find_ingress(ident, account_id, region):
+    from moto.ec2.models.security_groups import SecurityGroupIngress
+    ec2 = _ec2(account_id, region)
+    for groups in list(ec2.groups.values()):
+        for group in list(groups.values()):
+            for rule in list(group.ingress_rules):
+                if rule.id == ident["Id"]:
+                    def revoke(group=group, rule=rule):
+                        if rule in group.ingress_rules:
+                            group.ingress_rules.remove(rule)
+                    return Imported(SecurityGroupIngress(group, {}), rule.id, delete=revoke)
+    return None
+
+
+def _find_route_table(ident, account_id, region):
+    return _ec2(account_id, region).route_tables.get(ident["RouteTableId"])
+
+
+def _find_route(ident, account_id, region):
+    ec2 = _ec2(account_id, region)
+    table = ec2.route_tables.get(ident["RouteTableId"])
+    if table is None:
+        return None
+    for route in table.routes:
+        if route.destination_cidr_block == ident["CidrBlock"] and not route.local:
+            return Imported(route, f"{table.id}|{ident['CidrBlock']}",
+                            delete=lambda: ec2.delete_route(table.id, ident["CidrBlock"]))
+    return None
+
+
+def _find_subnet_association(ident, account_id, region):
+    from moto.ec2.models.subnets import SubnetRouteTableAssociation
+    ec2 = _ec2(account_id, region)
+    for table in ec2.route_tables.values():
+        subnet_id = table._associations.get(ident["Id"])
+        if subnet_id is not None:
+            return Imported(SubnetRouteTableAssociation(table.id, subnet_id), ident["Id"],
+                            delete=lambda: ec2.disassociate_route_table(ident["Id"]))
+    return None
+
+
+# Type -> function(identifier, account, region) answering the resource (moto's object, or an
+# Imported stand-in) or None. A type not here is adopted unchecked (see `_adopt`).
+FINDERS = {
+    "AWS::SQS::Queue": _find_queue,
+    "AWS::SNS::Topic": _find_topic,
+    "AWS::SSM::Parameter": _find_parameter,
+    "AWS::IAM::Role": _find_role,
+    "AWS::Lambda::Function": _find_function,
+    "AWS::Lambda::Permission": _find_permission,
+    "AWS::Logs::LogGroup": _find_log_group,
+    "AWS::DynamoDB::Table": _find_table,
+    "AWS::S3::Bucket": _find_bucket,
+    "AWS::EC2::VPC": _find_vpc,
+    "AWS::EC2::Subnet": _find_subnet,
+    "AWS::EC2::InternetGateway": _find_internet_gateway,
+    "AWS::EC2::VPCGatewayAttachment": _find_gateway_attachment,
+    "AWS::EC2::SecurityGroup": _find_security_group,
+    "AWS::EC2::SecurityGroupIngress": _find_ingress,
+    "AWS::EC2::RouteTable": _find_route_table,
+    "AWS::EC2::Route": _find_route,
+    "AWS::EC2::SubnetRouteTableAssociation": _find_subnet_association,
+}
+
+
+def _identifier_value(ident, keys):
+    return "|".join(str(ident[k]) for k in keys)
+
+
+def _not_found_reason(type_name, value):
+    """AWS's StatusReason for an identifier that names nothing (the type's read handler's words)."""
+    if type_name == "AWS::SNS::Topic":
+        return f"Topic does not exist (Service: Sns, Status Code: 404, Request ID: {uuid.uuid4()}) (SDK Attempt Count: 1)"
+    if type_name == "AWS::DynamoDB::Table":
+        return f"Table: {value} does not exist."
+    if type_name == "AWS::S3::Bucket":
+        return "Bucket not found"
+    return f"Resource of type '{type_name}' with identifier '{value}' was not found."
+
+
+def _lookup(type_name, ident, account_id, region):
+    """(found, resource): found is False when the type has a finder and it found nothing."""
+    finder = FINDERS.get(type_name)
+    if finder is None:
+        return True, None
+    try:
+        resource = finder(ident, account_id, region)
+    except Exception:  # the service's own "not found" error
+        resource = None
+    return resource is not None, resource
+
+
+def _physical_id(resource):
+    try:
+        return getattr(resource, "physical_resource_id", None)
+    except Exception:  # a moto model whose id cannot be formed
+        return None
+
+
+def _same_resource(type_name, held, physical_id, value):
+    """Whether a stack's resource (its physical id `held`) is the one an identifier names."""
+    if not held:
+        return False
+    if type_name == "AWS::SQS::Queue":
+        return held.rstrip("/").split("/")[-2:] == value.rstrip("/").split("/")[-2:]
+    candidates = {physical_id, value}
+    if type_name == "AWS::EC2::Route":
+        held = held.replace("~", "|")
+    if type_name == "AWS::EC2::VPCGatewayAttachment" and "|" not in held:
+        return value.endswith("|" + held)  # moto's CloudFormation names an attachment by its VPC
+    return held in candidates
+
+
+def _holder(backend, type_name, physical_id, value):
+    """The id of the live stack holding this resource already, or None."""
+    for stack in list(backend.stacks.values()):
+        if stack.status in ("DELETE_COMPLETE",):
+            continue
+        for resource in list(stack.resource_map._parsed_resources.values()):
+            if getattr(resource, "cf_resource_type", None) != type_name:
+                continue
+            if _same_resource(type_name, _physical_id(resource), physical_id, value):
+                return stack.stack_id
+    return None
+
+
+# -- CreateChangeSet ChangeSetType=IMPORT --------------------------------------------------------
+
+def _primary_identifier(schema):
+    return [pointer.rsplit("/", 1)[-1] for pointer in schema.get("primaryIdentifier") or []]
+
+
+def check_import(entries, template, current, region):
+    """Raises ValidationError as CloudFormation refuses an IMPORT change set. `entries` are the
+    ResourcesToImport, `current` the existing stack's template (None for a new stack)."""
+    if not entries:
+        raise ValidationError(message="Must Provide at least one resource to import")
+    for index, entry in enumerate(entries, start=1):
+        for member, name in (("ResourceType", "resourceType"), ("LogicalResourceId", "logicalResourceId"),
+                             ("ResourceIdentifier", "resourceIdentifier")):
+            if not entry.get(member):
+                raise ValidationError(message=(
+                    f"1 validation error detected: Value null at 'resourcesToImport.{index}.member.{name}' "
+                    "failed to satisfy constraint: Member must not be null"))
+    logical_ids = [entry["LogicalResourceId"] for entry in entries]
+    if len(set(logical_ids)) != len(logical_ids):
+        raise ValidationError(message="Every resource to import must have unique LogicalResourceId")
+    resources = template["Resources"]
+    absent = [lid for lid in logical_ids if lid not in resources]
+    if absent:
+        raise ValidationError(message=(
+            f"The logical resource ids {_names(absent)} provided in ResourceToImport do not exist in the template."))
+    registry = _registry()
+    unsupported = []
+    for entry in entries:
+        schema = registry.schema_of(entry["ResourceType"], region)
+        if (schema is None or "read" not in (schema.get("handlers") or {})) and entry["ResourceType"] not in unsupported:
+            unsupported.append(entry["ResourceType"])
+    if unsupported:
+        raise ValidationError(message=f"ResourceTypes {_names(unsupported)} are not supported for Import")
+    for entry in entries:
+        expected = _primary_identifier(registry.schema_of(entry["ResourceType"], region))
+        if sorted(entry["ResourceIdentifier"]) != sorted(expected):
+            raise ValidationError(message=(
+                f"Invalid resource identifier for resource type {entry['ResourceType']}. Expected {_names(expected)}"))
+    for entry in entries:
+        declared = resources[entry["LogicalResourceId"]].get("Type")
+        if declared != entry["ResourceType"]:
+            raise ValidationError(message=(
+                f"Resource type of [{entry['LogicalResourceId']}] passed in ResourceToImport does not match with "
+                f"resource type defined in the template. Resource type in ResourceToImport: {entry['ResourceType']}; "
+                f"Resource type in Template: {declared}."))
+    held = (current or {}).get("Resources") or {}
+    new = [lid for lid in resources if lid not in held]
+    if not new:
+        raise ValidationError(message="The template should contain at least one new resource to import.")
+    again = [lid for lid in logical_ids if lid in held]
+    if again:
+        raise ValidationError(message=(
+            f"Resources {_names(again)} passed in ResourceToImport are already in a stack and cannot be imported."))
+    unlisted = [lid for lid in new if lid not in logical_ids]
+    if unlisted:
+        raise ValidationError(message=f"Resources {_names(unlisted)} is missing from ResourceToImport list")
+    modified = [lid for lid in held if resources.get(lid) != held[lid]]
+    if modified:
+        raise ValidationError(message=(
+            f"You have modified resources {_names(modified)} in your template that are not being imported. "
+            "Update, create or delete operations cannot be executed during import operations."))
+    undeletable = [lid for lid in logical_ids if "DeletionPolicy" not in resources[lid]]
+    if undeletable:
+        raise ValidationError(message=(
+            f"The following resources to import {_names(undeletable)} must have DeletionPolicy attribute "
+            "specified in the template."))
+    if (template.get("Outputs") or {}) != ((current or {}).get("Outputs") or {}):
+        raise ValidationError(message="As part of the import operation, you cannot modify or add [Outputs]")
+
+
+def check_ssm_parameters(template, passed, account_id, region):
+    """CloudFormation resolves `AWS::SSM::Parameter::Value<...>` parameters (a CDK app's
+    BootstrapVersion) when the change set is made: one that does not exist refuses it (moto would
+    crash on it at execution)."""
+    from moto.ssm.models import ssm_backends
+    ssm = ssm_backends[account_id][region]
+    missing = []
+    for name, declared in (template.get("Parameters") or {}).items():
+        if not str(declared.get("Type", "")).startswith("AWS::SSM::Parameter::Value"):
+            continue
+        path = passed.get(name, declared.get("Default"))
+        if path and ssm.get_parameter(path) is None:
+            missing.append(path)
+    if missing:
+        raise ValidationError(message=f"Unable to fetch parameters {_names(missing)} from parameter store for this account.")
+
+
+class ImportChange:
+    """A change set's `Import` change (moto's Change has no PhysicalResourceId, Scope, Details)."""
+
+    def __init__(self, logical_resource_id, resource_type, physical_resource_id):
+        self.action = "Import"
+        self.logical_resource_id = logical_resource_id
+        self.physical_resource_id = physical_resource_id
+        self.resource_type = resource_type
+        self.scope = []
+        self.details = []
+
+
+def _live_stack(backend, name):
+    for stack in backend.stacks.values():
+        if stack.name == name or stack.stack_id == name:
+            return stack
+    return None
+
+
+def _current_template(stack):
+    """The template an existing stack holds, as it was sent (moto's parsed copy gains an empty
+    `Properties` where a resource had none); None for no stack or one only under review."""
+    if stack is None or stack.status == "REVIEW_IN_PROGRESS" or not stack.template:
+        return None
+    if isinstance(stack.template, dict):
+        return stack.template
+    yaml.add_multi_constructor("", _utils.yaml_tag_constructor)
+    try:
+        return yaml.load(stack.template, Loader=yaml.Loader)
+    except (ParserError, ScannerError):
+        return json.loads(stack.template)
+
+
+def _import_entries(response):
+    entries = []
+    for entry in response._get_param("ResourcesToImport", []) or []:
+        ident = entry.get("ResourceIdentifier") or {}
+        if isinstance(ident, list):  # [{key, value}] when moto leaves the map unparsed
+            ident = {item.get("key"): item.get("value") for item in ident}
+        entries.append({"ResourceType": entry.get("ResourceType"),
+                        "LogicalResourceId": entry.get("LogicalResourceId"),
+                        "ResourceIdentifier": dict(ident)})
+    return entries
+
+
+def create_import_change_set(response):
+    """CreateChangeSet with ChangeSetType=IMPORT, answered as CloudFormation answers it."""
+    backend = response.cloudformation_backend
+    account_id, region = response.current_account, response.region
+    stack_name = response._get_param("StackName")
+    change_set_name = response._get_param("ChangeSetName")
+    validate_create_change_set(change_set_name)
+    body = response._get_param("TemplateBody")
+    url = response._get_param("TemplateURL")
+    if not body and not url:
+        raise ValidationError(message="Either Template URL or Template Body must be specified.")
+    if body and len(body.encode()) > TEMPLATE_BODY_LIMIT:
+        raise ValidationError(message=(
+            "1 validation error detected: Value at 'templateBody' failed to satisfy constraint: "
+            f"Member must have length less than or equal to {TEMPLATE_BODY_LIMIT}"))
+    if url and not body:
+        body = template_from_url(url, account_id, response.partition)
+    template = _parse_template(body)
+    stack = _live_stack(backend, stack_name)
+    current = _current_template(stack)
+    entries = _import_entries(response)
+    check_import(entries, template, current, region)
+
+    parameters = {}
+    for param in response._get_param("Parameters", []) or []:
+        if param.get("UsePreviousValue") and stack is not None:
+            parameters[param["ParameterKey"]] = stack.stack_parameters.get(param["ParameterKey"])
+        else:
+            parameters[param["ParameterKey"]] = param.get("ParameterValue")
+    check_ssm_parameters(template, parameters, account_id, region)
+    tags = {item["Key"]: item["Value"] for item in response._get_param("Tags", []) or []}
+    if stack is None:
+        stack = Stack(stack_id=generate_stack_id(stack_name, region, account_id), name=stack_name, template={},
+                      parameters=parameters, account_id=account_id, region_name=region,
+                      notification_arns=response._get_param("NotificationARNs", []), tags=tags,
+                      role_arn=response._get_param("RoleARN"))
+        backend.stacks[stack.stack_id] = stack
+        stack.status = "REVIEW_IN_PROGRESS"
+        stack._add_stack_event("REVIEW_IN_PROGRESS", resource_status_reason="User Initiated")
+    change_set = ChangeSet(
+        change_set_type="IMPORT",
+        change_set_id=generate_changeset_id(change_set_name, region, account_id),
+        change_set_name=change_set_name, stack=stack, template=body, parameters=parameters,
+        description=response._get_param("Description"),
+        notification_arns=response._get_param("NotificationARNs", []), tags=tags,
+        role_arn=response._get_param("RoleARN"))
+    change_set.resources_to_import = entries
+    change_set.status, change_set.execution_status = "CREATE_COMPLETE", "AVAILABLE"
+    changes = []
+    registry = _registry()
+    for entry in entries:
+        type_name, ident = entry["ResourceType"], entry["ResourceIdentifier"]
+        value = _identifier_value(ident, _primary_identifier(registry.schema_of(type_name, region)))
+        found, resource = _lookup(type_name, ident, account_id, region)
+        reason = None
+        if not found:
+            reason = _not_found_reason(type_name, value)
+        else:
+            holder = _holder(backend, type_name, _physical_id(resource) or value, value)
+            if holder is not None:
+                reason = f"{value} already exists in stack {holder}"
+        if reason is not None:
+            change_set.status, change_set.execution_status = "FAILED", "UNAVAILABLE"
+            change_set.status_reason = reason
+            changes = []
+            break
+        changes.append(ImportChange(entry["LogicalResourceId"], type_name, value))
+    change_set.changes = changes
+    backend.change_sets[change_set.change_set_id] = change_set
+    return ActionResult({"Id": change_set.change_set_id, "StackId": stack.stack_id})
+
+
+# -- ExecuteChangeSet ----------------------------------------------------------------------------
+
+def _resource_event(stack, logical_id, type_name, physical_id, status, reason=None):
+    event = Event(stack_id=stack.stack_id, stack_name=stack.name, logical_resource_id=logical_id,
+                  physical_resource_id=physical_id or "", resource_type=type_name,
+                  resource_status=status, resource_status_reason=reason, resource_properties=None)
+    event.sendToSns(stack.account_id, stack.region_name, stack.notification_arns)
+    stack.events.append(event)
+
+
+def _snapshot(stack):
+    resource_map = stack.resource_map
+    return {
+        "template": stack.template,
+        "template_dict": stack.template_dict,
+        "map_template": resource_map._template,
+        "json_map": resource_map._resource_json_map,
+        "parsed": dict(resource_map._parsed_resources),
+        "input_parameters": resource_map.input_parameters,
+        "resolved": dict(resource_map.resolved_parameters),
+        "parameters": stack.parameters,
+        "output_map": stack.output_map,
+        "description": stack.description,
+    }
+
+
+def _restore(stack, saved):
+    resource_map = stack.resource_map
+    stack.template, stack.template_dict = saved["template"], saved["template_dict"]
+    resource_map._template, resource_map._resource_json_map = saved["map_template"], saved["json_map"]
+    resource_map._parsed_resources.clear()
+    resource_map._parsed_resources.update(saved["parsed"])
+    resource_map.input_parameters = saved["input_parameters"]
+    resource_map.resolved_parameters = saved["resolved"]
+    stack.parameters = saved["parameters"]
+    stack.output_map, stack.description = saved["output_map"], saved["description"]
+
+
+def _take_template(stack, change_set):
+    """The stack now holds the change set's template: its description and outputs follow."""
+    stack.template = change_set.template
+    stack._parse_template()
+    stack.description = stack.template_dict.get("Description")
+    if change_set.parameters:
+        stack.parameters = change_set.parameters
+    stack.output_map = stack._create_output_map()
+
+
+def execute_import(backend, change_set):
+    stack = change_set.stack
+    saved = _snapshot(stack)
+    new_stack = not (saved["template_dict"] or {}).get("Resources")
+    template = change_set.template_dict
+    resource_map = stack.resource_map
+    stack.status = "IMPORT_IN_PROGRESS"
+    stack._add_stack_event("IMPORT_IN_PROGRESS", resource_status_reason="User Initiated")
+    change_set.execution_status = "EXECUTE_IN_PROGRESS"
+    registry = _registry()
+    failure = None
+    try:
+        resource_map._template = template
+        resource_map._resource_json_map = template["Resources"]
+        if change_set.parameters:
+            resource_map.input_parameters = change_set.parameters
+        resource_map.load_mapping()
+        resource_map.load_parameters()
+        resource_map.load_conditions()
+        for entry in change_set.resources_to_import:
+            logical_id, type_name, ident = entry["LogicalResourceId"], entry["ResourceType"], entry["ResourceIdentifier"]
+            value = _identifier_value(ident, _primary_identifier(registry.schema_of(type_name, stack.region_name)))
+            _resource_event(stack, logical_id, type_name, value, "IMPORT_IN_PROGRESS")
+            found, resource = _lookup(type_name, ident, stack.account_id, stack.region_name)
+            if not found:
+                failure = logical_id
+                _resource_event(stack, logical_id, type_name, value, "IMPORT_FAILED",
+                                _not_found_reason(type_name, value))
+                break
+            if resource is None:
+                resource = Imported(None, value)  # a type the emulator cannot look up: taken on trust
+            resource.cf_resource_type = type_name
+            resource.logical_resource_id = logical_id
+            resource_map._parsed_resources[logical_id] = resource
+            _resource_event(stack, logical_id, type_name, _physical_id(resource) or value, "IMPORT_COMPLETE")
+    except Exception:
+        _restore(stack, saved)
+        stack.status = "REVIEW_IN_PROGRESS" if new_stack else "IMPORT_ROLLBACK_COMPLETE"
+        change_set.execution_status = "EXECUTE_FAILED"
+        raise
+    if failure is not None:
+        stack._add_stack_event("IMPORT_ROLLBACK_IN_PROGRESS",
+                               resource_status_reason=f"The following resource(s) failed to import: [{failure}]. ")
+        _restore(stack, saved)
+        stack._add_stack_event("IMPORT_ROLLBACK_COMPLETE")
+        stack.status = "IMPORT_ROLLBACK_COMPLETE"
+        change_set.execution_status = "EXECUTE_FAILED"
+        return
+    _take_template(stack, change_set)
+    stack._add_stack_event("IMPORT_COMPLETE")
+    stack.status = "IMPORT_COMPLETE"
+    change_set.execution_status = "EXECUTE_COMPLETE"
+
+
+_in_flight = threading.local()
+
+
+def _tracked(original, action):
+    """Wraps moto's parse_and_create/update_resource: during a change set's execution, records
+    the innermost resource that failed (its logical id, type and the error)."""
+    def run(logical_id, resource_json, *args, **kwargs):
+        tracker = getattr(_in_flight, "tracker", None)
+        try:
+            return original(logical_id, resource_json, *args, **kwargs)
+        except Exception as err:
+            if tracker is not None and tracker.get("failed") is None:
+                tracker["failed"] = (logical_id, resource_json.get("Type", ""), action, err)
+            raise
+
+    return run
+
+
+def _message(err):
+    """The service's words for a resource's failure: its message and error code."""
+    message = getattr(err, "message", None) or getattr(err, "description", None) or str(err) or type(err).__name__
+    code = next((c for c in (getattr(err, "error_type", None), getattr(err, "code", None)) if isinstance(c, str) and c),
+                None)
+    return f"{message} (Error code: {code.rsplit('#', 1)[-1]})" if code else message
+
+
+def execute_template_change_set(backend, change_set, moto_execute, change_set_name, stack_name):
+    """A CREATE or UPDATE change set, run by moto, with AWS's events, outputs and failure handling."""
+    stack = change_set.stack
+    saved = _snapshot(stack)
+    creating = change_set.change_set_type == "CREATE"
+    old = saved["json_map"] or {}
+    new = change_set.template_dict.get("Resources") or {}
+    diff = stack.resource_map.build_resource_diff(change_set.template_dict)
+    verb = "CREATE" if creating else "UPDATE"
+    tracker = {"failed": None}
+    _in_flight.tracker = tracker
+    try:
+        moto_execute(backend, change_set_name=change_set_name, stack_name=stack_name)
+    except Exception as err:
+        failed = tracker["failed"] or ("", "", "CREATE", err)
+        logical_id, type_name, action, cause = failed
+        if not logical_id:
+            raise
+        _resource_event(stack, logical_id, type_name, "", f"{action}_IN_PROGRESS")
+        _resource_event(stack, logical_id, type_name, "", f"{action}_FAILED",
+                        f'Resource handler returned message: "{_message(cause)}"')
+        rollback = "ROLLBACK" if creating else "UPDATE_ROLLBACK"
+        stack._add_stack_event(f"{rollback}_IN_PROGRESS",
+                               resource_status_reason=f"The following resource(s) failed to {action.lower()}: [{logical_id}]. ")
+        resource_map = stack.resource_map
+        for name, resource in list(resource_map._parsed_resources.items()):
+            if name in saved["parsed"] or not hasattr(resource, "cf_resource_type"):
+                continue
+            try:
+                resource_map._delete_resource(resource, new.get(name) or {"Type": resource.cf_resource_type})
+                _resource_event(stack, name, resource.cf_resource_type, _physical_id(resource), "DELETE_COMPLETE")
+            except Exception:
+                _resource_event(stack, name, resource.cf_resource_type, _physical_id(resource), "DELETE_FAILED")
+        _restore(stack, saved)
+        stack._add_stack_event(f"{rollback}_COMPLETE")
+        stack.status = f"{rollback}_COMPLETE"
+        change_set.execution_status = "EXECUTE_FAILED"
+        return
+    finally:
+        _in_flight.tracker = None
+    parsed = stack.resource_map._parsed_resources
+    for name in diff["Remove"]:
+        _resource_event(stack, name, old[name].get("Type", ""), "", "DELETE_COMPLETE")
+    for action, names in (("CREATE", diff["Add"]), ("UPDATE", diff["Modify"])):
+        for name in names:
+            _resource_event(stack, name, new[name].get("Type", ""), _physical_id(parsed.get(name)), f"{action}_COMPLETE")
+    _take_template(stack, change_set)
+    # moto added its stack event before the resources' ones: keep the stack's last.
+    if stack.events and stack.events[-1].resource_type != "AWS::CloudFormation::Stack":
+        last = next((e for e in reversed(stack.events) if e.resource_type == "AWS::CloudFormation::Stack"
+                     and e.resource_status == f"{verb}_COMPLETE"), None)
+        if last is not None:
+            stack.events.remove(last)
+            stack.events.append(last)
+
+
+def _find_change_set(backend, change_set_name, stack_name):
+    if change_set_name in backend.change_sets:
+        return backend.change_sets[change_set_name]
+    for change_set in backend.change_sets.values():
+        if change_set.change_set_name == change_set_name and (
+                not stack_name or stack_name in (change_set.stack_name, change_set.stack_id)):
+            return change_set
+    return None
+
+
+# -- installation --------------------------------------------------------------------------------
+
+def install():
+    """Patches moto's CloudFormation (call once, before the emulator serves)."""
+    _utils.get_stack_from_s3_url = template_from_url
+    _models.get_stack_from_s3_url = template_from_url
+    _responses.get_stack_from_s3_url = template_from_url
+
+    original_create = _responses.CloudFormationResponse.create_change_set
+
+    def create_change_set(self):
+        if self._get_param("ChangeSetType") == "IMPORT":
+            return create_import_change_set(self)
+        return original_create(self)
+
+    _responses.CloudFormationResponse.create_change_set = create_change_set
+
+    moto_execute = CloudFormationBackend.execute_change_set
+
+    def execute_change_set(self, change_set_name, stack_name=None):
+        change_set = _find_change_set(self, change_set_name, stack_name)
+        if change_set is None:
+            raise ValidationError(name_or_id=stack_name or change_set_name,
+                                  message=f"ChangeSet [{change_set_name}] does not exist")
+        if change_set.execution_status != "AVAILABLE":
+            raise InvalidChangeSetStatus(
+                f"ChangeSet [{change_set.change_set_id}] cannot be executed in its current execution status "
+                f"of [{change_set.execution_status}]")
+        if change_set.change_set_type == "IMPORT":
+            return execute_import(self, change_set)
+        return execute_template_change_set(self, change_set, moto_execute, change_set.change_set_id, stack_name)
+
+    CloudFormationBackend.execute_change_set = execute_change_set
+    _parsing.parse_and_create_resource = _tracked(_parsing.parse_and_create_resource, "CREATE")
+    _parsing.parse_and_update_resource = _tracked(_parsing.parse_and_update_resource, "UPDATE")
