@@ -12,8 +12,12 @@
 //! Not for: anything specific to one service.
 
 #[cfg(feature = "plugin")]
+mod operation_only;
+#[cfg(feature = "plugin")]
 mod readable;
 mod schema;
+#[cfg(feature = "plugin")]
+pub use operation_only::{Answers, OperationOnly};
 #[cfg(feature = "plugin")]
 pub use readable::{Readable, Reads};
 pub use schema::TypeSchema;

@@ -51,7 +51,7 @@ cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<network_acl_entry::
 cdkd_provider_api::register_provider!(
     cdkd_aws_common::Reads<subnet_network_acl_association::SubnetNetworkAclAssociation>
 );
-cdkd_provider_api::register_provider!(volume::Volume);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Answers<volume::Volume>);
 
 use std::future::Future;
 use std::time::Duration;

@@ -154,7 +154,11 @@ fn only_rule(
     physical_id: &str,
     rules: &[SecurityGroupRule],
 ) -> Result<String, ProviderError> {
-    let tuple = physical_id.split('|').skip(1).collect::<Vec<_>>().join(", ");
+    let tuple = physical_id
+        .split('|')
+        .skip(1)
+        .collect::<Vec<_>>()
+        .join(", ");
     match rules {
         [] => Err(ProviderError::new(
             ErrorKind::NOT_FOUND,
@@ -342,9 +346,15 @@ mod tests {
         assert!(none.message.contains("(tcp, 443, 443)"), "{}", none.message);
         let two = only_rule("I", id, &[rule(Some("sgr-1")), rule(Some("sgr-2"))]).unwrap_err();
         assert!(two.message.contains("sgr-1, sgr-2"), "{}", two.message);
-        assert!(two.message.contains("split it into one ingress resource per source"));
+        assert!(two
+            .message
+            .contains("split it into one ingress resource per source"));
         let unnamed = only_rule("I", id, &[rule(Some("sgr-1")), rule(None)]).unwrap_err();
-        assert!(unnamed.message.contains("2 ingress rules"), "{}", unnamed.message);
+        assert!(
+            unnamed.message.contains("2 ingress rules"),
+            "{}",
+            unnamed.message
+        );
         assert!(only_rule("I", id, &[rule(None)]).is_err());
     }
 

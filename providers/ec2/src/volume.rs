@@ -4,13 +4,9 @@
 use std::time::{Duration, Instant};
 
 use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
-use cdkd_aws_common::{aws_error, TypeSchema};
-use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, FinalSnapshotRequest,
-    FinalSnapshotResult, ResourceTypeSchema, UpdateRequest, UpdateResult,
-};
-use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError, ResourceProvider};
-use serde_json::Value;
+use cdkd_aws_common::{aws_error, OperationOnly};
+use cdkd_provider_api::protocol::{operation, FinalSnapshotRequest, FinalSnapshotResult};
+use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
 use crate::{filter, regional_client};
 
@@ -23,59 +19,26 @@ const DEFAULT_WAIT: Duration = Duration::from_secs(2 * 60 * 60);
 #[derive(Debug, Default)]
 pub struct Volume;
 
-fn not_provisioned() -> ProviderError {
-    ProviderError::unsupported(format!(
-        "the ec2 plugin only takes final snapshots of {VOLUME}; volumes are provisioned through Cloud Control"
-    ))
-}
-
 #[cdkd_provider_api::async_trait]
-impl ResourceProvider for Volume {
-    fn schema(&self) -> ResourceTypeSchema {
-        TypeSchema::builder(VOLUME)
-            .operations(&[operation::FINAL_SNAPSHOT])
-            .build()
+impl OperationOnly for Volume {
+    type Request = FinalSnapshotRequest;
+    type Answer = FinalSnapshotResult;
+    const OPERATION: &'static str = operation::FINAL_SNAPSHOT;
+
+    fn type_name(&self) -> &'static str {
+        VOLUME
     }
 
-    async fn create(
-        &self,
-        _: &PluginContext,
-        _: CreateRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        Err(not_provisioned())
+    fn not_provisioned(&self) -> String {
+        format!("the ec2 plugin only takes final snapshots of {VOLUME}; volumes are provisioned through Cloud Control")
     }
 
-    async fn update(
-        &self,
-        _: &PluginContext,
-        _: UpdateRequest,
-    ) -> Result<UpdateResult, ProviderError> {
-        Err(not_provisioned())
-    }
-
-    async fn delete(
-        &self,
-        _: &PluginContext,
-        _: DeleteRequest,
-    ) -> Result<DeleteResult, ProviderError> {
-        Err(not_provisioned())
-    }
-
-    async fn invoke_other(
+    async fn answer(
         &self,
         ctx: &PluginContext,
-        name: &str,
-        request: Value,
-    ) -> Result<Value, ProviderError> {
-        if name != operation::FINAL_SNAPSHOT {
-            return Err(ProviderError::unsupported(format!(
-                "{VOLUME} does not implement the '{name}' operation"
-            )));
-        }
-        let request: FinalSnapshotRequest = serde_json::from_value(request)
-            .map_err(|e| ProviderError::validation(format!("{name}: {e}")))?;
-        let result = final_snapshot(ctx, &request).await?;
-        serde_json::to_value(result).map_err(|e| ProviderError::other(e.to_string()))
+        request: FinalSnapshotRequest,
+    ) -> Result<FinalSnapshotResult, ProviderError> {
+        final_snapshot(ctx, &request).await
     }
 }
 

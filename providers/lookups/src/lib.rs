@@ -4,19 +4,16 @@
 //! answers them. The types it declares only answer `context_lookup`: their resources stay on
 //! Cloud Control.
 
-use cdkd_aws_common::{aws_error, TypeSchema};
-use cdkd_provider_api::protocol::{
-    operation, ContextLookupRequest, ContextLookupResult, CreateRequest, CreateResult,
-    DeleteRequest, DeleteResult, ResourceTypeSchema, UpdateRequest, UpdateResult,
-};
-use cdkd_provider_api::{PluginContext, ProviderError, ResourceProvider};
+use cdkd_aws_common::{aws_error, OperationOnly};
+use cdkd_provider_api::protocol::{operation, ContextLookupRequest, ContextLookupResult};
+use cdkd_provider_api::{PluginContext, ProviderError};
 use serde_json::{json, Value};
 
 mod load_balancers;
 
 cdkd_provider_api::export_plugin!(description: "Context lookups: hosted-zone (Route 53), key-provider (KMS), load-balancer and load-balancer-listener (ELBv2); no resources");
 
-cdkd_provider_api::register_provider!(Lookups);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Answers<Lookups>);
 
 /// The type the lookups are declared on (operations only; its resources are Cloud Control's).
 const DECLARED_ON: &str = "AWS::Route53::HostedZone";
@@ -25,57 +22,25 @@ const DECLARED_ON: &str = "AWS::Route53::HostedZone";
 #[derive(Debug, Default)]
 pub struct Lookups;
 
-fn not_provisioned() -> ProviderError {
-    ProviderError::unsupported(format!(
-        "the lookups plugin answers context lookups only; {DECLARED_ON} resources are provisioned through Cloud Control"
-    ))
-}
-
 #[cdkd_provider_api::async_trait]
-impl ResourceProvider for Lookups {
-    fn schema(&self) -> ResourceTypeSchema {
-        TypeSchema::builder(DECLARED_ON)
-            .operations(&[operation::CONTEXT_LOOKUP])
-            .build()
+impl OperationOnly for Lookups {
+    type Request = ContextLookupRequest;
+    type Answer = ContextLookupResult;
+    const OPERATION: &'static str = operation::CONTEXT_LOOKUP;
+
+    fn type_name(&self) -> &'static str {
+        DECLARED_ON
     }
 
-    async fn create(
-        &self,
-        _: &PluginContext,
-        _: CreateRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        Err(not_provisioned())
+    fn not_provisioned(&self) -> String {
+        format!("the lookups plugin answers context lookups only; {DECLARED_ON} resources are provisioned through Cloud Control")
     }
 
-    async fn update(
-        &self,
-        _: &PluginContext,
-        _: UpdateRequest,
-    ) -> Result<UpdateResult, ProviderError> {
-        Err(not_provisioned())
-    }
-
-    async fn delete(
-        &self,
-        _: &PluginContext,
-        _: DeleteRequest,
-    ) -> Result<DeleteResult, ProviderError> {
-        Err(not_provisioned())
-    }
-
-    async fn invoke_other(
+    async fn answer(
         &self,
         ctx: &PluginContext,
-        name: &str,
-        request: Value,
-    ) -> Result<Value, ProviderError> {
-        if name != operation::CONTEXT_LOOKUP {
-            return Err(ProviderError::unsupported(format!(
-                "{DECLARED_ON} does not implement the '{name}' operation"
-            )));
-        }
-        let request: ContextLookupRequest = serde_json::from_value(request)
-            .map_err(|e| ProviderError::validation(format!("{name}: {e}")))?;
+        request: ContextLookupRequest,
+    ) -> Result<ContextLookupResult, ProviderError> {
         let props = &request.props;
         let region = props
             .get("region")
@@ -122,8 +87,7 @@ impl ResourceProvider for Lookups {
                 )))
             }
         };
-        serde_json::to_value(ContextLookupResult { value })
-            .map_err(|e| ProviderError::other(e.to_string()))
+        Ok(ContextLookupResult { value })
     }
 }
 

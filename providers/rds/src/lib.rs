@@ -8,20 +8,16 @@
 
 use std::time::{Duration, Instant};
 
-use cdkd_aws_common::{aws_error, TypeSchema};
-use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, FinalSnapshotRequest,
-    FinalSnapshotResult, ResourceTypeSchema, UpdateRequest, UpdateResult,
-};
-use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError, ResourceProvider};
-use serde_json::Value;
+use cdkd_aws_common::{aws_error, OperationOnly};
+use cdkd_provider_api::protocol::{operation, FinalSnapshotRequest, FinalSnapshotResult};
+use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
 cdkd_provider_api::export_plugin!(description: "Final snapshots (DeletionPolicy: Snapshot) of AWS::RDS::DBInstance, AWS::RDS::DBCluster, AWS::Neptune::DBCluster and AWS::DocDB::DBCluster; the resources stay on Cloud Control");
 
-cdkd_provider_api::register_provider!(DbInstance);
-cdkd_provider_api::register_provider!(RdsCluster);
-cdkd_provider_api::register_provider!(NeptuneCluster);
-cdkd_provider_api::register_provider!(DocDbCluster);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Answers<DbInstance>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Answers<RdsCluster>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Answers<NeptuneCluster>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Answers<DocDbCluster>);
 
 /// How long a snapshot may take to become available when the host sets no resource timeout.
 const DEFAULT_WAIT: Duration = Duration::from_secs(2 * 60 * 60);
@@ -40,53 +36,28 @@ macro_rules! snapshot_only_type {
         pub struct $name;
 
         #[cdkd_provider_api::async_trait]
-        impl ResourceProvider for $name {
-            fn schema(&self) -> ResourceTypeSchema {
-                TypeSchema::builder($type_name)
-                    .operations(&[operation::FINAL_SNAPSHOT])
-                    .build()
+        impl OperationOnly for $name {
+            type Request = FinalSnapshotRequest;
+            type Answer = FinalSnapshotResult;
+            const OPERATION: &'static str = operation::FINAL_SNAPSHOT;
+
+            fn type_name(&self) -> &'static str {
+                $type_name
             }
 
-            async fn create(
-                &self,
-                _ctx: &PluginContext,
-                _request: CreateRequest,
-            ) -> Result<CreateResult, ProviderError> {
-                Err(not_provisioned($type_name))
+            fn not_provisioned(&self) -> String {
+                format!(
+                    "the rds plugin only takes final snapshots of {}; its resources are provisioned through Cloud Control",
+                    $type_name
+                )
             }
 
-            async fn update(
-                &self,
-                _ctx: &PluginContext,
-                _request: UpdateRequest,
-            ) -> Result<UpdateResult, ProviderError> {
-                Err(not_provisioned($type_name))
-            }
-
-            async fn delete(
-                &self,
-                _ctx: &PluginContext,
-                _request: DeleteRequest,
-            ) -> Result<DeleteResult, ProviderError> {
-                Err(not_provisioned($type_name))
-            }
-
-            async fn invoke_other(
+            async fn answer(
                 &self,
                 ctx: &PluginContext,
-                name: &str,
-                request: Value,
-            ) -> Result<Value, ProviderError> {
-                if name != operation::FINAL_SNAPSHOT {
-                    return Err(ProviderError::unsupported(format!(
-                        "{} does not implement the '{name}' operation",
-                        $type_name
-                    )));
-                }
-                let request: FinalSnapshotRequest = serde_json::from_value(request)
-                    .map_err(|e| ProviderError::validation(format!("{name}: {e}")))?;
-                let result = final_snapshot(ctx, $target, $type_name, &request).await?;
-                serde_json::to_value(result).map_err(|e| ProviderError::other(e.to_string()))
+                request: FinalSnapshotRequest,
+            ) -> Result<FinalSnapshotResult, ProviderError> {
+                final_snapshot(ctx, $target, $type_name, &request).await
             }
         }
     };
@@ -96,12 +67,6 @@ snapshot_only_type!(DbInstance, "AWS::RDS::DBInstance", Target::Instance);
 snapshot_only_type!(RdsCluster, "AWS::RDS::DBCluster", Target::Cluster);
 snapshot_only_type!(NeptuneCluster, "AWS::Neptune::DBCluster", Target::Cluster);
 snapshot_only_type!(DocDbCluster, "AWS::DocDB::DBCluster", Target::Cluster);
-
-fn not_provisioned(type_name: &str) -> ProviderError {
-    ProviderError::unsupported(format!(
-        "the rds plugin only takes final snapshots of {type_name}; its resources are provisioned through Cloud Control"
-    ))
-}
 
 async fn client(ctx: &PluginContext, region: &str) -> Result<aws_sdk_rds::Client, ProviderError> {
     let config = aws_sdk_rds::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
@@ -211,14 +176,16 @@ async fn final_snapshot(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cdkd_aws_common::Answers;
+    use cdkd_provider_api::ResourceProvider;
 
     #[test]
     fn every_type_only_answers_final_snapshots() {
         for schema in [
-            DbInstance.schema(),
-            RdsCluster.schema(),
-            NeptuneCluster.schema(),
-            DocDbCluster.schema(),
+            Answers(DbInstance).schema(),
+            Answers(RdsCluster).schema(),
+            Answers(NeptuneCluster).schema(),
+            Answers(DocDbCluster).schema(),
         ] {
             assert!(schema.handled_properties.is_empty(), "{}", schema.type_name);
             assert_eq!(schema.operations, [operation::FINAL_SNAPSHOT]);
