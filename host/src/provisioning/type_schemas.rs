@@ -226,9 +226,7 @@ async fn describe(
         serde_json::from_str(text).map_err(|err| format!("unreadable schema: {err}"))?;
     let version = answer.default_version_id().unwrap_or("default");
     let mut parsed = RegistrySchema::parse(type_name, version, &schema);
-    parsed.provisioning_type = answer
-        .provisioning_type()
-        .map(|p| p.as_str().to_string());
+    parsed.provisioning_type = answer.provisioning_type().map(|p| p.as_str().to_string());
     Ok(parsed)
 }
 
