@@ -54,6 +54,8 @@ pub struct ImportArgs {
     /// retire it without deleting anything (Retain policies, then DeleteStack).
     #[arg(long, value_name = "CFN_STACK", num_args = 0..=1, default_missing_value = "")]
     migrate_from_cloudformation: Option<String>,
+    #[command(flatten)]
+    cfn_fallback: super::deploy::CfnFallbackArgs,
 }
 
 /// The mapping from every source; `--resource` wins over a mapping file for the same id.
@@ -253,7 +255,12 @@ pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<E
     let snapshot = if input.template.stack_reads().is_empty() {
         StateSnapshot::default()
     } else {
-        StateSnapshot::load(&store.backend).await?
+        let mut snapshot = StateSnapshot::load(&store.backend).await?;
+        // A producer exported to CloudFormation answers from there, as in a deploy.
+        args.cfn_fallback
+            .read_into(context, &mut snapshot, &[(*stack, &input.template)])
+            .await?;
+        snapshot
     };
     let live = LiveProviders {
         registry: &registry,
