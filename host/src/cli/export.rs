@@ -82,7 +82,10 @@ struct Source {
 async fn source(context: &CommandContext, args: &ExportArgs) -> anyhow::Result<Source> {
     if let Some(path) = &args.template {
         let Some(stack) = args.stack.clone() else {
-            anyhow::bail!("with --template, name the cdkd stack to export: cdkd export <stack> --template {}", path.display());
+            anyhow::bail!(
+                "with --template, name the cdkd stack to export: cdkd export <stack> --template {}",
+                path.display()
+            );
         };
         let file = TemplateFile::read(path)?;
         let region = context.aws().await.region();
@@ -289,7 +292,12 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
     if result? {
         println!("{stack} ({region}) is now CloudFormation stack {cfn_stack}; cdkd's state record is deleted and every resource kept its id.");
         if args.accept_transient_context && !args.app.context.is_empty() {
-            let flags: Vec<String> = args.app.context.iter().map(|(k, v)| format!("-c {k}={v}")).collect();
+            let flags: Vec<String> = args
+                .app
+                .context
+                .iter()
+                .map(|(k, v)| format!("-c {k}={v}"))
+                .collect();
             println!("Deploy it from now on with the same context: cdk diff {stack} {0} && cdk deploy {stack} {0}", flags.join(" "));
         }
     }
@@ -337,16 +345,31 @@ async fn look_up_identifiers(
     if plan.looked_up.is_empty() {
         return Ok(());
     }
-    let types: BTreeSet<String> = plan.looked_up.iter().map(|(_, r)| r.resource_type.clone()).collect();
+    let types: BTreeSet<String> = plan
+        .looked_up
+        .iter()
+        .map(|(_, r)| r.resource_type.clone())
+        .collect();
     let providers = live
         .prepare(region, &types, std::time::Duration::from_secs(300))
         .await?;
     for (logical_id, row) in std::mem::take(&mut plan.looked_up) {
         let operations = providers.for_record(&row);
         let answer = operations
-            .import(&row.resource_type, &logical_id, &row.physical_id, &serde_json::Map::new())
+            .import(
+                &row.resource_type,
+                &logical_id,
+                &row.physical_id,
+                &serde_json::Map::new(),
+            )
             .await;
-        match answer.map(|created| created.attributes.get("Id").and_then(Value::as_str).map(str::to_string)) {
+        match answer.map(|created| {
+            created
+                .attributes
+                .get("Id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        }) {
             Ok(Some(id)) => plan.imports.push(crate::deployment::export::plan::Import {
                 logical_id,
                 resource_type: row.resource_type.clone(),
@@ -356,12 +379,18 @@ async fn look_up_identifiers(
             Ok(None) => plan.blocked.push(crate::deployment::export::plan::Blocked {
                 logical_id,
                 resource_type: row.resource_type.clone(),
-                reason: format!("the rule's sgr- id is not recorded and AWS reports none for {}", row.physical_id),
+                reason: format!(
+                    "the rule's sgr- id is not recorded and AWS reports none for {}",
+                    row.physical_id
+                ),
             }),
             Err(err) => plan.blocked.push(crate::deployment::export::plan::Blocked {
                 logical_id,
                 resource_type: row.resource_type.clone(),
-                reason: format!("the rule's sgr- id is not recorded and could not be read from AWS: {}", err.message),
+                reason: format!(
+                    "the rule's sgr- id is not recorded and could not be read from AWS: {}",
+                    err.message
+                ),
             }),
         }
     }
@@ -379,7 +408,11 @@ async fn delete_recreated(
     if plan.recreated.is_empty() {
         return Ok(());
     }
-    let types: BTreeSet<String> = plan.recreated.iter().map(|r| r.resource_type.clone()).collect();
+    let types: BTreeSet<String> = plan
+        .recreated
+        .iter()
+        .map(|r| r.resource_type.clone())
+        .collect();
     let providers = live
         .prepare(region, &types, std::time::Duration::from_secs(300))
         .await?;
@@ -393,8 +426,18 @@ async fn delete_recreated(
                 &recreated.state.properties,
             )
             .await
-            .map_err(|err| anyhow::anyhow!("deleting {} ({}) for CloudFormation to create it again: {}", recreated.logical_id, recreated.resource_type, err.message))?;
-        println!("Deleted {} ({}); CloudFormation creates it again in phase 2.", recreated.logical_id, recreated.resource_type);
+            .map_err(|err| {
+                anyhow::anyhow!(
+                    "deleting {} ({}) for CloudFormation to create it again: {}",
+                    recreated.logical_id,
+                    recreated.resource_type,
+                    err.message
+                )
+            })?;
+        println!(
+            "Deleted {} ({}); CloudFormation creates it again in phase 2.",
+            recreated.logical_id, recreated.resource_type
+        );
     }
     Ok(())
 }
@@ -421,9 +464,19 @@ fn print_plan(stack: &str, cfn_stack: &str, region: &str, plan: &ExportPlan) {
         let identifier: Vec<String> = import
             .identifier
             .iter()
-            .map(|(k, v)| format!("{k}={}", v.as_str().map_or_else(|| v.to_string(), str::to_string)))
+            .map(|(k, v)| {
+                format!(
+                    "{k}={}",
+                    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+                )
+            })
             .collect();
-        println!("  import    {} ({}) {}", import.logical_id, import.resource_type, identifier.join(", "));
+        println!(
+            "  import    {} ({}) {}",
+            import.logical_id,
+            import.resource_type,
+            identifier.join(", ")
+        );
     }
     for recreated in &plan.recreated {
         println!("  recreate  {} ({}): CloudFormation cannot import it; deleted after phase 1, created by phase 2", recreated.logical_id, recreated.resource_type);

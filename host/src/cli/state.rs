@@ -160,7 +160,11 @@ async fn resolve_region(
     store.stack_region(stack, flag, &fallback).await
 }
 
-pub(super) async fn load(store: &StateStore, stack: &str, region: &str) -> anyhow::Result<StackState> {
+pub(super) async fn load(
+    store: &StateStore,
+    stack: &str,
+    region: &str,
+) -> anyhow::Result<StackState> {
     match store.backend.load(stack, region).await? {
         Some(stored) => Ok(stored.state),
         None => anyhow::bail!(

@@ -64,7 +64,10 @@ impl CloudFormation {
     }
 
     /// The stack's status, `None` when there is no such stack.
-    pub(crate) async fn status(&self, stack: &str) -> anyhow::Result<Option<(String, Option<String>)>> {
+    pub(crate) async fn status(
+        &self,
+        stack: &str,
+    ) -> anyhow::Result<Option<(String, Option<String>)>> {
         match self.client.describe_stacks().stack_name(stack).send().await {
             Ok(answer) => Ok(answer.stacks().first().map(|s| {
                 (

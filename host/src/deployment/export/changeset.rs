@@ -57,14 +57,23 @@ impl CloudFormation {
                     .resource_type(&r.resource_type)
                     .logical_resource_id(&r.logical_id);
                 for (key, value) in &r.identifier {
-                    let value = value.as_str().map_or_else(|| value.to_string(), str::to_string);
+                    let value = value
+                        .as_str()
+                        .map_or_else(|| value.to_string(), str::to_string);
                     builder = builder.resource_identifier(key, value);
                 }
                 builder.build()
             })
             .collect();
         let outcome = self
-            .change_set(stack, ChangeSetType::Import, body, parameters, Some(to_import), bucket)
+            .change_set(
+                stack,
+                ChangeSetType::Import,
+                body,
+                parameters,
+                Some(to_import),
+                bucket,
+            )
             .await;
         if outcome.is_err() {
             self.remove_empty_review_stack(stack).await;
@@ -135,10 +144,12 @@ impl CloudFormation {
             } else {
                 create = create.template_body(&body.text);
             }
-            create
-                .send()
-                .await
-                .map_err(|err| failed(&format!("CreateChangeSet {name} on {stack}"), cdkd_aws_common::error_line(&err)))?;
+            create.send().await.map_err(|err| {
+                failed(
+                    &format!("CreateChangeSet {name} on {stack}"),
+                    cdkd_aws_common::error_line(&err),
+                )
+            })?;
             if !self.change_set_ready(stack, &name).await? {
                 return Ok(Outcome::NoChanges);
             }
@@ -148,7 +159,12 @@ impl CloudFormation {
                 .change_set_name(&name)
                 .send()
                 .await
-                .map_err(|err| failed(&format!("ExecuteChangeSet {name} on {stack}"), cdkd_aws_common::error_line(&err)))?;
+                .map_err(|err| {
+                    failed(
+                        &format!("ExecuteChangeSet {name} on {stack}"),
+                        cdkd_aws_common::error_line(&err),
+                    )
+                })?;
             let done = if kind == ChangeSetType::Import {
                 "IMPORT_COMPLETE"
             } else {
@@ -156,7 +172,10 @@ impl CloudFormation {
             };
             match self.wait(stack, done).await {
                 Ok(()) => Ok(Outcome::Done),
-                Err(err) => Err(anyhow::anyhow!("{err}{}", self.failure_reasons(stack).await)),
+                Err(err) => Err(anyhow::anyhow!(
+                    "{err}{}",
+                    self.failure_reasons(stack).await
+                )),
             }
         }
         .await;
@@ -179,7 +198,12 @@ impl CloudFormation {
                 .change_set_name(name)
                 .send()
                 .await
-                .map_err(|err| failed(&format!("DescribeChangeSet {name}"), cdkd_aws_common::error_line(&err)))?;
+                .map_err(|err| {
+                    failed(
+                        &format!("DescribeChangeSet {name}"),
+                        cdkd_aws_common::error_line(&err),
+                    )
+                })?;
             match answer.status() {
                 Some(ChangeSetStatus::CreateComplete) => return Ok(true),
                 Some(ChangeSetStatus::Failed) => {
@@ -189,12 +213,16 @@ impl CloudFormation {
                     {
                         return Ok(false);
                     }
-                    anyhow::bail!("CloudFormation refused change set {name} on stack {stack}: {reason}");
+                    anyhow::bail!(
+                        "CloudFormation refused change set {name} on stack {stack}: {reason}"
+                    );
                 }
                 _ => {}
             }
             if started.elapsed() > Duration::from_secs(10 * 60) {
-                anyhow::bail!("change set {name} on stack {stack} was not created within 10 minutes");
+                anyhow::bail!(
+                    "change set {name} on stack {stack} was not created within 10 minutes"
+                );
             }
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(5));
@@ -203,12 +231,21 @@ impl CloudFormation {
 
     /// The failed resources' reasons from the stack's events, as lines to append.
     async fn failure_reasons(&self, stack: &str) -> String {
-        let Ok(answer) = self.client.describe_stack_events().stack_name(stack).send().await else {
+        let Ok(answer) = self
+            .client
+            .describe_stack_events()
+            .stack_name(stack)
+            .send()
+            .await
+        else {
             return String::new();
         };
         let mut lines = Vec::new();
         for event in answer.stack_events() {
-            let status = event.resource_status().map(|s| s.as_str()).unwrap_or_default();
+            let status = event
+                .resource_status()
+                .map(|s| s.as_str())
+                .unwrap_or_default();
             let logical = event.logical_resource_id().unwrap_or_default();
             if status.ends_with("_FAILED") && logical != stack {
                 lines.push(format!(

@@ -54,7 +54,10 @@ const FALLBACK: &[(&str, &str)] = &[
 /// Composite primary identifiers cdkd knows without the registry.
 const FALLBACK_COMPOSITE: &[(&str, &[&str])] = &[
     ("AWS::Lambda::Permission", &["FunctionName", "Id"]),
-    ("AWS::EC2::VPCGatewayAttachment", &["AttachmentType", "VpcId"]),
+    (
+        "AWS::EC2::VPCGatewayAttachment",
+        &["AttachmentType", "VpcId"],
+    ),
     ("AWS::EC2::Route", &["RouteTableId", "CidrBlock"]),
     ("AWS::EC2::EIP", &["PublicIp", "AllocationId"]),
     ("AWS::ApiGatewayV2::Stage", &["ApiId", "StageName"]),
@@ -145,17 +148,27 @@ pub fn identifier(
             .ok_or_else(|| IdentifierError::NotRecorded {
                 attribute: attribute.to_string(),
             })?;
-        return Ok(Map::from_iter([(names_first(names, attribute), string(value))]));
+        return Ok(Map::from_iter([(
+            names_first(names, attribute),
+            string(value),
+        )]));
     }
     if names.len() == 1 {
         return Ok(Map::from_iter([(names[0].clone(), string(physical))]));
     }
     let values = split(resource, names)?;
-    Ok(names.iter().cloned().zip(values.into_iter().map(Value::String)).collect())
+    Ok(names
+        .iter()
+        .cloned()
+        .zip(values.into_iter().map(Value::String))
+        .collect())
 }
 
 fn names_first(names: &[String], attribute: &str) -> String {
-    names.first().cloned().unwrap_or_else(|| attribute.to_string())
+    names
+        .first()
+        .cloned()
+        .unwrap_or_else(|| attribute.to_string())
 }
 
 /// A composite identifier's values, in `names`' order.
@@ -189,7 +202,8 @@ fn split(resource: &ResourceState, names: &[String]) -> Result<Vec<String>, Iden
     match resource.resource_type.as_str() {
         // cdkd's id is the statement id; the function lives in the properties.
         "AWS::Lambda::Permission" => {
-            let function = property("FunctionName").ok_or_else(|| shape("a statement id with FunctionName recorded"))?;
+            let function = property("FunctionName")
+                .ok_or_else(|| shape("a statement id with FunctionName recorded"))?;
             by_name(&[("FunctionName", function), ("Id", physical.to_string())])
         }
         // cdkd's id is `<internetGatewayId>|<vpcId>`; CloudFormation names the attachment by
@@ -257,7 +271,10 @@ mod tests {
         let queue = resource("AWS::SQS::Queue", "https://sqs/q", json!({}));
         assert_eq!(
             identifier(&queue, &names(&["QueueUrl"])).unwrap(),
-            json!({"QueueUrl": "https://sqs/q"}).as_object().unwrap().clone()
+            json!({"QueueUrl": "https://sqs/q"})
+                .as_object()
+                .unwrap()
+                .clone()
         );
         assert_eq!(fallback("AWS::SQS::Queue").unwrap(), ["QueueUrl"]);
         assert_eq!(
@@ -276,12 +293,18 @@ mod tests {
         );
         assert_eq!(
             identifier(&permission, &names(&["FunctionName", "Id"])).unwrap(),
-            json!({"FunctionName": "fn-a", "Id": "stmt-1"}).as_object().unwrap().clone()
+            json!({"FunctionName": "fn-a", "Id": "stmt-1"})
+                .as_object()
+                .unwrap()
+                .clone()
         );
         let attachment = resource("AWS::EC2::VPCGatewayAttachment", "igw-1|vpc-2", json!({}));
         assert_eq!(
             identifier(&attachment, &names(&["AttachmentType", "VpcId"])).unwrap(),
-            json!({"AttachmentType": "IGW", "VpcId": "vpc-2"}).as_object().unwrap().clone()
+            json!({"AttachmentType": "IGW", "VpcId": "vpc-2"})
+                .as_object()
+                .unwrap()
+                .clone()
         );
         let bad = resource("AWS::EC2::VPCGatewayAttachment", "igw-1", json!({}));
         assert!(matches!(
@@ -295,7 +318,11 @@ mod tests {
         let mut method = resource("AWS::ApiGateway::Method", "api-1|res-2|GET", json!({}));
         let parts = names(&["RestApiId", "ResourceId", "HttpMethod"]);
         let err = identifier(&method, &parts).unwrap_err();
-        assert!(err.to_string().contains("3 parts (RestApiId, ResourceId, HttpMethod)"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("3 parts (RestApiId, ResourceId, HttpMethod)"),
+            "{err}"
+        );
         method.provisioned_by = Some(ProvisionedBy::CcApi);
         assert_eq!(
             identifier(&method, &parts).unwrap(),

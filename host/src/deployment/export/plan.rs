@@ -94,7 +94,10 @@ impl ExportPlan {
     pub fn refusal(&self, stack: &str) -> String {
         let mut lines = vec![format!("cdkd export {stack}: nothing was changed")];
         for b in &self.blocked {
-            lines.push(format!("  {} ({}): {}", b.logical_id, b.resource_type, b.reason));
+            lines.push(format!(
+                "  {} ({}): {}",
+                b.logical_id, b.resource_type, b.reason
+            ));
         }
         if !self.unimportable.is_empty() {
             let named: Vec<String> = self
@@ -147,7 +150,10 @@ pub fn plan(
         })
     };
     for (logical_id, resource) in &resources {
-        let resource_type = resource.get("Type").and_then(Value::as_str).unwrap_or_default();
+        let resource_type = resource
+            .get("Type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if CLOUDFORMATION_ONLY.contains(&resource_type) {
             plan.created.push((
                 logical_id.clone(),
@@ -177,7 +183,8 @@ pub fn plan(
                 plan.created.push((
                     logical_id.clone(),
                     resource_type.to_string(),
-                    "not in cdkd's state (its condition was false); CloudFormation evaluates it".into(),
+                    "not in cdkd's state (its condition was false); CloudFormation evaluates it"
+                        .into(),
                 ));
             } else {
                 block(&mut plan, logical_id, resource_type, "not in cdkd's state; run `cdkd deploy` first so every template resource exists, or remove it from the stack".into());
@@ -237,11 +244,7 @@ pub fn plan(
     let unobserved: Vec<&str> = plan
         .imports
         .iter()
-        .filter(|i| {
-            state.resources[&i.logical_id]
-                .observed_properties
-                .is_none()
-        })
+        .filter(|i| state.resources[&i.logical_id].observed_properties.is_none())
         .map(|i| i.logical_id.as_str())
         .collect();
     if !unobserved.is_empty() {
@@ -266,7 +269,12 @@ mod tests {
         .unwrap()
     }
 
-    fn schema(type_name: &str, identifier: &[&str], handlers: &[&str], provisioning: &str) -> RegistrySchema {
+    fn schema(
+        type_name: &str,
+        identifier: &[&str],
+        handlers: &[&str],
+        provisioning: &str,
+    ) -> RegistrySchema {
         let mut s = RegistrySchema::parse(
             type_name,
             "v1",
@@ -326,8 +334,21 @@ mod tests {
             "Policy": {"physicalId": "po", "resourceType": "AWS::IAM::Policy", "properties": {}},
             "Gone": {"physicalId": "g", "resourceType": "AWS::SNS::Topic", "properties": {}}
         }));
-        let unimportable = |t: &str| (t.to_string(), schema(t, &["Id"], &["create", "update", "delete"], "NON_PROVISIONABLE"));
-        let schemas = BTreeMap::from([unimportable("AWS::SNS::TopicPolicy"), unimportable("AWS::SQS::QueuePolicy")]);
+        let unimportable = |t: &str| {
+            (
+                t.to_string(),
+                schema(
+                    t,
+                    &["Id"],
+                    &["create", "update", "delete"],
+                    "NON_PROVISIONABLE",
+                ),
+            )
+        };
+        let schemas = BTreeMap::from([
+            unimportable("AWS::SNS::TopicPolicy"),
+            unimportable("AWS::SQS::QueuePolicy"),
+        ]);
         let options = PlanOptions {
             no_recreate_import_unsupported: true,
             ..PlanOptions::default()
@@ -371,6 +392,10 @@ mod tests {
         }));
         let plan = plan(&template, &state, &BTreeMap::new(), &PlanOptions::default());
         assert!(!plan.refused());
-        assert!(plan.warnings[0].contains("cdkd state refresh-observed S"), "{:?}", plan.warnings);
+        assert!(
+            plan.warnings[0].contains("cdkd state refresh-observed S"),
+            "{:?}",
+            plan.warnings
+        );
     }
 }

@@ -60,7 +60,9 @@ pub fn overlay(
         let refuse = |reason: &'static str| Unrepresentable {
             logical_id: logical_id.to_string(),
             property: property.clone(),
-            identifier: wanted.as_str().map_or_else(|| wanted.to_string(), str::to_string),
+            identifier: wanted
+                .as_str()
+                .map_or_else(|| wanted.to_string(), str::to_string),
             reason,
         };
         match current {
@@ -88,7 +90,10 @@ pub fn overlay(
 /// Outputs, `DeletionPolicy: Delete` where the template sets none, and no `DependsOn` on a
 /// resource left for phase 2. A kept resource that reads a left-out one cannot be imported
 /// first: those pairs are answered as errors `(reader, read)`.
-pub fn phase_one(template: &Value, imported: &BTreeSet<String>) -> Result<Value, Vec<(String, String)>> {
+pub fn phase_one(
+    template: &Value,
+    imported: &BTreeSet<String>,
+) -> Result<Value, Vec<(String, String)>> {
     let mut out = template.clone();
     let Some(object) = out.as_object_mut() else {
         return Ok(out);
@@ -125,7 +130,10 @@ pub fn phase_one(template: &Value, imported: &BTreeSet<String>) -> Result<Value,
             _ => {}
         }
         let mut referenced = BTreeSet::new();
-        references(body.get("Properties").unwrap_or(&Value::Null), &mut referenced);
+        references(
+            body.get("Properties").unwrap_or(&Value::Null),
+            &mut referenced,
+        );
         for read in referenced.intersection(&left_out) {
             reads.push((logical_id.clone(), read.clone()));
         }
@@ -271,16 +279,24 @@ mod tests {
 
     #[test]
     fn the_overlay_keeps_absent_and_intrinsic_values_and_rewrites_other_literals() {
-        let identifier = json!({"RoleName": "Stack-role"}).as_object().unwrap().clone();
+        let identifier = json!({"RoleName": "Stack-role"})
+            .as_object()
+            .unwrap()
+            .clone();
         let mut absent = json!({"Type": "AWS::IAM::Role", "Properties": {}});
         assert!(overlay("R", &mut absent, &identifier).unwrap().is_empty());
         assert_eq!(absent["Properties"], json!({}));
         let mut intrinsic = json!({"Properties": {"RoleName": {"Fn::Join": ["", ["a"]]}}});
-        assert!(overlay("R", &mut intrinsic, &identifier).unwrap().is_empty());
+        assert!(overlay("R", &mut intrinsic, &identifier)
+            .unwrap()
+            .is_empty());
         let mut same = json!({"Properties": {"RoleName": "Stack-role"}});
         assert!(overlay("R", &mut same, &identifier).unwrap().is_empty());
         let mut legacy = json!({"Properties": {"RoleName": "role"}});
-        assert_eq!(overlay("R", &mut legacy, &identifier).unwrap(), ["RoleName"]);
+        assert_eq!(
+            overlay("R", &mut legacy, &identifier).unwrap(),
+            ["RoleName"]
+        );
         assert_eq!(legacy["Properties"]["RoleName"], "Stack-role");
         let mut list = json!({"Properties": {"RoleName": ["role"]}});
         overlay("R", &mut list, &identifier).unwrap();
@@ -289,7 +305,10 @@ mod tests {
 
     #[test]
     fn the_overlay_refuses_shapes_it_cannot_rewrite_saying_why() {
-        let identifier = json!({"Namespace": "analytics"}).as_object().unwrap().clone();
+        let identifier = json!({"Namespace": "analytics"})
+            .as_object()
+            .unwrap()
+            .clone();
         for (value, why) in [
             (json!([]), "empty list"),
             (json!([{"Ref": "X"}]), "carrying an intrinsic"),
@@ -360,6 +379,9 @@ mod tests {
         let values = parameters(&template, &given).unwrap();
         assert_eq!(values["Env"], "prod");
         assert_eq!(values["Zones"], "a,b");
-        assert_eq!(values["BootstrapVersion"], "/cdk-bootstrap/hnb659fds/version");
+        assert_eq!(
+            values["BootstrapVersion"],
+            "/cdk-bootstrap/hnb659fds/version"
+        );
     }
 }
