@@ -222,12 +222,18 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
     }
     print_plan(&stack, &cfn_stack, &region, &plan);
     if args.dry_run {
-        println!("Dry run: no CloudFormation call was made and nothing changed.");
+        println!("Dry run: no CloudFormation call was made and nothing changed (the real run also checks that no CloudFormation stack named {cfn_stack} exists).");
         return Ok(ExitCode::SUCCESS);
     }
 
     let lock = store.locks.acquire(&stack, &region, "export").await?;
     let result = async {
+        // Planned without the lock: a deploy that ran meanwhile changed what is to be handed
+        // over, so the plan no longer holds.
+        let locked = super::state::load(&store, &stack, &region).await?;
+        if locked.resources != state.resources {
+            anyhow::bail!("stack {stack}'s state changed while the export was being planned (another cdkd command ran); nothing was changed, run cdkd export again");
+        }
         if !super::confirm(
             &format!("Hand stack {stack} ({region}) over to CloudFormation stack {cfn_stack}? Its resources stay as they are; cdkd's state record is deleted at the end."),
             context.assume_yes(),
