@@ -47,13 +47,15 @@ fn cfn_resources(name: &str) -> Value {
     ))
 }
 
-/// What AWS holds of the kinds HandoverStack makes, to see nothing was made twice.
+/// What AWS holds of the kinds HandoverStack makes (its names only: other tests of this file
+/// run beside it), to see nothing was made twice.
 fn inventory() -> Value {
     Emulator::shared().boto(
-        "{'queues': sorted(c('sqs').list_queues().get('QueueUrls', [])), \
-          'topics': sorted(t['TopicArn'] for t in c('sns').list_topics()['Topics']), \
-          'roles': sorted(r['RoleName'] for r in c('iam').list_roles()['Roles']), \
-          'functions': sorted(f['FunctionName'] for f in c('lambda').list_functions()['Functions'])}",
+        "(lambda mine: {'queues': mine(c('sqs').list_queues().get('QueueUrls', [])), \
+          'topics': mine(t['TopicArn'] for t in c('sns').list_topics()['Topics']), \
+          'roles': mine(r['RoleName'] for r in c('iam').list_roles()['Roles']), \
+          'functions': mine(f['FunctionName'] for f in c('lambda').list_functions()['Functions'])})\
+         (lambda names: sorted(n for n in names if 'andover' in n))",
     )
 }
 
@@ -427,4 +429,73 @@ fn resources_cloudformation_cannot_take_are_refused_by_name_before_any_change() 
         );
     }
     assert_eq!(cfn_stack("VpcStack"), Value::Null);
+}
+
+#[test]
+fn custom_resources_are_created_again_by_cloudformation_when_asked() {
+    bootstrapped();
+    let world = AppWorld::unedited("autodelete", "exportcr");
+    let app = world.assembly.path().display().to_string();
+    world.cdkd(&["deploy", "--all", "-a", &app]).success();
+    let recorded = world.resources("AutoDeleteStack");
+    let cfn_name = Emulator::unique("AutoDeleteCfn");
+    let export = |extra: &[&str]| {
+        let mut args = vec![
+            "export",
+            "AutoDeleteStack",
+            "-a",
+            &app,
+            "--cfn-stack-name",
+            &cfn_name,
+            "--yes",
+        ];
+        args.extend_from_slice(extra);
+        world.cdkd(&args)
+    };
+    let refused = export(&[]);
+    assert!(failed(&refused).contains("pass --include-non-importable"));
+    let run = export(&["--include-non-importable"]).success();
+    assert!(
+        run.stdout.contains("create    ScratchAutoDeleteObjectsCustomResourceDA7C4F2C (Custom::S3AutoDeleteObjects)"),
+        "{}",
+        run.stdout
+    );
+    // Phase 1 imported the bucket, its policy and the handler; phase 2 had CloudFormation
+    // create the custom resource through its handler.
+    let statuses = Emulator::shared().boto(&format!(
+        "[[e['LogicalResourceId'], e['ResourceStatus']] for e in c('cloudformation').describe_stack_events(StackName='{cfn_name}')['StackEvents']]"
+    ));
+    let saw = |id: &str, status: &str| {
+        statuses
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e[0] == id && e[1] == status)
+    };
+    for id in [
+        "ScratchF72D2ED6",
+        "ScratchPolicyCA501E36",
+        "CustomS3AutoDeleteObjectsCustomResourceProviderHandler9D90184F",
+    ] {
+        assert!(saw(id, "IMPORT_COMPLETE"), "{id}: {statuses}");
+    }
+    assert!(
+        saw(
+            "ScratchAutoDeleteObjectsCustomResourceDA7C4F2C",
+            "CREATE_COMPLETE"
+        ),
+        "{statuses}"
+    );
+    let held = cfn_resources(&cfn_name);
+    assert_eq!(
+        held["ScratchF72D2ED6"],
+        recorded["ScratchF72D2ED6"]["physicalId"]
+    );
+    let show = world.cdkd(&["state", "show", "AutoDeleteStack", "--json"]);
+    assert_eq!(
+        show.code,
+        Some(1),
+        "the record is still there: {}",
+        show.stdout
+    );
 }

@@ -33,6 +33,15 @@ error answer: `<ACTION>_FAILED` with the service's message, the stack rolled bac
 template (resources the attempt created are deleted) and UPDATE_ROLLBACK_COMPLETE
 (ROLLBACK_COMPLETE for a new stack); `ExecuteChangeSet` itself answers 200, as on AWS.
 
+Custom resources (cfn_custom.py) take part: their failures (FAILED, no response, a `Fn::GetAtt` of
+a key their Data lacks, in a resource or an Output) roll back change set executions and, here
+only for them, `CreateStack` and `UpdateStack` too (which then answer 200); the rollback sends
+their requests (Delete to a failed Create that answered a physical id, Update back to updated
+ones, Delete to a replacement's new resource) before deleting what the attempt created, newest
+first; after a success the cleanup sends Delete to replaced and removed ones. `DeleteStack` sends
+Delete to a stack's custom resources first, newest first; one answered FAILED leaves the stack
+DELETE_FAILED.
+
 `TemplateURL` (every action that takes one) is read from the emulator's S3: path-style
 `http://127.0.0.1:<port>/<bucket>/<key>` or `https://s3[.<region>].amazonaws.com/<bucket>/<key>`,
 or virtual-hosted `https://<bucket>.s3[.<region>].amazonaws.com/<key>`. Another URL:
@@ -59,6 +68,8 @@ from moto.cloudformation.models import ChangeSet, CloudFormationBackend, Event, 
 from moto.cloudformation.utils import generate_changeset_id, generate_stack_id, validate_create_change_set
 from moto.core.responses import ActionResult
 from moto.utilities.utils import get_partition
+
+import cfn_custom
 
 TEMPLATE_BODY_LIMIT = 51_200
 _REGISTRY = None
@@ -724,6 +735,127 @@ def _message(err):
     return f"{message} (Error code: {code.rsplit('#', 1)[-1]})" if code else message
 
 
+def _reason(cause):
+    """The reason a resource's failure shows in its event: a custom resource's own words, else the
+    service's message as a resource handler reports it."""
+    if isinstance(cause, (cfn_custom.CustomResourceFailure, cfn_custom.CustomAttributeError)):
+        return cause.message
+    return f'Resource handler returned message: "{_message(cause)}"'
+
+
+def _is_custom(cause):
+    return isinstance(cause, (cfn_custom.CustomResourceFailure, cfn_custom.CustomAttributeError))
+
+
+def _custom_output_error(stack, template):
+    """The reason an Output cannot be formed because a custom resource's Data lacks the key it
+    reads (the stack then rolls back, as on AWS), or None."""
+    if not any(cfn_custom.is_custom_type(r.get("Type")) for r in (template.get("Resources") or {}).values()):
+        return None
+    from moto.cloudformation.parsing import OutputMap
+    try:
+        outputs = OutputMap(stack.resource_map, template, stack.stack_id)
+        for key in outputs.outputs:
+            outputs[key]
+    except cfn_custom.CustomAttributeError as err:
+        return err.message
+    except Exception:  # moto's own output problems are left as they were
+        return None
+    return None
+
+
+def _custom_cleanup(journal):
+    """After an operation succeeded: Delete for the old physical id of each replaced custom resource
+    and for each custom resource the operation removed (CloudFormation's cleanup phase). Answers
+    the events to write, (logical id, type, physical id, status, reason), and the removed ones by
+    logical id. A failed Delete leaves DELETE_FAILED and the stack's success stands, as on AWS."""
+    journal.defer_deletes = False
+    events, removed = [], {}
+
+    def delete(model):
+        try:
+            model.delete_now()
+            return (model.logical_id, model.resource_type, model.physical_id, "DELETE_COMPLETE", None)
+        except cfn_custom.CustomResourceFailure as failure:
+            return (model.logical_id, model.resource_type, model.physical_id, "DELETE_FAILED", failure.message)
+
+    for _logical_id, old, _new in journal.replaced:
+        if old.update_replace_policy != "Retain":
+            events.append(delete(old))
+    for model in journal.removed:
+        removed[model.logical_id] = delete(model)
+    return events, removed
+
+
+def _custom_roll_back(stack, journal):
+    """A rollback's custom-resource requests: Delete for a failed Create that answered a physical
+    id, Update back for each updated resource (the failed one too), Delete for the new resource of a
+    replacement. True when one of them failed (the rollback then fails)."""
+    journal.defer_deletes = False
+    failed = False
+
+    def attempt(logical_id, model, status, send):
+        nonlocal failed
+        try:
+            send()
+            _resource_event(stack, logical_id, model.resource_type, model.physical_id, f"{status}_COMPLETE")
+        except cfn_custom.CustomResourceFailure as failure:
+            failed = True
+            _resource_event(stack, logical_id, model.resource_type, model.physical_id, f"{status}_FAILED",
+                            failure.message)
+
+    for model, physical_id in journal.failed_creates:
+        if model.deletion_policy != "Retain":
+            model.physical_id = physical_id
+            attempt(model.logical_id, model, "DELETE", model.delete_now)
+    for logical_id, old, attempted in journal.failed_updates:
+        attempt(logical_id, old, "UPDATE", lambda: old.roll_back_update(attempted))
+    for logical_id, old, new in reversed(journal.updated):
+        attempt(logical_id, old, "UPDATE", lambda: old.roll_back_update(new))
+    for logical_id, _old, new in reversed(journal.replaced):
+        if new.deletion_policy != "Retain":
+            attempt(logical_id, new, "DELETE", new.delete_now)
+    return failed
+
+
+def _roll_back(stack, journal, previous, new_json, creating, restore, failed=None, stack_reason=None):
+    """A failed operation's events and rollback: the failed resource's events (`failed`: logical id,
+    type, action, cause) or the stack's reason, the custom resources' rollback requests, the
+    resources the attempt created deleted (newest first), then `restore()`."""
+    rollback = "ROLLBACK" if creating else "UPDATE_ROLLBACK"
+    if failed is not None:
+        logical_id, type_name, action, cause = failed
+        physical_id = getattr(cause, "physical_id", None) or ""
+        _resource_event(stack, logical_id, type_name, physical_id, f"{action}_IN_PROGRESS")
+        _resource_event(stack, logical_id, type_name, physical_id, f"{action}_FAILED", _reason(cause))
+        stack_reason = f"The following resource(s) failed to {action.lower()}: [{logical_id}]. "
+    stack._add_stack_event(f"{rollback}_IN_PROGRESS", resource_status_reason=stack_reason)
+    rollback_failed = _custom_roll_back(stack, journal) if journal is not None else False
+    resource_map = stack.resource_map
+    for name, resource in reversed(list(resource_map._parsed_resources.items())):
+        if name in previous or not hasattr(resource, "cf_resource_type"):
+            continue
+        try:
+            resource_map._delete_resource(resource, new_json.get(name) or {"Type": resource.cf_resource_type})
+            _resource_event(stack, name, resource.cf_resource_type, _physical_id(resource), "DELETE_COMPLETE")
+        except Exception as err:
+            custom = _is_custom(err)
+            rollback_failed = rollback_failed or custom
+            _resource_event(stack, name, resource.cf_resource_type, _physical_id(resource), "DELETE_FAILED",
+                            err.message if custom else None)
+    restore()
+    final = f"{rollback}_FAILED" if rollback_failed else f"{rollback}_COMPLETE"
+    stack._add_stack_event(final)
+    stack.status = final
+
+
+def _drop_last_stack_event(stack, status):
+    for event in reversed(stack.events):
+        if event.resource_type == "AWS::CloudFormation::Stack" and event.resource_status == status:
+            stack.events.remove(event)
+            return
+
+
 def execute_template_change_set(backend, change_set, moto_execute, change_set_name, stack_name):
     """A CREATE or UPDATE change set, run by moto, with AWS's events, outputs and failure handling."""
     stack = change_set.stack
@@ -735,41 +867,42 @@ def execute_template_change_set(backend, change_set, moto_execute, change_set_na
     verb = "CREATE" if creating else "UPDATE"
     tracker = {"failed": None}
     _in_flight.tracker = tracker
+    journal = cfn_custom.begin(defer_deletes=not creating)
     try:
-        moto_execute(backend, change_set_name=change_set_name, stack_name=stack_name)
-    except Exception as err:
-        failed = tracker["failed"] or ("", "", "CREATE", err)
-        logical_id, type_name, action, cause = failed
-        if not logical_id:
-            raise
-        _resource_event(stack, logical_id, type_name, "", f"{action}_IN_PROGRESS")
-        _resource_event(stack, logical_id, type_name, "", f"{action}_FAILED",
-                        f'Resource handler returned message: "{_message(cause)}"')
-        rollback = "ROLLBACK" if creating else "UPDATE_ROLLBACK"
-        stack._add_stack_event(f"{rollback}_IN_PROGRESS",
-                               resource_status_reason=f"The following resource(s) failed to {action.lower()}: [{logical_id}]. ")
-        resource_map = stack.resource_map
-        for name, resource in list(resource_map._parsed_resources.items()):
-            if name in saved["parsed"] or not hasattr(resource, "cf_resource_type"):
-                continue
-            try:
-                resource_map._delete_resource(resource, new.get(name) or {"Type": resource.cf_resource_type})
-                _resource_event(stack, name, resource.cf_resource_type, _physical_id(resource), "DELETE_COMPLETE")
-            except Exception:
-                _resource_event(stack, name, resource.cf_resource_type, _physical_id(resource), "DELETE_FAILED")
-        _restore(stack, saved)
-        stack._add_stack_event(f"{rollback}_COMPLETE")
-        stack.status = f"{rollback}_COMPLETE"
-        change_set.execution_status = "EXECUTE_FAILED"
-        return
+        try:
+            moto_execute(backend, change_set_name=change_set_name, stack_name=stack_name)
+        except Exception as err:
+            failed = tracker["failed"]
+            if failed is None and not _is_custom(err):
+                raise
+            _roll_back(stack, journal, saved["parsed"], new, creating, lambda: _restore(stack, saved), failed,
+                       stack_reason=None if failed else err.message)
+            change_set.execution_status = "EXECUTE_FAILED"
+            return
+        finally:
+            _in_flight.tracker = None
+        output_error = _custom_output_error(stack, change_set.template_dict)
+        if output_error:
+            _drop_last_stack_event(stack, f"{verb}_COMPLETE")
+            _roll_back(stack, journal, saved["parsed"], new, creating, lambda: _restore(stack, saved),
+                       stack_reason=output_error)
+            change_set.execution_status = "EXECUTE_FAILED"
+            return
+        cleanup, removed = _custom_cleanup(journal)
     finally:
-        _in_flight.tracker = None
+        cfn_custom.end()
     parsed = stack.resource_map._parsed_resources
-    for name in diff["Remove"]:
-        _resource_event(stack, name, old[name].get("Type", ""), "", "DELETE_COMPLETE")
     for action, names in (("CREATE", diff["Add"]), ("UPDATE", diff["Modify"])):
         for name in names:
             _resource_event(stack, name, new[name].get("Type", ""), _physical_id(parsed.get(name)), f"{action}_COMPLETE")
+    # The cleanup: what the update removed or replaced is deleted after it succeeded.
+    for name in diff["Remove"]:
+        if name in removed:
+            _resource_event(stack, *removed[name])
+        else:
+            _resource_event(stack, name, old[name].get("Type", ""), "", "DELETE_COMPLETE")
+    for event in cleanup:
+        _resource_event(stack, *event)
     _take_template(stack, change_set)
     # moto added its stack event before the resources' ones: keep the stack's last.
     if stack.events and stack.events[-1].resource_type != "AWS::CloudFormation::Stack":
@@ -778,6 +911,158 @@ def execute_template_change_set(backend, change_set, moto_execute, change_set_na
         if last is not None:
             stack.events.remove(last)
             stack.events.append(last)
+
+
+# -- CreateStack, UpdateStack, DeleteStack with custom resources ----------------------------------
+
+def _pseudo(parsed):
+    return {name: value for name, value in parsed.items() if name.startswith("AWS::")}
+
+
+def _empty_new_stack(backend, stack):
+    """A new stack rolled back: no resources, no outputs, no exports (the template stays)."""
+    from moto.cloudformation.parsing import OutputMap
+    resource_map = stack.resource_map
+    pseudo = _pseudo(resource_map._parsed_resources)
+    resource_map._parsed_resources.clear()
+    resource_map._parsed_resources.update(pseudo)
+    resource_map._resource_json_map = {}
+    stack.output_map = OutputMap(resource_map, {}, stack.stack_id)
+    for name, export in list(backend.exports.items()):
+        if export.exporting_stack_id == stack.stack_id:
+            del backend.exports[name]
+
+
+def create_stack(moto_create_stack):
+    """CreateStack: a custom resource's failure (FAILED, no answer, a GetAtt of a key its Data
+    lacks) rolls the new stack back (ROLLBACK_COMPLETE, events, CreateStack answers 200), as on
+    AWS. Other failures keep moto's behaviour (an error answer)."""
+    def run(self, name, template, parameters, *args, **kwargs):
+        if cfn_custom.current() is not None:  # a nested stack: its parent's operation handles failures
+            return moto_create_stack(self, name, template, parameters, *args, **kwargs)
+        before = set(self.stacks)
+        tracker = {"failed": None}
+        _in_flight.tracker = tracker
+        journal = cfn_custom.begin()
+        try:
+            try:
+                return_stack = moto_create_stack(self, name, template, parameters, *args, **kwargs)
+            except Exception as err:
+                failed = tracker["failed"]
+                cause = failed[3] if failed else err
+                stack = next((self.stacks[i] for i in set(self.stacks) - before), None)
+                if stack is None or not _is_custom(cause):
+                    raise
+                _roll_back(stack, journal, _pseudo(stack.resource_map._parsed_resources),
+                           stack.template_dict.get("Resources") or {}, True,
+                           lambda: _empty_new_stack(self, stack), failed,
+                           stack_reason=None if failed else cause.message)
+                return stack
+            finally:
+                _in_flight.tracker = None
+            stack = return_stack
+            output_error = _custom_output_error(stack, stack.template_dict)
+            if output_error:
+                _drop_last_stack_event(stack, "CREATE_COMPLETE")
+                _roll_back(stack, journal, _pseudo(stack.resource_map._parsed_resources),
+                           stack.template_dict.get("Resources") or {}, True,
+                           lambda: _empty_new_stack(self, stack), stack_reason=output_error)
+            return stack
+        finally:
+            cfn_custom.end()
+
+    return run
+
+
+def update_stack(moto_update_stack):
+    """UpdateStack: a custom resource's failure rolls the update back (UPDATE_ROLLBACK_COMPLETE,
+    events; UpdateStack answers 200); replaced and removed custom resources get their Delete after
+    the update succeeded. Other failures keep moto's behaviour."""
+    def run(self, name, template, role_arn, parameters, tags):
+        if cfn_custom.current() is not None:
+            return moto_update_stack(self, name, template, role_arn, parameters, tags)
+        stack = self.get_stack(name)
+        saved = _snapshot(stack)
+        tracker = {"failed": None}
+        _in_flight.tracker = tracker
+        journal = cfn_custom.begin(defer_deletes=True)
+        try:
+            try:
+                result = moto_update_stack(self, name, template, role_arn, parameters, tags)
+            except Exception as err:
+                failed = tracker["failed"]
+                cause = failed[3] if failed else err
+                if not _is_custom(cause):
+                    raise
+                new_json = (stack.template_dict or {}).get("Resources") or {}
+                _roll_back(stack, journal, saved["parsed"], new_json, False, lambda: _restore(stack, saved), failed,
+                           stack_reason=None if failed else cause.message)
+                return stack
+            finally:
+                _in_flight.tracker = None
+            output_error = _custom_output_error(stack, stack.template_dict)
+            if output_error:
+                _drop_last_stack_event(stack, "UPDATE_COMPLETE")
+                _roll_back(stack, journal, saved["parsed"], stack.template_dict.get("Resources") or {}, False,
+                           lambda: _restore(stack, saved), stack_reason=output_error)
+                return stack
+            cleanup, removed = _custom_cleanup(journal)
+            for event in list(removed.values()) + cleanup:
+                _resource_event(stack, *event)
+            if cleanup or removed:  # the stack's event stays the last
+                _drop_last_stack_event(stack, "UPDATE_COMPLETE")
+                stack._add_stack_event("UPDATE_COMPLETE")
+            return result
+        finally:
+            cfn_custom.end()
+
+    return run
+
+
+def delete_stack(moto_delete_stack):
+    """DeleteStack: the stack's custom resources get Delete first, newest first (their handlers
+    need the functions and the resources they manage still there), then moto deletes the rest. A
+    Delete answered FAILED (or not at all) leaves the stack DELETE_FAILED with the resources not
+    yet deleted, as on AWS."""
+    def run(self, name_or_stack_id):
+        stack = self.stacks.get(name_or_stack_id) or next(
+            (s for s in self.stacks.values() if s.name == name_or_stack_id), None)
+        if stack is None:
+            return moto_delete_stack(self, name_or_stack_id)
+        resource_map = stack.resource_map
+        retained = {name for name, resource in resource_map._resource_json_map.items()
+                    if resource.get("DeletionPolicy") == "Retain"}
+        nested = cfn_custom.current() is not None  # a nested stack: its parent's operation
+        journal = cfn_custom.current() or cfn_custom.begin()
+        try:
+            for name, resource in reversed(list(resource_map._parsed_resources.items())):
+                # (moto keeps the models of resources an update removed: only the template's count)
+                if (not isinstance(resource, cfn_custom.CustomResource) or name in retained
+                        or name not in resource_map._resource_json_map):
+                    continue
+                try:
+                    resource.delete_now()
+                except cfn_custom.CustomResourceFailure as failure:
+                    if nested:
+                        raise
+                    stack._add_stack_event("DELETE_IN_PROGRESS", resource_status_reason="User Initiated")
+                    _resource_event(stack, name, resource.resource_type, resource.physical_id, "DELETE_FAILED",
+                                    failure.message)
+                    stack._add_stack_event("DELETE_FAILED", resource_status_reason=(
+                        f"The following resource(s) failed to delete: [{name}]. "))
+                    stack.status = "DELETE_FAILED"
+                    return
+                finally:
+                    if journal.failures.get((name, f"Delete {resource.physical_id}")) is None:
+                        resource_map._parsed_resources.pop(name, None)
+                        resource_map._resource_json_map = {
+                            key: value for key, value in resource_map._resource_json_map.items() if key != name}
+            return moto_delete_stack(self, stack.stack_id)
+        finally:
+            if not nested:
+                cfn_custom.end()
+
+    return run
 
 
 def _find_change_set(backend, change_set_name, stack_name):
@@ -823,5 +1108,8 @@ def install():
         return execute_template_change_set(self, change_set, moto_execute, change_set.change_set_id, stack_name)
 
     CloudFormationBackend.execute_change_set = execute_change_set
+    CloudFormationBackend.create_stack = create_stack(CloudFormationBackend.create_stack)
+    CloudFormationBackend.update_stack = update_stack(CloudFormationBackend.update_stack)
+    CloudFormationBackend.delete_stack = delete_stack(CloudFormationBackend.delete_stack)
     _parsing.parse_and_create_resource = _tracked(_parsing.parse_and_create_resource, "CREATE")
     _parsing.parse_and_update_resource = _tracked(_parsing.parse_and_update_resource, "UPDATE")

@@ -48,7 +48,8 @@ def endpoint(tmp_path_factory):
 def emulator(endpoint):
     """A clean emulator: moto and Cloud Control reset, no faults, no latency."""
     _post(endpoint, "/moto-api/reset", {})
-    _post(endpoint, "/_emulator/config", {"latencyMs": 0, "faultRate": 0, "ccOperationMs": 0})
+    _post(endpoint, "/_emulator/config", {"latencyMs": 0, "faultRate": 0, "ccOperationMs": 0,
+                                          "customResourceTimeoutSeconds": 60})
     _post(endpoint, "/_emulator/faults", {"rules": []})
     return Emulator(endpoint)
 

@@ -34,7 +34,13 @@ SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
 - S3 mutations run one at a time, so conditional writes are atomic as they are on AWS;
 - Lambda `Invoke` runs the function's real handler code (nodejs* and python3* zip functions,
   see lambda_runner.py); other runtimes get moto's canned answer (moto's Docker execution is off);
-- SNS delivers to `lambda` subscriptions through the same runner, asynchronously.
+- SNS delivers to `lambda` subscriptions through the same runner, asynchronously;
+- CloudFormation custom resources (`Custom::*`, `AWS::CloudFormation::CustomResource`) send their
+  Create/Update/Delete requests to the ServiceToken's function (through the runner) or topic and
+  wait for the response PUT to the ResponseURL, a pre-signed-style S3 URL on this endpoint
+  (`/cloudformation-custom-resource-response-<region>/…`, answered here, not by moto's S3), up to
+  `EMU_CUSTOM_RESOURCE_TIMEOUT` s (default 60; `POST /_emulator/config
+  {"customResourceTimeoutSeconds": N}`); see cfn_custom.py.
 
 Run: python server.py --port 0 --endpoint-file FILE   (port 0 picks a free port)
 """
@@ -198,6 +204,7 @@ for _principal in (_iam_models.Role, _iam_models.Group, _iam_models.User):
 from moto.cloudformation.exceptions import ValidationError as _CfnValidationError  # noqa: E402
 from moto.cloudformation.responses import CloudFormationResponse  # noqa: E402
 
+import cfn_custom  # noqa: E402
 import cfn_import  # noqa: E402
 
 # IMPORT change sets as AWS answers them, change set executions with AWS's events, outputs and
@@ -385,6 +392,8 @@ class Emulator:
         self.lambda_runner = LambdaRunner()
         # SNS `lambda` subscriptions are delivered through the runner (asynchronously).
         patch_moto_sns_delivery(self.lambda_runner)
+        # CloudFormation custom resources invoke their handlers through it too (cfn_custom.py).
+        cfn_custom.install(self.lambda_runner)
 
     # -- WSGI -------------------------------------------------------------------------------
 
@@ -405,6 +414,9 @@ class Emulator:
         path = environ.get("PATH_INFO", "")
         if path.startswith("/_emulator/"):
             return self._control(environ, start_response, path)
+        if cfn_custom.is_response_path(path):
+            # A custom resource handler's response to CloudFormation's pre-signed ResponseURL.
+            return cfn_custom.answer_response_put(environ, start_response)
         if path == "/moto-api/reset" and environ.get("REQUEST_METHOD") == "POST":
             self.cloudcontrol.reset()
             self.registry.reset()
@@ -622,12 +634,15 @@ class Emulator:
                     limits = _rate_limits(body["rateLimits"])
                     with self.lock:
                         self.rate_limits = limits
+                if "customResourceTimeoutSeconds" in body:
+                    cfn_custom.Settings.timeout_seconds = float(body["customResourceTimeoutSeconds"])
             with self.lock:
                 rate_limits = {service: bucket.describe() for service, bucket in self.rate_limits.items()}
             answer = {"latencyMs": self.latency_ms, "faultRate": self.fault_rate,
                       "fault5xxShare": self.fault_5xx_share,
                       "faultPassThroughShare": self.fault_pass_through_share,
-                      "ccOperationMs": self.cloudcontrol.operation_ms, "rateLimits": rate_limits}
+                      "ccOperationMs": self.cloudcontrol.operation_ms, "rateLimits": rate_limits,
+                      "customResourceTimeoutSeconds": cfn_custom.Settings.timeout_seconds}
         elif path == "/_emulator/faults":
             with self.lock:
                 if method == "POST":
@@ -700,6 +715,7 @@ def main():
     server.socket.listen(1024)
     endpoint = f"http://127.0.0.1:{server.socket.getsockname()[1]}"
     app.lambda_runner.endpoint = endpoint
+    cfn_custom.Settings.endpoint = endpoint
     if args.endpoint_file:
         tmp = args.endpoint_file + ".tmp"
         with open(tmp, "w") as handle:
