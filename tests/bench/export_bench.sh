@@ -22,8 +22,10 @@ by_service = {}
 for key, count in stats.items():
     service = key.split(":")[0]
     by_service[service] = by_service.get(service, 0) + count
-print(f"  requests: {sum(stats.values())} ({", ".join(f"{s} {n}" for s, n in sorted(by_service.items()))})")
-print("  CloudFormation: " + ", ".join(f"{k.split(":", 1)[1]} {n}" for k, n in sorted(stats.items()) if k.startswith("cloudformation")))
+services = ", ".join("%s %d" % item for item in sorted(by_service.items()))
+print("  requests: %d (%s)" % (sum(stats.values()), services))
+actions = ", ".join("%s %d" % (k.split(":", 1)[1], n) for k, n in sorted(stats.items()) if k.startswith("cloudformation"))
+print("  CloudFormation: " + actions)
 '
 echo "  wall: ${wall} s (cdkd $profile, 50 ms per request)"
 grep -E "^Phase|import " "$work/out.log" | head -3
