@@ -975,9 +975,18 @@ def test_sns_delivers_a_published_message_to_a_lambda_subscription(emulator, run
     assert notification["MessageAttributes"] == {"kind": {"Type": "String", "Value": "test"}}
     assert notification["SignatureVersion"] == "1" and notification["Timestamp"].endswith("Z")
 
-    # The handler's run is the function's: its log lines are in its CloudWatch Logs group.
+    # The handler's run is the function's: its log lines are in its CloudWatch Logs group. The
+    # runner writes them after the handler returns, so they may land just after its SSM write.
     logs = emulator.client("logs")
-    streams = logs.describe_log_streams(logGroupName=f"/aws/lambda/{name}")["logStreams"]
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            streams = logs.describe_log_streams(logGroupName=f"/aws/lambda/{name}")["logStreams"]
+        except logs.exceptions.ResourceNotFoundException:
+            streams = []
+        if streams or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert streams
 
 
