@@ -8,12 +8,12 @@ security group fails with the service's "already exists" error. Here an IMPORT c
 answered as AWS answers it:
 
 - CreateChangeSet refuses, with a 400 `ValidationError` and AWS's message, a request AWS refuses:
-  no `ResourcesToImport`, a null identifier, a logical id listed twice or not in the template, a
-  type that cannot be imported (its registry schema has no `read` handler), an identifier whose
-  keys are not the type's `primaryIdentifier`, a type that differs from the template's, a
-  template resource not listed (a new stack holds only what it imports; an existing stack's other
-  resources must stay as they are), a resource to import without `DeletionPolicy`, and Outputs
-  added or changed;
+  `IncludeNestedStacks`, no `ResourcesToImport`, a null identifier, a logical id listed twice or
+  not in the template, a type that cannot be imported (its registry schema has no `read`
+  handler), an identifier whose keys are not the type's `primaryIdentifier`, a type that differs
+  from the template's, a template resource not listed (a new stack holds only what it imports; an
+  existing stack's other resources must stay as they are), a resource to import without
+  `DeletionPolicy`, and Outputs added or changed;
 - then, as AWS does after answering, it looks each resource up: one that does not exist, or that
   a stack already holds, fails the change set (`Status` FAILED, `ExecutionStatus` UNAVAILABLE,
   `StatusReason` AWS's, no changes); otherwise it lists `Import` changes whose
@@ -24,6 +24,18 @@ answered as AWS answers it:
   with the change set's template. A resource gone since the change set was made fails the import:
   IMPORT_FAILED (with the not-found reason), then IMPORT_ROLLBACK_IN_PROGRESS and
   IMPORT_ROLLBACK_COMPLETE, the stack as it was.
+
+An `AWS::CloudFormation::Stack` to import nests an existing stack (AWS's "Nesting an existing
+stack"): its identifier is the stack's `StackId` (its name finds nothing), and the change set FAILS,
+as AWS's does, when that stack is another's nested stack already ("<id> already exists in stack
+<parent id>"), is not in a stable non-import status (IMPORT_COMPLETE is refused: "Stack <id> is not
+in an importable status, current stack status is IMPORT_COMPLETE."), has nested stacks of its own
+("Stacks to be imported cannot have any child stacks.") or would go into a nested stack (AWS nests
+one level only by import), or when the resource's `TemplateURL` holds another template, its `Tags`
+are not the stack's tags, or its `Parameters` are not the stack's values (`nesting_refusal`).
+Executed, the parent holds the stack (physical id its StackId, `Fn::GetAtt [Child, Outputs.X]`
+its outputs, updated in place by the parent's updates, deleted with the parent unless Retain), and
+the stack answers ParentId and RootId, as every nested stack here does (`link_nested`).
 
 Every change set execution (CREATE and UPDATE too) also: refuses a change set that is not
 AVAILABLE (`InvalidChangeSetStatus`), sets the stack's outputs and template from the change set's
@@ -317,6 +329,18 @@ def _find_subnet_association(ident, account_id, region):
     return None
 
 
+def _find_stack(ident, account_id, region):
+    # By its StackId only: a stack's name is not its identifier (AWS finds nothing by a name).
+    from moto.cloudformation.models import cloudformation_backends
+    backend = cloudformation_backends[account_id][region]
+    stack = backend.stacks.get(ident["StackId"])
+    if stack is None or stack.status == "DELETE_COMPLETE":
+        return None
+    # The parent answers the child's StackId as its physical id (moto's nested stacks answer their
+    # name) and deletes the child with itself unless its DeletionPolicy is Retain.
+    return Imported(stack, stack.stack_id, delete=lambda: backend.delete_stack(stack.stack_id))
+
+
 # Type -> function(identifier, account, region) answering the resource (moto's object, or an
 # Imported stand-in) or None. A type not here is adopted unchecked (see `_adopt`).
 FINDERS = {
@@ -338,6 +362,7 @@ FINDERS = {
     "AWS::EC2::RouteTable": _find_route_table,
     "AWS::EC2::Route": _find_route,
     "AWS::EC2::SubnetRouteTableAssociation": _find_subnet_association,
+    "AWS::CloudFormation::Stack": _find_stack,
 }
 
 
@@ -399,6 +424,127 @@ def _holder(backend, type_name, physical_id, value):
                 continue
             if _same_resource(type_name, _physical_id(resource), physical_id, value):
                 return stack.stack_id
+    return None
+
+
+# -- nesting an existing stack (an AWS::CloudFormation::Stack to import) -----------------------
+
+STACK_TYPE = "AWS::CloudFormation::Stack"
+# The statuses a stack can be nested from. AWS refuses IMPORT_COMPLETE (reported from a real
+# account: "Stack <arn> is not in an importable status, current stack status is IMPORT_COMPLETE."),
+# which is why cdkd updates a just-imported child once before nesting it; the others are the
+# stable statuses a stack can be updated from (not verified on AWS one by one).
+NESTABLE_STATUSES = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE", "IMPORT_ROLLBACK_COMPLETE")
+
+
+def _stack_model(resource):
+    """The moto Stack behind a stack resource (an adopted child is held in an Imported)."""
+    if isinstance(resource, Imported):
+        resource = object.__getattribute__(resource, "_model")
+    return resource if isinstance(resource, Stack) else None
+
+
+def _live(backend, stack_id):
+    stack = backend.stacks.get(stack_id) if stack_id else None
+    return stack if stack is not None and stack.status != "DELETE_COMPLETE" else None
+
+
+def _nested_children(stack):
+    """The stacks a stack holds as AWS::CloudFormation::Stack resources of its template."""
+    resource_map = stack.resource_map
+    for name, resource in list(resource_map._parsed_resources.items()):
+        if name in resource_map._resource_json_map and getattr(resource, "cf_resource_type", None) == STACK_TYPE:
+            child = _stack_model(resource)
+            if child is not None:
+                yield child
+
+
+def link_nested(stack, seen=None):
+    """Sets ParentId and RootId on the stacks nested in `stack`, and on theirs: DescribeStacks
+    answers them (moto has neither). The root is the root of `stack`'s whole tree."""
+    seen = seen if seen is not None else {stack.stack_id}
+    root = stack.root_id or stack.stack_id
+    for child in _nested_children(stack):
+        if child.stack_id in seen:  # a cycle cannot be built, but never loop on one
+            continue
+        seen.add(child.stack_id)
+        child.parent_id, child.root_id = stack.stack_id, root
+        link_nested(child, seen)
+
+
+def _param_text(value):
+    """A parameter value as CloudFormation passes it to a nested stack: a string."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(_param_text(item) for item in value)
+    return str(value)
+
+
+def _same_parameters(given, child):
+    """Whether the parent's `Parameters` for a nested stack are the child's current values.
+    AWS documents only the template and tag checks; this is stricter on purpose: a parameter the
+    parent would pass differently (or leave to a default the child does not hold) would change the
+    child at the parent's next update, which an import must not prepare."""
+    if given is not None and not isinstance(given, dict):
+        return False
+    given = {key: _param_text(value) for key, value in (given or {}).items()}
+    declared = (_current_template(child) or {}).get("Parameters") or {}
+    if set(given) - set(declared):
+        return False
+    current = dict(child.parameters or {})
+    resolved = child.resource_map.resolved_parameters
+    for key, slot in declared.items():
+        value = current.get(key, slot.get("Default"))
+        if value is None:
+            return False
+        expected = given.get(key, slot.get("Default"))
+        # The value as passed, or as resolved: DescribeStacks here answers an SSM parameter's
+        # resolved value as its ParameterValue (AWS answers the parameter's name there).
+        held = {_param_text(v) for v in (value, resolved.get(key)) if v is not None}
+        if expected is None or _param_text(expected) not in held:
+            return False
+    return True
+
+
+def nesting_refusal(backend, parent, logical_id, resource_json, child, partition):
+    """AWS's reason for refusing to nest the existing stack `child` into `parent` as the template
+    resource `resource_json`, or None. One level of nesting only (AWS's user guide, "Nesting an
+    existing stack"), then its "Nested stack import validation": the template at TemplateURL and
+    the Tags must be the stack's own."""
+    stack_id = child.stack_id
+    if child is parent or stack_id == parent.stack_id:
+        return f"Stack {stack_id} cannot be imported into itself."
+    holder = _live(backend, child.parent_id)
+    if holder is not None:
+        return f"{stack_id} already exists in stack {holder.stack_id}"
+    if _live(backend, parent.parent_id) is not None:
+        return "Stacks cannot be imported into a child stack."
+    if child.status not in NESTABLE_STATUSES:
+        return f"Stack {stack_id} is not in an importable status, current stack status is {child.status}."
+    if any(other.parent_id == stack_id for other in list(backend.stacks.values())
+           if other.status != "DELETE_COMPLETE"):
+        return "Stacks to be imported cannot have any child stacks."
+    properties = resource_json.get("Properties") or {}
+    url = properties.get("TemplateURL")
+    try:
+        body = template_from_url(url, child.account_id, partition) if isinstance(url, str) else None
+        nested = Stack.parse_template(body) if body is not None else None
+    except ValidationError as err:
+        return err.message
+    except Exception:  # not YAML nor JSON: no template matches it
+        nested = None
+    if nested is None or nested != _current_template(child):
+        return (f"Template of resource [{logical_id}] defined in the template doesn't match the template "
+                f"of stack {stack_id}.")
+    tags = properties.get("Tags") or []
+    declared = ({t.get("Key"): t.get("Value") for t in tags if isinstance(t, dict)}
+                if isinstance(tags, list) else None)
+    if declared is None or len(declared) != len(tags) or declared != dict(child.tags or {}):
+        return f"Tags of resource [{logical_id}] defined in the template don't match the tags of stack {stack_id}."
+    if not _same_parameters(properties.get("Parameters"), child):
+        return (f"Parameters of resource [{logical_id}] defined in the template don't match the parameters "
+                f"of stack {stack_id}.")
     return None
 
 
@@ -542,6 +688,8 @@ def create_import_change_set(response):
     stack_name = response._get_param("StackName")
     change_set_name = response._get_param("ChangeSetName")
     validate_create_change_set(change_set_name)
+    if response._get_bool_param("IncludeNestedStacks", False):  # AWS's answer, reported from a real account
+        raise ValidationError(message="IncludeNestedStacks is not supported for changeSet type: IMPORT.")
     body = response._get_param("TemplateBody")
     url = response._get_param("TemplateURL")
     if not body and not url:
@@ -592,6 +740,10 @@ def create_import_change_set(response):
         reason = None
         if not found:
             reason = _not_found_reason(type_name, value)
+        elif type_name == STACK_TYPE:
+            reason = nesting_refusal(backend, stack, entry["LogicalResourceId"],
+                                     template["Resources"][entry["LogicalResourceId"]], _stack_model(resource),
+                                     response.partition)
         else:
             holder = _holder(backend, type_name, _physical_id(resource) or value, value)
             if holder is not None:
@@ -684,6 +836,13 @@ def execute_import(backend, change_set):
                 _resource_event(stack, logical_id, type_name, value, "IMPORT_FAILED",
                                 _not_found_reason(type_name, value))
                 break
+            child = _stack_model(resource) if type_name == STACK_TYPE else None
+            holder = _live(backend, child.parent_id) if child is not None else None
+            if holder is not None:  # another parent nested it since the change set was made
+                failure = logical_id
+                _resource_event(stack, logical_id, type_name, value, "IMPORT_FAILED",
+                                f"{value} already exists in stack {holder.stack_id}")
+                break
             if resource is None:
                 resource = Imported(None, value)  # a type the emulator cannot look up: taken on trust
             resource.cf_resource_type = type_name
@@ -704,6 +863,7 @@ def execute_import(backend, change_set):
         change_set.execution_status = "EXECUTE_FAILED"
         return
     _take_template(stack, change_set)
+    link_nested(stack)  # a nested existing stack now answers ParentId and RootId
     stack._add_stack_event("IMPORT_COMPLETE")
     stack.status = "IMPORT_COMPLETE"
     change_set.execution_status = "EXECUTE_COMPLETE"
@@ -904,6 +1064,7 @@ def execute_template_change_set(backend, change_set, moto_execute, change_set_na
     for event in cleanup:
         _resource_event(stack, *event)
     _take_template(stack, change_set)
+    link_nested(stack)
     # moto added its stack event before the resources' ones: keep the stack's last.
     if stack.events and stack.events[-1].resource_type != "AWS::CloudFormation::Stack":
         last = next((e for e in reversed(stack.events) if e.resource_type == "AWS::CloudFormation::Stack"
@@ -967,6 +1128,7 @@ def create_stack(moto_create_stack):
                 _roll_back(stack, journal, _pseudo(stack.resource_map._parsed_resources),
                            stack.template_dict.get("Resources") or {}, True,
                            lambda: _empty_new_stack(self, stack), stack_reason=output_error)
+            link_nested(stack)
             return stack
         finally:
             cfn_custom.end()
@@ -1012,6 +1174,7 @@ def update_stack(moto_update_stack):
             if cleanup or removed:  # the stack's event stays the last
                 _drop_last_stack_event(stack, "UPDATE_COMPLETE")
                 stack._add_stack_event("UPDATE_COMPLETE")
+            link_nested(stack)
             return result
         finally:
             cfn_custom.end()
@@ -1077,6 +1240,11 @@ def _find_change_set(backend, change_set_name, stack_name):
 
 # -- installation --------------------------------------------------------------------------------
 
+def _without_attributes(resource):
+    """A template resource without the attributes that never call its handler."""
+    return {k: v for k, v in resource.items() if k not in ("DependsOn", "DeletionPolicy", "UpdateReplacePolicy")}
+
+
 def install():
     """Patches moto's CloudFormation (call once, before the emulator serves)."""
     _utils.get_stack_from_s3_url = template_from_url
@@ -1091,6 +1259,27 @@ def install():
         return original_create(self)
 
     _responses.CloudFormationResponse.create_change_set = create_change_set
+
+    # DescribeStacks and ListStacks answer a nested stack's ParentId and RootId (`link_nested`).
+    Stack.parent_id = None
+    Stack.root_id = None
+
+    moto_validate_different = _responses.CloudFormationResponse._validate_different_update
+
+    def validate_different_update(self, incoming_params, stack_body, old_stack):
+        # An UPDATE change set that changes nothing is made and FAILS ("The submitted information
+        # didn't contain changes..."), as on AWS; moto refused CreateChangeSet itself when
+        # Parameters were sent. And new stack tags alone are an update (UpdateStack with
+        # UsePreviousTemplate and only Tags changed, as cdkd's flip of a stack out of
+        # IMPORT_COMPLETE sends); moto answered "No updates are to be performed.".
+        if self._get_param("ChangeSetName"):
+            return None
+        tags = {item["Key"]: item["Value"] for item in self._get_param("Tags", []) or []}
+        if tags and tags != dict(old_stack.tags or {}):
+            return None
+        return moto_validate_different(self, incoming_params, stack_body, old_stack)
+
+    _responses.CloudFormationResponse._validate_different_update = validate_different_update
 
     moto_execute = CloudFormationBackend.execute_change_set
 
@@ -1108,6 +1297,21 @@ def install():
         return execute_template_change_set(self, change_set, moto_execute, change_set.change_set_id, stack_name)
 
     CloudFormationBackend.execute_change_set = execute_change_set
+
+    moto_diff = _parsing.ResourceMap.build_resource_diff
+
+    def build_resource_diff(self, other_template, parameters=None):
+        # A resource whose only change is a DependsOn, DeletionPolicy or UpdateReplacePolicy is
+        # not updated by CloudFormation (its handler is not called); moto updated it, which for a
+        # function fetched its code again from the template's S3 location.
+        diff = moto_diff(self, other_template, parameters)
+        new = other_template["Resources"]
+        diff["Modify"] = [name for name in diff["Modify"]
+                          if _without_attributes(new[name]) != _without_attributes(self._resource_json_map[name])
+                          or new[name] == self._resource_json_map[name]]
+        return diff
+
+    _parsing.ResourceMap.build_resource_diff = build_resource_diff
     CloudFormationBackend.create_stack = create_stack(CloudFormationBackend.create_stack)
     CloudFormationBackend.update_stack = update_stack(CloudFormationBackend.update_stack)
     CloudFormationBackend.delete_stack = delete_stack(CloudFormationBackend.delete_stack)

@@ -27,9 +27,11 @@ SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
   (the throttled counts too; the rate limits stay);
 - CloudFormation IMPORT change sets checked and executed as AWS does (cfn_import.py: AWS's
   refusals, a change set FAILED for a resource that does not exist or another stack holds, the
-  existing resources adopted, not created again), every change set execution taking the new
-  outputs and turning a resource's failure into events and a rollback, and TemplateURLs read from
-  the emulator's S3 in path-style (http://127.0.0.1:<port>/<bucket>/<key>) or virtual-hosted form;
+  existing resources adopted, not created again; an existing stack nested into another by
+  importing its `AWS::CloudFormation::Stack`, with AWS's checks), every change set execution
+  taking the new outputs and turning a resource's failure into events and a rollback, nested
+  stacks answering ParentId and RootId, and TemplateURLs read from the emulator's S3 in
+  path-style (http://127.0.0.1:<port>/<bucket>/<key>) or virtual-hosted form;
 - bucket-policy statements with a `Condition` are not enforced (moto would deny every call);
 - S3 mutations run one at a time, so conditional writes are atomic as they are on AWS;
 - Lambda `Invoke` runs the function's real handler code (nodejs* and python3* zip functions,
@@ -237,13 +239,18 @@ from moto.utilities.utils import get_partition as _partition  # noqa: E402
 
 def _nested_stack_updated_in_place(cls, original_resource, new_resource_name, cloudformation_json,
                                    account_id, region_name):
-    # CloudFormation updates a nested stack in place when its TemplateURL or Parameters change
-    # (same stack, same resources); moto deleted it and created another, re-creating (or, with a
-    # Retain policy, orphaning) every resource in it.
+    # CloudFormation updates a nested stack in place when its TemplateURL, Parameters or Tags
+    # change (same stack, same resources); moto deleted it and created another, re-creating (or,
+    # with a Retain policy, orphaning) every resource in it. `original_resource` is moto's Stack,
+    # or the Imported holding a stack nested by an import (cfn_import.py), which passes `update`
+    # on to the stack. The property's Tags become the stack's: without it the stack has none (an
+    # update that drops the property untags the nested stack, as on AWS).
     properties = cloudformation_json["Properties"]
     body = cfn_import.template_from_url(properties["TemplateURL"], account_id=account_id,
                                         partition=_partition(region_name))
-    original_resource.update(template=body, parameters=properties.get("Parameters") or None)
+    tags = properties.get("Tags")
+    original_resource.update(template=body, parameters=properties.get("Parameters") or None,
+                             tags={t["Key"]: t["Value"] for t in tags or []})
     return original_resource
 
 

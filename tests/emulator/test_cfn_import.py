@@ -601,3 +601,380 @@ def test_an_import_adopts_every_type_with_its_identifier_as_physical_id(emulator
     assert {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]} == {
         "VpcId": vpc, "RoleArn": role_arn, "TopicArn": topic, "QueueArn": "arn:aws:sqs:us-east-1:123456789012:q"}
     assert counts() == before
+
+
+# -- nesting an existing stack: AWS::CloudFormation::Stack imported by its StackId --------------
+#
+# cdkd's export of a nested tree: each child is imported as a stack of its own first (leaf first),
+# then nested into its parent with an IMPORT change set ("Nesting an existing stack" in AWS's user
+# guide). AWS nests one level only, and only a stack whose template and tags the parent's
+# resource repeats. AWS's own words, as reported from real accounts: the IMPORT_COMPLETE refusal
+# and "Stacks to be imported cannot have any child stacks."; a stack nested already gets AWS's
+# refusal of any resource another stack holds; the Tags refusal is known only up to "defined in
+# the template don't match"; the rest is the emulator's wording.
+
+STACK = "AWS::CloudFormation::Stack"
+
+
+def _upload(emulator, key, body, bucket="cdkd-state"):
+    """Uploads a template body to S3 (making the bucket on first use); answers its TemplateURL."""
+    s3 = emulator.client("s3")
+    if bucket not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
+        s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key=key, Body=body.encode())
+    return f"https://{bucket}.s3.us-east-1.amazonaws.com/{key}"
+
+
+def _executed(cfn, created, status):
+    described = cfn.describe_change_set(ChangeSetName=created["Id"])
+    assert described["Status"] == "CREATE_COMPLETE", described.get("StatusReason")
+    cfn.execute_change_set(ChangeSetName=created["Id"])
+    stack = cfn.describe_stacks(StackName=created["StackId"])["Stacks"][0]
+    assert stack["StackStatus"] == status, stack
+    return stack
+
+
+def _failed_reason(cfn, created):
+    described = cfn.describe_change_set(ChangeSetName=created["Id"])
+    assert (described["Status"], described["ExecutionStatus"], described["Changes"]) == ("FAILED", "UNAVAILABLE", [])
+    return described["StatusReason"]
+
+
+def _child_phase1(queue_name):
+    return {"Parameters": {"Stage": {"Type": "String"}},
+            "Resources": {"Queue": _queue_resource(queue_name)}}
+
+
+def _child_full(queue_name):
+    return {**_child_phase1(queue_name), "Outputs": {
+        "QueueName": {"Value": {"Fn::GetAtt": ["Queue", "QueueName"]}},
+        "QueueUrl": {"Value": {"Ref": "Queue"}}}}
+
+
+def _imported_child(emulator, name, queue_name, phase2=True):
+    """Steps 1 and 2 of cdkd's export for a child: its queue imported into a stack of its own
+    (parameter Stage=prod, tag app=demo), then, with `phase2`, the UPDATE adding its Outputs."""
+    cfn = emulator.client("cloudformation")
+    url = emulator.client("sqs").create_queue(QueueName=queue_name)["QueueUrl"]
+    _executed(cfn, _import(cfn, name, _child_phase1(queue_name), [_queue_entry(url)],
+                           Parameters=[{"ParameterKey": "Stage", "ParameterValue": "prod"}],
+                           Tags=[{"Key": "app", "Value": "demo"}]), "IMPORT_COMPLETE")
+    if phase2:
+        _executed(cfn, cfn.create_change_set(
+            StackName=name, ChangeSetName="complete", ChangeSetType="UPDATE",
+            TemplateBody=json.dumps(_child_full(queue_name)),
+            Parameters=[{"ParameterKey": "Stage", "UsePreviousValue": True}]), "UPDATE_COMPLETE")
+    return cfn.describe_stacks(StackName=name)["Stacks"][0]
+
+
+def _flip(cfn, name):
+    """Step 3: a tags-only UpdateStack that takes a stack out of IMPORT_COMPLETE."""
+    stack = cfn.describe_stacks(StackName=name)["Stacks"][0]
+    cfn.update_stack(StackName=name, UsePreviousTemplate=True,
+                     Parameters=[{"ParameterKey": p["ParameterKey"], "UsePreviousValue": True}
+                                 for p in stack.get("Parameters", [])],
+                     Tags=stack.get("Tags", []) + [{"Key": "cdkd:nested-export-flip", "Value": "1700000000000"}],
+                     Capabilities=["CAPABILITY_IAM"])
+    return cfn.describe_stacks(StackName=name)["Stacks"][0]
+
+
+def _nested_row(emulator, cfn, child_name):
+    """Steps 4 and 5: the parent's resource for an existing child, read from CloudFormation as cdkd
+    reads it (its processed template uploaded to S3, its parameters and tags)."""
+    child = cfn.describe_stacks(StackName=child_name)["Stacks"][0]
+    body = cfn.get_template(StackName=child_name, TemplateStage="Processed")["TemplateBody"]
+    url = _upload(emulator, f"nested/{child_name}.json", body if isinstance(body, str) else json.dumps(body))
+    return {"Type": STACK, "DeletionPolicy": "Retain", "Properties": {
+        "TemplateURL": url,
+        "Parameters": {p["ParameterKey"]: p["ParameterValue"] for p in child.get("Parameters", [])},
+        "Tags": child.get("Tags", [])}}
+
+
+def _physical_ids(cfn, stack_name):
+    return {r["LogicalResourceId"]: r["PhysicalResourceId"]
+            for r in cfn.describe_stack_resources(StackName=stack_name)["StackResources"]}
+
+
+def _stack_entry(logical_id, stack_id):
+    return {"ResourceType": STACK, "LogicalResourceId": logical_id, "ResourceIdentifier": {"StackId": stack_id}}
+
+
+def _parent_with_topic(emulator, name, topic_name):
+    """A parent stack holding its own resource (a topic made through SNS), imported: step 5's
+    existing parent. Answers (its template, its StackId)."""
+    cfn = emulator.client("cloudformation")
+    arn = emulator.client("sns").create_topic(Name=topic_name)["TopicArn"]
+    template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic", "DeletionPolicy": "Retain",
+                                        "Properties": {"TopicName": topic_name}}}}
+    stack = _executed(cfn, _import(cfn, name, template, [
+        {"ResourceType": "AWS::SNS::Topic", "LogicalResourceId": "Topic", "ResourceIdentifier": {"TopicArn": arn}}]),
+        "IMPORT_COMPLETE")
+    return template, stack["StackId"]
+
+
+def test_an_export_nests_an_imported_child_into_its_parent_and_updates_it_in_place(emulator):
+    cfn, sqs, logs = emulator.client("cloudformation"), emulator.client("sqs"), emulator.client("logs")
+    # Steps 1 and 2: the child, its queue imported, its Outputs added (UPDATE_COMPLETE: no flip).
+    child = _imported_child(emulator, "P-Child", "jobs")
+    child_id = child["StackId"]
+    queue_url = _physical_ids(cfn, "P-Child")["Queue"]
+    assert {o["OutputKey"]: o["OutputValue"] for o in child["Outputs"]}["QueueName"] == "jobs"
+    # The parent already exists, holding its topic.
+    phase1, parent_id = _parent_with_topic(emulator, "P", "alerts")
+    # Step 5: the child nested, with a log group named after the child's output, in one change set.
+    logs.create_log_group(logGroupName="/nested/jobs")
+    row = _nested_row(emulator, cfn, "P-Child")
+    log_group = {"Type": "AWS::Logs::LogGroup", "DeletionPolicy": "Retain", "Properties": {"LogGroupName": {
+        "Fn::Join": ["", ["/nested/", {"Fn::GetAtt": ["Child", "Outputs.QueueName"]}]]}}}
+    nesting = {"Resources": {**phase1["Resources"], "Child": row, "Logs": log_group}}
+    created = _import(cfn, "P", nesting, [
+        _stack_entry("Child", child_id),
+        {"ResourceType": "AWS::Logs::LogGroup", "LogicalResourceId": "Logs",
+         "ResourceIdentifier": {"LogGroupName": "/nested/jobs"}}], name="nest")
+    changes = cfn.describe_change_set(ChangeSetName=created["Id"])["Changes"]
+    assert [(c["ResourceChange"]["Action"], c["ResourceChange"]["LogicalResourceId"],
+             c["ResourceChange"]["PhysicalResourceId"]) for c in changes] == \
+        [("Import", "Child", child_id), ("Import", "Logs", "/nested/jobs")]
+    _executed(cfn, created, "IMPORT_COMPLETE")
+
+    resources = {r["LogicalResourceId"]: r for r in cfn.describe_stack_resources(StackName="P")["StackResources"]}
+    assert (resources["Child"]["ResourceType"], resources["Child"]["PhysicalResourceId"],
+            resources["Child"]["ResourceStatus"]) == (STACK, child_id, "IMPORT_COMPLETE")
+    events = [(e["LogicalResourceId"], e["ResourceStatus"], e["PhysicalResourceId"])
+              for e in cfn.describe_stack_events(StackName="P")["StackEvents"]]
+    assert ("Child", "IMPORT_COMPLETE", child_id) in events
+    nested = cfn.describe_stacks(StackName="P-Child")["Stacks"][0]
+    assert (nested["StackId"], nested["ParentId"], nested["RootId"]) == (child_id, parent_id, parent_id)
+    assert nested["StackStatus"] == "UPDATE_COMPLETE"  # nesting leaves the child as it was
+    summaries = {s["StackName"]: s for s in cfn.list_stacks()["StackSummaries"]}
+    assert summaries["P-Child"]["ParentId"] == parent_id and "ParentId" not in summaries["P"]
+
+    # Step 6: the whole parent template; the child loses its Tags and DeletionPolicy.
+    full = {"Resources": {**nesting["Resources"], "Child": {"Type": STACK, "Properties": {
+        k: v for k, v in row["Properties"].items() if k != "Tags"}}},
+        "Outputs": {"ChildQueueUrl": {"Value": {"Fn::GetAtt": ["Child", "Outputs.QueueUrl"]}},
+                    "ChildId": {"Value": {"Ref": "Child"}},
+                    "LogGroup": {"Value": {"Ref": "Logs"}},
+                    "FromChild": {"Value": {"Fn::Join": ["", ["/nested/", {"Fn::GetAtt": ["Child", "Outputs.QueueName"]}]]}}}}
+    _executed(cfn, cfn.create_change_set(StackName="P", ChangeSetName="complete", ChangeSetType="UPDATE",
+                                         TemplateBody=json.dumps(full)), "UPDATE_COMPLETE")
+    parent = cfn.describe_stacks(StackName="P")["Stacks"][0]
+    assert {o["OutputKey"]: o["OutputValue"] for o in parent["Outputs"]} == {
+        "ChildQueueUrl": queue_url, "ChildId": child_id, "LogGroup": "/nested/jobs", "FromChild": "/nested/jobs"}
+    # Updated in place: the same stack and queue, nothing deleted.
+    nested = cfn.describe_stacks(StackName="P-Child")["Stacks"][0]
+    assert (nested["StackId"], nested["ParentId"], nested["RootId"]) == (child_id, parent_id, parent_id)
+    assert _physical_ids(cfn, "P-Child") == {"Queue": queue_url}
+    assert [u.rsplit("/", 1)[-1] for u in sqs.list_queues()["QueueUrls"]] == ["jobs"]
+    for name in ("P", "P-Child"):
+        assert not [e for e in cfn.describe_stack_events(StackName=name)["StackEvents"]
+                    if e["ResourceStatus"].startswith("DELETE")], name
+    assert _physical_ids(cfn, "P")["Child"] == child_id
+
+    # The child's DeletionPolicy is gone: the parent's delete takes it (and its queue).
+    cfn.delete_stack(StackName="P")
+    statuses = {s["StackId"]: s["StackStatus"] for s in cfn.list_stacks()["StackSummaries"]}
+    assert (statuses[parent_id], statuses[child_id]) == ("DELETE_COMPLETE", "DELETE_COMPLETE")
+
+
+def test_a_new_parent_nests_a_child_that_a_tag_flip_took_out_of_import_complete(emulator):
+    cfn = emulator.client("cloudformation")
+    # A child whose phase 2 changes nothing: that change set FAILS (Parameters sent too), the
+    # child stays IMPORT_COMPLETE, and AWS will not nest it so.
+    _imported_child(emulator, "N-Child", "work", phase2=False)
+    unchanged = cfn.create_change_set(StackName="N-Child", ChangeSetName="complete", ChangeSetType="UPDATE",
+                                      TemplateBody=json.dumps(_child_phase1("work")),
+                                      Parameters=[{"ParameterKey": "Stage", "UsePreviousValue": True}])
+    assert _failed_reason(cfn, unchanged) == (
+        "The submitted information didn't contain changes. Submit different information to create a change set.")
+    child = cfn.describe_stacks(StackName="N-Child")["Stacks"][0]
+    assert child["StackStatus"] == "IMPORT_COMPLETE"
+    row = _nested_row(emulator, cfn, "N-Child")
+    refused = _import(cfn, "N", {"Resources": {"Child": row}}, [_stack_entry("Child", child["StackId"])])
+    assert _failed_reason(cfn, refused) == (
+        f"Stack {child['StackId']} is not in an importable status, current stack status is IMPORT_COMPLETE.")
+    assert cfn.describe_stacks(StackName="N")["Stacks"][0]["StackStatus"] == "REVIEW_IN_PROGRESS"
+    cfn.delete_stack(StackName="N")
+
+    # Step 3: the tags-only update, the template and parameters kept.
+    flipped = _flip(cfn, "N-Child")
+    assert flipped["StackStatus"] == "UPDATE_COMPLETE"
+    assert flipped["Tags"] == [{"Key": "app", "Value": "demo"},
+                               {"Key": "cdkd:nested-export-flip", "Value": "1700000000000"}]
+    assert flipped["Parameters"] == [{"ParameterKey": "Stage", "ParameterValue": "prod"}]
+    assert cfn.get_template(StackName="N-Child", TemplateStage="Processed")["TemplateBody"] == _child_phase1("work")
+    assert cfn.get_template(StackName="N-Child", TemplateStage="Original")["TemplateBody"] == _child_phase1("work")
+    # A second update changing nothing at all is refused, as on AWS.
+    message = _refused(lambda: cfn.update_stack(
+        StackName="N-Child", UsePreviousTemplate=True, Tags=flipped["Tags"],
+        Parameters=[{"ParameterKey": "Stage", "UsePreviousValue": True}]))
+    assert message == "No updates are to be performed."
+
+    # A new parent made by the IMPORT that nests the child.
+    row = _nested_row(emulator, cfn, "N-Child")
+    parent = _executed(cfn, _import(cfn, "N", {"Resources": {"Child": row}}, [_stack_entry("Child", child["StackId"])]),
+                       "IMPORT_COMPLETE")
+    nested = cfn.describe_stacks(StackName="N-Child")["Stacks"][0]
+    assert (nested["ParentId"], nested["RootId"]) == (parent["StackId"], parent["StackId"])
+
+    # The parent's update without the resource's Tags untags the child (the flip tag goes).
+    untagged = {"Resources": {"Child": {"Type": STACK, "Properties": {
+        k: v for k, v in row["Properties"].items() if k != "Tags"}}}}
+    _executed(cfn, cfn.create_change_set(StackName="N", ChangeSetName="untag", ChangeSetType="UPDATE",
+                                         TemplateBody=json.dumps(untagged)), "UPDATE_COMPLETE")
+    nested = cfn.describe_stacks(StackName="N-Child")["Stacks"][0]
+    assert (nested["StackId"], nested.get("Tags", [])) == (child["StackId"], [])
+
+
+@pytest.fixture()
+def nestable(emulator):
+    """A flipped child (N-Child) ready to nest and an existing parent (N) holding a topic:
+    answers (cfn, the parent's template with the child's resource, the child's StackId)."""
+    cfn = emulator.client("cloudformation")
+    _imported_child(emulator, "N-Child", "work", phase2=False)
+    child_id = _flip(cfn, "N-Child")["StackId"]
+    phase1, _parent_id = _parent_with_topic(emulator, "N", "alerts")
+    row = _nested_row(emulator, cfn, "N-Child")
+    return cfn, {"Resources": {**phase1["Resources"], "Child": row}}, child_id
+
+
+def test_nesting_a_stack_aws_would_not_nest_fails_the_change_set(nestable, emulator):
+    cfn, template, child_id = nestable
+    cases = {
+        "unknown-stack-id": (lambda t: t, child_id.rsplit("/", 1)[0] + "/00000000-0000-0000-0000-000000000000",
+                             "Resource of type 'AWS::CloudFormation::Stack' with identifier '{id}' was not found."),
+        "stack-name": (lambda t: t, "N-Child",
+                       "Resource of type 'AWS::CloudFormation::Stack' with identifier '{id}' was not found."),
+        "tags-missing-the-flip": (
+            lambda t: t["Resources"]["Child"]["Properties"].update(Tags=[{"Key": "app", "Value": "demo"}]), None,
+            "Tags of resource [Child] defined in the template don't match the tags of stack {id}."),
+        "tags-absent": (lambda t: t["Resources"]["Child"]["Properties"].pop("Tags"), None,
+                        "Tags of resource [Child] defined in the template don't match the tags of stack {id}."),
+        "another-template": (
+            lambda t: t["Resources"]["Child"]["Properties"].update(TemplateURL=_upload(
+                emulator, "nested/other.json", json.dumps({"Resources": {"Queue": _queue_resource("other")}}))),
+            None, "Template of resource [Child] defined in the template doesn't match the template of stack {id}."),
+        "another-parameter-value": (
+            lambda t: t["Resources"]["Child"]["Properties"].update(Parameters={"Stage": "dev"}), None,
+            "Parameters of resource [Child] defined in the template don't match the parameters of stack {id}."),
+        "parameters-absent": (
+            lambda t: t["Resources"]["Child"]["Properties"].pop("Parameters"), None,
+            "Parameters of resource [Child] defined in the template don't match the parameters of stack {id}."),
+    }
+    for case, (change, identifier, message) in cases.items():
+        body = json.loads(json.dumps(template))
+        change(body)
+        stack_id = identifier or child_id
+        created = _import(cfn, "N", body, [_stack_entry("Child", stack_id)], name=f"nest-{case}")
+        assert (case, _failed_reason(cfn, created)) == (case, message.format(id=stack_id))
+        assert cfn.describe_stacks(StackName="N")["Stacks"][0]["StackStatus"] == "IMPORT_COMPLETE", case
+        assert "ParentId" not in cfn.describe_stacks(StackName="N-Child")["Stacks"][0], case
+    # The same template in YAML matches: templates are compared as documents.
+    yaml_url = _upload(emulator, "nested/child.yaml", "Parameters:\n  Stage:\n    Type: String\nResources:\n"
+                       "  Queue:\n    Type: AWS::SQS::Queue\n    DeletionPolicy: Retain\n"
+                       "    Properties:\n      QueueName: work\n")
+    body = json.loads(json.dumps(template))
+    body["Resources"]["Child"]["Properties"]["TemplateURL"] = yaml_url
+    created = _import(cfn, "N", body, [_stack_entry("Child", child_id)], name="nest-yaml")
+    assert cfn.describe_change_set(ChangeSetName=created["Id"])["Status"] == "CREATE_COMPLETE"
+    # Refused at CreateChangeSet: AWS nests no stack through IncludeNestedStacks on an IMPORT.
+    assert _refused(lambda: _import(cfn, "N", template, [_stack_entry("Child", child_id)], name="nest-include",
+                                    IncludeNestedStacks=True)) == \
+        "IncludeNestedStacks is not supported for changeSet type: IMPORT."
+    # Refused at CreateChangeSet like any import: a DeletionPolicy is needed.
+    body = json.loads(json.dumps(template))
+    del body["Resources"]["Child"]["DeletionPolicy"]
+    assert _refused(lambda: _import(cfn, "N", body, [_stack_entry("Child", child_id)], name="nest-policy")) == (
+        "The following resources to import [Child] must have DeletionPolicy attribute specified in the template.")
+
+
+def test_a_nested_stack_cannot_be_nested_again(nestable, emulator):
+    cfn, template, child_id = nestable
+    parent_id = _executed(cfn, _import(cfn, "N", template, [_stack_entry("Child", child_id)], name="nest"),
+                          "IMPORT_COMPLETE")["StackId"]
+    other = _import(cfn, "Other", {"Resources": {"Child": template["Resources"]["Child"]}},
+                    [_stack_entry("Child", child_id)])
+    assert _failed_reason(cfn, other) == f"{child_id} already exists in stack {parent_id}"
+    assert cfn.describe_stacks(StackName="N-Child")["Stacks"][0]["ParentId"] == parent_id
+
+
+def test_import_nests_one_level_only_as_aws_does(emulator):
+    # AWS: "CloudFormation only supports one level of nesting using resource import. This means
+    # that you can't import a stack into a child stack or import a stack that has children."
+    cfn = emulator.client("cloudformation")
+    leaf_id = _imported_child(emulator, "Leaf", "leaf")["StackId"]
+    # Mid: its own topic imported, then Leaf nested into it, then its phase 2.
+    mid_template, mid_id = _parent_with_topic(emulator, "Mid", "mid-topic")
+    row = _nested_row(emulator, cfn, "Leaf")
+    mid_template = {"Resources": {**mid_template["Resources"], "Leaf": row}}
+    _executed(cfn, _import(cfn, "Mid", mid_template, [_stack_entry("Leaf", leaf_id)], name="nest"), "IMPORT_COMPLETE")
+    leaf = cfn.describe_stacks(StackName="Leaf")["Stacks"][0]
+    assert (leaf["ParentId"], leaf["RootId"]) == (mid_id, mid_id)
+    mid_full = {**mid_template, "Outputs": {"LeafQueue": {"Value": {"Fn::GetAtt": ["Leaf", "Outputs.QueueName"]}}}}
+    _executed(cfn, cfn.create_change_set(StackName="Mid", ChangeSetName="complete", ChangeSetType="UPDATE",
+                                         TemplateBody=json.dumps(mid_full)), "UPDATE_COMPLETE")
+    # Root: its own topic, then Mid, which has a child: refused.
+    root_template, root_id = _parent_with_topic(emulator, "Root", "root-topic")
+    row = _nested_row(emulator, cfn, "Mid")
+    created = _import(cfn, "Root", {"Resources": {**root_template["Resources"], "Mid": row}},
+                      [_stack_entry("Mid", mid_id)], name="nest")
+    assert _failed_reason(cfn, created) == "Stacks to be imported cannot have any child stacks."
+    assert "ParentId" not in cfn.describe_stacks(StackName="Mid")["Stacks"][0]
+    assert cfn.describe_stacks(StackName="Leaf")["Stacks"][0]["RootId"] == mid_id
+
+    # The other order: a stack without children nested into Root, then a stack nested into it.
+    _imported_child(emulator, "Mid2", "mid2")
+    row = _nested_row(emulator, cfn, "Mid2")
+    root_template = {"Resources": {**root_template["Resources"], "Mid2": row}}
+    mid2_id = cfn.describe_stacks(StackName="Mid2")["Stacks"][0]["StackId"]
+    _executed(cfn, _import(cfn, "Root", root_template, [_stack_entry("Mid2", mid2_id)], name="nest2"),
+              "IMPORT_COMPLETE")
+    leaf2_id = _imported_child(emulator, "Leaf2", "leaf2")["StackId"]
+    row = _nested_row(emulator, cfn, "Leaf2")
+    mid2_template = json.loads(json.dumps(cfn.get_template(StackName="Mid2")["TemplateBody"]))
+    created = _import(cfn, "Mid2", {**mid2_template, "Resources": {**mid2_template["Resources"], "Leaf2": row}},
+                      [_stack_entry("Leaf2", leaf2_id)], name="nest")
+    assert _failed_reason(cfn, created) == "Stacks cannot be imported into a child stack."
+    assert cfn.describe_stacks(StackName="Mid2")["Stacks"][0]["RootId"] == root_id
+
+
+def test_a_three_level_tree_made_by_create_stack_answers_parent_and_root_ids(emulator):
+    cfn = emulator.client("cloudformation")
+    leaf_url = _upload(emulator, "tree/leaf.json", json.dumps({"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}}))
+    mid_url = _upload(emulator, "tree/mid.json", json.dumps({"Resources": {"Leaf": {
+        "Type": STACK, "Properties": {"TemplateURL": leaf_url}}}}))
+    root_id = cfn.create_stack(StackName="tree", TemplateBody=json.dumps({"Resources": {"Mid": {
+        "Type": STACK, "Properties": {"TemplateURL": mid_url}}}}))["StackId"]
+    mid = cfn.describe_stacks(StackName=_physical_ids(cfn, "tree")["Mid"])["Stacks"][0]
+    leaf = cfn.describe_stacks(StackName=_physical_ids(cfn, mid["StackId"])["Leaf"])["Stacks"][0]
+    assert (mid["ParentId"], mid["RootId"]) == (root_id, root_id)
+    assert (leaf["ParentId"], leaf["RootId"]) == (mid["StackId"], root_id)
+    assert "ParentId" not in cfn.describe_stacks(StackName="tree")["Stacks"][0]
+    # A stack nested by CloudFormation is held by its parent: it cannot be nested elsewhere.
+    created = _import(cfn, "thief", {"Resources": {"Mid": {"Type": STACK, "DeletionPolicy": "Retain",
+                                                           "Properties": {"TemplateURL": mid_url}}}},
+                      [_stack_entry("Mid", mid["StackId"])])
+    assert _failed_reason(cfn, created) == f"{mid['StackId']} already exists in stack {root_id}"
+
+
+def test_a_resource_whose_only_change_is_depends_on_or_its_policies_is_not_updated(emulator):
+    cfn = emulator.client("cloudformation")
+    before = {"Resources": {"Queue": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "steady"}},
+                            "Topic": {"Type": "AWS::SNS::Topic", "Properties": {"TopicName": "steady-topic"}}}}
+    cfn.create_stack(StackName="Steady", TemplateBody=json.dumps(before))
+    after = json.loads(json.dumps(before))
+    after["Resources"]["Queue"].update(DependsOn="Topic", DeletionPolicy="Retain", UpdateReplacePolicy="Retain")
+    after["Resources"]["Extra"] = {"Type": "AWS::SNS::Topic", "Properties": {"TopicName": "steady-extra"}}
+    _executed(cfn, cfn.create_change_set(StackName="Steady", ChangeSetName="deps", ChangeSetType="UPDATE",
+                                         TemplateBody=json.dumps(after)), "UPDATE_COMPLETE")
+    touched = {(e["LogicalResourceId"], e["ResourceStatus"])
+               for e in cfn.describe_stack_events(StackName="Steady")["StackEvents"]}
+    assert ("Extra", "CREATE_COMPLETE") in touched
+    assert not [t for t in touched if t[0] == "Queue" and t[1].startswith("UPDATE")], touched
+    # A property change still is an update.
+    after["Resources"]["Queue"]["Properties"]["VisibilityTimeout"] = 60
+    _executed(cfn, cfn.create_change_set(StackName="Steady", ChangeSetName="prop", ChangeSetType="UPDATE",
+                                         TemplateBody=json.dumps(after)), "UPDATE_COMPLETE")
+    touched = {(e["LogicalResourceId"], e["ResourceStatus"])
+               for e in cfn.describe_stack_events(StackName="Steady")["StackEvents"]}
+    assert ("Queue", "UPDATE_COMPLETE") in touched
