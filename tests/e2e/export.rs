@@ -499,3 +499,276 @@ fn custom_resources_are_created_again_by_cloudformation_when_asked() {
         show.stdout
     );
 }
+
+const MID: &str = "TreeStack~MidNestedStackMidNestedStackResourceBD703753";
+const LEAF: &str = "TreeStack~MidNestedStackMidNestedStackResourceBD703753~LeafNestedStackLeafNestedStackResource87FAD680";
+const CHILD: &str = "NestedParentStack~ChildNestedStackChildNestedStackResourceC40294CA";
+
+/// DescribeStacks of a CloudFormation stack: its id, parent, root, status and outputs.
+fn described(name: &str) -> Value {
+    Emulator::shared().boto(&format!(
+        "(lambda s: {{'id': s['StackId'], 'parent': s.get('ParentId'), 'root': s.get('RootId'), 'status': s['StackStatus'], 'tags': {{t['Key']: t['Value'] for t in s.get('Tags', [])}}, 'outputs': {{o['OutputKey']: o['OutputValue'] for o in s.get('Outputs', [])}}}})(c('cloudformation').describe_stacks(StackName='{name}')['Stacks'][0])"
+    ))
+}
+
+/// The statuses of a CloudFormation stack's own events, oldest first.
+fn stack_statuses(name: &str) -> Vec<String> {
+    let statuses = Emulator::shared().boto(&format!(
+        "[e['ResourceStatus'] for e in reversed(c('cloudformation').describe_stack_events(StackName='{name}')['StackEvents']) if e['ResourceType'] == 'AWS::CloudFormation::Stack' and e['LogicalResourceId'] == '{name}']"
+    ));
+    serde_json::from_value(statuses).unwrap()
+}
+
+#[test]
+fn a_tree_deeper_than_one_level_is_refused_naming_the_stack_with_children() {
+    bootstrapped();
+    let world = AppWorld::unedited("nested3", "export-deep");
+    let app = world.assembly.path().display().to_string();
+    world.cdkd(&["deploy", "-a", &app]).success();
+    let before: Vec<Value> = ["TreeStack", MID, LEAF]
+        .iter()
+        .map(|s| world.resources(s))
+        .collect();
+    let typo = world.cdkd(&[
+        "export",
+        "TreeStack",
+        "-a",
+        &app,
+        "--cfn-child-stack-name",
+        "TreeStack~Nope=X",
+    ]);
+    assert!(
+        failed(&typo).contains(&format!(
+            "names TreeStack~Nope but TreeStack's nested stacks are: {MID}, {LEAF}"
+        )),
+        "{}",
+        typo.stderr
+    );
+    // AWS nests an existing stack one level deep only: Mid, which has Leaf, cannot be nested.
+    let deep = world.cdkd(&["export", "TreeStack", "-a", &app, "-y"]);
+    let message = failed(&deep);
+    assert!(
+        message.contains(&format!("  nested stack {MID}:\n    it has nested stacks of its own ({LEAF}); CloudFormation nests an existing stack only one level deep")),
+        "{message}"
+    );
+    for name in ["TreeStack", &MID.replace('~', "-"), &LEAF.replace('~', "-")] {
+        assert_eq!(cfn_stack(name), Value::Null, "nothing was made: {name}");
+    }
+    let after: Vec<Value> = ["TreeStack", MID, LEAF]
+        .iter()
+        .map(|s| world.resources(s))
+        .collect();
+    assert_eq!(before, after);
+    world.cdkd(&["destroy", "-a", &app, "-f"]).success();
+}
+
+#[test]
+fn a_nested_stack_is_exported_first_then_nested_and_an_interrupted_export_resumes() {
+    bootstrapped();
+    let world = AppWorld::unedited("nested", "export-nested");
+    let app = world.assembly.path().display().to_string();
+    world.cdkd(&["deploy", "-a", &app]).success();
+    let parent = world.resources("NestedParentStack");
+    let child = world.resources(CHILD);
+    let child_cfn = "HandedChild";
+    let rename = format!("{CHILD}={child_cfn}");
+
+    // The plan names both stacks and the CloudFormation stack each becomes.
+    let dry = world
+        .cdkd(&[
+            "export",
+            "NestedParentStack",
+            "-a",
+            &app,
+            "--dry-run",
+            "--cfn-child-stack-name",
+            &rename,
+        ])
+        .success()
+        .stdout;
+    for line in [
+        format!("Export {CHILD} (us-east-1) to CloudFormation stack {child_cfn}:"),
+        format!("  nest      ChildNestedStackChildNestedStackResourceC40294CA (AWS::CloudFormation::Stack): nested stack {CHILD}, exported first as CloudFormation stack {child_cfn}"),
+        "  recreate  ReaderDefaultPolicy151F3818 (AWS::IAM::Policy)".to_string(),
+        "  import    HandlerLogs6FD01908 (AWS::Logs::LogGroup)".to_string(),
+    ] {
+        assert!(dry.contains(&line), "missing {line:?} in:\n{dry}");
+    }
+    assert_eq!(cfn_stack(child_cfn), Value::Null);
+
+    // The parent's bucket goes behind cdkd's back: the child moves, the parent's IMPORT fails,
+    // and both records stay.
+    let bucket = parent["Data666C94C7"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    Emulator::shared().boto(&format!(
+        "c('s3').delete_bucket(Bucket='{bucket}') and None"
+    ));
+    let stopped = world.cdkd(&[
+        "export",
+        "NestedParentStack",
+        "-a",
+        &app,
+        "-y",
+        "--cfn-child-stack-name",
+        &rename,
+    ]);
+    let message = failed(&stopped);
+    assert!(
+        message.contains(&format!(
+            "In CloudFormation already: {CHILD} (as {child_cfn}). Not yet: NestedParentStack."
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains("phase 1 (IMPORT) failed") && message.contains("Bucket not found"),
+        "CloudFormation's reason (S3's words, which name no resource): {message}"
+    );
+    assert_eq!(
+        world.resources("NestedParentStack"),
+        parent,
+        "the parent's record is kept"
+    );
+    assert_eq!(world.resources(CHILD), child, "the child's record is kept");
+    assert_eq!(
+        cfn_stack("NestedParentStack"),
+        Value::Null,
+        "the rejected parent left no stack"
+    );
+    assert_eq!(described(child_cfn)["parent"], Value::Null);
+
+    // The bucket is back: the second run takes the child up where it stopped.
+    Emulator::shared().boto(&format!(
+        "c('s3').create_bucket(Bucket='{bucket}') and None"
+    ));
+    let run = world.cdkd(&[
+        "export",
+        "NestedParentStack",
+        "-a",
+        &app,
+        "-y",
+        "--cfn-child-stack-name",
+        &rename,
+    ]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains(&format!(
+            "CloudFormation stack {child_cfn} (UPDATE_COMPLETE) already holds"
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("Phase 1: CloudFormation stack NestedParentStack nested 1 stack(s) and imported 1 resource(s) reading them."),
+        "the log group reads the child's output, so it comes with the child: {}",
+        run.stdout
+    );
+
+    let top = described("NestedParentStack");
+    let nested = described(child_cfn);
+    assert_eq!(
+        (&nested["parent"], &nested["root"]),
+        (&top["id"], &top["id"])
+    );
+    let held = cfn_resources(child_cfn);
+    for logical_id in ["ReaderF7BF189D", "Handler886CB40B"] {
+        assert_eq!(
+            held[logical_id], child[logical_id]["physicalId"],
+            "{logical_id}"
+        );
+    }
+    assert!(
+        held["ReaderDefaultPolicy151F3818"].is_string(),
+        "created again: {held}"
+    );
+    let held = cfn_resources("NestedParentStack");
+    assert_eq!(held["Data666C94C7"], json!(bucket));
+    assert_eq!(
+        held["HandlerLogs6FD01908"],
+        parent["HandlerLogs6FD01908"]["physicalId"]
+    );
+    assert_eq!(
+        held["ChildNestedStackChildNestedStackResourceC40294CA"],
+        nested["id"]
+    );
+    // Phase 2 restored the parent's output, read from the child.
+    let function = child["Handler886CB40B"]["physicalId"].as_str().unwrap();
+    let function_arn = Emulator::shared().boto(&format!(
+        "c('lambda').get_function(FunctionName='{function}')['Configuration']['FunctionArn']"
+    ));
+    assert_eq!(top["outputs"]["HandlerArn"], function_arn);
+    // Nothing twice: one function of that name, one policy on the role (CloudFormation's).
+    let functions = Emulator::shared().boto(&format!(
+        "[f['FunctionName'] for f in c('lambda').list_functions()['Functions'] if f['FunctionName'] == '{function}']"
+    ));
+    assert_eq!(functions.as_array().map(Vec::len), Some(1));
+    let policies = Emulator::shared().boto(&format!(
+        "c('iam').list_role_policies(RoleName='{}')['PolicyNames']",
+        child["ReaderF7BF189D"]["physicalId"].as_str().unwrap()
+    ));
+    assert_eq!(policies.as_array().map(Vec::len), Some(1), "{policies}");
+    assert_eq!(world.cdkd(&["state", "list"]).success().stdout, "");
+}
+
+#[test]
+fn a_child_with_nothing_for_phase_two_is_flipped_out_of_import_complete_before_nesting() {
+    bootstrapped();
+    // nested3 cut to two levels, Mid passing nothing up and carrying no CDK metadata: its phase
+    // 2 changes nothing, so it stays IMPORT_COMPLETE, which AWS refuses to nest.
+    let world = AppWorld::unedited("nested3", "export-flip");
+    let folder = world.assembly.path();
+    let edit = |file: &str, change: &dyn Fn(&mut serde_json::Map<String, Value>)| {
+        let path = folder.join(file);
+        let mut template: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        change(template.as_object_mut().unwrap());
+        std::fs::write(&path, serde_json::to_vec_pretty(&template).unwrap()).unwrap();
+    };
+    edit("TreeStackMid565840C2.nested.template.json", &|t| {
+        t.remove("Outputs");
+        t.remove("Conditions");
+        let resources = t["Resources"].as_object_mut().unwrap();
+        resources.remove("CDKMetadata");
+        resources.remove("LeafNestedStackLeafNestedStackResource87FAD680");
+    });
+    edit("TreeStack.template.json", &|t| {
+        t.remove("Outputs");
+    });
+    let app = folder.display().to_string();
+    world.cdkd(&["deploy", "-a", &app]).success();
+    let mid = world.resources(MID);
+    let run = world.cdkd(&[
+        "export",
+        "TreeStack",
+        "-a",
+        &app,
+        "-y",
+        "--cfn-stack-name",
+        "FlipTree",
+        "--cfn-child-stack-name",
+        &format!("{MID}=FlipMid"),
+    ]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let statuses = stack_statuses("FlipMid");
+    let imported = statuses
+        .iter()
+        .position(|s| s == "IMPORT_COMPLETE")
+        .unwrap_or_else(|| panic!("{statuses:?}"));
+    assert!(
+        statuses[imported + 1..]
+            .iter()
+            .any(|s| s == "UPDATE_COMPLETE"),
+        "the flip's update follows the import: {statuses:?}"
+    );
+    let nested = described("FlipMid");
+    assert_eq!(nested["parent"], described("FlipTree")["id"]);
+    assert_eq!(
+        cfn_resources("FlipMid")["MiddleF34858F5"],
+        mid["MiddleF34858F5"]["physicalId"]
+    );
+    assert!(
+        nested["tags"].get("cdkd:nested-export-flip").is_none(),
+        "the parent's phase 2 drops the transient tag: {nested}"
+    );
+    assert_eq!(world.cdkd(&["state", "list"]).success().stdout, "");
+}

@@ -2,7 +2,7 @@
 //! every AWS resource kept as it is (docs/commands.md#export).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
@@ -10,14 +10,13 @@ use serde_json::Value;
 
 use super::app::{load_assembly, stack_target, AppArgs};
 use super::CommandContext;
-use crate::deployment::export::changeset::{Body, Outcome, ToImport};
-use crate::deployment::export::plan::{plan, ExportPlan, PlanOptions};
+use crate::deployment::export::handover::{templates, Handover, Phases};
+use crate::deployment::export::plan::{ExportPlan, PlanOptions};
+use crate::deployment::export::tree::{Loader, TreeStack};
 use crate::deployment::export::{reads_of, template};
 use crate::deployment::migrate::CloudFormation;
 use crate::provisioning::providers::LiveProviders;
 use crate::provisioning::type_schemas::TypeSchemas;
-use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
-use crate::state::store::StateStore;
 use crate::synthesis::selection::select;
 use crate::synthesis::template_file::{TemplateFile, TemplateFormat};
 
@@ -70,12 +69,14 @@ fn key_values(items: &[String], flag: &str) -> anyhow::Result<BTreeMap<String, S
         .collect()
 }
 
-/// The stack to export: its name, region, template (in the source's format) and the app's
-/// other templates (for the consumer scan; none with `--template`).
+/// The stack to export: its name, region, template (in the source's format), the folder its
+/// nested templates are in, and the app's other templates (for the consumer scan; none with
+/// `--template`).
 struct Source {
     stack: String,
     region: String,
     file: TemplateFile,
+    folder: PathBuf,
     others: Vec<(String, Value)>,
 }
 
@@ -93,6 +94,7 @@ async fn source(context: &CommandContext, args: &ExportArgs) -> anyhow::Result<S
             stack,
             region,
             file,
+            folder: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
             others: Vec::new(),
         });
     }
@@ -121,6 +123,11 @@ async fn source(context: &CommandContext, args: &ExportArgs) -> anyhow::Result<S
             body,
             format: TemplateFormat::Json,
         },
+        folder: stack
+            .template_file
+            .parent()
+            .unwrap_or(Path::new("."))
+            .to_path_buf(),
         others,
     })
 }
@@ -145,14 +152,13 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
             overrides.join(" ")
         );
     }
-    if !args.child_stack_names.is_empty() {
-        key_values(&args.child_stack_names, "--cfn-child-stack-name")?;
-    }
+    let child_names = key_values(&args.child_stack_names, "--cfn-child-stack-name")?;
     let overrides = key_values(&args.parameters, "--parameter")?;
     let Source {
         stack,
         region,
         file,
+        folder,
         others,
     } = source(context, &args).await?;
     let cfn_stack = args.cfn_stack_name.clone().unwrap_or_else(|| stack.clone());
@@ -160,12 +166,38 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
     let store = context.state().await?;
     let state = super::state::load(&store, &stack, &region).await?;
 
-    // Planning: state, the template and the registry; no AWS write and no lock yet.
-    let types: BTreeSet<String> = state
-        .resources
-        .values()
-        .map(|r| r.resource_type.clone())
+    // Planning: state, the templates and the registry; no AWS write and no lock yet.
+    let loader = Loader {
+        store: &store,
+        region: &region,
+        folder: &folder,
+        child_names: &child_names,
+    };
+    let mut tree = loader
+        .load(stack.clone(), cfn_stack.clone(), file, state)
+        .await?;
+    let known: BTreeSet<&str> = tree.all().iter().map(|s| s.name.as_str()).collect();
+    let unknown: Vec<&String> = child_names
+        .keys()
+        .filter(|k| !known.contains(k.as_str()) || *k == &stack)
         .collect();
+    if !unknown.is_empty() {
+        let nested: Vec<&str> = known.iter().copied().filter(|k| *k != stack).collect();
+        anyhow::bail!(
+            "--cfn-child-stack-name names {} but {stack}'s nested stacks are: {}",
+            unknown
+                .iter()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if nested.is_empty() {
+                "none".to_string()
+            } else {
+                nested.join(", ")
+            }
+        );
+    }
+    let types = tree.resource_types();
     let schemas = if args.dry_run {
         TypeSchemas::new(aws).cached_only(&region, types)
     } else {
@@ -176,7 +208,9 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
         no_recreate_import_unsupported: args.no_recreate_import_unsupported,
         skip_import_support_preflight: args.skip_import_support_preflight,
     };
-    let mut plan = plan(&file.body, &state, &schemas, &options);
+    let parameters = template::parameters(&tree.file.body, &overrides)
+        .map_err(|err| anyhow::anyhow!("cdkd export {stack}: {err}"))?;
+    tree.plan(parameters, &schemas, &options);
     let registry = context.registry()?;
     registry.warn_about_failures();
     registry.set_state_bucket(&store.bucket.name, &store.region());
@@ -184,7 +218,9 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
         registry: &registry,
         aws,
     };
-    look_up_identifiers(&live, &region, &mut plan).await?;
+    for plan in tree.plans_mut() {
+        look_up_identifiers(&live, &region, plan).await?;
+    }
     let consumers: Vec<String> = others
         .iter()
         .filter_map(|(name, template)| {
@@ -200,101 +236,83 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
         if args.strict_cross_stack {
             anyhow::bail!("{message}; refusing because of --strict-cross-stack (export the consumers first, or drop the flag)");
         }
-        plan.warnings.push(message);
+        tree.plan.warnings.push(message);
     }
     let cloudformation = CloudFormation::new(aws, &region);
+    let mut taken_up = Vec::new();
     if !args.dry_run {
-        if let Some((status, _)) = cloudformation.status(&cfn_stack).await? {
-            anyhow::bail!(
-                "a CloudFormation stack named {cfn_stack} already exists in {region} ({status}); export under another name with --cfn-stack-name, or delete that stack first. Nothing was changed"
-            );
+        for part in tree.all() {
+            if let Some(line) = existing(&cloudformation, part, &region, &stack).await? {
+                taken_up.push(line);
+            }
         }
     }
-    let parameters = template::parameters(&file.body, &overrides)
-        .map_err(|err| anyhow::anyhow!("cdkd export {stack}: {err}"))?;
-    let (phase_one, phase_two) = templates(&file.body, &plan)?;
-    for warning in &plan.warnings {
+    for part in tree.all() {
+        templates(&part.file.body, &part.plan, &Phases::of(part).own)?;
+    }
+    for warning in tree.warnings() {
         eprintln!("warning: {warning}");
     }
-    if plan.refused() {
-        eprintln!("{}", plan.refusal(&stack));
+    if tree.refused() {
+        eprintln!("{}", tree.refusal());
         return Ok(ExitCode::FAILURE);
     }
-    print_plan(&stack, &cfn_stack, &region, &plan);
+    for part in tree.all() {
+        print_plan(part, &region);
+    }
+    for line in &taken_up {
+        println!("{line}");
+    }
     if args.dry_run {
         println!("Dry run: no CloudFormation call was made and nothing changed (the real run also checks that no CloudFormation stack named {cfn_stack} exists).");
         return Ok(ExitCode::SUCCESS);
     }
 
-    let lock = store.locks.acquire(&stack, &region, "export").await?;
-    let result = async {
-        // Planned without the lock: a deploy that ran meanwhile changed what is to be handed
-        // over, so the plan no longer holds.
-        let locked = super::state::load(&store, &stack, &region).await?;
-        if locked.resources != state.resources {
-            anyhow::bail!("stack {stack}'s state changed while the export was being planned (another cdkd command ran); nothing was changed, run cdkd export again");
+    let mut locks = Vec::new();
+    for part in tree.all() {
+        match store.locks.acquire(&part.name, &region, "export").await {
+            Ok(lock) => locks.push(lock),
+            Err(err) => {
+                for lock in locks {
+                    lock.release().await;
+                }
+                return Err(err.into());
+            }
         }
-        if !super::confirm(
-            &format!("Hand stack {stack} ({region}) over to CloudFormation stack {cfn_stack}? Its resources stay as they are; cdkd's state record is deleted at the end."),
-            context.assume_yes(),
-        )? {
+    }
+    let result = async {
+        // Planned without the locks: a deploy that ran meanwhile changed what is to be handed
+        // over, so the plan no longer holds.
+        for part in tree.all() {
+            let locked = super::state::load(&store, &part.name, &region).await?;
+            if locked.resources != part.state.resources {
+                anyhow::bail!("stack {}'s state changed while the export was being planned (another cdkd command ran); nothing was changed, run cdkd export again", part.name);
+            }
+        }
+        let nested = tree.all().len() - 1;
+        let question = if nested == 0 {
+            format!("Hand stack {stack} ({region}) over to CloudFormation stack {cfn_stack}? Its resources stay as they are; cdkd's state record is deleted at the end.")
+        } else {
+            format!("Hand stack {stack} ({region}) and its {nested} nested stack(s) over to CloudFormation stack {cfn_stack}? Their resources stay as they are; cdkd's state records are deleted at the end.")
+        };
+        if !super::confirm(&question, context.assume_yes())? {
             println!("Nothing changed.");
             return Ok(false);
         }
-        let extension = match file.format {
-            TemplateFormat::Json => "json",
-            TemplateFormat::Yaml => "yaml",
-        };
-        let body = |template: &Value| Body {
-            text: match file.format {
-                TemplateFormat::Json => serde_json::to_string(template).expect("a template serialises"),
-                TemplateFormat::Yaml => file.render(template),
-            },
-            extension,
-        };
-        let to_import: Vec<ToImport> = plan
-            .imports
-            .iter()
-            .map(|i| ToImport {
-                logical_id: i.logical_id.clone(),
-                resource_type: i.resource_type.clone(),
-                identifier: i.identifier.clone(),
-            })
-            .collect();
-        cloudformation
-            .import(&cfn_stack, &body(&phase_one), &parameters, &to_import, &store.backend)
-            .await
-            .map_err(|err| anyhow::anyhow!("phase 1 (IMPORT) failed; CloudFormation stack {cfn_stack} was not created and cdkd's state of {stack} is unchanged: {err:#}"))?;
-        println!("Phase 1: CloudFormation stack {cfn_stack} imported {} resource(s).", plan.imports.len());
-        let finish = async {
-            delete_recreated(&live, &region, &plan).await?;
-            cloudformation
-                .update_to(&cfn_stack, &body(&phase_two), &parameters, &store.backend)
-                .await
+        Handover {
+            cloudformation: &cloudformation,
+            store: &store,
+            live: &live,
+            region: &region,
         }
-        .await;
-        match finish {
-            Ok(outcome) => {
-                if let Outcome::Done = outcome {
-                    println!("Phase 2: CloudFormation stack {cfn_stack} holds the whole template (Outputs and {} resource(s) it created).", plan.recreated.len() + plan.created.len());
-                }
-            }
-            Err(err) => {
-                let saved = std::env::current_dir()
-                    .unwrap_or_default()
-                    .join(format!("{cfn_stack}.export-phase2.{extension}"));
-                let _ = std::fs::write(&saved, body(&phase_two).text);
-                anyhow::bail!(
-                    "phase 2 (UPDATE) failed after CloudFormation stack {cfn_stack} imported the resources: {err:#}\ncdkd's state of {stack} is kept. To finish by hand: `aws cloudformation create-change-set --stack-name {cfn_stack} --change-set-type UPDATE --change-set-name finish --template-body file://{} --capabilities CAPABILITY_IAM CAPABILITY_NAMED_IAM CAPABILITY_AUTO_EXPAND`, execute it, then `cdkd state orphan {stack}` so cdkd forgets the stack",
-                    saved.display()
-                );
-            }
-        }
-        forget(&store, &stack, &region).await?;
+        .run(&tree)
+        .await?;
         Ok(true)
     }
     .await;
-    lock.release().await;
+    for lock in locks {
+        lock.release().await;
+    }
     if result? {
         println!("{stack} ({region}) is now CloudFormation stack {cfn_stack}; cdkd's state record is deleted and every resource kept its id.");
         if args.accept_transient_context && !args.app.context.is_empty() {
@@ -310,33 +328,47 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
     Ok(ExitCode::SUCCESS)
 }
 
-/// The two change sets' templates: the identifier overlay on both, phase 1 narrowed to the
-/// imported resources.
-fn templates(template: &Value, plan: &ExportPlan) -> anyhow::Result<(Value, Value)> {
-    let mut full = template.clone();
-    let mut unrepresentable = Vec::new();
-    for import in &plan.imports {
-        if let Some(resource) = full
-            .get_mut("Resources")
-            .and_then(|r| r.get_mut(&import.logical_id))
-        {
-            if let Err(err) = template::overlay(&import.logical_id, resource, &import.identifier) {
-                unrepresentable.push(err.to_string());
-            }
-        }
+/// Checks a destination stack that already exists: one an earlier, interrupted export of
+/// this tree made (settled, holding nothing but this stack's resources) is taken up again;
+/// any other is refused. Answers the line to print for a stack taken up.
+async fn existing(
+    cloudformation: &CloudFormation,
+    part: &TreeStack,
+    region: &str,
+    root: &str,
+) -> anyhow::Result<Option<String>> {
+    let cfn = &part.cfn_name;
+    let Some(described) = cloudformation.describe(cfn).await? else {
+        return Ok(None);
+    };
+    let held = cloudformation.held(cfn).await?;
+    let plan = &part.plan;
+    let ours: BTreeSet<&str> = (plan.imports.iter().map(|i| i.logical_id.as_str()))
+        .chain(plan.nested.iter().map(String::as_str))
+        .chain(plan.recreated.iter().map(|r| r.logical_id.as_str()))
+        .chain(plan.created.iter().map(|c| c.0.as_str()))
+        .collect();
+    if described.resumable() && !held.is_empty() && held.iter().all(|h| ours.contains(h.as_str())) {
+        return Ok(Some(format!(
+            "CloudFormation stack {cfn} ({}) already holds {} of {}'s resources from an earlier `cdkd export {root}`: it is taken up where it stopped",
+            described.status,
+            held.len(),
+            part.name
+        )));
     }
-    if !unrepresentable.is_empty() {
-        anyhow::bail!("cdkd export: nothing was changed; the template's identifier properties cannot be matched:\n  {}", unrepresentable.join("\n  "));
-    }
-    let imported: BTreeSet<String> = plan.imports.iter().map(|i| i.logical_id.clone()).collect();
-    let one = template::phase_one(&full, &imported).map_err(|reads| {
-        let pairs: Vec<String> = reads
-            .iter()
-            .map(|(reader, read)| format!("{reader} reads {read}"))
-            .collect();
-        anyhow::anyhow!("cdkd export: nothing was changed; these resources read a resource CloudFormation only creates in phase 2, so they cannot be imported first: {}. Remove the reference, or keep the stack on cdkd", pairs.join(", "))
-    })?;
-    Ok((one, full))
+    let rename = if part.name == root {
+        "export under another name with --cfn-stack-name".to_string()
+    } else {
+        format!(
+            "name nested stack {} otherwise with --cfn-child-stack-name '{}=<name>'",
+            part.name, part.name
+        )
+    };
+    anyhow::bail!(
+        "a CloudFormation stack named {cfn} already exists in {region} ({}, holding {}); {rename}, or delete that stack first. Nothing was changed",
+        described.status,
+        if held.is_empty() { "no resource".to_string() } else { held.iter().cloned().collect::<Vec<_>>().join(", ") }
+    )
 }
 
 /// Reads the identifiers state lacks from AWS (a security group rule recorded without its
@@ -403,69 +435,12 @@ async fn look_up_identifiers(
     Ok(())
 }
 
-/// Deletes the IMPORT-unsupported resources between the phases (CloudFormation creates them
-/// again in phase 2).
-async fn delete_recreated(
-    live: &LiveProviders<'_>,
-    region: &str,
-    plan: &ExportPlan,
-) -> anyhow::Result<()> {
-    use crate::provisioning::operations::ProviderSource;
-    if plan.recreated.is_empty() {
-        return Ok(());
-    }
-    let types: BTreeSet<String> = plan
-        .recreated
-        .iter()
-        .map(|r| r.resource_type.clone())
-        .collect();
-    let providers = live
-        .prepare(region, &types, std::time::Duration::from_secs(300))
-        .await?;
-    for recreated in &plan.recreated {
-        providers
-            .for_record(&recreated.state)
-            .delete(
-                &recreated.resource_type,
-                &recreated.logical_id,
-                &recreated.state.physical_id,
-                &recreated.state.properties,
-            )
-            .await
-            .map_err(|err| {
-                anyhow::anyhow!(
-                    "deleting {} ({}) for CloudFormation to create it again: {}",
-                    recreated.logical_id,
-                    recreated.resource_type,
-                    err.message
-                )
-            })?;
-        println!(
-            "Deleted {} ({}); CloudFormation creates it again in phase 2.",
-            recreated.logical_id, recreated.resource_type
-        );
-    }
-    Ok(())
-}
-
-/// Deletes the stack's record and journal, as `cdkd state orphan` does.
-async fn forget(store: &StateStore, stack: &str, region: &str) -> anyhow::Result<()> {
-    store.backend.delete(stack, region).await?;
-    let journal = store.backend.keys().journal(stack, region);
-    store.backend.delete_object(&journal).await?;
-    purge_and_report(
-        store.backend.client(),
-        store.backend.bucket(),
-        &journal,
-        PurgedObject::RollbackJournal,
-        PurgeLogLevel::Warn,
-    )
-    .await;
-    Ok(())
-}
-
-fn print_plan(stack: &str, cfn_stack: &str, region: &str, plan: &ExportPlan) {
-    println!("Export {stack} ({region}) to CloudFormation stack {cfn_stack}:");
+fn print_plan(part: &TreeStack, region: &str) {
+    let plan = &part.plan;
+    println!(
+        "Export {} ({region}) to CloudFormation stack {}:",
+        part.name, part.cfn_name
+    );
     for import in &plan.imports {
         let identifier: Vec<String> = import
             .identifier
@@ -482,6 +457,12 @@ fn print_plan(stack: &str, cfn_stack: &str, region: &str, plan: &ExportPlan) {
             import.logical_id,
             import.resource_type,
             identifier.join(", ")
+        );
+    }
+    for (logical_id, child) in &part.children {
+        println!(
+            "  nest      {logical_id} (AWS::CloudFormation::Stack): nested stack {}, exported first as CloudFormation stack {}",
+            child.name, child.cfn_name
         );
     }
     for recreated in &plan.recreated {

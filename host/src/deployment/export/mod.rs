@@ -3,11 +3,16 @@
 //! ([`plan`]); then, under the stack's lock, an IMPORT change set adopts the resources
 //! ([`changeset`]) with the template [`template`] prepares, IMPORT-unsupported resources are
 //! deleted and an UPDATE change set restores the whole template; cdkd's record goes last.
+//! Nested stacks ([`tree`]) become CloudFormation stacks of their own first, and are then
+//! nested into their parents ([`nesting`], [`handover`]).
 
 pub mod changeset;
+pub mod handover;
 pub mod identifiers;
+pub mod nesting;
 pub mod plan;
 pub mod template;
+pub mod tree;
 
 /// Fn::GetStackOutput references in `template` to `producer`: the template's logical ids (or
 /// output names) that read it.

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::identifiers::{self, IdentifierError};
+use crate::provisioning::preflight::NESTED_STACK;
 use crate::provisioning::type_schemas::RegistrySchema;
 use crate::state::schema::{ResourceState, StackState};
 
@@ -80,6 +81,9 @@ pub struct ExportPlan {
     pub blocked: Vec<Blocked>,
     /// Resources of types CloudFormation cannot import at all: logical id and type.
     pub unimportable: Vec<(String, String)>,
+    /// Nested stacks, exported as their own CloudFormation stacks and then nested into this
+    /// one: logical ids.
+    pub nested: Vec<String>,
     /// Things the user should know that do not stop the export.
     pub warnings: Vec<String>,
 }
@@ -93,9 +97,16 @@ impl ExportPlan {
     /// Every reason the export is refused, one line each, naming every offender.
     pub fn refusal(&self, stack: &str) -> String {
         let mut lines = vec![format!("cdkd export {stack}: nothing was changed")];
+        lines.extend(self.reasons().iter().map(|r| format!("  {r}")));
+        lines.join("\n")
+    }
+
+    /// The refusal's lines, without the heading or indent.
+    pub fn reasons(&self) -> Vec<String> {
+        let mut lines = Vec::new();
         for b in &self.blocked {
             lines.push(format!(
-                "  {} ({}): {}",
+                "{} ({}): {}",
                 b.logical_id, b.resource_type, b.reason
             ));
         }
@@ -106,11 +117,11 @@ impl ExportPlan {
                 .map(|(id, t)| format!("{id} ({t})"))
                 .collect();
             lines.push(format!(
-                "  CloudFormation cannot import {}: its registry schema has no read handler and the type is NON_PROVISIONABLE. Remove each from the stack before exporting (it stays in AWS and can be declared in CloudFormation afterwards), or destroy it first and let CloudFormation create it; --skip-import-support-preflight submits the change set anyway if AWS has since made the type importable",
+                "CloudFormation cannot import {}: its registry schema has no read handler and the type is NON_PROVISIONABLE. Remove each from the stack before exporting (it stays in AWS and can be declared in CloudFormation afterwards), or destroy it first and let CloudFormation create it; --skip-import-support-preflight submits the change set anyway if AWS has since made the type importable",
                 named.join(", ")
             ));
         }
-        lines.join("\n")
+        lines
     }
 }
 
@@ -129,12 +140,14 @@ fn holds_mask(value: &Value) -> bool {
     }
 }
 
-/// Plans the export of `state`'s stack with `template` (`schemas`: the registry's, by type).
+/// Plans the export of `state`'s stack with `template` (`schemas`: the registry's, by type;
+/// `nested`: the stack's nested stacks by logical id, `None` when exportable, else why not).
 pub fn plan(
     template: &Value,
     state: &StackState,
     schemas: &BTreeMap<String, RegistrySchema>,
     options: &PlanOptions,
+    nested: &BTreeMap<String, Option<String>>,
 ) -> ExportPlan {
     let mut plan = ExportPlan::default();
     let resources = template
@@ -174,10 +187,6 @@ pub fn plan(
             }
             continue;
         }
-        if resource_type == "AWS::CloudFormation::Stack" {
-            block(&mut plan, logical_id, resource_type, "nested stacks are not exported by this version of cdkd; export a stack without nested stacks, or keep this one on cdkd".into());
-            continue;
-        }
         let Some(row) = state.resources.get(logical_id) else {
             if resource.get("Condition").is_some() {
                 plan.created.push((
@@ -191,6 +200,19 @@ pub fn plan(
             }
             continue;
         };
+        if resource_type == NESTED_STACK {
+            match nested.get(logical_id) {
+                Some(None) => plan.nested.push(logical_id.clone()),
+                Some(Some(why)) => block(&mut plan, logical_id, resource_type, why.clone()),
+                None => block(
+                    &mut plan,
+                    logical_id,
+                    resource_type,
+                    "its nested stack's record and template were not read".into(),
+                ),
+            }
+            continue;
+        }
         if holds_mask(&Value::Object(row.properties.clone())) {
             block(&mut plan, logical_id, resource_type, "its recorded properties hold the NoEcho mask ***, a value cdkd cannot re-derive (forcing an update does not help: cdkd masks it again). Stop setting NoEcho on the response that produces it and deploy again, or export the stack without this resource and adopt it by hand".into());
             continue;
@@ -305,7 +327,13 @@ mod tests {
             "AWS::SQS::Queue".to_string(),
             schema("AWS::SQS::Queue", &["QueueUrl"], &["read"], "FULLY_MUTABLE"),
         )]);
-        let plan = plan(&template, &state, &schemas, &PlanOptions::default());
+        let plan = plan(
+            &template,
+            &state,
+            &schemas,
+            &PlanOptions::default(),
+            &BTreeMap::new(),
+        );
         assert!(!plan.refused(), "{}", plan.refusal("S"));
         assert_eq!(plan.imports.len(), 1);
         assert_eq!(plan.imports[0].identifier["QueueUrl"], "https://q");
@@ -332,8 +360,13 @@ mod tests {
             "TopicPolicy": {"physicalId": "tp", "resourceType": "AWS::SNS::TopicPolicy", "properties": {}},
             "QueuePolicy": {"physicalId": "qp", "resourceType": "AWS::SQS::QueuePolicy", "properties": {}},
             "Policy": {"physicalId": "po", "resourceType": "AWS::IAM::Policy", "properties": {}},
-            "Gone": {"physicalId": "g", "resourceType": "AWS::SNS::Topic", "properties": {}}
+            "Gone": {"physicalId": "g", "resourceType": "AWS::SNS::Topic", "properties": {}},
+            "Child": {"physicalId": "arn:aws:cloudformation:r:a:stack/S~Child/cdkd", "resourceType": "AWS::CloudFormation::Stack", "properties": {}}
         }));
+        let nested = BTreeMap::from([(
+            "Child".to_string(),
+            Some("cdkd's state has no record S~Child".to_string()),
+        )]);
         let unimportable = |t: &str| {
             (
                 t.to_string(),
@@ -353,14 +386,14 @@ mod tests {
             no_recreate_import_unsupported: true,
             ..PlanOptions::default()
         };
-        let plan = plan(&template, &state, &schemas, &options);
+        let plan = plan(&template, &state, &schemas, &options, &nested);
         assert!(plan.refused());
         let refusal = plan.refusal("S");
         for needle in [
             "Missing (AWS::SQS::Queue): not in cdkd's state",
             "Secret (AWS::SSM::Parameter): its recorded properties hold the NoEcho mask",
             "Handler (Custom::Thing): a custom resource cannot be imported; pass --include-non-importable",
-            "Child (AWS::CloudFormation::Stack): nested stacks",
+            "Child (AWS::CloudFormation::Stack): cdkd's state has no record S~Child",
             "Policy (AWS::IAM::Policy): CloudFormation cannot import this type",
             "Gone (AWS::SNS::Topic): in cdkd's state but not in the template",
             "CloudFormation cannot import TopicPolicy (AWS::SNS::TopicPolicy), QueuePolicy (AWS::SQS::QueuePolicy)",
@@ -381,7 +414,7 @@ mod tests {
             include_non_importable: true,
             ..PlanOptions::default()
         };
-        plan(template, state, schemas, &options)
+        plan(template, state, schemas, &options, &BTreeMap::new())
     }
 
     #[test]
@@ -390,7 +423,13 @@ mod tests {
         let state = state(json!({
             "Queue": {"physicalId": "https://q", "resourceType": "AWS::SQS::Queue", "properties": {}}
         }));
-        let plan = plan(&template, &state, &BTreeMap::new(), &PlanOptions::default());
+        let plan = plan(
+            &template,
+            &state,
+            &BTreeMap::new(),
+            &PlanOptions::default(),
+            &BTreeMap::new(),
+        );
         assert!(!plan.refused());
         assert!(
             plan.warnings[0].contains("cdkd state refresh-observed S"),

@@ -145,6 +145,38 @@ pub fn phase_one(
     Ok(out)
 }
 
+/// The resources of `template` that read any of `targets`, directly or through another
+/// reader (what cannot be imported before the targets are).
+pub fn readers(template: &Value, targets: &BTreeSet<String>) -> BTreeSet<String> {
+    let resources = template
+        .get("Resources")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let mut read = targets.clone();
+    let mut found = BTreeSet::new();
+    loop {
+        let before = found.len();
+        for (logical_id, resource) in &resources {
+            if read.contains(logical_id) {
+                continue;
+            }
+            let mut referenced = BTreeSet::new();
+            references(
+                resource.get("Properties").unwrap_or(&Value::Null),
+                &mut referenced,
+            );
+            if !referenced.is_disjoint(&read) {
+                found.insert(logical_id.clone());
+            }
+        }
+        read.extend(found.iter().cloned());
+        if found.len() == before {
+            return found;
+        }
+    }
+}
+
 /// Logical ids a value reads through `Ref`, `Fn::GetAtt` or `Fn::Sub`.
 fn references(value: &Value, out: &mut BTreeSet<String>) {
     match value {
@@ -271,6 +303,21 @@ pub fn parameters(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn readers_of_a_nested_stack_are_found_through_other_readers() {
+        let template = serde_json::json!({"Resources": {
+            "Child": {"Type": "AWS::CloudFormation::Stack"},
+            "Logs": {"Properties": {"Name": {"Fn::GetAtt": ["Child", "Outputs.Name"]}}},
+            "Alarm": {"Properties": {"Group": {"Ref": "Logs"}}},
+            "Queue": {"Properties": {}}
+        }});
+        let found = readers(&template, &BTreeSet::from(["Child".to_string()]));
+        assert_eq!(
+            found,
+            BTreeSet::from(["Alarm".to_string(), "Logs".to_string()])
+        );
+    }
     use serde_json::json;
 
     fn ids(list: &[&str]) -> BTreeSet<String> {

@@ -1,0 +1,436 @@
+//! Handing a planned tree of stacks over to CloudFormation, leaf first, under the stacks'
+//! locks. Each stack: phase 1A imports its own resources (creating its CloudFormation stack);
+//! for a parent, phase 1B nests its already handed-over children by their stack ids (AWS's
+//! "nest an existing stack"), together with the resources that read them; IMPORT-unsupported
+//! resources are deleted; phase 2 updates it to its whole template. cdkd's records go only
+//! when every stack is in CloudFormation, so a failure part way leaves each resource owned,
+//! and a second run takes each stack up where it stopped (what its CloudFormation stack
+//! already holds is not imported again).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::changeset::{Body, Outcome, ToImport};
+use super::nesting::{point_children, Nest};
+use super::plan::ExportPlan;
+use super::template;
+use super::tree::TreeStack;
+use crate::deployment::migrate::{purge_upload, CloudFormation};
+use crate::provisioning::operations::ProviderSource;
+use crate::provisioning::providers::LiveProviders;
+use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
+use crate::state::store::StateStore;
+use crate::synthesis::template_file::TemplateFormat;
+
+/// What handing stacks over needs.
+pub struct Handover<'a> {
+    /// CloudFormation in the stacks' region.
+    pub cloudformation: &'a CloudFormation,
+    /// The state bucket (records, and transient template uploads).
+    pub store: &'a StateStore,
+    /// Providers, for the resources deleted between the phases.
+    pub live: &'a LiveProviders<'a>,
+    /// The stacks' region.
+    pub region: &'a str,
+}
+
+/// The two templates of one stack: the whole one with the identifier overlay, and phase 1's.
+pub struct Templates {
+    /// The whole template, identifiers overlaid (phase 2's, and the base of phase 1B's).
+    pub full: Value,
+    /// Phase 1's: the imported resources only.
+    pub phase_one: Value,
+}
+
+/// The identifier overlay on the whole template, and the phase-1 template narrowed to
+/// `imported`; refuses naming every property an overlay cannot rewrite and every resource
+/// that reads one left out.
+pub fn templates(
+    template: &Value,
+    plan: &ExportPlan,
+    imported: &BTreeSet<String>,
+) -> anyhow::Result<Templates> {
+    let mut full = template.clone();
+    let mut unrepresentable = Vec::new();
+    for import in &plan.imports {
+        if let Some(resource) = full
+            .get_mut("Resources")
+            .and_then(|r| r.get_mut(&import.logical_id))
+        {
+            if let Err(err) = template::overlay(&import.logical_id, resource, &import.identifier) {
+                unrepresentable.push(err.to_string());
+            }
+        }
+    }
+    if !unrepresentable.is_empty() {
+        anyhow::bail!("cdkd export: nothing was changed; the template's identifier properties cannot be matched:\n  {}", unrepresentable.join("\n  "));
+    }
+    let phase_one = template::phase_one(&full, imported).map_err(|reads| {
+        let pairs: Vec<String> = reads
+            .iter()
+            .map(|(reader, read)| format!("{reader} reads {read}"))
+            .collect();
+        anyhow::anyhow!("cdkd export: nothing was changed; these resources read a resource CloudFormation only creates in phase 2, so they cannot be imported first: {}. Remove the reference, or keep the stack on cdkd", pairs.join(", "))
+    })?;
+    Ok(Templates { full, phase_one })
+}
+
+/// How a stack's resources split over the phases.
+pub struct Phases {
+    /// Phase 1A: imports that read no nested stack.
+    pub own: BTreeSet<String>,
+    /// Phase 1B: the nested stacks and the imports that read them.
+    pub nesting: BTreeSet<String>,
+}
+
+impl Phases {
+    /// The split of `stack`'s imports.
+    pub fn of(stack: &TreeStack) -> Phases {
+        let children: BTreeSet<String> = stack.plan.nested.iter().cloned().collect();
+        let readers = template::readers(&stack.file.body, &children);
+        let imports: BTreeSet<String> = stack
+            .plan
+            .imports
+            .iter()
+            .map(|i| i.logical_id.clone())
+            .collect();
+        let mut nesting: BTreeSet<String> = imports.intersection(&readers).cloned().collect();
+        nesting.extend(children);
+        Phases {
+            own: imports.difference(&readers).cloned().collect(),
+            nesting,
+        }
+    }
+}
+
+impl Handover<'_> {
+    /// Hands `root` and every stack under it over, leaf first, then deletes their records.
+    /// On a failure, the error names the stacks already in CloudFormation and those not.
+    pub async fn run(&self, root: &TreeStack) -> anyhow::Result<()> {
+        let order = root.leaf_first();
+        for (done, stack) in order.iter().enumerate() {
+            if let Err(err) = self.stack(stack).await {
+                if order.len() == 1 {
+                    return Err(err);
+                }
+                let moved: Vec<String> = order[..done]
+                    .iter()
+                    .map(|s| format!("{} (as {})", s.name, s.cfn_name))
+                    .collect();
+                let left: Vec<&str> = order[done..].iter().map(|s| s.name.as_str()).collect();
+                anyhow::bail!(
+                    "nested stack export stopped at {} ({}): {err:#}\nIn CloudFormation already: {}. Not yet: {}.\ncdkd's state of every stack is kept. Fix the cause and run `cdkd export {}` again: stacks already in CloudFormation are taken up where they stopped, and nothing is imported twice",
+                    stack.name,
+                    stack.cfn_name,
+                    if moved.is_empty() { "none".to_string() } else { moved.join(", ") },
+                    left.join(", "),
+                    root.name,
+                );
+            }
+        }
+        for stack in root.all() {
+            forget(self.store, &stack.name, self.region).await?;
+        }
+        Ok(())
+    }
+
+    /// One stack: its phases, skipping what its CloudFormation stack already holds.
+    async fn stack(&self, stack: &TreeStack) -> anyhow::Result<()> {
+        let cfn = &stack.cfn_name;
+        let existing = self.cloudformation.describe(cfn).await?;
+        if existing.as_ref().is_some_and(|d| d.parent_id.is_some()) {
+            println!(
+                "{} is CloudFormation stack {cfn}, already nested in its parent.",
+                stack.name
+            );
+            return Ok(());
+        }
+        let held = match &existing {
+            Some(_) => self.cloudformation.held(cfn).await?,
+            None => BTreeSet::new(),
+        };
+        let phases = Phases::of(stack);
+        let format = stack.file.format;
+        let extension = match format {
+            TemplateFormat::Json => "json",
+            TemplateFormat::Yaml => "yaml",
+        };
+        let body = |template: &Value| Body {
+            text: match format {
+                TemplateFormat::Json => {
+                    serde_json::to_string(template).expect("a template serialises")
+                }
+                TemplateFormat::Yaml => stack.file.render(template),
+            },
+            extension,
+        };
+        let to_import = |ids: &BTreeSet<String>, nests: &BTreeMap<String, Nest>| -> Vec<ToImport> {
+            let mut out: Vec<ToImport> = stack
+                .plan
+                .imports
+                .iter()
+                .filter(|i| ids.contains(&i.logical_id) && !held.contains(&i.logical_id))
+                .map(|i| ToImport {
+                    logical_id: i.logical_id.clone(),
+                    resource_type: i.resource_type.clone(),
+                    identifier: i.identifier.clone(),
+                })
+                .collect();
+            for (logical_id, nest) in nests {
+                if ids.contains(logical_id) && !held.contains(logical_id) {
+                    out.push(ToImport {
+                        logical_id: logical_id.clone(),
+                        resource_type: crate::provisioning::preflight::NESTED_STACK.into(),
+                        identifier: serde_json::Map::from_iter([(
+                            "StackId".to_string(),
+                            Value::String(nest.stack_id.clone()),
+                        )]),
+                    });
+                }
+            }
+            out
+        };
+        let bucket = &self.store.backend;
+
+        // Phase 1A: the stack's own resources (all of them when it has no nested stack).
+        let mut imported: BTreeSet<String> = held.clone();
+        imported.extend(phases.own.iter().cloned());
+        let templates = templates(&stack.file.body, &stack.plan, &imported)?;
+        let own = to_import(&phases.own, &BTreeMap::new());
+        if !own.is_empty() || (existing.is_none() && phases.nesting.is_empty()) {
+            let count = own.len();
+            self.cloudformation
+                .import(cfn, &body(&templates.phase_one), &stack.parameters, &own, bucket)
+                .await
+                .map_err(|err| {
+                    anyhow::anyhow!(
+                        "phase 1 (IMPORT) failed; CloudFormation stack {cfn} {} and cdkd's state of {} is unchanged: {err:#}",
+                        if existing.is_some() { "keeps what it held" } else { "was not created" },
+                        stack.name
+                    )
+                })?;
+            println!("Phase 1: CloudFormation stack {cfn} imported {count} resource(s).");
+        }
+
+        // Phase 1B: the nested stacks, as they are in CloudFormation now, and their readers.
+        let mut uploads = Vec::new();
+        let result = async {
+            let nests = self.nests(stack, &mut uploads).await?;
+            let nesting = to_import(&phases.nesting, &nests);
+            if !nesting.is_empty() {
+                imported.extend(phases.nesting.iter().cloned());
+                let mut template = template::phase_one(&templates.full, &imported)
+                    .map_err(|reads| anyhow::anyhow!("resources read what phase 2 creates: {reads:?}"))?;
+                point_children(&mut template, &nests, true);
+                let count = nesting.len();
+                self.cloudformation
+                    .import(cfn, &body(&template), &stack.parameters, &nesting, bucket)
+                    .await
+                    .map_err(|err| anyhow::anyhow!("phase 1 (IMPORT of the nested stacks) failed; CloudFormation stack {cfn} keeps what it held and cdkd's state of {} is unchanged: {err:#}", stack.name))?;
+                println!("Phase 1: CloudFormation stack {cfn} nested {} stack(s) and imported {} resource(s) reading them.", nests.len(), count - nests.len());
+            }
+
+            // Phase 2: the whole template.
+            // One the stack already holds was made by CloudFormation in an earlier run's phase
+            // 2: deleting "cdkd's" would delete CloudFormation's (same name, same role).
+            delete_recreated(self.live, self.region, &stack.plan, &held).await?;
+            let mut full = templates.full.clone();
+            point_children(&mut full, &nests, false);
+            match self
+                .cloudformation
+                .update_to(cfn, &body(&full), &stack.parameters, bucket)
+                .await
+            {
+                Ok(Outcome::Done) => {
+                    println!("Phase 2: CloudFormation stack {cfn} holds the whole template (Outputs and {} resource(s) it created).", stack.plan.recreated.len() + stack.plan.created.len());
+                    Ok(())
+                }
+                Ok(Outcome::NoChanges) => Ok(()),
+                Err(err) => {
+                    let saved = std::env::current_dir()
+                        .unwrap_or_default()
+                        .join(format!("{cfn}.export-phase2.{extension}"));
+                    let _ = std::fs::write(&saved, body(&full).text);
+                    anyhow::bail!(
+                        "phase 2 (UPDATE) failed after CloudFormation stack {cfn} imported the resources: {err:#}\ncdkd's state of {} is kept. To finish by hand: `aws cloudformation create-change-set --stack-name {cfn} --change-set-type UPDATE --change-set-name finish --template-body file://{} --capabilities CAPABILITY_IAM CAPABILITY_NAMED_IAM CAPABILITY_AUTO_EXPAND`, execute it, then `cdkd state orphan {}` so cdkd forgets the stack. Or fix the cause and run the same `cdkd export` again: it takes the stack up where it stopped",
+                        stack.name,
+                        saved.display(),
+                        stack.name
+                    );
+                }
+            }
+        }
+        .await;
+        for key in &uploads {
+            purge_upload(bucket, key).await;
+        }
+        result
+    }
+
+    /// For each nested stack of `stack`, already in CloudFormation: out of `IMPORT_COMPLETE`,
+    /// its id and tags, and its current template uploaded for the parent to point at.
+    async fn nests(
+        &self,
+        stack: &TreeStack,
+        uploads: &mut Vec<String>,
+    ) -> anyhow::Result<BTreeMap<String, Nest>> {
+        let mut nests = BTreeMap::new();
+        for (logical_id, child) in &stack.children {
+            let cfn = &child.cfn_name;
+            let Some(described) = self.cloudformation.describe(cfn).await? else {
+                anyhow::bail!(
+                    "nested stack {}: CloudFormation stack {cfn} is missing",
+                    child.name
+                );
+            };
+            let described = if described.parent_id.is_some() {
+                described
+            } else {
+                self.cloudformation.flip(cfn, &described).await?
+            };
+            let body = self.cloudformation.processed_template(cfn).await?;
+            let template_url = self
+                .cloudformation
+                .upload(
+                    &self.store.backend,
+                    &stack.cfn_name,
+                    &format!("nested-{logical_id}"),
+                    body.into_bytes(),
+                    uploads,
+                )
+                .await?;
+            let passed: BTreeSet<String> = stack
+                .file
+                .body
+                .get("Resources")
+                .and_then(|r| r.get(logical_id))
+                .and_then(|r| r.get("Properties"))
+                .and_then(|p| p.get("Parameters"))
+                .and_then(Value::as_object)
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default();
+            nests.insert(
+                logical_id.clone(),
+                Nest {
+                    stack_id: described.stack_id,
+                    template_url,
+                    tags: described.tags,
+                    parameters: child
+                        .parameters
+                        .iter()
+                        .filter(|(key, _)| passed.contains(*key))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                },
+            );
+        }
+        Ok(nests)
+    }
+}
+
+/// Deletes the IMPORT-unsupported resources between the phases (CloudFormation creates them
+/// again in phase 2), but not those the CloudFormation stack already `held`. One already gone
+/// counts as deleted, so a second run passes.
+async fn delete_recreated(
+    live: &LiveProviders<'_>,
+    region: &str,
+    plan: &ExportPlan,
+    held: &BTreeSet<String>,
+) -> anyhow::Result<()> {
+    let recreated: Vec<_> = (plan.recreated.iter())
+        .filter(|r| !held.contains(&r.logical_id))
+        .collect();
+    if recreated.is_empty() {
+        return Ok(());
+    }
+    let types: BTreeSet<String> = recreated.iter().map(|r| r.resource_type.clone()).collect();
+    let providers = live
+        .prepare(region, &types, std::time::Duration::from_secs(300))
+        .await?;
+    for recreated in recreated {
+        providers
+            .for_record(&recreated.state)
+            .delete(
+                &recreated.resource_type,
+                &recreated.logical_id,
+                &recreated.state.physical_id,
+                &recreated.state.properties,
+            )
+            .await
+            .map_err(|err| {
+                anyhow::anyhow!(
+                    "deleting {} ({}) for CloudFormation to create it again: {}",
+                    recreated.logical_id,
+                    recreated.resource_type,
+                    err.message
+                )
+            })?;
+        println!(
+            "Deleted {} ({}); CloudFormation creates it again in phase 2.",
+            recreated.logical_id, recreated.resource_type
+        );
+    }
+    Ok(())
+}
+
+/// Deletes the stack's record and journal, as `cdkd state orphan` does.
+async fn forget(store: &StateStore, stack: &str, region: &str) -> anyhow::Result<()> {
+    store.backend.delete(stack, region).await?;
+    let journal = store.backend.keys().journal(stack, region);
+    store.backend.delete_object(&journal).await?;
+    purge_and_report(
+        store.backend.client(),
+        store.backend.bucket(),
+        &journal,
+        PurgedObject::RollbackJournal,
+        PurgeLogLevel::Warn,
+    )
+    .await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deployment::export::plan::Import;
+    use serde_json::json;
+
+    #[test]
+    fn a_parent_imports_its_own_resources_first_and_the_readers_with_its_children() {
+        let template = json!({"Resources": {
+            "Data": {"Type": "AWS::S3::Bucket"},
+            "Child": {"Type": "AWS::CloudFormation::Stack", "Properties": {"Parameters": {"B": {"Ref": "Data"}}}},
+            "Logs": {"Type": "AWS::Logs::LogGroup", "Properties": {"LogGroupName": {"Fn::GetAtt": ["Child", "Outputs.Name"]}}}
+        }});
+        let import = |id: &str| Import {
+            logical_id: id.into(),
+            resource_type: "T".into(),
+            physical_id: id.to_lowercase(),
+            identifier: serde_json::Map::new(),
+        };
+        let stack = TreeStack::for_test(
+            template,
+            ExportPlan {
+                imports: vec![import("Data"), import("Logs")],
+                nested: vec!["Child".into()],
+                ..ExportPlan::default()
+            },
+        );
+        let phases = Phases::of(&stack);
+        assert_eq!(phases.own, BTreeSet::from(["Data".to_string()]));
+        assert_eq!(
+            phases.nesting,
+            BTreeSet::from(["Child".to_string(), "Logs".to_string()])
+        );
+        let t = templates(&stack.file.body, &stack.plan, &phases.own).unwrap();
+        assert_eq!(
+            t.phase_one["Resources"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
+            ["Data"]
+        );
+    }
+}
