@@ -103,7 +103,13 @@ impl<T: Readable> ResourceProvider for Reads<T> {
             physical_id: request.physical_id,
             properties: request.properties,
         };
-        if self.0.read(ctx, &what, &read).await?.is_none() {
+        // Both at once, one round trip: the attributes of a resource that turns out not to
+        // exist are dropped unread.
+        let (found, attributes) = tokio::join!(
+            self.0.read(ctx, &what, &read),
+            self.0.attributes(ctx, &what, &read.physical_id)
+        );
+        if found?.is_none() {
             return Err(does_not_exist(
                 &what,
                 &read.physical_id,
@@ -111,7 +117,7 @@ impl<T: Readable> ResourceProvider for Reads<T> {
             ));
         }
         Ok(CreateResult {
-            attributes: self.0.attributes(ctx, &what, &read.physical_id).await?,
+            attributes: attributes?,
             physical_id: read.physical_id,
             ..Default::default()
         })
