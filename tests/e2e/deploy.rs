@@ -120,7 +120,24 @@ fn deploy_update_replace_destroy_the_demo_stack() {
 
     // In place: the same queue, a new timeout.
     world.edit(|t| t["Resources"]["OrdersA9B65338"]["Properties"]["VisibilityTimeout"] = json!(60));
-    world.deploy(&[]).success();
+    let key = format!("INPLACE{}", std::process::id());
+    let updated: Run = world
+        .command(&["deploy", "-a", &app])
+        .env("AWS_ACCESS_KEY_ID", &key)
+        .output()
+        .unwrap()
+        .into();
+    updated.success();
+    // A stack with a record is not looked up in CloudFormation (only a first deploy is).
+    let calls = Emulator::shared().get(&format!("/_emulator/stats?accessKey={key}"));
+    assert!(
+        calls.get("cloudcontrolapi:UpdateResource").is_some(),
+        "the update was not counted under its key: {calls}"
+    );
+    assert!(
+        calls.get("cloudformation:DescribeStacks").is_none(),
+        "a deploy of a recorded stack asked CloudFormation: {calls}"
+    );
     assert_eq!(
         world.physical("OrdersA9B65338"),
         queue,

@@ -193,31 +193,26 @@ impl Engine<'_> {
 
         // Plan. The journal may hold an interrupted run's intents: read it with the record.
         // A first deploy of a stack CloudFormation holds (one `cdkd export` handed over) would
-        // create every resource a second time, so CloudFormation is asked beside the record
-        // reads (at no cost in time). Nested records (`parent~child`) are not names
-        // CloudFormation allows, and are not asked about.
-        let nested = stack.contains('~');
-        let (stored, journal_found, cloudformation) = tokio::join!(
+        // create every resource a second time, so a stack with neither asks CloudFormation:
+        // one round trip on first deploys only, and no request on every later one. Nested
+        // records (`parent~child`) are not names CloudFormation allows, and are not asked about.
+        let (stored, journal_found) = tokio::join!(
             self.store.load(stack, region),
             self.store.read_journal(stack, region),
-            async {
-                match nested {
-                    true => Ok(None),
-                    false => self.providers.cloudformation_status(region, stack).await,
-                }
-            }
         );
         let (stored, journal_found) = (stored?, journal_found?);
-        match cloudformation {
-            Ok(Some(status)) if stored.is_none() && journal_found.is_none() => {
-                return Err(DeployFailed(format!(
-                    "stack {stack} has no cdkd state in {region}, but CloudFormation stack {stack} exists ({status}): it was handed to CloudFormation (cdkd export) or is managed there, and deploying it with cdkd would create its resources a second time; nothing was changed. Deploy the other stacks with --exclusively (-e), or take it back with `cdkd import {stack} --migrate-from-cloudformation`"
-                ))
-                .into());
+        if stored.is_none() && journal_found.is_none() && !stack.contains('~') {
+            match self.providers.cloudformation_status(region, stack).await {
+                Ok(Some(status)) => {
+                    return Err(DeployFailed(format!(
+                        "stack {stack} has no cdkd state in {region}, but CloudFormation stack {stack} exists ({status}): it was handed to CloudFormation (cdkd export) or is managed there, and deploying it with cdkd would create its resources a second time; nothing was changed. Deploy the other stacks with --exclusively (-e), or take it back with `cdkd import {stack} --migrate-from-cloudformation`"
+                    ))
+                    .into());
+                }
+                Ok(None) => {}
+                // Callers without cloudformation:DescribeStacks deploy as before.
+                Err(err) => tracing::debug!("stack {stack}: CloudFormation not asked: {err:#}"),
             }
-            Ok(_) => {}
-            // Callers without cloudformation:DescribeStacks deploy as before.
-            Err(err) => tracing::debug!("stack {stack}: CloudFormation not asked: {err:#}"),
         }
         let recorded = stored.as_ref().map(|s| s.state.clone());
         let lookups = SnapshotLookups { snapshot, region };
