@@ -26,6 +26,7 @@ services = ", ".join("%s %d" % item for item in sorted(by_service.items()))
 print("  requests: %d (%s)" % (sum(stats.values()), services))
 actions = ", ".join("%s %d" % (k.split(":", 1)[1], n) for k, n in sorted(stats.items()) if k.startswith("cloudformation"))
 print("  CloudFormation: " + actions)
+print("  S3: " + ", ".join("%s %d" % (k.split(":", 1)[1], n) for k, n in sorted(stats.items()) if k.startswith("s3")))
 '
 echo "  wall: ${wall} s (cdkd $profile, 50 ms per request)"
 grep -E "^Phase|import " "$work/out.log" | head -3
