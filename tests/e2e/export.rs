@@ -153,8 +153,31 @@ fn a_stack_is_handed_over_to_cloudformation_with_every_resource_kept() {
     assert!(
         exists.contains(&format!(
             "a CloudFormation stack named {taken} already exists"
+        )) && exists.contains("not HandoverStack's (T)"),
+        "{exists}"
+    );
+    assert!(
+        !exists.contains("delete-stack"),
+        "a stack holding resources is not offered for deletion: {exists}"
+    );
+    // Under another name, ReaderStack's Fn::GetStackOutput (which names HandoverStack) would
+    // find nothing: the warning says so, and --strict-cross-stack refuses.
+    assert!(
+        exists.contains(&format!(
+            "which names stack HandoverStack: exported as CloudFormation stack {taken}"
         )),
         "{exists}"
+    );
+    let strict = failed(&export(
+        &world,
+        "HandoverStack",
+        &["--dry-run", "--strict-cross-stack"],
+    ))
+    .to_string();
+    assert!(
+        strict.contains("ReaderStack")
+            && strict.contains("refusing because of --strict-cross-stack"),
+        "{strict}"
     );
     assert_eq!(world.resources("HandoverStack"), recorded);
 

@@ -10,8 +10,9 @@ use serde_json::Value;
 
 use super::app::{load_assembly, stack_target, AppArgs};
 use super::CommandContext;
-use crate::deployment::export::handover::{templates, Handover, Phases};
-use crate::deployment::export::plan::{ExportPlan, PlanOptions};
+use crate::deployment::export::destination::Destinations;
+use crate::deployment::export::handover::{Handover, Phases};
+use crate::deployment::export::plan::{Blocked, ExportPlan, Import, PlanOptions};
 use crate::deployment::export::tree::{Loader, TreeStack};
 use crate::deployment::export::{reads_of, template};
 use crate::deployment::migrate::CloudFormation;
@@ -69,11 +70,12 @@ fn key_values(items: &[String], flag: &str) -> anyhow::Result<BTreeMap<String, S
         .collect()
 }
 
-/// The stack to export: its name, region, template (in the source's format), the folder its
-/// nested templates are in, and the app's other templates (for the consumer scan; none with
-/// `--template`).
+/// The stack to export: its name (and the CDK's, for `cdk` commands), region, template (in
+/// the source's format), the folder its nested templates are in, and the app's other
+/// templates (for the consumer scan; none with `--template`).
 struct Source {
     stack: String,
+    display: String,
     region: String,
     file: TemplateFile,
     folder: PathBuf,
@@ -91,6 +93,7 @@ async fn source(context: &CommandContext, args: &ExportArgs) -> anyhow::Result<S
         let file = TemplateFile::read(path)?;
         let region = context.aws().await.region();
         return Ok(Source {
+            display: stack.clone(),
             stack,
             region,
             file,
@@ -118,6 +121,7 @@ async fn source(context: &CommandContext, args: &ExportArgs) -> anyhow::Result<S
     }
     Ok(Source {
         stack: stack.stack_name.clone(),
+        display: stack.display_name.clone(),
         region,
         file: TemplateFile {
             body,
@@ -134,13 +138,10 @@ async fn source(context: &CommandContext, args: &ExportArgs) -> anyhow::Result<S
 
 /// `cdkd export`.
 pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<ExitCode> {
-    if !args.app.context.is_empty() {
-        let overrides: Vec<String> = args
-            .app
-            .context
-            .iter()
-            .map(|(k, v)| format!("-c {k}={v}"))
-            .collect();
+    let overrides: Vec<String> = (args.app.context.iter())
+        .map(|(k, v)| format!("-c {}", shell_word(&format!("{k}={v}"))))
+        .collect();
+    if !overrides.is_empty() {
         if !args.accept_transient_context {
             anyhow::bail!(
                 "cdkd export refuses context overrides ({}): they are not saved, so a later `cdk deploy` without them would synthesize another template. Move them into cdk.json's \"context\" and run again, or pass --accept-transient-context and give the same -c flags to every later cdk command",
@@ -153,9 +154,10 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
         );
     }
     let child_names = key_values(&args.child_stack_names, "--cfn-child-stack-name")?;
-    let overrides = key_values(&args.parameters, "--parameter")?;
+    let parameter_overrides = key_values(&args.parameters, "--parameter")?;
     let Source {
         stack,
+        display,
         region,
         file,
         folder,
@@ -207,10 +209,11 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
         include_non_importable: args.include_non_importable,
         no_recreate_import_unsupported: args.no_recreate_import_unsupported,
         skip_import_support_preflight: args.skip_import_support_preflight,
+        cached_schemas_only: args.dry_run,
     };
-    let parameters = template::parameters(&tree.file.body, &overrides)
+    let parameters = template::parameters(&tree.file.body, &parameter_overrides)
         .map_err(|err| anyhow::anyhow!("cdkd export {stack}: {err}"))?;
-    tree.plan(parameters, &schemas, &options);
+    tree.plan(&region, parameters, &schemas, &options);
     let registry = context.registry()?;
     registry.warn_about_failures();
     registry.set_state_bucket(&store.bucket.name, &store.region());
@@ -229,26 +232,37 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
         })
         .collect();
     if !consumers.is_empty() {
-        let message = format!(
-            "stack(s) {} read {stack}'s outputs by Fn::GetStackOutput; after the export they resolve through the CloudFormation fallback (they break only when deployed with --no-cfn-fallback)",
-            consumers.join(", ")
-        );
+        // Their reads name the stack: CloudFormation's fallback finds it only under that name.
+        let message = if cfn_stack == stack {
+            format!(
+                "stack(s) {} read {stack}'s outputs by Fn::GetStackOutput; after the export they resolve through the CloudFormation fallback (they break only when deployed with --no-cfn-fallback)",
+                consumers.join(", ")
+            )
+        } else {
+            format!(
+                "stack(s) {} read {stack}'s outputs by Fn::GetStackOutput, which names stack {stack}: exported as CloudFormation stack {cfn_stack}, their next deploy finds neither cdkd state nor a CloudFormation stack of that name and fails. Export without --cfn-stack-name, or point their reads at {cfn_stack} first",
+                consumers.join(", ")
+            )
+        };
         if args.strict_cross_stack {
             anyhow::bail!("{message}; refusing because of --strict-cross-stack (export the consumers first, or drop the flag)");
         }
         tree.plan.warnings.push(message);
     }
     let cloudformation = CloudFormation::new(aws, &region);
-    let mut taken_up = Vec::new();
-    if !args.dry_run {
-        for part in tree.all() {
-            if let Some(line) = existing(&cloudformation, part, &region, &stack).await? {
-                taken_up.push(line);
-            }
+    let destinations = if args.dry_run {
+        Destinations::default()
+    } else {
+        Destinations::read(&cloudformation, &tree, &region).await?
+    };
+    let mut problems = destinations.problems.clone();
+    for part in tree.all() {
+        for problem in Phases::of(part).problems(part) {
+            problems.push((part.name.clone(), problem));
         }
     }
-    for part in tree.all() {
-        templates(&part.file.body, &part.plan, &Phases::of(part).own)?;
+    for (name, problem) in problems {
+        tree.add_problem(&name, problem);
     }
     for warning in tree.warnings() {
         eprintln!("warning: {warning}");
@@ -260,11 +274,11 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
     for part in tree.all() {
         print_plan(part, &region);
     }
-    for line in &taken_up {
+    for line in &destinations.taken_up {
         println!("{line}");
     }
     if args.dry_run {
-        println!("Dry run: no CloudFormation call was made and nothing changed (the real run also checks that no CloudFormation stack named {cfn_stack} exists).");
+        println!("Dry run: no CloudFormation call was made and nothing changed (the real run also reads the registry schemas not cached yet, and checks what each destination CloudFormation stack already holds).");
         return Ok(ExitCode::SUCCESS);
     }
 
@@ -305,7 +319,7 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
             live: &live,
             region: &region,
         }
-        .run(&tree)
+        .run(&tree, &destinations)
         .await?;
         Ok(true)
     }
@@ -314,61 +328,37 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
         lock.release().await;
     }
     if result? {
-        println!("{stack} ({region}) is now CloudFormation stack {cfn_stack}; cdkd's state record is deleted and every resource kept its id.");
-        if args.accept_transient_context && !args.app.context.is_empty() {
-            let flags: Vec<String> = args
-                .app
-                .context
-                .iter()
-                .map(|(k, v)| format!("-c {k}={v}"))
-                .collect();
-            println!("Deploy it from now on with the same context: cdk diff {stack} {0} && cdk deploy {stack} {0}", flags.join(" "));
+        let records = if tree.children.is_empty() {
+            "cdkd's state record is deleted"
+        } else {
+            "cdkd's state records are deleted"
+        };
+        println!("{stack} ({region}) is now CloudFormation stack {cfn_stack}; {records} and every resource kept its id.");
+        if cfn_stack != stack {
+            println!("The CDK app still names the stack {stack}: give it stackName: '{cfn_stack}' before the next `cdk deploy`, which would otherwise create a second stack.");
+        }
+        if !overrides.is_empty() {
+            let target = shell_word(&display);
+            println!(
+                "Deploy it from now on with the same context: cdk diff {target} {0} && cdk deploy {target} {0}",
+                overrides.join(" ")
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Checks a destination stack that already exists: one an earlier, interrupted export of
-/// this tree made (settled, holding nothing but this stack's resources) is taken up again;
-/// any other is refused. Answers the line to print for a stack taken up.
-async fn existing(
-    cloudformation: &CloudFormation,
-    part: &TreeStack,
-    region: &str,
-    root: &str,
-) -> anyhow::Result<Option<String>> {
-    let cfn = &part.cfn_name;
-    let Some(described) = cloudformation.describe(cfn).await? else {
-        return Ok(None);
-    };
-    let held = cloudformation.held(cfn).await?;
-    let plan = &part.plan;
-    let ours: BTreeSet<&str> = (plan.imports.iter().map(|i| i.logical_id.as_str()))
-        .chain(plan.nested.iter().map(String::as_str))
-        .chain(plan.recreated.iter().map(|r| r.logical_id.as_str()))
-        .chain(plan.created.iter().map(|c| c.0.as_str()))
-        .collect();
-    if described.resumable() && !held.is_empty() && held.iter().all(|h| ours.contains(h.as_str())) {
-        return Ok(Some(format!(
-            "CloudFormation stack {cfn} ({}) already holds {} of {}'s resources from an earlier `cdkd export {root}`: it is taken up where it stopped",
-            described.status,
-            held.len(),
-            part.name
-        )));
-    }
-    let rename = if part.name == root {
-        "export under another name with --cfn-stack-name".to_string()
+/// `word` as one shell word: as it is when it is plain, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+%".contains(c));
+    if plain {
+        word.to_string()
     } else {
-        format!(
-            "name nested stack {} otherwise with --cfn-child-stack-name '{}=<name>'",
-            part.name, part.name
-        )
-    };
-    anyhow::bail!(
-        "a CloudFormation stack named {cfn} already exists in {region} ({}, holding {}); {rename}, or delete that stack first. Nothing was changed",
-        described.status,
-        if held.is_empty() { "no resource".to_string() } else { held.iter().cloned().collect::<Vec<_>>().join(", ") }
-    )
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// Reads the identifiers state lacks from AWS (a security group rule recorded without its
@@ -408,13 +398,13 @@ async fn look_up_identifiers(
                 .and_then(Value::as_str)
                 .map(str::to_string)
         }) {
-            Ok(Some(id)) => plan.imports.push(crate::deployment::export::plan::Import {
+            Ok(Some(id)) => plan.imports.push(Import {
                 logical_id,
                 resource_type: row.resource_type.clone(),
                 physical_id: row.physical_id.clone(),
                 identifier: serde_json::Map::from_iter([("Id".to_string(), Value::String(id))]),
             }),
-            Ok(None) => plan.blocked.push(crate::deployment::export::plan::Blocked {
+            Ok(None) => plan.blocked.push(Blocked {
                 logical_id,
                 resource_type: row.resource_type.clone(),
                 reason: format!(
@@ -422,17 +412,31 @@ async fn look_up_identifiers(
                     row.physical_id
                 ),
             }),
-            Err(err) => plan.blocked.push(crate::deployment::export::plan::Blocked {
+            Err(err) => plan.blocked.push(Blocked {
                 logical_id,
                 resource_type: row.resource_type.clone(),
-                reason: format!(
-                    "the rule's sgr- id is not recorded and could not be read from AWS: {}",
-                    err.message
-                ),
+                reason: unreadable_rule(&err),
             }),
         }
     }
     Ok(())
+}
+
+/// Why a rule's `sgr-` id could not be read, with what to do: a missing permission and a
+/// throttle (the provider has retried it with backoff) are named as such.
+fn unreadable_rule(err: &cdkd_provider_api::ProviderError) -> String {
+    use cdkd_provider_api::ErrorKind;
+    let cause = if err.kind == ErrorKind::ACCESS_DENIED {
+        "the credentials may not call ec2:DescribeSecurityGroupRules; grant it and run again"
+    } else if err.kind == ErrorKind::THROTTLED {
+        "EC2 kept throttling the lookup after cdkd's retries with backoff; run again later"
+    } else {
+        "run again, or record the rule's Id"
+    };
+    format!(
+        "the rule's sgr- id is not recorded and could not be read from AWS ({cause}): {}",
+        err.message
+    )
 }
 
 fn print_plan(part: &TreeStack, region: &str) {
@@ -470,5 +474,35 @@ fn print_plan(part: &TreeStack, region: &str) {
     }
     for (logical_id, resource_type, why) in &plan.created {
         println!("  create    {logical_id} ({resource_type}): {why}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cdkd_provider_api::{ErrorKind, ProviderError};
+
+    #[test]
+    fn a_word_with_shell_syntax_is_quoted() {
+        assert_eq!(shell_word("env=prod"), "env=prod");
+        assert_eq!(shell_word("Stage/Stack"), "Stage/Stack");
+        assert_eq!(shell_word("name=a b"), "'name=a b'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
+
+    #[test]
+    fn an_unreadable_rule_says_whether_permission_or_throttling_stopped_it() {
+        let denied = unreadable_rule(&ProviderError::new(ErrorKind::ACCESS_DENIED, "denied"));
+        assert!(
+            denied.contains("ec2:DescribeSecurityGroupRules"),
+            "{denied}"
+        );
+        let throttled = unreadable_rule(&ProviderError::new(ErrorKind::THROTTLED, "slow down"));
+        assert!(throttled.contains("throttling"), "{throttled}");
+        assert!(
+            !throttled.contains("ec2:DescribeSecurityGroupRules"),
+            "{throttled}"
+        );
     }
 }

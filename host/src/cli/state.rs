@@ -13,10 +13,10 @@ use serde_json::{json, Value};
 
 use super::{confirm, table, CommandContext};
 use crate::deployment::secrets::MASK;
+use crate::deployment::store::RecordStore as _;
 use crate::state::bootstrap;
 use crate::state::bucket::{self, BucketSource};
 use crate::state::keys::{child_stack_name, StackRef};
-use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
 use crate::state::schema::{LockInfo, StackState, SCHEMA_VERSION_CURRENT};
 use crate::state::store::StateStore;
 
@@ -710,17 +710,7 @@ pub(super) async fn orphan(
     }
     let lock = store.locks.acquire(stack, region, "orphan").await?;
     let result = async {
-        store.backend.delete(stack, region).await?;
-        let journal = store.backend.keys().journal(stack, region);
-        store.backend.delete_object(&journal).await?;
-        purge_and_report(
-            store.backend.client(),
-            store.backend.bucket(),
-            &journal,
-            PurgedObject::RollbackJournal,
-            PurgeLogLevel::Warn,
-        )
-        .await;
+        store.backend.forget(stack, region).await?;
         anyhow::Ok(())
     }
     .await;

@@ -19,14 +19,39 @@ use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
 /// The largest template `UpdateStack` takes inline, in bytes.
 pub(crate) const INLINE_LIMIT: usize = 51_200;
 
-/// Stack statuses a stack can be migrated from: settled, and not being rolled back or deleted.
-const SETTLED: &[&str] = &[
+/// Stack statuses a stack can be migrated from, or an interrupted export taken up again in:
+/// settled, and not being rolled back or deleted.
+pub(crate) const SETTLED: &[&str] = &[
     "CREATE_COMPLETE",
     "UPDATE_COMPLETE",
     "UPDATE_ROLLBACK_COMPLETE",
     "IMPORT_COMPLETE",
     "IMPORT_ROLLBACK_COMPLETE",
 ];
+
+/// A CloudFormation stack as `DescribeStacks` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Described {
+    /// Its ARN.
+    pub stack_id: String,
+    /// Its status.
+    pub status: String,
+    /// Why it is in that status, when CloudFormation says.
+    pub status_reason: Option<String>,
+    /// The stack it is nested in, if any.
+    pub parent_id: Option<String>,
+    /// Its tags, in CloudFormation's order.
+    pub tags: Vec<(String, String)>,
+    /// Its parameter keys.
+    pub parameters: Vec<String>,
+}
+
+impl Described {
+    /// Whether the stack is settled: not in progress, failed, rolled back or deleted.
+    pub fn settled(&self) -> bool {
+        SETTLED.contains(&self.status.as_str())
+    }
+}
 
 /// One resource of a CloudFormation stack.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,19 +88,32 @@ impl CloudFormation {
         }
     }
 
-    /// The stack's status, `None` when there is no such stack.
-    pub(crate) async fn status(
-        &self,
-        stack: &str,
-    ) -> anyhow::Result<Option<(String, Option<String>)>> {
+    /// The stack, `None` when there is none of that name.
+    pub async fn describe(&self, stack: &str) -> anyhow::Result<Option<Described>> {
         match self.client.describe_stacks().stack_name(stack).send().await {
-            Ok(answer) => Ok(answer.stacks().first().map(|s| {
-                (
-                    s.stack_status()
-                        .map(|x| x.as_str().to_string())
-                        .unwrap_or_default(),
-                    s.stack_status_reason().map(str::to_string),
-                )
+            Ok(answer) => Ok(answer.stacks().first().map(|s| Described {
+                stack_id: s.stack_id().unwrap_or_default().to_string(),
+                status: s
+                    .stack_status()
+                    .map(|x| x.as_str().to_string())
+                    .unwrap_or_default(),
+                status_reason: s.stack_status_reason().map(str::to_string),
+                parent_id: s.parent_id().map(str::to_string),
+                tags: s
+                    .tags()
+                    .iter()
+                    .map(|t| {
+                        (
+                            t.key().unwrap_or_default().to_string(),
+                            t.value().unwrap_or_default().to_string(),
+                        )
+                    })
+                    .collect(),
+                parameters: s
+                    .parameters()
+                    .iter()
+                    .filter_map(|p| p.parameter_key().map(str::to_string))
+                    .collect(),
             })),
             Err(err) => {
                 let text = aws_sdk_cloudformation::error::DisplayErrorContext(&err).to_string();
@@ -90,17 +128,22 @@ impl CloudFormation {
 
     /// The resources of a settled stack.
     pub async fn resources(&self, stack: &str) -> anyhow::Result<Vec<StackResource>> {
-        match self.status(stack).await? {
+        match self.describe(stack).await? {
             None => anyhow::bail!(
                 "there is no CloudFormation stack {stack} in {}; name the stack to migrate with --migrate-from-cloudformation NAME",
                 self.region
             ),
-            Some((status, _)) if !SETTLED.contains(&status.as_str()) => anyhow::bail!(
-                "CloudFormation stack {stack} is {status}; migrate it once it is one of {}",
+            Some(described) if !described.settled() => anyhow::bail!(
+                "CloudFormation stack {stack} is {}; migrate it once it is one of {}",
+                described.status,
                 SETTLED.join(", ")
             ),
-            Some(_) => {}
+            Some(_) => self.stack_resources(stack).await,
         }
+    }
+
+    /// What `DescribeStackResources` lists of the stack, whatever its status.
+    pub(crate) async fn stack_resources(&self, stack: &str) -> anyhow::Result<Vec<StackResource>> {
         let answer = self
             .client
             .describe_stack_resources()
@@ -215,7 +258,7 @@ impl CloudFormation {
             }
             let body = serde_json::to_vec(&child_template).expect("a template serialises");
             let url = self
-                .upload(bucket, stack, &logical_id, body, uploads)
+                .upload(bucket, stack, &format!("{logical_id}.json"), body, uploads)
                 .await?;
             template["Resources"][&logical_id]["Properties"]["TemplateURL"] = Value::String(url);
             changed = true;
@@ -223,7 +266,8 @@ impl CloudFormation {
         Ok((template, changed))
     }
 
-    /// Puts a transient template into the state bucket; answers its URL.
+    /// Puts a transient template into the state bucket under `name` (with its extension);
+    /// answers its URL.
     pub(crate) async fn upload(
         &self,
         bucket: &StateBackend,
@@ -233,13 +277,14 @@ impl CloudFormation {
         uploads: &mut Vec<String>,
     ) -> anyhow::Result<String> {
         let millis = chrono::Utc::now().timestamp_millis();
-        let key = format!("cdkd-migrate-tmp/{stack}/{millis}-{name}.json");
+        let key = format!("cdkd-migrate-tmp/{stack}/{millis}-{name}");
         bucket.put_json(&key, body).await?;
         uploads.push(key.clone());
         Ok(format!(
-            "https://{}.s3.{}.amazonaws.com/{key}",
+            "https://{}.s3.{}.{}/{key}",
             bucket.bucket(),
-            self.region
+            self.region,
+            crate::aws_env::url_suffix(&self.region)
         ))
     }
 
@@ -271,7 +316,13 @@ impl CloudFormation {
         let mut uploads = Vec::new();
         if body.len() > INLINE_LIMIT {
             let url = self
-                .upload(bucket, stack, "template", body.into_bytes(), &mut uploads)
+                .upload(
+                    bucket,
+                    stack,
+                    "template.json",
+                    body.into_bytes(),
+                    &mut uploads,
+                )
                 .await?;
             update = update.template_url(url);
         } else {
@@ -300,7 +351,11 @@ impl CloudFormation {
         let started = Instant::now();
         let mut delay = Duration::from_millis(100);
         loop {
-            match self.status(stack).await? {
+            match self
+                .describe(stack)
+                .await?
+                .map(|d| (d.status, d.status_reason))
+            {
                 None if done == "DELETE_COMPLETE" => return Ok(()),
                 Some((status, _)) if status == done => return Ok(()),
                 Some((status, reason))
@@ -349,7 +404,7 @@ pub(crate) async fn purge_upload(bucket: &StateBackend, key: &str) {
 }
 
 /// The logical ids of a template's nested stacks.
-fn nested_stacks(template: &Value) -> Vec<String> {
+pub(crate) fn nested_stacks(template: &Value) -> Vec<String> {
     template
         .get("Resources")
         .and_then(Value::as_object)

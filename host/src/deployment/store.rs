@@ -40,6 +40,13 @@ pub trait RecordStore: Send + Sync {
 
     /// Deletes the journal and every earlier version of it (it holds attempted properties).
     async fn remove_journal(&self, stack: &str, region: &str) -> Result<(), StateError>;
+
+    /// Forgets a stack whose resources now belong to someone else (`cdkd state orphan`, an
+    /// export): its record and its journal go, the resources stay.
+    async fn forget(&self, stack: &str, region: &str) -> Result<(), StateError> {
+        self.delete(stack, region).await?;
+        self.remove_journal(stack, region).await
+    }
 }
 
 #[async_trait]

@@ -107,11 +107,11 @@ impl ProviderSource for LiveProviders<'_> {
         region: &str,
         name: &str,
     ) -> anyhow::Result<Option<String>> {
-        let status = crate::deployment::migrate::CloudFormation::new(self.aws, region)
-            .status(name)
+        let described = crate::deployment::migrate::CloudFormation::new(self.aws, region)
+            .describe(name)
             .await?;
-        Ok(status
-            .map(|(status, _)| status)
+        Ok(described
+            .map(|d| d.status)
             .filter(|status| status != "DELETE_COMPLETE"))
     }
 }

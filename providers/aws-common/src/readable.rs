@@ -103,8 +103,8 @@ impl<T: Readable> ResourceProvider for Reads<T> {
             physical_id: request.physical_id,
             properties: request.properties,
         };
-        // Both at once, one round trip: the attributes of a resource that turns out not to
-        // exist are dropped unread.
+        // Both asked at once (two requests, one round trip's wait); when the resource turns
+        // out not to exist, that wins over whatever the attribute read answered.
         let (found, attributes) = tokio::join!(
             self.0.read(ctx, &what, &read),
             self.0.attributes(ctx, &what, &read.physical_id)

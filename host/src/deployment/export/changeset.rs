@@ -11,7 +11,7 @@ use aws_sdk_cloudformation::types::{
 };
 use serde_json::{Map, Value};
 
-use crate::deployment::migrate::{failed, purge_upload, CloudFormation, INLINE_LIMIT};
+use crate::deployment::migrate::{failed, purge_upload, CloudFormation, Described, INLINE_LIMIT};
 use crate::state::backend::StateBackend;
 
 /// A template as sent: its text, in the source's format.
@@ -264,19 +264,16 @@ impl CloudFormation {
     /// does not find a stack in the way. One that holds any is left alone: deleting it could
     /// delete a resource.
     async fn remove_empty_review_stack(&self, stack: &str) {
-        let Ok(Some((status, _))) = self.status(stack).await else {
+        let Ok(Some(Described { status, .. })) = self.describe(stack).await else {
             return;
         };
         if status != "REVIEW_IN_PROGRESS" && status != "IMPORT_ROLLBACK_COMPLETE" {
             return;
         }
         let empty = self
-            .client
-            .describe_stack_resources()
-            .stack_name(stack)
-            .send()
+            .stack_resources(stack)
             .await
-            .is_ok_and(|answer| answer.stack_resources().is_empty());
+            .is_ok_and(|resources| resources.is_empty());
         if empty {
             let _ = self.client.delete_stack().stack_name(stack).send().await;
             let _ = self.wait(stack, "DELETE_COMPLETE").await;

@@ -12,14 +12,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::changeset::{Body, Outcome, ToImport};
+use super::destination::{Destination, Destinations};
 use super::nesting::{point_children, Nest};
 use super::plan::ExportPlan;
 use super::template;
 use super::tree::TreeStack;
-use crate::deployment::migrate::{purge_upload, CloudFormation};
+use crate::deployment::migrate::{purge_upload, CloudFormation, INLINE_LIMIT};
+use crate::deployment::store::RecordStore as _;
 use crate::provisioning::operations::ProviderSource;
+use crate::provisioning::preflight::NESTED_STACK;
 use crate::provisioning::providers::LiveProviders;
-use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
 use crate::state::store::StateStore;
 use crate::synthesis::template_file::TemplateFormat;
 
@@ -50,7 +52,7 @@ pub fn templates(
     template: &Value,
     plan: &ExportPlan,
     imported: &BTreeSet<String>,
-) -> anyhow::Result<Templates> {
+) -> Result<Templates, String> {
     let mut full = template.clone();
     let mut unrepresentable = Vec::new();
     for import in &plan.imports {
@@ -64,14 +66,17 @@ pub fn templates(
         }
     }
     if !unrepresentable.is_empty() {
-        anyhow::bail!("cdkd export: nothing was changed; the template's identifier properties cannot be matched:\n  {}", unrepresentable.join("\n  "));
+        return Err(format!(
+            "the template's identifier properties cannot be matched: {}",
+            unrepresentable.join("; ")
+        ));
     }
     let phase_one = template::phase_one(&full, imported).map_err(|reads| {
         let pairs: Vec<String> = reads
             .iter()
             .map(|(reader, read)| format!("{reader} reads {read}"))
             .collect();
-        anyhow::anyhow!("cdkd export: nothing was changed; these resources read a resource CloudFormation only creates in phase 2, so they cannot be imported first: {}. Remove the reference, or keep the stack on cdkd", pairs.join(", "))
+        format!("these resources read a resource CloudFormation only creates in phase 2, so they cannot be imported first: {}. Remove the reference, or keep the stack on cdkd", pairs.join(", "))
     })?;
     Ok(Templates { full, phase_one })
 }
@@ -102,15 +107,52 @@ impl Phases {
             nesting,
         }
     }
+
+    /// What stops `stack`'s phase-1 templates, checked before anything is written: phase 1A's
+    /// and, for a parent, phase 1B's (its own resources, children and their readers).
+    pub fn problems(&self, stack: &TreeStack) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut imported = self.own.clone();
+        let mut sets = vec![imported.clone()];
+        if !self.nesting.is_empty() {
+            imported.extend(self.nesting.iter().cloned());
+            sets.push(imported);
+        }
+        for set in sets {
+            if let Err(problem) = templates(&stack.file.body, &stack.plan, &set) {
+                if !problems.contains(&problem) {
+                    problems.push(problem);
+                }
+            }
+        }
+        problems
+    }
 }
 
 impl Handover<'_> {
-    /// Hands `root` and every stack under it over, leaf first, then deletes their records.
-    /// On a failure, the error names the stacks already in CloudFormation and those not.
-    pub async fn run(&self, root: &TreeStack) -> anyhow::Result<()> {
+    /// Hands `root` and every stack under it over, leaf first, to the `destinations` read
+    /// while planning, then deletes their records. On a failure, the error names the stacks
+    /// already in CloudFormation and those not.
+    pub async fn run(&self, root: &TreeStack, destinations: &Destinations) -> anyhow::Result<()> {
         let order = root.leaf_first();
+        let finish = if order.len() == 1 {
+            format!(
+                "`cdkd state orphan {}` so cdkd forgets the stack",
+                root.name
+            )
+        } else {
+            format!(
+                "`cdkd export {}` again to hand over the rest (what CloudFormation holds is taken up, nothing is imported twice)",
+                root.name
+            )
+        };
         for (done, stack) in order.iter().enumerate() {
-            if let Err(err) = self.stack(stack).await {
+            let destination = destinations
+                .by_stack
+                .get(&stack.name)
+                .cloned()
+                .unwrap_or_default();
+            if let Err(err) = self.stack(stack, destination, &finish).await {
                 if order.len() == 1 {
                     return Err(err);
                 }
@@ -129,16 +171,39 @@ impl Handover<'_> {
                 );
             }
         }
-        for stack in root.all() {
-            forget(self.store, &stack.name, self.region).await?;
+        // Root first: once its record is gone, `cdkd deploy` of it finds the CloudFormation
+        // stack and refuses; a child's record left behind is reached only through the root.
+        // Removed the other way round, a stopped run would leave a root record whose deploy
+        // creates the forgotten children again.
+        let all = root.all();
+        for (done, stack) in all.iter().enumerate() {
+            if let Err(err) = self.store.backend.forget(&stack.name, self.region).await {
+                let left: Vec<String> = all[done..]
+                    .iter()
+                    .map(|s| format!("`cdkd state orphan {}`", s.name))
+                    .collect();
+                anyhow::bail!(
+                    "every stack is in CloudFormation, but deleting cdkd's record of {} failed: {err}\nFinish with {}",
+                    stack.name,
+                    left.join(", ")
+                );
+            }
         }
         Ok(())
     }
 
     /// One stack: its phases, skipping what its CloudFormation stack already holds.
-    async fn stack(&self, stack: &TreeStack) -> anyhow::Result<()> {
+    async fn stack(
+        &self,
+        stack: &TreeStack,
+        destination: Destination,
+        finish: &str,
+    ) -> anyhow::Result<()> {
         let cfn = &stack.cfn_name;
-        let existing = self.cloudformation.describe(cfn).await?;
+        let Destination {
+            described: existing,
+            held,
+        } = destination;
         if existing.as_ref().is_some_and(|d| d.parent_id.is_some()) {
             println!(
                 "{} is CloudFormation stack {cfn}, already nested in its parent.",
@@ -146,10 +211,6 @@ impl Handover<'_> {
             );
             return Ok(());
         }
-        let held = match &existing {
-            Some(_) => self.cloudformation.held(cfn).await?,
-            None => BTreeSet::new(),
-        };
         let phases = Phases::of(stack);
         let format = stack.file.format;
         let extension = match format {
@@ -181,7 +242,7 @@ impl Handover<'_> {
                 if ids.contains(logical_id) && !held.contains(logical_id) {
                     out.push(ToImport {
                         logical_id: logical_id.clone(),
-                        resource_type: crate::provisioning::preflight::NESTED_STACK.into(),
+                        resource_type: NESTED_STACK.into(),
                         identifier: serde_json::Map::from_iter([(
                             "StackId".to_string(),
                             Value::String(nest.stack_id.clone()),
@@ -192,11 +253,13 @@ impl Handover<'_> {
             out
         };
         let bucket = &self.store.backend;
+        // Checked with the plan (`Phases::problems`): a failure here is a bug, not input.
+        let unexpected = |problem: String| anyhow::anyhow!("{}: {problem}", stack.name);
 
         // Phase 1A: the stack's own resources (all of them when it has no nested stack).
         let mut imported: BTreeSet<String> = held.clone();
         imported.extend(phases.own.iter().cloned());
-        let templates = templates(&stack.file.body, &stack.plan, &imported)?;
+        let templates = templates(&stack.file.body, &stack.plan, &imported).map_err(unexpected)?;
         let own = to_import(&phases.own, &BTreeMap::new());
         if !own.is_empty() || (existing.is_none() && phases.nesting.is_empty()) {
             let count = own.len();
@@ -215,20 +278,27 @@ impl Handover<'_> {
 
         // Phase 1B: the nested stacks, as they are in CloudFormation now, and their readers.
         let mut uploads = Vec::new();
+        let mut keep_uploads = false;
         let result = async {
             let nests = self.nests(stack, &mut uploads).await?;
             let nesting = to_import(&phases.nesting, &nests);
             if !nesting.is_empty() {
                 imported.extend(phases.nesting.iter().cloned());
-                let mut template = template::phase_one(&templates.full, &imported)
-                    .map_err(|reads| anyhow::anyhow!("resources read what phase 2 creates: {reads:?}"))?;
+                let mut template =
+                    template::phase_one(&templates.full, &imported).map_err(|reads| {
+                        unexpected(format!("resources read what phase 2 creates: {reads:?}"))
+                    })?;
                 point_children(&mut template, &nests, true);
-                let count = nesting.len();
+                let children = nesting
+                    .iter()
+                    .filter(|n| n.resource_type == NESTED_STACK)
+                    .count();
+                let readers = nesting.len() - children;
                 self.cloudformation
                     .import(cfn, &body(&template), &stack.parameters, &nesting, bucket)
                     .await
                     .map_err(|err| anyhow::anyhow!("phase 1 (IMPORT of the nested stacks) failed; CloudFormation stack {cfn} keeps what it held and cdkd's state of {} is unchanged: {err:#}", stack.name))?;
-                println!("Phase 1: CloudFormation stack {cfn} nested {} stack(s) and imported {} resource(s) reading them.", nests.len(), count - nests.len());
+                println!("Phase 1: CloudFormation stack {cfn} nested {children} stack(s) and imported {readers} resource(s) reading them.");
             }
 
             // Phase 2: the whole template.
@@ -237,9 +307,10 @@ impl Handover<'_> {
             delete_recreated(self.live, self.region, &stack.plan, &held).await?;
             let mut full = templates.full.clone();
             point_children(&mut full, &nests, false);
+            let full = body(&full);
             match self
                 .cloudformation
-                .update_to(cfn, &body(&full), &stack.parameters, bucket)
+                .update_to(cfn, &full, &stack.parameters, bucket)
                 .await
             {
                 Ok(Outcome::Done) => {
@@ -248,24 +319,64 @@ impl Handover<'_> {
                 }
                 Ok(Outcome::NoChanges) => Ok(()),
                 Err(err) => {
-                    let saved = std::env::current_dir()
-                        .unwrap_or_default()
-                        .join(format!("{cfn}.export-phase2.{extension}"));
-                    let _ = std::fs::write(&saved, body(&full).text);
+                    // The saved template's nested stacks point at the uploads: they stay.
+                    keep_uploads = true;
+                    let by_hand = self.finish_by_hand(stack, &full, &uploads);
                     anyhow::bail!(
-                        "phase 2 (UPDATE) failed after CloudFormation stack {cfn} imported the resources: {err:#}\ncdkd's state of {} is kept. To finish by hand: `aws cloudformation create-change-set --stack-name {cfn} --change-set-type UPDATE --change-set-name finish --template-body file://{} --capabilities CAPABILITY_IAM CAPABILITY_NAMED_IAM CAPABILITY_AUTO_EXPAND`, execute it, then `cdkd state orphan {}` so cdkd forgets the stack. Or fix the cause and run the same `cdkd export` again: it takes the stack up where it stopped",
+                        "phase 2 (UPDATE) failed after CloudFormation stack {cfn} imported the resources: {err:#}\ncdkd's state of {} is kept. Fix the cause and run the same `cdkd export` again: it takes the stack up where it stopped. Or finish by hand: {by_hand}, execute that change set, then run {finish}",
                         stack.name,
-                        saved.display(),
-                        stack.name
                     );
                 }
             }
         }
         .await;
-        for key in &uploads {
-            purge_upload(bucket, key).await;
+        if !keep_uploads {
+            for key in &uploads {
+                purge_upload(bucket, key).await;
+            }
         }
         result
+    }
+
+    /// The manual end of a failed phase 2: the template (and its parameters, as phase 1 left
+    /// them) written beside the user, and the change set to create from them.
+    fn finish_by_hand(&self, stack: &TreeStack, full: &Body, uploads: &[String]) -> String {
+        let cfn = &stack.cfn_name;
+        let folder = std::env::current_dir().unwrap_or_default();
+        let saved = folder.join(format!("{cfn}.export-phase2.{}", full.extension));
+        let _ = std::fs::write(&saved, &full.text);
+        let source = if full.text.len() <= INLINE_LIMIT {
+            format!("--template-body file://{}", saved.display())
+        } else {
+            format!("--template-url <its URL> (it is over CloudFormation's {INLINE_LIMIT}-byte inline limit: upload {} to an S3 bucket first)", saved.display())
+        };
+        // Phase 1 passed every parameter: the previous values are the ones to keep, and no
+        // secret is written out.
+        let parameters: Vec<String> = stack
+            .parameters
+            .keys()
+            .map(|key| format!("ParameterKey={key},UsePreviousValue=true"))
+            .collect();
+        let parameters = if parameters.is_empty() {
+            String::new()
+        } else {
+            format!(" --parameters {}", parameters.join(" "))
+        };
+        let kept = if uploads.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (its nested stacks' templates stay in the state bucket for it, at {}; delete them afterwards)",
+                (uploads.iter())
+                    .map(|key| format!("s3://{}/{key}", self.store.backend.bucket()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        format!(
+            "`aws cloudformation create-change-set --region {} --stack-name {cfn} --change-set-type UPDATE --change-set-name cdkd-export-finish {source}{parameters} --capabilities CAPABILITY_IAM CAPABILITY_NAMED_IAM CAPABILITY_AUTO_EXPAND`{kept}",
+            self.region
+        )
     }
 
     /// For each nested stack of `stack`, already in CloudFormation: out of `IMPORT_COMPLETE`,
@@ -295,7 +406,7 @@ impl Handover<'_> {
                 .upload(
                     &self.store.backend,
                     &stack.cfn_name,
-                    &format!("nested-{logical_id}"),
+                    &format!("nested-{logical_id}.json"),
                     body.into_bytes(),
                     uploads,
                 )
@@ -374,22 +485,6 @@ async fn delete_recreated(
     Ok(())
 }
 
-/// Deletes the stack's record and journal, as `cdkd state orphan` does.
-async fn forget(store: &StateStore, stack: &str, region: &str) -> anyhow::Result<()> {
-    store.backend.delete(stack, region).await?;
-    let journal = store.backend.keys().journal(stack, region);
-    store.backend.delete_object(&journal).await?;
-    purge_and_report(
-        store.backend.client(),
-        store.backend.bucket(),
-        &journal,
-        PurgedObject::RollbackJournal,
-        PurgeLogLevel::Warn,
-    )
-    .await;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -424,6 +519,7 @@ mod tests {
             BTreeSet::from(["Child".to_string(), "Logs".to_string()])
         );
         let t = templates(&stack.file.body, &stack.plan, &phases.own).unwrap();
+        assert!(phases.problems(&stack).is_empty());
         assert_eq!(
             t.phase_one["Resources"]
                 .as_object()
@@ -432,5 +528,34 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["Data"]
         );
+    }
+
+    #[test]
+    fn a_reader_of_a_child_and_of_a_phase_two_resource_is_refused_before_anything_is_written() {
+        let template = json!({"Resources": {
+            "Child": {"Type": "AWS::CloudFormation::Stack"},
+            "Made": {"Type": "Custom::Thing"},
+            "Logs": {"Type": "AWS::Logs::LogGroup", "Properties": {"LogGroupName": {"Fn::Join": ["", [
+                {"Fn::GetAtt": ["Child", "Outputs.Name"]}, {"Ref": "Made"}]]}}}
+        }});
+        let stack = TreeStack::for_test(
+            template,
+            ExportPlan {
+                imports: vec![Import {
+                    logical_id: "Logs".into(),
+                    resource_type: "AWS::Logs::LogGroup".into(),
+                    physical_id: "logs".into(),
+                    identifier: serde_json::Map::new(),
+                }],
+                nested: vec!["Child".into()],
+                created: vec![("Made".into(), "Custom::Thing".into(), "custom".into())],
+                ..ExportPlan::default()
+            },
+        );
+        let phases = Phases::of(&stack);
+        assert!(phases.own.is_empty(), "Logs reads the child");
+        let problems = phases.problems(&stack);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("Logs reads Made"), "{problems:?}");
     }
 }

@@ -7,6 +7,7 @@
 //! nested into their parents ([`nesting`], [`handover`]).
 
 pub mod changeset;
+pub mod destination;
 pub mod handover;
 pub mod identifiers;
 pub mod nesting;

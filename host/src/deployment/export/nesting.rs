@@ -1,103 +1,17 @@
-//! The CloudFormation side of nesting exported stacks: what a destination stack already
-//! holds (an earlier, interrupted export is picked up where it stopped), the tag flip that
-//! takes a child out of `IMPORT_COMPLETE` (which AWS refuses to nest), and what the parent's
-//! IMPORT needs of each child: its stack id, tags and current template.
+//! The CloudFormation side of nesting exported stacks: the tag flip that takes a child out of
+//! `IMPORT_COMPLETE` (which AWS refuses to nest), and what the parent's IMPORT needs of each
+//! child: its stack id, tags and current template.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use aws_sdk_cloudformation::types::{Capability, Parameter, Tag, TemplateStage};
 
-use crate::deployment::migrate::{failed, CloudFormation};
+use crate::deployment::migrate::{failed, CloudFormation, Described};
 
 /// The tag the flip adds; the parent's IMPORT forwards it, and phase 2 drops it again.
 pub const FLIP_TAG: &str = "cdkd:nested-export-flip";
 
-/// A destination stack as CloudFormation describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Described {
-    /// Its ARN.
-    pub stack_id: String,
-    /// Its status.
-    pub status: String,
-    /// The stack it is nested in, if any.
-    pub parent_id: Option<String>,
-    /// Its tags, in CloudFormation's order.
-    pub tags: Vec<(String, String)>,
-    /// Its parameter keys.
-    pub parameters: Vec<String>,
-}
-
-/// Statuses in which an earlier export's stack can be taken up again.
-const RESUMABLE: &[&str] = &[
-    "CREATE_COMPLETE",
-    "UPDATE_COMPLETE",
-    "IMPORT_COMPLETE",
-    "UPDATE_ROLLBACK_COMPLETE",
-    "IMPORT_ROLLBACK_COMPLETE",
-];
-
-impl Described {
-    /// Whether an export can go on from this stack's state.
-    pub fn resumable(&self) -> bool {
-        RESUMABLE.contains(&self.status.as_str())
-    }
-}
-
 impl CloudFormation {
-    /// The stack, `None` when there is none of that name.
-    pub async fn describe(&self, stack: &str) -> anyhow::Result<Option<Described>> {
-        match self.client.describe_stacks().stack_name(stack).send().await {
-            Ok(answer) => Ok(answer.stacks().first().map(|s| Described {
-                stack_id: s.stack_id().unwrap_or_default().to_string(),
-                status: s
-                    .stack_status()
-                    .map(|x| x.as_str().to_string())
-                    .unwrap_or_default(),
-                parent_id: s.parent_id().map(str::to_string),
-                tags: s
-                    .tags()
-                    .iter()
-                    .map(|t| {
-                        (
-                            t.key().unwrap_or_default().to_string(),
-                            t.value().unwrap_or_default().to_string(),
-                        )
-                    })
-                    .collect(),
-                parameters: s
-                    .parameters()
-                    .iter()
-                    .filter_map(|p| p.parameter_key().map(str::to_string))
-                    .collect(),
-            })),
-            Err(err) => {
-                let text = aws_sdk_cloudformation::error::DisplayErrorContext(&err).to_string();
-                if text.contains("does not exist") {
-                    Ok(None)
-                } else {
-                    Err(failed(&format!("DescribeStacks {stack}"), text))
-                }
-            }
-        }
-    }
-
-    /// The logical ids the stack holds.
-    pub async fn held(&self, stack: &str) -> anyhow::Result<BTreeSet<String>> {
-        let answer = self
-            .client
-            .describe_stack_resources()
-            .stack_name(stack)
-            .send()
-            .await
-            .map_err(|err| failed(&format!("DescribeStackResources {stack}"), err))?;
-        Ok(answer
-            .stack_resources()
-            .iter()
-            .filter_map(|r| r.logical_resource_id().filter(|id| !id.is_empty()))
-            .map(str::to_string)
-            .collect())
-    }
-
     /// Takes `stack` out of `IMPORT_COMPLETE` with a tags-only update (AWS nests no stack in
     /// that status); answers the stack as it is afterwards.
     pub async fn flip(&self, stack: &str, described: &Described) -> anyhow::Result<Described> {
@@ -259,21 +173,5 @@ mod tests {
             json!({"P": {"Ref": "Q"}})
         );
         assert_eq!(importing["Resources"]["Q"], template["Resources"]["Q"]);
-    }
-
-    #[test]
-    fn only_settled_stacks_are_taken_up_again() {
-        let mut described = Described {
-            stack_id: "id".into(),
-            status: "UPDATE_ROLLBACK_COMPLETE".into(),
-            parent_id: None,
-            tags: Vec::new(),
-            parameters: Vec::new(),
-        };
-        assert!(described.resumable());
-        described.status = "UPDATE_IN_PROGRESS".into();
-        assert!(!described.resumable());
-        described.status = "ROLLBACK_COMPLETE".into();
-        assert!(!described.resumable());
     }
 }

@@ -27,6 +27,9 @@ pub struct PlanOptions {
     pub no_recreate_import_unsupported: bool,
     /// Submit types the registry says CloudFormation cannot import.
     pub skip_import_support_preflight: bool,
+    /// The schemas are only those cached (a dry run asks CloudFormation nothing): a type
+    /// with none is left unchecked, not refused.
+    pub cached_schemas_only: bool,
 }
 
 /// One resource CloudFormation imports.
@@ -150,6 +153,7 @@ pub fn plan(
     nested: &BTreeMap<String, Option<String>>,
 ) -> ExportPlan {
     let mut plan = ExportPlan::default();
+    let mut unchecked = Vec::new();
     let resources = template
         .get("Resources")
         .and_then(Value::as_object)
@@ -240,7 +244,11 @@ pub fn plan(
             .filter(|names| !names.is_empty())
             .or_else(|| identifiers::fallback(resource_type));
         let Some(names) = names else {
-            block(&mut plan, logical_id, resource_type, "its CloudFormation identifier is unknown: the registry did not describe the type and it is not in cdkd's table".into());
+            if options.cached_schemas_only {
+                unchecked.push(format!("{logical_id} ({resource_type})"));
+            } else {
+                block(&mut plan, logical_id, resource_type, "its CloudFormation identifier is unknown: the registry did not describe the type and it is not in cdkd's table".into());
+            }
             continue;
         };
         match identifiers::identifier(row, &names) {
@@ -257,6 +265,12 @@ pub fn plan(
             }
             Err(err) => block(&mut plan, logical_id, resource_type, err.to_string()),
         }
+    }
+    if !unchecked.is_empty() {
+        plan.warnings.push(format!(
+            "not checked: {}. A dry run reads only cached registry schemas and none is cached for these types; the real run reads them from CloudFormation and may refuse them",
+            unchecked.join(", ")
+        ));
     }
     for (logical_id, row) in &state.resources {
         if !resources.contains_key(logical_id) {
@@ -435,6 +449,35 @@ mod tests {
             plan.warnings[0].contains("cdkd state refresh-observed S"),
             "{:?}",
             plan.warnings
+        );
+    }
+
+    #[test]
+    fn a_dry_run_leaves_a_type_without_a_cached_schema_unchecked() {
+        let template = json!({"Resources": {"Widget": {"Type": "Acme::Unknown::Widget"}}});
+        let state = state(json!({
+            "Widget": {"physicalId": "w-1", "resourceType": "Acme::Unknown::Widget", "properties": {}, "observedProperties": {}}
+        }));
+        let run = |cached_schemas_only| {
+            plan(
+                &template,
+                &state,
+                &BTreeMap::new(),
+                &PlanOptions {
+                    cached_schemas_only,
+                    ..PlanOptions::default()
+                },
+                &BTreeMap::new(),
+            )
+        };
+        let real = run(false);
+        assert!(real.refusal("S").contains("identifier is unknown"));
+        let dry = run(true);
+        assert!(!dry.refused(), "{}", dry.refusal("S"));
+        assert!(
+            dry.warnings[0].contains("not checked: Widget (Acme::Unknown::Widget)"),
+            "{:?}",
+            dry.warnings
         );
     }
 }

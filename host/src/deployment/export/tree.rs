@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::plan::{plan, ExportPlan, PlanOptions};
 use super::template;
-use crate::provisioning::preflight::NESTED_STACK;
+use crate::deployment::migrate::nested_stacks;
 use crate::provisioning::type_schemas::RegistrySchema;
 use crate::state::keys::child_stack_name;
 use crate::state::schema::StackState;
@@ -78,20 +78,7 @@ impl Loader<'_> {
             nested_problems: BTreeMap::new(),
             problems: Vec::new(),
         };
-        let nested: Vec<(String, Value)> = stack
-            .file
-            .body
-            .get("Resources")
-            .and_then(Value::as_object)
-            .map(|resources| {
-                resources
-                    .iter()
-                    .filter(|(_, r)| r.get("Type").and_then(Value::as_str) == Some(NESTED_STACK))
-                    .map(|(id, r)| (id.clone(), r.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        for (logical_id, resource) in nested {
+        for logical_id in nested_stacks(&stack.file.body) {
             if !stack.state.resources.contains_key(&logical_id) {
                 continue; // the plan refuses it as missing from state
             }
@@ -100,10 +87,11 @@ impl Loader<'_> {
                 stack.nested_problems.insert(logical_id, format!("cdkd's state has no record {child} for this nested stack (an orphan row); run `cdkd deploy {}` so the nested stack is recorded, then export again", stack.name));
                 continue;
             };
-            let path = resource
+            let path = stack.file.body["Resources"][&logical_id]
                 .get("Metadata")
                 .and_then(|m| m.get("aws:asset:path"))
-                .and_then(Value::as_str);
+                .and_then(Value::as_str)
+                .map(str::to_string);
             let file = match path {
                 Some(path) => read_json(&self.folder.join(path)).map_err(|err| format!("its template: {err}")),
                 None => Err("its template is not in the cloud assembly (the resource has no aws:asset:path metadata)".to_string()),
@@ -181,15 +169,22 @@ impl TreeStack {
             .collect()
     }
 
-    /// Plans every stack; `parameters` are the top stack's values.
+    /// Plans every stack of `region`; `parameters` are the top stack's values.
     pub fn plan(
         &mut self,
+        region: &str,
         parameters: BTreeMap<String, String>,
         schemas: &BTreeMap<String, RegistrySchema>,
         options: &PlanOptions,
     ) {
         self.parameters = parameters;
+        let root = self.name.clone();
+        let mut destinations: BTreeMap<String, Vec<String>> = BTreeMap::new();
         self.for_each_mut(&mut |stack| {
+            destinations
+                .entry(stack.cfn_name.clone())
+                .or_default()
+                .push(stack.name.clone());
             let mut nested: BTreeMap<String, Option<String>> = stack
                 .nested_problems
                 .iter()
@@ -206,7 +201,7 @@ impl TreeStack {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '-')
             {
-                stack.problems.push(format!("{:?} is not a valid CloudFormation stack name (letters, digits and hyphens, starting with a letter, at most {MAX_STACK_NAME} characters); name it with --cfn-child-stack-name '{}=<name>'", stack.cfn_name, stack.name));
+                stack.problems.push(format!("{:?} is not a valid CloudFormation stack name (letters, digits and hyphens, starting with a letter, at most {MAX_STACK_NAME} characters); {}", stack.cfn_name, rename(&stack.name, &root)));
             }
             let values = stack.parameters.clone();
             let warnings = &mut stack.plan.warnings;
@@ -224,13 +219,13 @@ impl TreeStack {
                     .unwrap_or_default();
                 let mut overrides = BTreeMap::new();
                 for (key, value) in &given {
-                    match resolve(value, &values, state, &stack.cfn_name) {
+                    match resolve(value, &values, state, &stack.cfn_name, region) {
                         Some(text) => {
                             overrides.insert(key.clone(), text);
                         }
                         None => warnings.push(format!(
-                            "nested stack {}: parameter {key} = {value} cannot be resolved from {}'s parameters and state; the child template's default is used",
-                            child.name, stack.name
+                            "nested stack {}: parameter {key} = {value} cannot be resolved from {}'s parameters and state; the child is imported with its template's default, and when {} passes another value in phase 2, CloudFormation updates the child to it",
+                            child.name, stack.name, stack.name
                         )),
                     }
                 }
@@ -251,6 +246,38 @@ impl TreeStack {
                         grandchildren.join(", "),
                         child.name
                     ));
+                }
+            }
+        });
+        for (cfn_name, stacks) in destinations {
+            if stacks.len() > 1 {
+                for name in &stacks {
+                    let others: Vec<&str> = (stacks.iter())
+                        .filter(|s| *s != name)
+                        .map(String::as_str)
+                        .collect();
+                    let problem = format!(
+                        "it would become CloudFormation stack {cfn_name}, as {} would; {}",
+                        others.join(" and "),
+                        rename(name, &root)
+                    );
+                    self.for_each_mut(&mut |stack| {
+                        if stack.name == *name {
+                            stack.problems.push(problem.clone());
+                        }
+                    });
+                }
+            }
+        }
+    }
+
+    /// Adds a reason that stops the export to the stack named `name` of the tree.
+    pub fn add_problem(&mut self, name: &str, problem: String) {
+        let mut problem = Some(problem);
+        self.for_each_mut(&mut |stack| {
+            if stack.name == name {
+                if let Some(problem) = problem.take() {
+                    stack.problems.push(problem);
                 }
             }
         });
@@ -291,13 +318,23 @@ impl TreeStack {
     }
 }
 
-/// A child parameter's value as CloudFormation will pass it: a literal, a `Ref` to a
-/// parameter or resource of the parent, or an attribute the parent's record holds.
+/// How to give stack `name` another CloudFormation name.
+fn rename(name: &str, root: &str) -> String {
+    if name == root {
+        "name it with --cfn-stack-name".to_string()
+    } else {
+        format!("name it with --cfn-child-stack-name '{name}=<name>'")
+    }
+}
+
+/// A child parameter's value as CloudFormation will pass it in `region`: a literal, a `Ref`
+/// to a parameter or resource of the parent, or an attribute the parent's record holds.
 fn resolve(
     value: &Value,
     parameters: &BTreeMap<String, String>,
     state: &StackState,
     cfn_name: &str,
+    region: &str,
 ) -> Option<String> {
     let recorded = |value: &Value| match value {
         Value::String(s) if s == "***" => None,
@@ -323,11 +360,10 @@ fn resolve(
                 if let Some(row) = state.resources.get(target) {
                     return Some(row.physical_id.clone());
                 }
-                let region = state.region.as_deref().unwrap_or("us-east-1");
                 return match target.as_str() {
                     "AWS::Region" => Some(region.to_string()),
                     "AWS::Partition" => Some(crate::aws_env::partition(region).to_string()),
-                    "AWS::URLSuffix" => Some("amazonaws.com".into()),
+                    "AWS::URLSuffix" => Some(crate::aws_env::url_suffix(region).to_string()),
                     "AWS::StackName" => Some(cfn_name.to_string()),
                     _ => None,
                 };
@@ -394,12 +430,17 @@ mod tests {
                      "attributes": {"Arn": "arn:aws:s3:::bucket-1", "Secret": "***"}}
         }));
         let parameters = BTreeMap::from([("Env".to_string(), "prod".to_string())]);
-        let r = |v: Value| resolve(&v, &parameters, &parent, "P-cfn");
+        let r = |v: Value| resolve(&v, &parameters, &parent, "P-cfn", "cn-north-1");
         assert_eq!(r(json!("literal")), Some("literal".into()));
         assert_eq!(r(json!(3)), Some("3".into()));
         assert_eq!(r(json!({"Ref": "Env"})), Some("prod".into()));
         assert_eq!(r(json!({"Ref": "Data"})), Some("bucket-1".into()));
-        assert_eq!(r(json!({"Ref": "AWS::Region"})), Some("eu-west-1".into()));
+        assert_eq!(r(json!({"Ref": "AWS::Region"})), Some("cn-north-1".into()));
+        assert_eq!(
+            r(json!({"Ref": "AWS::URLSuffix"})),
+            Some("amazonaws.com.cn".into())
+        );
+        assert_eq!(r(json!({"Ref": "AWS::Partition"})), Some("aws-cn".into()));
         assert_eq!(r(json!({"Ref": "AWS::StackName"})), Some("P-cfn".into()));
         assert_eq!(
             r(json!({"Fn::GetAtt": ["Data", "Arn"]})),
@@ -484,7 +525,12 @@ mod tests {
     #[test]
     fn a_tree_is_planned_root_first_and_handed_over_leaf_first() {
         let mut tree = tree();
-        tree.plan(BTreeMap::new(), &BTreeMap::new(), &PlanOptions::default());
+        tree.plan(
+            "eu-west-1",
+            BTreeMap::new(),
+            &BTreeMap::new(),
+            &PlanOptions::default(),
+        );
         let order: Vec<&str> = tree.leaf_first().iter().map(|s| s.name.as_str()).collect();
         assert_eq!(order, ["Root~Mid~Leaf", "Root~Mid", "Root"]);
         let mid = &tree.children[0].1;
@@ -521,7 +567,12 @@ mod tests {
         {
             resources.remove("Parameters");
         }
-        tree.plan(BTreeMap::new(), &BTreeMap::new(), &PlanOptions::default());
+        tree.plan(
+            "eu-west-1",
+            BTreeMap::new(),
+            &BTreeMap::new(),
+            &PlanOptions::default(),
+        );
         let refusal = tree.refusal();
         assert!(
             refusal.contains("  nested stack Root~Mid~Leaf:\n"),
@@ -533,6 +584,27 @@ mod tests {
         );
         assert!(
             refusal.contains("\"Root_Mid_Leaf\" is not a valid CloudFormation stack name"),
+            "{refusal}"
+        );
+    }
+
+    #[test]
+    fn two_stacks_bound_for_one_cloudformation_name_are_both_refused() {
+        let mut tree = tree();
+        tree.children[0].1.cfn_name = "Root".into();
+        tree.plan(
+            "eu-west-1",
+            BTreeMap::new(),
+            &BTreeMap::new(),
+            &PlanOptions::default(),
+        );
+        let refusal = tree.refusal();
+        assert!(
+            refusal.contains("  it would become CloudFormation stack Root, as Root~Mid would; name it with --cfn-stack-name"),
+            "{refusal}"
+        );
+        assert!(
+            refusal.contains("it would become CloudFormation stack Root, as Root would; name it with --cfn-child-stack-name 'Root~Mid=<name>'"),
             "{refusal}"
         );
     }
