@@ -567,6 +567,13 @@ fn a_tree_deeper_than_one_level_is_refused_naming_the_stack_with_children() {
         "{}",
         typo.stderr
     );
+    // A mistyped flag is a failure like any other: exit 1 (clap's own code would be 2).
+    let usage = world.cdkd(&["export", "TreeStack", "-a", &app, "--cfn-stack-nam", "X"]);
+    assert!(
+        failed(&usage).contains("--cfn-stack-nam"),
+        "{}",
+        usage.stderr
+    );
     // AWS nests an existing stack one level deep only: Mid, which has Leaf, cannot be nested.
     let deep = world.cdkd(&["export", "TreeStack", "-a", &app, "-y"]);
     let message = failed(&deep);

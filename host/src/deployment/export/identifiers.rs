@@ -138,7 +138,12 @@ pub fn identifier(
 ) -> Result<Map<String, Value>, IdentifierError> {
     let physical = resource.physical_id.as_str();
     let string = |s: &str| Value::String(s.to_string());
-    if let Some(attribute) = recorded_attribute(&resource.resource_type) {
+    // Cloud Control names a resource by its primary identifier, so a resource it made has
+    // CloudFormation's identifier as its physical id: only a plugin's composite id needs
+    // the recorded attribute.
+    let cloud_control = resource.provisioned_by == Some(ProvisionedBy::CcApi);
+    if let Some(attribute) = recorded_attribute(&resource.resource_type).filter(|_| !cloud_control)
+    {
         let value = resource
             .attributes
             .as_ref()
@@ -352,5 +357,48 @@ mod tests {
             identifier(&rule, &names(&["Id"])).unwrap(),
             json!({"Id": "sgr-9"}).as_object().unwrap().clone()
         );
+    }
+
+    #[test]
+    fn a_cloud_control_record_of_a_recorded_type_is_identified_by_its_physical_id() {
+        let arn = "arn:aws:s3tables:us-east-1:1:bucket/b/table/t-1";
+        let mut table = resource("AWS::S3Tables::Table", arn, json!({"TableName": "t"}));
+        table.provisioned_by = Some(ProvisionedBy::CcApi);
+        assert_eq!(
+            identifier(&table, &names(&["TableARN"])).unwrap(),
+            json!({"TableARN": arn}).as_object().unwrap().clone()
+        );
+    }
+
+    #[test]
+    fn cloud_control_sub_resources_split_into_their_parents_and_own_ids() {
+        for (resource_type, physical_id, parts, expected) in [
+            (
+                "AWS::ApiGatewayV2::Integration",
+                "api-1|int-2",
+                &["ApiId", "IntegrationId"][..],
+                json!({"ApiId": "api-1", "IntegrationId": "int-2"}),
+            ),
+            (
+                "AWS::ApiGatewayV2::Route",
+                "api-1|route-3",
+                &["ApiId", "RouteId"][..],
+                json!({"ApiId": "api-1", "RouteId": "route-3"}),
+            ),
+            (
+                "AWS::S3Tables::Namespace",
+                "arn:aws:s3tables:us-east-1:1:bucket/b|analytics",
+                &["TableBucketARN", "Namespace"][..],
+                json!({"TableBucketARN": "arn:aws:s3tables:us-east-1:1:bucket/b", "Namespace": "analytics"}),
+            ),
+        ] {
+            let mut row = resource(resource_type, physical_id, json!({}));
+            row.provisioned_by = Some(ProvisionedBy::CcApi);
+            assert_eq!(
+                identifier(&row, &names(parts)).unwrap(),
+                expected.as_object().unwrap().clone(),
+                "{resource_type}"
+            );
+        }
     }
 }

@@ -303,10 +303,11 @@ pub fn parameters(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn readers_of_a_nested_stack_are_found_through_other_readers() {
-        let template = serde_json::json!({"Resources": {
+        let template = json!({"Resources": {
             "Child": {"Type": "AWS::CloudFormation::Stack"},
             "Logs": {"Properties": {"Name": {"Fn::GetAtt": ["Child", "Outputs.Name"]}}},
             "Alarm": {"Properties": {"Group": {"Ref": "Logs"}}},
@@ -318,7 +319,24 @@ mod tests {
             BTreeSet::from(["Alarm".to_string(), "Logs".to_string()])
         );
     }
-    use serde_json::json;
+
+    #[test]
+    fn an_aws_generated_id_of_a_sub_resource_is_not_put_into_its_properties() {
+        // CloudFormation refuses IntegrationId / RouteId / a permission's Id as properties
+        // ("Encountered unsupported property"): the overlay writes only what the template has.
+        let identifier = json!({"ApiId": "api-1", "IntegrationId": "int-2"})
+            .as_object()
+            .unwrap()
+            .clone();
+        let mut integration = json!({"Type": "AWS::ApiGatewayV2::Integration",
+            "Properties": {"ApiId": {"Ref": "Api"}, "IntegrationType": "AWS_PROXY"}});
+        let before = integration.clone();
+        assert_eq!(
+            overlay("Integration", &mut integration, &identifier).unwrap(),
+            Vec::<String>::new()
+        );
+        assert_eq!(integration, before);
+    }
 
     fn ids(list: &[&str]) -> BTreeSet<String> {
         list.iter().map(ToString::to_string).collect()
