@@ -1245,6 +1245,10 @@ def _without_attributes(resource):
     return {k: v for k, v in resource.items() if k not in ("DependsOn", "DeletionPolicy", "UpdateReplacePolicy")}
 
 
+# The most resources DescribeStackResources answers (AWS's documented cap).
+DESCRIBE_STACK_RESOURCES_LIMIT = 100
+
+
 def install():
     """Patches moto's CloudFormation (call once, before the emulator serves)."""
     _utils.get_stack_from_s3_url = template_from_url
@@ -1298,12 +1302,24 @@ def install():
 
     CloudFormationBackend.execute_change_set = execute_change_set
 
+    moto_describe_stack_resources = CloudFormationBackend.describe_stack_resources
+
+    def describe_stack_resources(self, stack_name, logical_resource_id):
+        # AWS answers only a stack's first 100 resources here ("use ListStackResources
+        # instead"); moto answered every one, which hid callers that never page.
+        stack, resources = moto_describe_stack_resources(self, stack_name, logical_resource_id)
+        return stack, list(resources)[:DESCRIBE_STACK_RESOURCES_LIMIT]
+
+    CloudFormationBackend.describe_stack_resources = describe_stack_resources
+
     moto_diff = _parsing.ResourceMap.build_resource_diff
 
     def build_resource_diff(self, other_template, parameters=None):
         # A resource whose only change is a DependsOn, DeletionPolicy or UpdateReplacePolicy is
         # not updated by CloudFormation (its handler is not called); moto updated it, which for a
-        # function fetched its code again from the template's S3 location.
+        # function fetched its code again from the template's S3 location. One whose text is
+        # the same stays: moto lists it only when a value it reads (a parameter, another
+        # resource's attribute) changed, and that is a real update.
         diff = moto_diff(self, other_template, parameters)
         new = other_template["Resources"]
         diff["Modify"] = [name for name in diff["Modify"]

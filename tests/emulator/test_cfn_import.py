@@ -978,3 +978,15 @@ def test_a_resource_whose_only_change_is_depends_on_or_its_policies_is_not_updat
     touched = {(e["LogicalResourceId"], e["ResourceStatus"])
                for e in cfn.describe_stack_events(StackName="Steady")["StackEvents"]}
     assert ("Queue", "UPDATE_COMPLETE") in touched
+
+
+def test_describe_stack_resources_answers_the_first_100_and_list_stack_resources_every_one(emulator):
+    cfn = emulator.client("cloudformation")
+    template = {"Resources": {f"Topic{i}": {"Type": "AWS::SNS::Topic"} for i in range(101)}}
+    cfn.create_stack(StackName="wide", TemplateBody=json.dumps(template))
+    described = cfn.describe_stack_resources(StackName="wide")["StackResources"]
+    assert len(described) == 100
+    listed = [r["LogicalResourceId"]
+              for page in cfn.get_paginator("list_stack_resources").paginate(StackName="wide")
+              for r in page["StackResourceSummaries"]]
+    assert sorted(listed) == sorted(template["Resources"])

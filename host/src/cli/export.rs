@@ -240,7 +240,7 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
             )
         } else {
             format!(
-                "stack(s) {} read {stack}'s outputs by Fn::GetStackOutput, which names stack {stack}: exported as CloudFormation stack {cfn_stack}, their next deploy finds neither cdkd state nor a CloudFormation stack of that name and fails. Export without --cfn-stack-name, or point their reads at {cfn_stack} first",
+                "stack(s) {} read {stack}'s outputs by Fn::GetStackOutput, which names stack {stack}: exported as CloudFormation stack {cfn_stack}, their next deploy finds neither cdkd state nor a CloudFormation stack of that name and fails. Export without --cfn-stack-name, or after the export give the CDK stack stackName '{cfn_stack}' (the consumers' reads follow it) before deploying them again",
                 consumers.join(", ")
             )
         };
@@ -302,6 +302,13 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
             if locked.resources != part.state.resources {
                 anyhow::bail!("stack {}'s state changed while the export was being planned (another cdkd command ran); nothing was changed, run cdkd export again", part.name);
             }
+        }
+        // Read again for the same reason: another export may have made or changed one.
+        let locked = Destinations::read(&cloudformation, &tree, &region).await?;
+        if let Some(part) = (tree.all().into_iter())
+            .find(|p| locked.by_stack.get(&p.name) != destinations.by_stack.get(&p.name))
+        {
+            anyhow::bail!("CloudFormation stack {} (where {} goes) changed while the export was being planned (another export ran?); nothing was changed, run cdkd export again", part.cfn_name, part.name);
         }
         let nested = tree.all().len() - 1;
         let question = if nested == 0 {

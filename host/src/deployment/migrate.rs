@@ -1,5 +1,5 @@
 //! `cdkd import --migrate-from-cloudformation`: the CloudFormation side. Reading what a
-//! stack holds (its status and `DescribeStackResources`), and, once cdkd has recorded every
+//! stack holds (its status and `ListStackResources`), and, once cdkd has recorded every
 //! resource, retiring the stack without deleting anything: `DeletionPolicy: Retain` and
 //! `UpdateReplacePolicy: Retain` are put on every resource with an update, then the stack is
 //! deleted. A template over CloudFormation's inline limit goes through the state bucket and
@@ -142,19 +142,24 @@ impl CloudFormation {
         }
     }
 
-    /// What `DescribeStackResources` lists of the stack, whatever its status.
+    /// Every resource of the stack, whatever its status: `ListStackResources`, page by page
+    /// (`DescribeStackResources` answers only the first 100).
     pub(crate) async fn stack_resources(&self, stack: &str) -> anyhow::Result<Vec<StackResource>> {
-        let answer = self
+        let mut pages = self
             .client
-            .describe_stack_resources()
+            .list_stack_resources()
             .stack_name(stack)
-            .send()
-            .await
-            .map_err(|err| failed(&format!("DescribeStackResources {stack}"), err))?;
-        Ok(answer
-            .stack_resources()
-            .iter()
-            .filter_map(|r| {
+            .into_paginator()
+            .send();
+        let mut resources = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|err| {
+                failed(
+                    &format!("ListStackResources {stack}"),
+                    cdkd_aws_common::error_line(&err),
+                )
+            })?;
+            resources.extend(page.stack_resource_summaries().iter().filter_map(|r| {
                 Some(StackResource {
                     logical_id: r
                         .logical_resource_id()
@@ -165,8 +170,9 @@ impl CloudFormation {
                         .filter(|s| !s.is_empty())
                         .map(str::to_string),
                 })
-            })
-            .collect())
+            }));
+        }
+        Ok(resources)
     }
 
     /// The stack's parameter values and outputs, by name (CloudFormation reports them as

@@ -42,10 +42,11 @@ pub trait RecordStore: Send + Sync {
     async fn remove_journal(&self, stack: &str, region: &str) -> Result<(), StateError>;
 
     /// Forgets a stack whose resources now belong to someone else (`cdkd state orphan`, an
-    /// export): its record and its journal go, the resources stay.
+    /// export): its journal and then its record go, the resources stay. Journal first: a
+    /// failure part way leaves the record, so the same command can run again.
     async fn forget(&self, stack: &str, region: &str) -> Result<(), StateError> {
-        self.delete(stack, region).await?;
-        self.remove_journal(stack, region).await
+        self.remove_journal(stack, region).await?;
+        self.delete(stack, region).await
     }
 }
 

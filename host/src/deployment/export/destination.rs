@@ -5,15 +5,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::tree::TreeStack;
-use crate::deployment::migrate::{CloudFormation, Described, SETTLED};
+use crate::deployment::migrate::{CloudFormation, Described};
 
 /// A destination stack as the export found it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Destination {
     /// The stack, when one of that name exists.
     pub described: Option<Described>,
-    /// The logical ids it holds.
-    pub held: BTreeSet<String>,
+    /// The logical ids it holds, with CloudFormation's physical id of each.
+    pub held: BTreeMap<String, Option<String>>,
 }
 
 /// Every stack's destination, and what reading them found.
@@ -39,7 +39,7 @@ impl Destinations {
             let described = cloudformation.describe(&part.cfn_name).await?;
             let held = match &described {
                 Some(_) => cloudformation.held(&part.cfn_name).await?,
-                None => BTreeSet::new(),
+                None => BTreeMap::new(),
             };
             let destination = Destination { described, held };
             match verdict(part, &destination, region, &tree.name) {
@@ -54,18 +54,21 @@ impl Destinations {
 }
 
 impl CloudFormation {
-    /// The logical ids the stack holds.
-    pub async fn held(&self, stack: &str) -> anyhow::Result<BTreeSet<String>> {
+    /// The logical ids the stack holds, with their physical ids.
+    pub async fn held(&self, stack: &str) -> anyhow::Result<BTreeMap<String, Option<String>>> {
         let resources = self.stack_resources(stack).await?;
-        Ok(resources.into_iter().map(|r| r.logical_id).collect())
+        Ok(resources
+            .into_iter()
+            .map(|r| (r.logical_id, r.physical_id))
+            .collect())
     }
 }
 
 /// Whether `part` can go to `destination`: `None` when there is no stack yet, a line when an
-/// earlier export of this tree made it (settled, holding nothing but `part`'s resources) and
-/// it is taken up again, and a refusal naming what to do otherwise. A stack that holds the
-/// resources is never to be deleted (phase 1 gave them `DeletionPolicy: Delete`), so only an
-/// empty one is offered for deletion.
+/// earlier export of this tree made it (settled, holding nothing but `part`'s resources, the
+/// imported ones under their own ids) and it is taken up again, and a refusal naming what to
+/// do otherwise. A stack that holds the resources is never to be deleted with them (phase 1
+/// gave them `DeletionPolicy: Delete`), so only an empty one is offered for deletion.
 fn verdict(
     part: &TreeStack,
     destination: &Destination,
@@ -77,19 +80,12 @@ fn verdict(
     };
     let cfn = &part.cfn_name;
     let status = &described.status;
-    let plan = &part.plan;
-    let ours: BTreeSet<&str> = (plan.imports.iter().map(|i| i.logical_id.as_str()))
-        .chain(plan.looked_up.iter().map(|(id, _)| id.as_str()))
-        .chain(plan.nested.iter().map(String::as_str))
-        .chain(plan.recreated.iter().map(|r| r.logical_id.as_str()))
-        .chain(plan.created.iter().map(|c| c.0.as_str()))
-        .collect();
     let foreign: Vec<&str> = (destination.held.iter())
-        .map(String::as_str)
-        .filter(|id| !ours.contains(id))
+        .filter(|(id, physical)| !ours(part, id, physical.as_deref()))
+        .map(|(id, _)| id.as_str())
         .collect();
     let rename = if part.name == root {
-        "export under another name with --cfn-stack-name".to_string()
+        "name the export otherwise with --cfn-stack-name".to_string()
     } else {
         format!(
             "name nested stack {} otherwise with --cfn-child-stack-name '{}=<name>'",
@@ -108,42 +104,78 @@ fn verdict(
             foreign.join(", ")
         ));
     }
+    let held = destination.held.len();
     if described.settled() {
         return Ok(Some(format!(
-            "CloudFormation stack {cfn} ({status}) already holds {} of {}'s resources from an earlier `cdkd export {root}`: it is taken up where it stopped",
-            destination.held.len(),
+            "CloudFormation stack {cfn} ({status}) already holds {held} of {}'s resources from an earlier `cdkd export {root}`: it is taken up where it stopped",
             part.name
         )));
     }
-    let settle = if status.ends_with("_IN_PROGRESS") {
-        "wait until it is".to_string()
-    } else if status == "UPDATE_ROLLBACK_FAILED" {
-        format!("continue its rollback (`aws cloudformation continue-update-rollback --stack-name {cfn} --region {region}`)")
-    } else {
-        format!(
-            "bring it to one of {} in CloudFormation",
-            SETTLED.join(", ")
-        )
+    let keep: Vec<&str> = destination.held.keys().map(String::as_str).collect();
+    let settle = match status.as_str() {
+        s if s.ends_with("_IN_PROGRESS") => "wait until it is, then run cdkd export again".to_string(),
+        "UPDATE_ROLLBACK_FAILED" => format!("continue its rollback (`aws cloudformation continue-update-rollback --stack-name {cfn} --region {region}`), then run cdkd export again"),
+        // A stack in these can only be deleted: keeping every resource it holds, cdkd's
+        // record is again their only owner, and the export starts afresh.
+        _ => format!("it can only be deleted: `aws cloudformation delete-stack --stack-name {cfn} --region {region} --retain-resources {}` removes it and keeps every resource, then run cdkd export again", keep.join(" ")),
     };
     Err(format!(
-        "CloudFormation stack {cfn} holds {} of {}'s resources from an earlier `cdkd export {root}` but is {status}, not settled: {settle}, then run cdkd export again. Do not delete it: deleting it deletes those resources",
-        destination.held.len(),
+        "CloudFormation stack {cfn} holds {held} of {}'s resources from an earlier `cdkd export {root}` but is {status}, not settled: {settle}. Never delete it without --retain-resources: that deletes those resources",
         part.name
     ))
+}
+
+/// Whether `logical_id`, held by the destination under `physical`, is `part`'s: a nested
+/// stack that is the child's CloudFormation stack, a resource CloudFormation made (phase 2
+/// of an earlier run), or an import whose AWS resource it is. CloudFormation's physical id
+/// is cdkd's, an identifier value, or a `|`-joined form of them (a permission's
+/// `<function arn>|<statement id>`, a route's `<table>|<cidr>`); one it does not report
+/// cannot be compared and counts as the same.
+fn ours(part: &TreeStack, logical_id: &str, physical: Option<&str>) -> bool {
+    let plan = &part.plan;
+    if let Some((_, child)) = part.children.iter().find(|(id, _)| id == logical_id) {
+        return physical.is_none_or(|arn| arn.contains(&format!(":stack/{}/", child.cfn_name)));
+    }
+    if plan.nested.iter().any(|id| id == logical_id)
+        || plan.recreated.iter().any(|r| r.logical_id == logical_id)
+        || plan.created.iter().any(|c| c.0 == logical_id)
+    {
+        return true;
+    }
+    let Some(import) = plan.imports.iter().find(|i| i.logical_id == logical_id) else {
+        return false;
+    };
+    let Some(physical) = physical else {
+        return true;
+    };
+    let values: BTreeSet<&str> = (import.identifier.values())
+        .filter_map(|v| v.as_str())
+        .chain([import.physical_id.as_str()])
+        .collect();
+    let segments: BTreeSet<&str> = physical.split('|').collect();
+    let identifier: BTreeSet<&str> = (import.identifier.values())
+        .filter_map(|v| v.as_str())
+        .collect();
+    values.contains(physical)
+        || segments.contains(import.physical_id.as_str())
+        || (identifier.len() > 1 && segments.is_superset(&identifier))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::deployment::export::plan::{ExportPlan, Import};
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn part() -> TreeStack {
         let import = |id: &str| Import {
             logical_id: id.into(),
             resource_type: "AWS::SQS::Queue".into(),
-            physical_id: id.to_lowercase(),
-            identifier: serde_json::Map::new(),
+            physical_id: format!("https://q/{}", id.to_lowercase()),
+            identifier: serde_json::Map::from_iter([(
+                "QueueUrl".to_string(),
+                json!(format!("https://q/{}", id.to_lowercase())),
+            )]),
         };
         TreeStack::for_test(
             json!({"Resources": {}}),
@@ -164,7 +196,15 @@ mod tests {
                 tags: Vec::new(),
                 parameters: Vec::new(),
             }),
-            held: held.iter().map(|h| h.to_string()).collect(),
+            held: held
+                .iter()
+                .map(|h| {
+                    (
+                        h.to_string(),
+                        Some(format!("https://q/{}", h.to_lowercase())),
+                    )
+                })
+                .collect(),
         }
     }
 
@@ -184,7 +224,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stack_holding_the_resources_is_never_offered_for_deletion() {
+    fn a_stack_holding_the_resources_is_never_offered_for_deletion_with_them() {
         let part = part();
         for (status, advice) in [
             ("IMPORT_IN_PROGRESS", "wait until it is"),
@@ -192,13 +232,30 @@ mod tests {
                 "UPDATE_ROLLBACK_FAILED",
                 "continue-update-rollback --stack-name S",
             ),
-            ("ROLLBACK_FAILED", "bring it to one of CREATE_COMPLETE"),
         ] {
             let refusal =
                 verdict(&part, &existing(status, &["Queue"]), "eu-west-1", "S").unwrap_err();
             assert!(refusal.contains(advice), "{refusal}");
-            assert!(refusal.contains("Do not delete it"), "{refusal}");
+            assert!(
+                refusal.contains("Never delete it without --retain-resources"),
+                "{refusal}"
+            );
             assert!(!refusal.contains("delete-stack"), "{refusal}");
+        }
+        for status in ["ROLLBACK_FAILED", "DELETE_FAILED"] {
+            let refusal = verdict(
+                &part,
+                &existing(status, &["Queue", "Other"]),
+                "eu-west-1",
+                "S",
+            )
+            .unwrap_err();
+            assert!(
+                refusal.contains(
+                    "delete-stack --stack-name S --region eu-west-1 --retain-resources Other Queue"
+                ),
+                "{refusal}"
+            );
         }
         let foreign = verdict(
             &part,
@@ -210,6 +267,75 @@ mod tests {
         assert!(foreign.contains("not S's (Else)"), "{foreign}");
         assert!(foreign.contains("--cfn-stack-name"), "{foreign}");
         assert!(!foreign.contains("delete"), "{foreign}");
+    }
+
+    #[test]
+    fn a_resource_of_the_same_logical_id_but_another_physical_id_is_foreign() {
+        // A stack `cdk deploy` made of the same app holds its own queue under that id: taking
+        // it up would leave cdkd's queue imported by nobody.
+        let mut destination = existing("CREATE_COMPLETE", &["Queue"]);
+        destination
+            .held
+            .insert("Queue".into(), Some("https://q/someone-else".into()));
+        let refusal = verdict(&part(), &destination, "eu-west-1", "S").unwrap_err();
+        assert!(refusal.contains("not S's (Queue)"), "{refusal}");
+    }
+
+    #[test]
+    fn cloudformation_s_forms_of_composite_ids_are_recognised() {
+        let import = |id: &str, physical: &str, identifier: Value| Import {
+            logical_id: id.into(),
+            resource_type: "T".into(),
+            physical_id: physical.into(),
+            identifier: identifier.as_object().unwrap().clone(),
+        };
+        let part = TreeStack::for_test(
+            json!({"Resources": {}}),
+            ExportPlan {
+                imports: vec![
+                    import(
+                        "Permission",
+                        "stmt-1",
+                        json!({"FunctionName": "fn", "Id": "stmt-1"}),
+                    ),
+                    import(
+                        "Attachment",
+                        "igw-1|vpc-2",
+                        json!({"AttachmentType": "IGW", "VpcId": "vpc-2"}),
+                    ),
+                    import("Rule", "sg-1|tcp|443|443", json!({"Id": "sgr-9"})),
+                ],
+                ..ExportPlan::default()
+            },
+        );
+        assert!(ours(
+            &part,
+            "Permission",
+            Some("arn:aws:lambda:r:1:function:fn|stmt-1")
+        ));
+        assert!(ours(&part, "Attachment", Some("IGW|vpc-2")));
+        assert!(!ours(&part, "Attachment", Some("IGW|vpc-3")));
+        assert!(ours(&part, "Rule", Some("sgr-9")));
+        assert!(!ours(&part, "Rule", Some("sgr-8")));
+        assert!(!ours(&part, "Unplanned", Some("x")));
+    }
+
+    #[test]
+    fn a_nested_stack_s_refusal_names_the_child_flag() {
+        let mut child = part();
+        child.name = "Root~Child".into();
+        child.cfn_name = "Root-Child".into();
+        let refusal = verdict(
+            &child,
+            &existing("CREATE_COMPLETE", &["Else"]),
+            "eu-west-1",
+            "Root",
+        )
+        .unwrap_err();
+        assert!(
+            refusal.contains("--cfn-child-stack-name 'Root~Child=<name>'"),
+            "{refusal}"
+        );
     }
 
     #[test]

@@ -94,11 +94,10 @@ impl Phases {
     pub fn of(stack: &TreeStack) -> Phases {
         let children: BTreeSet<String> = stack.plan.nested.iter().cloned().collect();
         let readers = template::readers(&stack.file.body, &children);
-        let imports: BTreeSet<String> = stack
-            .plan
-            .imports
-            .iter()
+        // A dry run's unchecked resources are imports as far as it can tell.
+        let imports: BTreeSet<String> = (stack.plan.imports.iter())
             .map(|i| i.logical_id.clone())
+            .chain(stack.plan.unchecked.iter().cloned())
             .collect();
         let mut nesting: BTreeSet<String> = imports.intersection(&readers).cloned().collect();
         nesting.extend(children);
@@ -112,6 +111,10 @@ impl Phases {
     /// and, for a parent, phase 1B's (its own resources, children and their readers).
     pub fn problems(&self, stack: &TreeStack) -> Vec<String> {
         let mut problems = Vec::new();
+        if self.own.is_empty() && self.nesting.is_empty() {
+            problems.push("it holds nothing CloudFormation can import (an IMPORT change set needs one resource at least): only resources phase 2 would create. Deploy it with CloudFormation instead, or keep it on cdkd".to_string());
+            return problems;
+        }
         let mut imported = self.own.clone();
         let mut sets = vec![imported.clone()];
         if !self.nesting.is_empty() {
@@ -147,11 +150,12 @@ impl Handover<'_> {
             )
         };
         for (done, stack) in order.iter().enumerate() {
-            let destination = destinations
-                .by_stack
-                .get(&stack.name)
-                .cloned()
-                .unwrap_or_default();
+            let Some(destination) = destinations.by_stack.get(&stack.name).cloned() else {
+                anyhow::bail!(
+                    "{}: its CloudFormation stack was not read before the handover (a bug)",
+                    stack.name
+                );
+            };
             if let Err(err) = self.stack(stack, destination, &finish).await {
                 if order.len() == 1 {
                     return Err(err);
@@ -204,6 +208,7 @@ impl Handover<'_> {
             described: existing,
             held,
         } = destination;
+        let held: BTreeSet<String> = held.into_keys().collect();
         if existing.as_ref().is_some_and(|d| d.parent_id.is_some()) {
             println!(
                 "{} is CloudFormation stack {cfn}, already nested in its parent.",
@@ -338,45 +343,26 @@ impl Handover<'_> {
         result
     }
 
-    /// The manual end of a failed phase 2: the template (and its parameters, as phase 1 left
-    /// them) written beside the user, and the change set to create from them.
+    /// The manual end of a failed phase 2: the template written beside the user, and the
+    /// change set to create from it.
     fn finish_by_hand(&self, stack: &TreeStack, full: &Body, uploads: &[String]) -> String {
-        let cfn = &stack.cfn_name;
-        let folder = std::env::current_dir().unwrap_or_default();
-        let saved = folder.join(format!("{cfn}.export-phase2.{}", full.extension));
-        let _ = std::fs::write(&saved, &full.text);
-        let source = if full.text.len() <= INLINE_LIMIT {
-            format!("--template-body file://{}", saved.display())
-        } else {
-            format!("--template-url <its URL> (it is over CloudFormation's {INLINE_LIMIT}-byte inline limit: upload {} to an S3 bucket first)", saved.display())
-        };
-        // Phase 1 passed every parameter: the previous values are the ones to keep, and no
-        // secret is written out.
-        let parameters: Vec<String> = stack
-            .parameters
-            .keys()
-            .map(|key| format!("ParameterKey={key},UsePreviousValue=true"))
+        let saved = std::env::current_dir().unwrap_or_default().join(format!(
+            "{}.export-phase2.{}",
+            stack.cfn_name, full.extension
+        ));
+        let written = std::fs::write(&saved, &full.text).map_err(|err| err.to_string());
+        let kept: Vec<String> = (uploads.iter())
+            .map(|key| format!("s3://{}/{key}", self.store.backend.bucket()))
             .collect();
-        let parameters = if parameters.is_empty() {
-            String::new()
-        } else {
-            format!(" --parameters {}", parameters.join(" "))
-        };
-        let kept = if uploads.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " (its nested stacks' templates stay in the state bucket for it, at {}; delete them afterwards)",
-                (uploads.iter())
-                    .map(|key| format!("s3://{}/{key}", self.store.backend.bucket()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        format!(
-            "`aws cloudformation create-change-set --region {} --stack-name {cfn} --change-set-type UPDATE --change-set-name cdkd-export-finish {source}{parameters} --capabilities CAPABILITY_IAM CAPABILITY_NAMED_IAM CAPABILITY_AUTO_EXPAND`{kept}",
-            self.region
-        )
+        manual_finish(&ManualFinish {
+            cfn: &stack.cfn_name,
+            region: self.region,
+            parameters: stack.parameters.keys().map(String::as_str).collect(),
+            inline: full.text.len() <= INLINE_LIMIT,
+            saved: &saved,
+            written,
+            kept,
+        })
     }
 
     /// For each nested stack of `stack`, already in CloudFormation: out of `IMPORT_COMPLETE`,
@@ -438,6 +424,59 @@ impl Handover<'_> {
         }
         Ok(nests)
     }
+}
+
+/// What the manual finish of a failed phase 2 is made of.
+struct ManualFinish<'a> {
+    cfn: &'a str,
+    region: &'a str,
+    /// The template's parameter keys.
+    parameters: Vec<&'a str>,
+    /// Whether the template fits CloudFormation's inline limit.
+    inline: bool,
+    /// Where the template was written, or why it could not be.
+    saved: &'a std::path::Path,
+    written: Result<(), String>,
+    /// The children's template uploads kept for it to point at.
+    kept: Vec<String>,
+}
+
+/// The `create-change-set` that finishes a failed phase 2 by hand, and what it needs.
+fn manual_finish(finish: &ManualFinish) -> String {
+    let ManualFinish { cfn, region, .. } = finish;
+    let saved = finish.saved.display();
+    let mut notes = Vec::new();
+    if let Err(err) = &finish.written {
+        notes.push(format!("cdkd could not write the template to {saved} ({err}): write the stack's whole template there yourself"));
+    }
+    let source = if finish.inline {
+        format!("--template-body file://{saved}")
+    } else {
+        notes.push(format!("{saved} is over CloudFormation's {INLINE_LIMIT}-byte inline limit: upload it to an S3 bucket and give its URL"));
+        "--template-url <its URL>".to_string()
+    };
+    if !finish.kept.is_empty() {
+        notes.push(format!(
+            "its nested stacks' templates stay in the state bucket for it, at {}; delete them afterwards",
+            finish.kept.join(", ")
+        ));
+    }
+    // Phase 1 passed every parameter: the previous values are the ones to keep, and no
+    // secret is written out.
+    let parameters: String = (finish.parameters.iter())
+        .map(|key| format!(" ParameterKey={key},UsePreviousValue=true"))
+        .collect();
+    let parameters = if parameters.is_empty() {
+        String::new()
+    } else {
+        format!(" --parameters{parameters}")
+    };
+    let notes = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join("; "))
+    };
+    format!("`aws cloudformation create-change-set --region {region} --stack-name {cfn} --change-set-type UPDATE --change-set-name cdkd-export-finish {source}{parameters} --capabilities CAPABILITY_IAM CAPABILITY_NAMED_IAM CAPABILITY_AUTO_EXPAND`{notes}")
 }
 
 /// Deletes the IMPORT-unsupported resources between the phases (CloudFormation creates them
@@ -557,5 +596,48 @@ mod tests {
         let problems = phases.problems(&stack);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("Logs reads Made"), "{problems:?}");
+    }
+
+    #[test]
+    fn the_manual_finish_keeps_previous_parameters_and_says_what_a_big_template_needs() {
+        let saved = std::path::Path::new("/work/S.export-phase2.json");
+        let small = manual_finish(&ManualFinish {
+            cfn: "S",
+            region: "eu-west-1",
+            parameters: vec!["Env", "Secret"],
+            inline: true,
+            saved,
+            written: Ok(()),
+            kept: Vec::new(),
+        });
+        assert_eq!(
+            small,
+            "`aws cloudformation create-change-set --region eu-west-1 --stack-name S --change-set-type UPDATE --change-set-name cdkd-export-finish --template-body file:///work/S.export-phase2.json --parameters ParameterKey=Env,UsePreviousValue=true ParameterKey=Secret,UsePreviousValue=true --capabilities CAPABILITY_IAM CAPABILITY_NAMED_IAM CAPABILITY_AUTO_EXPAND`"
+        );
+        let big = manual_finish(&ManualFinish {
+            cfn: "S",
+            region: "eu-west-1",
+            parameters: Vec::new(),
+            inline: false,
+            saved,
+            written: Err("read-only file system".into()),
+            kept: vec!["s3://state/cdkd-migrate-tmp/S/1-nested-Child.json".into()],
+        });
+        assert!(
+            big.contains("--template-url <its URL> --capabilities"),
+            "{big}"
+        );
+        assert!(!big.contains("--parameters"), "{big}");
+        assert!(big.contains("could not write the template to /work/S.export-phase2.json (read-only file system)"), "{big}");
+        assert!(
+            big.contains("over CloudFormation's 51200-byte inline limit"),
+            "{big}"
+        );
+        assert!(
+            big.contains(
+                "at s3://state/cdkd-migrate-tmp/S/1-nested-Child.json; delete them afterwards"
+            ),
+            "{big}"
+        );
     }
 }

@@ -84,6 +84,8 @@ pub struct ExportPlan {
     pub blocked: Vec<Blocked>,
     /// Resources of types CloudFormation cannot import at all: logical id and type.
     pub unimportable: Vec<(String, String)>,
+    /// Resources a dry run could not check (no cached registry schema): logical ids.
+    pub unchecked: Vec<String>,
     /// Nested stacks, exported as their own CloudFormation stacks and then nested into this
     /// one: logical ids.
     pub nested: Vec<String>,
@@ -246,6 +248,7 @@ pub fn plan(
         let Some(names) = names else {
             if options.cached_schemas_only {
                 unchecked.push(format!("{logical_id} ({resource_type})"));
+                plan.unchecked.push(logical_id.clone());
             } else {
                 block(&mut plan, logical_id, resource_type, "its CloudFormation identifier is unknown: the registry did not describe the type and it is not in cdkd's table".into());
             }
