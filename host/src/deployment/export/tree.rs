@@ -558,6 +558,17 @@ mod tests {
         );
     }
 
+    /// The refusal of `tree`, planned with no parameters or schemas.
+    fn refusal_of(mut tree: TreeStack) -> String {
+        tree.plan(
+            "eu-west-1",
+            BTreeMap::new(),
+            &BTreeMap::new(),
+            &PlanOptions::default(),
+        );
+        tree.refusal()
+    }
+
     #[test]
     fn a_child_without_a_parameter_value_and_a_bad_name_are_refused_naming_the_child() {
         let mut tree = tree();
@@ -567,13 +578,7 @@ mod tests {
         {
             resources.remove("Parameters");
         }
-        tree.plan(
-            "eu-west-1",
-            BTreeMap::new(),
-            &BTreeMap::new(),
-            &PlanOptions::default(),
-        );
-        let refusal = tree.refusal();
+        let refusal = refusal_of(tree);
         assert!(
             refusal.contains("  nested stack Root~Mid~Leaf:\n"),
             "{refusal}"
@@ -592,13 +597,7 @@ mod tests {
     fn two_stacks_bound_for_one_cloudformation_name_are_both_refused() {
         let mut tree = tree();
         tree.children[0].1.cfn_name = "Root".into();
-        tree.plan(
-            "eu-west-1",
-            BTreeMap::new(),
-            &BTreeMap::new(),
-            &PlanOptions::default(),
-        );
-        let refusal = tree.refusal();
+        let refusal = refusal_of(tree);
         assert!(
             refusal.contains("  it would become CloudFormation stack Root, as Root~Mid would; name it with --cfn-stack-name"),
             "{refusal}"
