@@ -24,6 +24,10 @@ pub struct NameRule {
     pub fifo_flag: Option<&'static str>,
     /// What the physical id is, given the name.
     pub id: IdFromName,
+    /// For a [`IdFromName::Listed`] type whose plugin is asked by name: the attribute of the
+    /// adopted resource that holds its physical id (a queue's URL, a topic's ARN); the name
+    /// itself when `None`.
+    pub id_attribute: Option<&'static str>,
 }
 
 /// How a physical id follows from a resource's name.
@@ -44,6 +48,7 @@ const fn rule(property: &'static str, max_length: usize, id: IdFromName) -> Name
         lowercase: false,
         fifo_flag: None,
         id,
+        id_attribute: None,
     }
 }
 
@@ -63,10 +68,12 @@ pub fn rule_for(resource_type: &str) -> Option<NameRule> {
         "AWS::Lambda::Function" => rule("FunctionName", 64, Name),
         "AWS::SQS::Queue" => NameRule {
             fifo_flag: Some("FifoQueue"),
+            id_attribute: Some("QueueUrl"),
             ..rule("QueueName", 80, Listed)
         },
         "AWS::SNS::Topic" => NameRule {
             fifo_flag: Some("FifoTopic"),
+            id_attribute: Some("TopicArn"),
             ..rule("TopicName", 256, Listed)
         },
         "AWS::SSM::Parameter" => rule("Name", 1011, Listed),

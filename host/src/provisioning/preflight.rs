@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::registry::{Registry, Route};
 use super::router::{decide, AllowedDrops, Decision};
+use super::type_schemas::RegistrySchema;
 use crate::state::schema::{ProvisionedBy, StackState};
 
 /// One resource to route.
@@ -23,6 +24,28 @@ pub struct Candidate<'a> {
 
 /// The type of a nested stack.
 pub const NESTED_STACK: &str = "AWS::CloudFormation::Stack";
+
+/// The resources bound for Cloud Control whose type it cannot provision (its registry schema
+/// has no read handler, or is `NON_PROVISIONABLE`), each named with what to do; `to_call` are
+/// `(logical id, type)` of the resources a deploy will create or update there.
+pub fn refuse_unprovisionable<'a>(
+    to_call: impl IntoIterator<Item = (&'a str, &'a str)>,
+    schemas: &BTreeMap<String, RegistrySchema>,
+) -> Vec<String> {
+    to_call
+        .into_iter()
+        .filter(|(_, resource_type)| {
+            schemas
+                .get(*resource_type)
+                .is_some_and(|schema| !schema.cloud_control_provisionable())
+        })
+        .map(|(logical_id, resource_type)| {
+            format!(
+                "{logical_id} ({resource_type}): no loaded plugin handles this type (or this resource's properties), and Cloud Control cannot provision it (its registry schema has no read handler); load a plugin for {resource_type} (`cdkd providers list`), or remove the properties the plugin does not handle (cdkd warned about them above)"
+            )
+        })
+        .collect()
+}
 
 /// The routing decision of every candidate, or every reason the stack cannot be deployed.
 /// `nested` names the nested stacks whose templates the assembly holds.
@@ -95,5 +118,62 @@ pub fn route_all<'a>(
         Ok(decisions)
     } else {
         Err(refused)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema(type_name: &str, handlers: &[&str], provisioning: &str) -> RegistrySchema {
+        let handlers: Map<String, Value> = handlers
+            .iter()
+            .map(|h| (h.to_string(), json!({})))
+            .collect();
+        let mut schema = RegistrySchema::parse(
+            type_name,
+            "v1",
+            &json!({"handlers": handlers, "primaryIdentifier": ["/properties/Id"]}),
+        );
+        schema.provisioning_type = Some(provisioning.into());
+        schema
+    }
+
+    #[test]
+    fn a_type_cloud_control_cannot_provision_is_refused_by_resource() {
+        let schemas: BTreeMap<String, RegistrySchema> = [
+            schema(
+                "AWS::SQS::QueuePolicy",
+                &["create", "update", "delete"],
+                "NON_PROVISIONABLE",
+            ),
+            schema(
+                "AWS::SQS::Queue",
+                &["create", "read", "update", "delete", "list"],
+                "FULLY_MUTABLE",
+            ),
+            // The registry's word alone is enough, as is a schema without `read` alone.
+            schema("AWS::X::Flagged", &["create", "read"], "NON_PROVISIONABLE"),
+            schema("AWS::X::Unread", &["create"], "FULLY_MUTABLE"),
+        ]
+        .into_iter()
+        .map(|s| (s.type_name.clone(), s))
+        .collect();
+        let refused = refuse_unprovisionable(
+            [
+                ("Policy", "AWS::SQS::QueuePolicy"),
+                ("Queue", "AWS::SQS::Queue"),
+                ("Flagged", "AWS::X::Flagged"),
+                ("Unread", "AWS::X::Unread"),
+                ("Unknown", "AWS::X::NotInTheRegistry"),
+            ],
+            &schemas,
+        );
+        assert_eq!(refused.len(), 3, "{refused:?}");
+        assert!(refused[0].starts_with("Policy (AWS::SQS::QueuePolicy): no loaded plugin"));
+        assert!(refused[0].contains("load a plugin for AWS::SQS::QueuePolicy"));
+        assert!(refused[1].starts_with("Flagged (AWS::X::Flagged)"));
+        assert!(refused[2].starts_with("Unread (AWS::X::Unread)"));
     }
 }

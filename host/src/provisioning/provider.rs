@@ -267,12 +267,30 @@ impl ResourceOperations for Provider<'_> {
                     properties,
                 })),
             Provider::Plugin(plugin, plugin_name) => {
-                let physical_id = match rule.id {
+                let mut physical_id = match rule.id {
                     IdFromName::IamPolicyArn => {
                         format!("arn:{}:iam::{}:policy/{name}", ids.partition, ids.account)
                     }
                     IdFromName::Name | IdFromName::Listed => name.to_string(),
                 };
+                // A queue's id is its URL, a topic's its ARN: the plugin's importer, asked by
+                // name, reports the id in an attribute.
+                if let Some(attribute) = rule.id_attribute {
+                    match self
+                        .import(resource_type, logical_id, name, &Map::new())
+                        .await
+                    {
+                        Ok(imported) => {
+                            if let Some(id) =
+                                imported.attributes.get(attribute).and_then(Value::as_str)
+                            {
+                                physical_id = id.to_string();
+                            }
+                        }
+                        Err(error) if error.kind == ErrorKind::NOT_FOUND => return Ok(None),
+                        Err(error) => return Err(error),
+                    }
+                }
                 let readable = plugin.manifest().resource_types.iter().any(|t| {
                     t.covers(resource_type)
                         && t.supports(cdkd_provider_api::protocol::operation::READ_CURRENT_STATE)

@@ -64,6 +64,20 @@ impl RegistrySchema {
         }
     }
 
+    /// Whether Cloud Control can create the type: it refuses a type whose schema has no `read`
+    /// handler (`AWS::SQS::QueuePolicy`, `AWS::SNS::TopicPolicy`) or that the registry calls
+    /// `NON_PROVISIONABLE`; an unknown answer lets AWS decide.
+    pub fn cloud_control_provisionable(&self) -> bool {
+        let lacks = |handler: &str| {
+            self.handlers
+                .as_ref()
+                .is_some_and(|h| !h.iter().any(|name| name == handler))
+        };
+        !(lacks("read")
+            || lacks("create")
+            || self.provisioning_type.as_deref() == Some("NON_PROVISIONABLE"))
+    }
+
     /// Whether CloudFormation can import the type: both signals of an unimportable type must
     /// agree (no `read` handler, and `NON_PROVISIONABLE`), so a partial answer lets AWS decide.
     pub fn importable(&self) -> bool {

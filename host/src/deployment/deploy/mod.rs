@@ -35,7 +35,7 @@ use crate::provisioning::cloud_control::has_attribute;
 use crate::provisioning::concurrency::{service_of, Concurrency, Lanes};
 use crate::provisioning::create_only::{registry_types, KnownCreateOnly};
 use crate::provisioning::operations::{owner_types, Observation, ProviderSet};
-use crate::provisioning::preflight::{route_all, Candidate};
+use crate::provisioning::preflight::{refuse_unprovisionable, route_all, Candidate};
 use crate::provisioning::provider::AccountIds;
 use crate::provisioning::router::{AllowedDrops, Decision};
 use crate::state::schema::{ProvisionedBy, ResourceState, StackState};
@@ -246,6 +246,42 @@ impl Engine<'_> {
                     refused.join("\n  - ")
                 ))
             })?;
+
+        // Cloud Control refuses some types outright (no read handler): refused now, by name,
+        // rather than part-way. Their schemas are cached a day, so this asks once.
+        let to_cloud_control: Vec<(&str, &str)> = planned
+            .changes
+            .iter()
+            .filter(|c| matches!(c.action, Action::Create | Action::Update))
+            .filter(|c| {
+                matches!(
+                    decisions.get(&c.logical_id),
+                    Some(Decision::CloudControl(_))
+                )
+            })
+            .map(|c| {
+                let kind = input.template.resources[&c.logical_id].kind.as_str();
+                (c.logical_id.as_str(), kind)
+            })
+            .collect();
+        if !to_cloud_control.is_empty() {
+            let types: BTreeSet<String> = to_cloud_control
+                .iter()
+                .map(|(_, t)| t.to_string())
+                .collect();
+            let schemas = self
+                .providers
+                .registry_schemas(region, types.into_iter().collect())
+                .await;
+            let refused = refuse_unprovisionable(to_cloud_control, &schemas);
+            if !refused.is_empty() {
+                return Err(DeployFailed(format!(
+                    "stack {stack} cannot be deployed; nothing was changed:\n  - {}",
+                    refused.join("\n  - ")
+                ))
+                .into());
+            }
+        }
 
         // The providers of what will be routed, recorded or reconciled.
         let pending = journal_found
