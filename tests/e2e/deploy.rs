@@ -10,7 +10,8 @@ use serde_json::{json, Value};
 
 /// One test's world: its own state bucket, echo folder and copy of the demo assembly.
 fn demo_world() -> AppWorld {
-    AppWorld::without_assets("demo", "DemoStack", "deploy")
+    // The demo stack's queue, topic, table and log group are this suite's Cloud Control types.
+    AppWorld::without_assets("demo", "DemoStack", "deploy").on_cloud_control()
 }
 
 fn queue_exists(url: &str) -> bool {

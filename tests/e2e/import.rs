@@ -127,7 +127,7 @@ fn resources_made_outside_cdkd_are_imported_and_a_deploy_changes_nothing() {
         json!(format!("{group}|tcp|8080|8080"))
     );
     assert_eq!(record["Route"]["physicalId"], made["Route"]);
-    assert_eq!(record["Queue"]["provisionedBy"], json!("cc-api"));
+    assert_eq!(record["Queue"]["provisionedBy"], json!("sdk"));
     assert_eq!(record["Role"]["provisionedBy"], json!("sdk"));
     assert_eq!(record["Fn"]["observedProperties"]["MemorySize"], json!(128));
     assert!(

@@ -334,10 +334,18 @@ fn two_plugins_claiming_one_type_conflict_until_plugins_toml_picks_one() {
 
 #[test]
 fn providers_show_routes_aws_types_to_cloud_control_and_refuses_unknown_ones() {
-    let shown = cdkd(None, &["providers", "show", "AWS::SQS::Queue", "--json"])
+    let shown = cdkd(
+        None,
+        &["providers", "show", "AWS::CodeBuild::Project", "--json"],
+    )
+    .success()
+    .json();
+    assert_eq!(shown["provisionedBy"], "cc-api");
+    let queue = cdkd(None, &["providers", "show", "AWS::SQS::Queue", "--json"])
         .success()
         .json();
-    assert_eq!(shown["provisionedBy"], "cc-api");
+    assert_eq!(queue["provisionedBy"], "sdk");
+    assert_eq!(queue["plugin"]["name"], "sqs");
     let custom = cdkd(
         None,
         &["providers", "show", "Custom::S3AutoDeleteObjects", "--json"],

@@ -49,12 +49,14 @@ fn a_create_only_change_of_any_cloud_control_type_replaces_it() {
     let world = AppWorld::of("secrets", "SecretsStack", "replace", |template| {
         template["Resources"] = json!({"Table": table("id"), "Rule": rule("cdkd-replace-a")});
         template["Outputs"] = json!({});
-    });
+    })
+    .on_cloud_control();
     let app = world.assembly.path().display().to_string();
     let calls = describe_type_calls();
     world.cdkd(&["deploy", "-a", &app]).success();
-    // A first deploy replaces nothing: no schema is read.
-    assert_eq!(describe_type_calls(), calls);
+    // A first deploy reads each Cloud Control type's schema once, for pre-flight (a type Cloud
+    // Control cannot provision is refused before anything is created).
+    assert_eq!(describe_type_calls(), calls + 2);
     let record = world
         .cdkd(&["state", "show", "SecretsStack", "--json"])
         .success()
@@ -87,7 +89,7 @@ fn a_create_only_change_of_any_cloud_control_type_replaces_it() {
     assert_eq!(
         after_diff,
         calls + 2,
-        "diff read each recorded type's schema once"
+        "diff read the schemas from the cache"
     );
 
     let deploy = world.cdkd(&["deploy", "-a", &app]).success();

@@ -287,6 +287,19 @@ def _parameter_named_when_unnamed(cls, resource_name, cloudformation_json, accou
 
 _SsmParameter.create_from_cloudformation_json = classmethod(_parameter_named_when_unnamed)
 
+from moto.sqs.models import Queue as _SqsQueue  # noqa: E402
+
+
+def _aws_queue_url(self, request_url):
+    # AWS answers every queue URL in one form whatever endpoint was called; moto echoed the
+    # request's host and port, so a URL recorded through SQS differed from Cloud Control's and
+    # CloudFormation's for the same queue. Requests still go to the client's endpoint: the URL
+    # travels in the request body, and only its last segment (the name) is read.
+    return f"https://sqs.{self.region}.amazonaws.com/{self.account_id}/{self.name}"
+
+
+_SqsQueue.url = _aws_queue_url
+
 # moto names some S3 answers' XML root after the action; S3 (and the Rust SDK, which checks the
 # root) uses the configuration's name. Keyed by the bucket subresource queried.
 S3_XML_ROOTS = {

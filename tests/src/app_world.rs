@@ -21,6 +21,8 @@ pub struct AppWorld {
     pub echo: tempfile::TempDir,
     /// The stack whose template [`AppWorld::edit`] changes.
     stack: String,
+    /// The plugins file layered over the bundled one (`CDKD_PLUGINS`).
+    plugins: std::path::PathBuf,
 }
 
 /// How a world bootstraps its state bucket.
@@ -70,6 +72,7 @@ impl AppWorld {
             assembly: tempfile::tempdir().unwrap(),
             echo: tempfile::tempdir().unwrap(),
             stack: stack.to_string(),
+            plugins: crate::test_plugins_file(),
         };
         copy_dir(
             &workspace_root()
@@ -89,6 +92,13 @@ impl AppWorld {
         world
     }
 
+    /// The same world with the service plugins off: its queues, topics, parameters, log groups
+    /// and tables go to Cloud Control (for tests whose subject is the Cloud Control path).
+    pub fn on_cloud_control(mut self) -> AppWorld {
+        self.plugins = crate::cloud_control_plugins_file();
+        self
+    }
+
     /// The `cdkd` command against the emulator with this world's state bucket, echo folder, the
     /// bundled plugins and the test plugin (to spawn, kill or give more environment).
     pub fn command(&self, args: &[&str]) -> Command {
@@ -97,7 +107,7 @@ impl AppWorld {
             .current_dir(workspace_root())
             .args(["--state-bucket", &self.bucket])
             .args(args)
-            .env("CDKD_PLUGINS", crate::test_plugins_file())
+            .env("CDKD_PLUGINS", &self.plugins)
             .env("CDKD_ECHO_DIR", self.echo.path());
         for (key, value) in Emulator::shared().env() {
             command.env(key, value);

@@ -187,6 +187,37 @@ pub fn test_plugins_file() -> PathBuf {
     .clone()
 }
 
+/// The bundled plugins for the services whose types Cloud Control also provisions; a test whose
+/// subject is the Cloud Control path turns them off ([`cloud_control_plugins_file`]).
+pub const SERVICE_PLUGINS: &[&str] = &["sqs", "sns", "ssm", "logs", "dynamodb"];
+
+/// [`test_plugins_file`] with the bundled [`SERVICE_PLUGINS`] disabled, so queues, topics,
+/// parameters, log groups and tables go to Cloud Control, as for a type no plugin handles.
+pub fn cloud_control_plugins_file() -> PathBuf {
+    static FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    FILE.get_or_init(|| {
+        let bundled = std::fs::read_to_string(workspace_root().join("plugins.toml"))
+            .expect("read the bundled plugins.toml");
+        let mut text = std::fs::read_to_string(test_plugins_file()).expect("test plugins file");
+        for name in SERVICE_PLUGINS {
+            // Only the ones the bundled file loads: a disabled entry still names a library.
+            if bundled.contains(&format!("name = \"{name}\"")) {
+                let library = plugin_library(&format!("cdkd_provider_{name}"));
+                text.push_str(&format!(
+                    "[[plugin]]\nname = \"{name}\"\npath = \"{}\"\nenabled = false\n",
+                    library.display()
+                ));
+            }
+        }
+        let path = target_dir().join("cloud-control-plugins.toml");
+        let draft = target_dir().join(format!("cloud-control-plugins.toml.{}", std::process::id()));
+        std::fs::write(&draft, text).expect("write the Cloud Control plugins file");
+        std::fs::rename(&draft, &path).expect("place the Cloud Control plugins file");
+        path
+    })
+    .clone()
+}
+
 /// A finished `cdkd` run.
 pub struct Run {
     /// The exit code (`None` when killed by a signal: a crash).

@@ -145,10 +145,21 @@ fn optional_string(
 
 impl Template {
     /// The attributes the template reads with `Fn::GetAtt` (or `${X.Attr}` in `Fn::Sub`),
-    /// per logical id: what a provider's answer must hold after a create or update.
-    pub fn referenced_attributes(&self) -> BTreeMap<String, Vec<String>> {
+    /// per logical id: what a provider's answer must hold after a create or update. An
+    /// attribute named by `{"Ref": parameter}` is the parameter's value (`parameters`, else its
+    /// default), so it is read back like a literal one.
+    pub fn referenced_attributes(
+        &self,
+        parameters: &BTreeMap<String, Value>,
+    ) -> BTreeMap<String, Vec<String>> {
+        let parameter = |name: &str| -> Option<String> {
+            let value = parameters
+                .get(name)
+                .or_else(|| self.parameters.get(name)?.default.as_ref())?;
+            value.as_str().map(str::to_string)
+        };
         let mut found: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
-        let mut visit = |value: &Value| collect_attributes(value, &mut found);
+        let mut visit = |value: &Value| collect_attributes(value, &parameter, &mut found);
         for resource in self.resources.values() {
             visit(&Value::Object(resource.properties.clone()));
         }
@@ -381,6 +392,7 @@ impl Template {
 
 fn collect_attributes(
     value: &Value,
+    parameter: &dyn Fn(&str) -> Option<String>,
     found: &mut BTreeMap<String, std::collections::BTreeSet<String>>,
 ) {
     match value {
@@ -391,6 +403,11 @@ fn collect_attributes(
                         (Some(Value::String(id)), Some(Value::String(name))) => {
                             Some((id.clone(), name.clone()))
                         }
+                        (Some(Value::String(id)), Some(Value::Object(named))) => named
+                            .get("Ref")
+                            .and_then(Value::as_str)
+                            .and_then(parameter)
+                            .map(|name| (id.clone(), name)),
                         _ => None,
                     },
                     Value::String(joined) => joined
@@ -418,12 +435,12 @@ fn collect_attributes(
                 }
             }
             for inner in object.values() {
-                collect_attributes(inner, found);
+                collect_attributes(inner, parameter, found);
             }
         }
         Value::Array(items) => {
             for item in items {
-                collect_attributes(item, found);
+                collect_attributes(item, parameter, found);
             }
         }
         _ => {}
@@ -505,12 +522,39 @@ mod tests {
             }}
         }, "Outputs": {"Url": {"Value": {"Fn::GetAtt": "Queue.QueueUrl"}}}}))
         .unwrap();
-        let found = template.referenced_attributes();
+        let found = template.referenced_attributes(&BTreeMap::new());
         assert_eq!(
             found["Queue"],
             vec!["Arn".to_string(), "QueueUrl".to_string()]
         );
         assert_eq!(found["Topic"], vec!["TopicName".to_string()]);
         assert!(!found.contains_key("Param"));
+    }
+
+    #[test]
+    fn an_attribute_named_by_a_parameter_is_collected_under_its_value() {
+        let template = Template::parse(&serde_json::json!({
+            "Parameters": {
+                "Which": {"Type": "String", "Default": "Arn"},
+                "Given": {"Type": "String", "Default": "QueueName"},
+                "Unset": {"Type": "String"}
+            },
+            "Resources": {
+                "Queue": {"Type": "AWS::SQS::Queue"},
+                "Param": {"Type": "AWS::SSM::Parameter", "Properties": {
+                    "Value": {"Fn::GetAtt": ["Queue", {"Ref": "Which"}]},
+                    "Description": {"Fn::GetAtt": ["Queue", {"Ref": "Given"}]},
+                    "Name": {"Fn::GetAtt": ["Queue", {"Ref": "Unset"}]}
+                }}
+            }
+        }))
+        .unwrap();
+        let given = BTreeMap::from([("Given".to_string(), serde_json::json!("QueueUrl"))]);
+        let found = template.referenced_attributes(&given);
+        // The default, the value given over the default; a parameter with neither names none.
+        assert_eq!(
+            found["Queue"],
+            vec!["Arn".to_string(), "QueueUrl".to_string()]
+        );
     }
 }

@@ -357,7 +357,7 @@ impl Engine<'_> {
             input,
             snapshot,
             options,
-            needed_attributes: input.template.referenced_attributes(),
+            needed_attributes: input.template.referenced_attributes(&input.parameters),
             change_at: (planned.changes.iter().enumerate())
                 .map(|(at, change)| (change.logical_id.clone(), at))
                 .collect(),

@@ -72,7 +72,7 @@ impl Engine<'_> {
         ) else {
             return Ok(None);
         };
-        let needed = input.template.referenced_attributes();
+        let needed = input.template.referenced_attributes(&input.parameters);
         for logical_id in planned.graph.order() {
             let Some(record) = recorded.resources.get(logical_id) else {
                 return Ok(None);
