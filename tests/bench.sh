@@ -43,3 +43,4 @@ bash tests/bench/observe_bench.sh release
 echo
 bash tests/bench/speed_bench.sh release
 bash tests/bench/export_bench.sh release
+bash tests/bench/core_bench.sh release
