@@ -1,0 +1,206 @@
+//! cdkd's DynamoDB provider plugin: `AWS::DynamoDB::Table` through direct DynamoDB calls.
+//! A table is addressed by its name in every call but tagging and resource policies, which
+//! take its ARN. DynamoDB is asynchronous: a table (and each of its global secondary indexes)
+//! goes through CREATING / UPDATING before it is ACTIVE, and most calls are refused meanwhile,
+//! so the waiting lives here once.
+
+mod indexes;
+mod input;
+mod read;
+mod settings;
+mod table;
+
+cdkd_provider_api::export_plugin!(description: "AWS::DynamoDB::Table through the DynamoDB API");
+
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<table::Table>);
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::types::{IndexStatus, TableDescription, TableStatus};
+use cdkd_aws_common::aws_error;
+use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
+
+/// The first pause between two polls.
+const FIRST_PAUSE: Duration = Duration::from_millis(200);
+/// The longest pause between two polls.
+const LONGEST_PAUSE: Duration = Duration::from_secs(5);
+/// How long a wait lasts before it gives up.
+const PATIENCE: Duration = Duration::from_secs(600);
+
+/// A DynamoDB client for the host's endpoint and credentials.
+pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_dynamodb::Client, ProviderError> {
+    let config = aws_sdk_dynamodb::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
+        .retry_partition(cdkd_aws_common::retry_partition("cdkd-dynamodb"))
+        .build();
+    Ok(aws_sdk_dynamodb::Client::from_conf(config))
+}
+
+/// The kind DynamoDB's own error codes stand for, where the shared table reads them otherwise:
+/// its "not found" codes end in `Exception`, and a missing policy is a 400.
+pub(crate) fn dynamodb_kind(code: &str) -> Option<ErrorKind> {
+    match code {
+        "TableNotFoundException" | "PolicyNotFoundException" | "IndexNotFoundException" => {
+            Some(ErrorKind::NOT_FOUND)
+        }
+        "TableAlreadyExistsException" | "GlobalTableAlreadyExistsException" => {
+            Some(ErrorKind::ALREADY_EXISTS)
+        }
+        "TableInUseException" | "ContinuousBackupsUnavailableException" => {
+            Some(ErrorKind::CONFLICT)
+        }
+        _ => None,
+    }
+}
+
+/// `err` (from [`aws_error`]) with the kind its DynamoDB code stands for.
+pub(crate) fn with_dynamodb_kind(mut err: ProviderError) -> ProviderError {
+    if let Some(kind) = err.aws_code().and_then(dynamodb_kind) {
+        err.kind = kind;
+    }
+    err
+}
+
+/// Whether a table (and, with `indexes`, every global secondary index) is ACTIVE.
+pub(crate) fn is_active(table: &TableDescription, indexes: bool) -> bool {
+    table.table_status() == Some(&TableStatus::Active)
+        && (!indexes
+            || table
+                .global_secondary_indexes()
+                .iter()
+                .all(|i| i.index_status() == Some(&IndexStatus::Active)))
+}
+
+/// The live description of `name`; `None` when there is no such table.
+pub(crate) async fn describe(
+    ddb: &aws_sdk_dynamodb::Client,
+    what: &str,
+    name: &str,
+) -> Result<Option<TableDescription>, ProviderError> {
+    match ddb.describe_table().table_name(name).send().await {
+        Ok(answer) => Ok(answer.table().cloned()),
+        Err(err) => {
+            match with_dynamodb_kind(aws_error(&format!("{what}: DescribeTable {name}"), err)) {
+                err if err.kind == ErrorKind::NOT_FOUND => Ok(None),
+                err => Err(err),
+            }
+        }
+    }
+}
+
+/// Waits until the table is ACTIVE (and, with `indexes`, every global secondary index too),
+/// polling from 200 ms doubling to 5 s for up to 10 minutes; answers the last description.
+pub(crate) async fn wait_active(
+    ddb: &aws_sdk_dynamodb::Client,
+    what: &str,
+    name: &str,
+    indexes: bool,
+) -> Result<TableDescription, ProviderError> {
+    let started = Instant::now();
+    let mut pause = FIRST_PAUSE;
+    loop {
+        let table = describe(ddb, what, name).await?.ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::NOT_FOUND,
+                format!("{what}: table {name} disappeared while waiting for it to be ACTIVE"),
+            )
+        })?;
+        if is_active(&table, indexes) {
+            return Ok(table);
+        }
+        if started.elapsed() >= PATIENCE {
+            let status = table
+                .table_status()
+                .map(|s| s.as_str().to_string())
+                .unwrap_or_default();
+            return Err(ProviderError::new(
+                ErrorKind::TIMEOUT,
+                format!(
+                    "{what}: table {name} was not ACTIVE after {:.0?} (status {status})",
+                    started.elapsed()
+                ),
+            ));
+        }
+        tracing::debug!("{what}: waiting for table {name} to be ACTIVE");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(LONGEST_PAUSE);
+    }
+}
+
+/// Runs `op` again while DynamoDB answers that the table is busy (`ResourceInUseException`,
+/// `ContinuousBackupsUnavailableException` right after a create, a `LimitExceededException`
+/// for concurrent index or stream changes), with the same pauses as [`wait_active`].
+pub(crate) async fn while_busy<T, F, Fut>(what: &str, mut op: F) -> Result<T, ProviderError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ProviderError>>,
+{
+    let started = Instant::now();
+    let mut pause = FIRST_PAUSE;
+    loop {
+        match op().await {
+            Err(err)
+                if err.aws_code().is_some_and(is_busy_code) && started.elapsed() < PATIENCE =>
+            {
+                tracing::debug!("{what}: table busy, retrying ({})", err.message);
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(LONGEST_PAUSE);
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Codes that mean "the table is busy with another change; try again later".
+fn is_busy_code(code: &str) -> bool {
+    matches!(
+        code,
+        "ResourceInUseException" | "ContinuousBackupsUnavailableException" | "TableInUseException"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::types::GlobalSecondaryIndexDescription;
+
+    #[test]
+    fn dynamodb_codes_get_their_kinds() {
+        assert_eq!(
+            dynamodb_kind("PolicyNotFoundException"),
+            Some(ErrorKind::NOT_FOUND)
+        );
+        assert_eq!(
+            dynamodb_kind("TableAlreadyExistsException"),
+            Some(ErrorKind::ALREADY_EXISTS)
+        );
+        assert_eq!(dynamodb_kind("ResourceNotFoundException"), None);
+        let err = with_dynamodb_kind(
+            ProviderError::new(ErrorKind::OTHER, "no policy")
+                .with_aws_code("PolicyNotFoundException"),
+        );
+        assert_eq!(err.kind, ErrorKind::NOT_FOUND);
+        assert!(is_busy_code("ResourceInUseException"));
+        assert!(!is_busy_code("ValidationException"));
+    }
+
+    #[test]
+    fn a_table_is_active_when_its_indexes_are() {
+        let index = |status: IndexStatus| {
+            GlobalSecondaryIndexDescription::builder()
+                .index_name("gsi")
+                .index_status(status)
+                .build()
+        };
+        let table = TableDescription::builder()
+            .table_status(TableStatus::Active)
+            .global_secondary_indexes(index(IndexStatus::Active))
+            .global_secondary_indexes(index(IndexStatus::Creating))
+            .build();
+        assert!(is_active(&table, false));
+        assert!(!is_active(&table, true));
+        let updating = TableDescription::builder()
+            .table_status(TableStatus::Updating)
+            .build();
+        assert!(!is_active(&updating, false));
+    }
+}
