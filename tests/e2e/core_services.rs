@@ -54,7 +54,13 @@ fn a_table_with_a_stream_log_filters_and_a_parameter_deploy_through_the_plugins(
     let first = deploy(&world, DATA);
     assert!(first.stdout.contains("10 created"), "{}", first.stdout);
     let resources = world.resources(DATA);
-    for id in [TABLE, GROUP, PARAMETER, "ErrorsFA5270DE", "ToProcessorED9E8F64"] {
+    for id in [
+        TABLE,
+        GROUP,
+        PARAMETER,
+        "ErrorsFA5270DE",
+        "ToProcessorED9E8F64",
+    ] {
         assert_eq!(resources[id]["provisionedBy"], "sdk", "{id}: {resources}");
     }
     let table = resources[TABLE]["physicalId"].as_str().unwrap().to_string();
@@ -105,9 +111,8 @@ fn a_table_with_a_stream_log_filters_and_a_parameter_deploy_through_the_plugins(
         aws(&format!("[f['destinationArn'] for f in c('logs').describe_subscription_filters(logGroupName='{group}')['subscriptionFilters']]")),
         json!([function_arn])
     );
-    let parameter = || {
-        aws("c('ssm').get_parameter(Name='/data-stack/greeting')['Parameter']['Value']")
-    };
+    let parameter =
+        || aws("c('ssm').get_parameter(Name='/data-stack/greeting')['Parameter']['Value']");
     assert_eq!(parameter(), "hello");
 
     let again = deploy(&world, DATA);
