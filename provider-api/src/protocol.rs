@@ -26,6 +26,43 @@ pub mod operation {
     /// CDK CLI does (added in 0.1.6). A plugin answers the providers it knows and returns an
     /// `unsupported` error for the others, so the host can ask the next plugin.
     pub const CONTEXT_LOOKUP: &str = "context_lookup";
+    /// Find the resource a create with a given idempotency token made, for a type with no
+    /// name cdkd chooses (added in 0.1.7): after a crash, the next run asks before it creates
+    /// again or deletes what the interrupted run left. The plugin tags such resources with the
+    /// token at creation ([`CREATE_TOKEN_TAG`]) or passes it as the service's own client token.
+    pub const FIND_CREATED: &str = "find_created";
+}
+
+/// The tag key a plugin puts the create's idempotency token under, on types with no name cdkd
+/// chooses, so the resource can be found after a crash ([`operation::FIND_CREATED`]). cdkd's
+/// own: readers leave it out of `Tags` (it is never drift), and it stays on the resource.
+pub const CREATE_TOKEN_TAG: &str = "cdkd:create-token";
+
+/// Asks for the resource a create with `token` made ([`operation::FIND_CREATED`]).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FindCreatedRequest {
+    /// The logical id in the template, for messages.
+    pub logical_id: String,
+    /// The create's idempotency token (its `clientToken`).
+    pub token: String,
+    /// The properties the create was sent (to narrow the search: a subnet's VPC, a pair's two
+    /// ids); may be empty when the run that made it is gone.
+    #[serde(default)]
+    pub properties: Map<String, Value>,
+}
+
+/// What a [`FindCreatedRequest`] found.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FindCreatedResult {
+    /// The physical id of the resource the create made; `None` when it made none. More than
+    /// one match is an error, never a guess.
+    #[serde(default)]
+    pub physical_id: Option<String>,
+    /// Its live properties in template shape, as `read_current_state` answers them.
+    #[serde(default)]
+    pub properties: Map<String, Value>,
 }
 
 /// What a plugin says about itself; returned by `describe`.

@@ -165,3 +165,31 @@ fn a_topic_fanning_out_to_a_queue_and_a_function_deploys_through_the_plugins() {
     ));
     assert_eq!(left, json!([[], [], []]));
 }
+
+#[test]
+fn without_the_sqs_plugin_the_queue_policy_is_refused_before_anything_is_created() {
+    // Cloud Control cannot create an AWS::SQS::QueuePolicy (its schema has no read handler):
+    // on AWS the deploy would fail part-way; pre-flight refuses it by name instead.
+    let world = AppWorld::of("messaging", STACK, "nopolicy", |_| {}).on_cloud_control();
+    let app = world.assembly.path().display().to_string();
+    let refused = world.cdkd(&["deploy", "-a", &app, STACK]);
+    assert_eq!(refused.code, Some(1), "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains("stack MessagingStack cannot be deployed; nothing was changed"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains(&format!(
+            "{POLICY} (AWS::SQS::QueuePolicy): no loaded plugin handles this type"
+        )),
+        "{}",
+        refused.stderr
+    );
+    // Nothing was sent: no resource event, no record (the other test's queues share the
+    // stack's name, so the emulator's listing cannot tell).
+    assert!(!refused.stdout.contains("created"), "{}", refused.stdout);
+    assert_eq!(world.state(), Value::Null, "a record was written");
+}

@@ -202,28 +202,11 @@ class LambdaRunner:
         (asynchronous) invocation of the endpoint function with SNS's event. Never raises:
         what goes wrong is logged, and the Publish succeeds as it does on AWS."""
         arn = subscription.endpoint or ""
-        parts = arn.split(":")
-        if len(parts) not in (7, 8) or parts[2] != "lambda" or parts[5] != "function":
-            log(f"SNS subscription {subscription.arn}: endpoint {arn!r} is not a function ARN; not delivered")
+        found = self._runnable(arn, subscription.account_id, f"SNS subscription {subscription.arn}",
+                               f"SNS message {message_id}")
+        if found is None:
             return
-        region, account, name = parts[3], parts[4] or subscription.account_id, parts[6]
-        qualifier = parts[7] if len(parts) == 8 else None
-        from moto.awslambda.utils import get_backend
-
-        try:
-            backend = get_backend(account, region)
-            fn = backend.get_function(name, qualifier)
-        except Exception as err:
-            log(f"SNS subscription {subscription.arn}: function {arn} not found ({err}); not delivered")
-            return
-        kind = runtime_kind(fn)
-        if kind is None or not getattr(fn, "code_bytes", b""):
-            log(f"{fn.function_name}: runtime {fn.run_time or fn.package_type} is not run by the emulator "
-                f"(only nodejs* and python3* zip functions are); SNS message {message_id} not delivered")
-            return
-        if not self.endpoint:
-            log(f"{fn.function_name}: the emulator's endpoint is unknown; SNS message {message_id} not delivered")
-            return
+        fn, backend, kind = found
         now = datetime.datetime.now(datetime.timezone.utc)
         event = {"Records": [{
             "EventSource": "aws:sns",
@@ -248,6 +231,46 @@ class LambdaRunner:
         request_id = str(uuid.uuid4())
         self.invoke_in_background(fn, backend, kind, event, request_id, arn, self.endpoint,
                                   source=f" (SNS message {message_id})")
+
+    def deliver_event(self, rule_arn, target, event):
+        """Delivers one EventBridge event to a Lambda target, as EventBridge does: an `Event`
+        (asynchronous) invocation with the target's input. Never raises."""
+        arn = target.get("Arn", "")
+        account = rule_arn.split(":")[4] if rule_arn.count(":") >= 5 else ""
+        found = self._runnable(arn, account, f"rule {rule_arn} target {target.get('Id')}",
+                               f"event {event.get('id') if isinstance(event, dict) else ''}")
+        if found is None:
+            return
+        fn, backend, kind = found
+        self.invoke_in_background(fn, backend, kind, event, str(uuid.uuid4()), arn, self.endpoint,
+                                  source=f" (EventBridge rule {rule_arn})")
+
+    def _runnable(self, arn, account, who, what):
+        """The function `arn` names, its backend and runtime kind, when the emulator can run it;
+        else `None`, with the reason logged."""
+        parts = arn.split(":")
+        if len(parts) not in (7, 8) or parts[2] != "lambda" or parts[5] != "function":
+            log(f"{who}: {arn!r} is not a function ARN; {what} not delivered")
+            return None
+        region, account, name = parts[3], parts[4] or account, parts[6]
+        qualifier = parts[7] if len(parts) == 8 else None
+        from moto.awslambda.utils import get_backend
+
+        try:
+            backend = get_backend(account, region)
+            fn = backend.get_function(name, qualifier)
+        except Exception as err:
+            log(f"{who}: function {arn} not found ({err}); {what} not delivered")
+            return None
+        kind = runtime_kind(fn)
+        if kind is None or not getattr(fn, "code_bytes", b""):
+            log(f"{fn.function_name}: runtime {fn.run_time or fn.package_type} is not run by the emulator "
+                f"(only nodejs* and python3* zip functions are); {what} not delivered")
+            return None
+        if not self.endpoint:
+            log(f"{fn.function_name}: the emulator's endpoint is unknown; {what} not delivered")
+            return None
+        return fn, backend, kind
 
     @staticmethod
     def _answer(start_response, status, headers, body):
@@ -711,3 +734,55 @@ def patch_moto_sns_delivery(runner):
         return None
 
     Subscription.publish = publish
+
+
+def patch_moto_events_delivery(runner):
+    """Makes moto's EventBridge deliver to Lambda targets through `runner`.
+
+    moto's `Rule.send_to_targets` handles log groups, archives, SQS, event buses and API
+    destinations, and raises NotImplementedError for anything else, which failed the whole
+    PutEvents (500). The patched one hands the other targets to moto unchanged and starts an
+    asynchronous invocation for each Lambda target with the target's input: `Input` (constant
+    JSON), `InputPath`, `InputTransformer`, or the event itself, as EventBridge does."""
+    import copy
+
+    from moto.events.models import Rule
+    from moto.events.utils import EventTemplateParser
+    from moto.utilities.arns import parse_arn
+
+    moto_send = Rule.__dict__.get("_moto_send_to_targets") or Rule.send_to_targets
+    Rule._moto_send_to_targets = moto_send
+
+    def send_to_targets(self, original_event, transform_input=True):
+        if not self.event_pattern.matches_event(original_event):
+            return
+        lambdas = [t for t in self.targets if parse_arn(t["Arn"]).service == "lambda"]
+        others = [t for t in self.targets if parse_arn(t["Arn"]).service != "lambda"]
+        if others:
+            # A shallow copy: moto only reads the rule, and other requests may read it at once.
+            rule = copy.copy(self)
+            rule.targets = others
+            moto_send(rule, original_event, transform_input)
+        for target in lambdas:
+            event = {k: v for k, v in original_event.items() if k != "ingestion-time"}
+            try:
+                if target.get("Input"):
+                    event = json.loads(target["Input"])
+                elif target.get("InputPath"):
+                    from jsonpath_ng.ext import parse as jsonpath
+
+                    matches = jsonpath(target["InputPath"]).find(original_event)
+                    event = matches[0].value if matches else None
+                elif target.get("InputTransformer"):
+                    transformer = target["InputTransformer"]
+                    event = EventTemplateParser.parse(
+                        input_template=transformer.get("InputTemplate"),
+                        input_paths_map=transformer.get("InputPathsMap", {}),
+                        event=original_event,
+                    )
+                runner.deliver_event(self.arn, target, event)
+            except Exception as err:  # a delivery problem never fails the PutEvents
+                log(f"rule {self.arn} target {target.get('Id')}: delivery failed: {err!r}")
+
+    Rule.send_to_targets = send_to_targets
+

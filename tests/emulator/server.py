@@ -74,7 +74,12 @@ from moto.moto_server.werkzeug_app import (  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cloudcontrol import ApiError, CloudControl  # noqa: E402
-from lambda_runner import LambdaRunner, patch_moto_inline_code, patch_moto_sns_delivery  # noqa: E402
+from lambda_runner import (  # noqa: E402
+    LambdaRunner,
+    patch_moto_events_delivery,
+    patch_moto_inline_code,
+    patch_moto_sns_delivery,
+)
 from registry import Registry  # noqa: E402
 from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402
@@ -300,6 +305,57 @@ def _aws_queue_url(self, request_url):
 
 _SqsQueue.url = _aws_queue_url
 
+from moto.events.utils import EventTemplateParser as _EventTemplateParser  # noqa: E402
+
+
+def _aws_input_transform(input_template, input_paths_map, event):
+    # EventBridge's input transformer: a placeholder inside quotes ("<name>") takes the
+    # value's text, one outside quotes its JSON (a string arrives quoted); a path that matches
+    # nothing is null; a template that is not JSON after substitution is sent as text. moto
+    # pasted strings in unquoted and failed the whole PutEvents on the invalid JSON.
+    from jsonpath_ng.ext import parse as jsonpath
+
+    template = input_template or _EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE
+    paths = input_paths_map or _EventTemplateParser.DEFAULT_EVENT_INPUT_PATHS_MAP
+    values = {}
+    for name, path in paths.items():
+        matches = jsonpath(path).find(event)
+        values[name] = matches[0].value if matches else None
+    values["aws.events.event.json"] = event
+    values["aws.events.event.ingestion-time"] = event.get("ingestion-time")
+
+    out, in_string, i = [], False, 0
+    while i < len(template):
+        char = template[i]
+        if char == "\\" and in_string:
+            out.append(template[i:i + 2])
+            i += 2
+            continue
+        if char == '"':
+            in_string = not in_string
+        elif char == "<":
+            end = template.find(">", i)
+            name = template[i + 1:end] if end > 0 else None
+            if name in values:
+                value = values[name]
+                if in_string:
+                    text = value if isinstance(value, str) else json.dumps(value)
+                    out.append(json.dumps(text)[1:-1])
+                else:
+                    out.append(json.dumps(value))
+                i = end + 1
+                continue
+        out.append(char)
+        i += 1
+    text = "".join(out)
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+_EventTemplateParser.parse = staticmethod(_aws_input_transform)
+
 # moto names some S3 answers' XML root after the action; S3 (and the Rust SDK, which checks the
 # root) uses the configuration's name. Keyed by the bucket subresource queried.
 S3_XML_ROOTS = {
@@ -412,6 +468,7 @@ class Emulator:
         self.lambda_runner = LambdaRunner()
         # SNS `lambda` subscriptions are delivered through the runner (asynchronously).
         patch_moto_sns_delivery(self.lambda_runner)
+        patch_moto_events_delivery(self.lambda_runner)
         # CloudFormation custom resources invoke their handlers through it too (cfn_custom.py).
         cfn_custom.install(self.lambda_runner)
 

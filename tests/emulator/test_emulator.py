@@ -36,8 +36,8 @@ def test_sqs_queue_lifecycle_is_visible_through_the_sqs_api(emulator):
     assert json.loads(done["ResourceModel"]) == {"QueueName": "orders", "VisibilityTimeout": 30, "QueueUrl": url}
     described = cc.get_resource(TypeName="AWS::SQS::Queue", Identifier=url)["ResourceDescription"]
     assert json.loads(described["Properties"])["Arn"] == "arn:aws:sqs:us-east-1:123456789012:orders"
-    # moto answers SQS URLs with the host that was asked; Cloud Control keeps the canonical one.
-    assert sqs.get_queue_url(QueueName="orders")["QueueUrl"].endswith("/123456789012/orders")
+    # The SQS API answers the same URL Cloud Control does, as on AWS.
+    assert sqs.get_queue_url(QueueName="orders")["QueueUrl"] == url
 
     patch = [{"op": "replace", "path": "/VisibilityTimeout", "value": 45}]
     updated = wait(cc, cc.update_resource(TypeName="AWS::SQS::Queue", Identifier=url,
@@ -1642,3 +1642,30 @@ def test_get_resource_finds_a_parameter_made_through_the_ssm_api_by_its_name(emu
         {"Name": "/made/by-ssm", "Type": "String", "Value": "given"}
     with pytest.raises(cc.exceptions.ResourceNotFoundException):
         cc.get_resource(TypeName="AWS::SSM::Parameter", Identifier="/never/made")
+
+
+def test_queue_urls_have_aws_form_whatever_endpoint_was_asked(emulator):
+    sqs = emulator.client("sqs")
+    url = sqs.create_queue(QueueName="url-form")["QueueUrl"]
+    assert url == "https://sqs.us-east-1.amazonaws.com/123456789012/url-form"
+    # The URL names the queue; requests still go to the emulator.
+    sqs.send_message(QueueUrl=url, MessageBody="m")
+    assert sqs.receive_message(QueueUrl=url)["Messages"][0]["Body"] == "m"
+    assert sqs.get_queue_url(QueueName="url-form")["QueueUrl"] == url
+
+
+def test_an_input_transformer_quotes_strings_as_eventbridge_does(emulator):
+    sqs, events = emulator.client("sqs"), emulator.client("events")
+    url = sqs.create_queue(QueueName="transformed")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="transform", EventPattern=json.dumps({"source": ["emu.test"]}))
+    events.put_targets(Rule="transform", Targets=[
+        {"Id": "json", "Arn": arn, "InputTransformer": {
+            "InputPathsMap": {"kind": "$.detail-type", "id": "$.detail.id", "missing": "$.detail.nope"},
+            "InputTemplate": '{"kind": <kind>, "text": "order <id> placed", "missing": <missing>}'}},
+    ])
+    answer = events.put_events(Entries=[{"Source": "emu.test", "DetailType": "Placed", "Detail": '{"id": "o-1"}'}])
+    assert answer["FailedEntryCount"] == 0
+    bodies = [json.loads(m["Body"]) for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]]
+    # A string outside quotes arrives quoted; inside quotes, as text; an unmatched path is null.
+    assert bodies == [{"kind": "Placed", "text": "order o-1 placed", "missing": None}]

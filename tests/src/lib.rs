@@ -189,7 +189,16 @@ pub fn test_plugins_file() -> PathBuf {
 
 /// The bundled plugins for the services whose types Cloud Control also provisions; a test whose
 /// subject is the Cloud Control path turns them off ([`cloud_control_plugins_file`]).
-pub const SERVICE_PLUGINS: &[&str] = &["sqs", "sns", "ssm", "logs", "dynamodb"];
+pub const SERVICE_PLUGINS: &[&str] = &[
+    "sqs",
+    "sns",
+    "ssm",
+    "logs",
+    "dynamodb",
+    "events",
+    "kms",
+    "secretsmanager",
+];
 
 /// [`test_plugins_file`] with the bundled [`SERVICE_PLUGINS`] disabled, so queues, topics,
 /// parameters, log groups and tables go to Cloud Control, as for a type no plugin handles.

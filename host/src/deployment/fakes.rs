@@ -37,6 +37,8 @@ pub struct LiveResource {
     pub logical_id: String,
     /// Its properties.
     pub properties: Map<String, Value>,
+    /// The create's token (as a plugin tags an unnamed resource with it).
+    pub token: String,
 }
 
 #[derive(Default)]
@@ -137,7 +139,7 @@ impl ResourceOperations for FakeCloud {
         logical_id: &str,
         _stack: &str,
         properties: &Map<String, Value>,
-        _spec: &CreateSpec<'_>,
+        spec: &CreateSpec<'_>,
     ) -> Result<CreateResult, ProviderError> {
         self.enter("create", logical_id).await?;
         let mut cloud = guard(&self.cloud);
@@ -149,6 +151,7 @@ impl ResourceOperations for FakeCloud {
                 resource_type: resource_type.into(),
                 logical_id: logical_id.into(),
                 properties: properties.clone(),
+                token: spec.token.to_string(),
             },
         );
         Ok(CreateResult {
@@ -193,6 +196,24 @@ impl ResourceOperations for FakeCloud {
         _ids: &AccountIds,
     ) -> Result<Option<Found>, ProviderError> {
         Ok(None)
+    }
+
+    async fn find_created(
+        &self,
+        _resource_type: &str,
+        logical_id: &str,
+        token: &str,
+    ) -> Result<Option<Found>, ProviderError> {
+        self.enter("find", logical_id).await?;
+        let cloud = guard(&self.cloud);
+        Ok(cloud
+            .resources
+            .iter()
+            .find(|(_, r)| !token.is_empty() && r.token == token)
+            .map(|(id, r)| Found {
+                physical_id: id.clone(),
+                properties: r.properties.clone(),
+            }))
     }
 
     async fn update(

@@ -13,12 +13,16 @@
 //! | replacement, old id still recorded | yes | delete the new one | delete the new one |
 //! | replacement, new id recorded | – | delete the replaced resource | delete the replaced resource |
 //!
-//! A create with no physical name (a type with no name property) cannot be found this way:
-//! through Cloud Control its token still deduplicates a resumed create within 36 hours; for
-//! other layers cdkd names the resource in a warning so a person can check.
+//! A create with no physical name (a type with no name property) is found by its token instead:
+//! a plugin that lists `find_created` looks up the resource it tagged with the token at creation
+//! (or gave the service as its client token); through Cloud Control the token still
+//! deduplicates a resumed create within 36 hours. Otherwise cdkd names the resource in a
+//! warning, with the tag to look for, so a person can check.
 
 use std::collections::BTreeMap;
 
+use cdkd_provider_api::protocol::CREATE_TOKEN_TAG;
+use cdkd_provider_api::ErrorKind;
 use serde_json::{Map, Value};
 
 use super::deletes::is_retained;
@@ -74,11 +78,18 @@ pub async fn decide(
     if let Some(decided) = settled_by_record(intent, record) {
         return decided;
     }
+    let provider = providers.for_layer(&intent.resource_type, intent.provisioned_by);
     let lookup = match intent.physical_name.as_deref() {
-        None => None,
+        // No name: the plugin finds what this token made (a tag, the service's client token).
+        None => match provider
+            .find_created(&intent.resource_type, &intent.logical_id, &intent.token)
+            .await
+        {
+            Err(err) if err.kind == ErrorKind::UNSUPPORTED => None,
+            other => Some(other.map_err(|err| err.to_string())),
+        },
         Some(name) => Some(
-            providers
-                .for_layer(&intent.resource_type, intent.provisioned_by)
+            provider
                 .find_named(&intent.resource_type, &intent.logical_id, name, ids)
                 .await
                 .map_err(|err| err.to_string()),
@@ -114,8 +125,8 @@ pub fn classify(
     }
     match lookup {
         None => Decision::Unknown(format!(
-            "{} has no name cdkd can look it up by",
-            intent.resource_type
+            "{} has no name cdkd can look it up by, and its provider cannot find it by its create token (look for the tag {CREATE_TOKEN_TAG}={}: `aws resourcegroupstaggingapi get-resources --tag-filters Key={CREATE_TOKEN_TAG},Values={}`)",
+            intent.resource_type, intent.token, intent.token
         )),
         // A replacement whose predecessor is recorded under the same id found itself.
         Some(Ok(Some(found))) if record.is_some_and(|r| r.physical_id == found.physical_id) => {
@@ -368,5 +379,51 @@ mod tests {
         let mut plugin = fresh;
         plugin.intent.provisioned_by = ProvisionedBy::Sdk;
         assert!(!plugin.token_reusable());
+    }
+
+    #[tokio::test]
+    async fn an_unnamed_create_is_found_by_its_token() {
+        use crate::deployment::fakes::FakeCloud;
+        use crate::provisioning::operations::ProviderSource;
+        use crate::provisioning::provider::CreateSpec;
+        let cloud = FakeCloud::default();
+        let ids = AccountIds::default();
+        let spec = CreateSpec {
+            token: "cdkd-run-1-subnet",
+            name: None,
+            needed: &[],
+            ids: &ids,
+        };
+        let made = cloud
+            .create("AWS::EC2::Subnet", "Subnet", "S", &Map::new(), &spec)
+            .await
+            .unwrap();
+        let unnamed = |token: &str| CreateIntent {
+            logical_id: "Subnet".into(),
+            resource_type: "AWS::EC2::Subnet".into(),
+            token: token.into(),
+            physical_name: None,
+            provisioned_by: ProvisionedBy::Sdk,
+            replaces: None,
+            created_at: now_millis(),
+        };
+        let set = cloud
+            .prepare(
+                "us-east-1",
+                &Default::default(),
+                std::time::Duration::from_secs(1),
+            )
+            .await
+            .unwrap();
+        let set = set.as_ref();
+        match decide(set, &unnamed("cdkd-run-1-subnet"), None, &ids).await {
+            Decision::Unrecorded(found) => assert_eq!(found.physical_id, made.physical_id),
+            other => panic!("{other:?}"),
+        }
+        // Another run's token made nothing here.
+        assert_eq!(
+            decide(set, &unnamed("cdkd-run-2-subnet"), None, &ids).await,
+            Decision::Absent
+        );
     }
 }

@@ -604,6 +604,17 @@ impl<O: ResourceOperations> ResourceOperations for Resolving<O> {
             .await
     }
 
+    async fn find_created(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        token: &str,
+    ) -> Result<Option<Found>, ProviderError> {
+        self.inner
+            .find_created(resource_type, logical_id, token)
+            .await
+    }
+
     async fn update(
         &self,
         resource_type: &str,

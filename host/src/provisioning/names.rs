@@ -80,10 +80,16 @@ pub fn rule_for(resource_type: &str) -> Option<NameRule> {
         "AWS::DynamoDB::Table" => rule("TableName", 255, Listed),
         "AWS::Logs::LogGroup" => rule("LogGroupName", 512, Listed),
         "AWS::Events::EventBus" => rule("Name", 256, Listed),
-        "AWS::Events::Rule" => rule("Name", 64, Listed),
+        "AWS::Events::Rule" => NameRule {
+            id_attribute: Some("Arn"),
+            ..rule("Name", 64, Listed)
+        },
         "AWS::StepFunctions::StateMachine" => rule("StateMachineName", 80, Listed),
         "AWS::Kinesis::Stream" => rule("Name", 128, Listed),
-        "AWS::SecretsManager::Secret" => rule("Name", 512, Listed),
+        "AWS::SecretsManager::Secret" => NameRule {
+            id_attribute: Some("Id"),
+            ..rule("Name", 512, Listed)
+        },
         "AWS::ECR::Repository" => NameRule {
             lowercase: true,
             ..rule("RepositoryName", 256, Listed)

@@ -59,6 +59,21 @@ pub trait ResourceOperations: Send + Sync {
         ids: &AccountIds,
     ) -> Result<Option<Found>, ProviderError>;
 
+    /// Finds the resource a create with `token` made, for a type with no name to look it up
+    /// by (the plugin tagged it with the token, or gave the service the token); an
+    /// `unsupported` error when the provider cannot.
+    async fn find_created(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        _token: &str,
+    ) -> Result<Option<Found>, ProviderError> {
+        Err(ProviderError::unsupported(format!(
+            "{resource_type} {logical_id}: {} cannot look this type up by its create token",
+            self.label()
+        )))
+    }
+
     /// Updates a resource (in place, or the provider reports a replacement); `needed` names
     /// the attributes the template reads from it.
     #[allow(clippy::too_many_arguments)]

@@ -9,7 +9,8 @@ use std::time::Duration;
 use cdkd_provider_api::host::PluginLibrary;
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FinalSnapshotRequest,
-    FinalSnapshotResult, ImportRequest, ReadCurrentStateRequest, UpdateRequest, UpdateResult,
+    FinalSnapshotResult, FindCreatedRequest, FindCreatedResult, ImportRequest,
+    ReadCurrentStateRequest, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{ErrorKind, ProviderError};
 use serde_json::{Map, Value};
@@ -323,6 +324,49 @@ impl ResourceOperations for Provider<'_> {
                 }
             }
         }
+    }
+
+    /// Finds, through its plugin, the resource a create with `token` made.
+    async fn find_created(
+        &self,
+        resource_type: &str,
+        logical_id: &str,
+        token: &str,
+    ) -> Result<Option<Found>, ProviderError> {
+        let Provider::Plugin(plugin, plugin_name) = self else {
+            // Cloud Control's own client token deduplicates a resumed create instead.
+            return Err(ProviderError::unsupported(format!(
+                "{resource_type} {logical_id}: Cloud Control cannot look a resource up by its create token"
+            )));
+        };
+        let finds = plugin.manifest().resource_types.iter().any(|t| {
+            t.covers(resource_type)
+                && t.supports(cdkd_provider_api::protocol::operation::FIND_CREATED)
+        });
+        if !finds {
+            return Err(ProviderError::unsupported(format!(
+                "{resource_type} {logical_id}: plugin {plugin_name} cannot look this type up by its create token"
+            )));
+        }
+        let request = FindCreatedRequest {
+            logical_id: logical_id.to_string(),
+            token: token.to_string(),
+            properties: Map::new(),
+        };
+        let found: FindCreatedResult = with_retries(&format!("find {logical_id}"), || async {
+            plugin
+                .invoke(
+                    cdkd_provider_api::protocol::operation::FIND_CREATED,
+                    resource_type,
+                    &request,
+                )
+                .await
+        })
+        .await?;
+        Ok(found.physical_id.map(|physical_id| Found {
+            physical_id,
+            properties: found.properties,
+        }))
     }
 
     /// Updates a resource (in place, or the plugin reports a replacement); `needed` names
