@@ -31,6 +31,12 @@ pub mod operation {
     /// again or deletes what the interrupted run left. The plugin tags such resources with the
     /// token at creation ([`CREATE_TOKEN_TAG`]) or passes it as the service's own client token.
     pub const FIND_CREATED: &str = "find_created";
+    /// A declaration, never invoked (added in 0.1.7): the type's create adopts an existing
+    /// resource identical to the one asked for (a pair that exists or not: an attachment, an
+    /// association, a route, a rule, a policy set on a queue), so a create repeated after a
+    /// crash makes nothing twice and the host carries it into the next deploy without a
+    /// warning.
+    pub const IDEMPOTENT_CREATE: &str = "idempotent_create";
 }
 
 /// The tag key a plugin puts the create's idempotency token under, on types with no name cdkd

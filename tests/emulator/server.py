@@ -356,6 +356,29 @@ def _aws_input_transform(input_template, input_paths_map, event):
 
 _EventTemplateParser.parse = staticmethod(_aws_input_transform)
 
+from moto.ec2.exceptions import DependencyViolationError as _Ec2DependencyViolation  # noqa: E402
+from moto.ec2.models import EC2Backend as _Ec2Backend  # noqa: E402
+
+_moto_delete_vpc = _Ec2Backend.delete_vpc
+
+
+def _delete_vpc_as_aws(self, vpc_id):
+    # AWS refuses DeleteVpc while an internet gateway is attached or a security group or network
+    # ACL of its own is left (moto deleted it anyway), and deletes the VPC's default ACL with it
+    # (moto kept the ACL forever).
+    attached = [g.id for g in self.internet_gateways.values() if g.vpc and g.vpc.id == vpc_id]
+    groups = [g.id for g in self.groups.get(vpc_id, {}).values() if g.name != "default"]
+    acls = [a for a in self.network_acls.values() if a.vpc_id == vpc_id]
+    if attached or groups or any(not a.default for a in acls):
+        raise _Ec2DependencyViolation(f"The vpc '{vpc_id}' has dependencies and cannot be deleted.")
+    vpc = _moto_delete_vpc(self, vpc_id)
+    for acl in acls:
+        self.network_acls.pop(acl.id, None)
+    return vpc
+
+
+_Ec2Backend.delete_vpc = _delete_vpc_as_aws
+
 # moto names some S3 answers' XML root after the action; S3 (and the Rust SDK, which checks the
 # root) uses the configuration's name. Keyed by the bucket subresource queried.
 S3_XML_ROOTS = {

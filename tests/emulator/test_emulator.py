@@ -1669,3 +1669,23 @@ def test_an_input_transformer_quotes_strings_as_eventbridge_does(emulator):
     bodies = [json.loads(m["Body"]) for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]]
     # A string outside quotes arrives quoted; inside quotes, as text; an unmatched path is null.
     assert bodies == [{"kind": "Placed", "text": "order o-1 placed", "missing": None}]
+
+
+def test_deleting_a_vpc_is_refused_while_it_holds_things_and_takes_its_default_acl(emulator):
+    ec2 = emulator.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
+    group = ec2.create_security_group(VpcId=vpc, GroupName="kept", Description="d")["GroupId"]
+    gateway = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+    ec2.attach_internet_gateway(InternetGatewayId=gateway, VpcId=vpc)
+    for blocker, remove in [
+        ("gateway", lambda: ec2.detach_internet_gateway(InternetGatewayId=gateway, VpcId=vpc)),
+        ("group", lambda: ec2.delete_security_group(GroupId=group)),
+    ]:
+        with pytest.raises(ec2.exceptions.ClientError) as refused:
+            ec2.delete_vpc(VpcId=vpc)
+        assert refused.value.response["Error"]["Code"] == "DependencyViolation", blocker
+        remove()
+    acls = lambda: [a["NetworkAclId"] for a in ec2.describe_network_acls(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["NetworkAcls"]]
+    assert len(acls()) == 1  # the default one
+    ec2.delete_vpc(VpcId=vpc)
+    assert acls() == []

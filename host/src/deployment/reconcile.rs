@@ -149,8 +149,13 @@ pub async fn remove_unrecorded(
     ids: &AccountIds,
 ) -> Vec<CreateIntent> {
     let mut unsettled = Vec::new();
-    for intent in intents {
-        let decision = decide(providers, &intent, state, ids).await;
+    let decisions = futures_util::future::join_all(
+        intents
+            .iter()
+            .map(|intent| decide(providers, intent, state, ids)),
+    )
+    .await;
+    for (intent, decision) in intents.into_iter().zip(decisions) {
         if !settle_by_removal(reporter, stack, providers, &intent, decision).await {
             unsettled.push(intent);
         }
@@ -244,8 +249,14 @@ pub async fn carry_into_deploy(
 ) -> (BTreeMap<String, Carried>, Vec<CreateIntent>) {
     let mut carried = BTreeMap::new();
     let mut unsettled = Vec::new();
-    for intent in intents {
-        let decision = decide(providers, &intent, state, ids).await;
+    // Every lookup at once: each is a round trip, and a crashed VPC deploy leaves dozens.
+    let decisions = futures_util::future::join_all(
+        intents
+            .iter()
+            .map(|intent| decide(providers, intent, state, ids)),
+    )
+    .await;
+    for (intent, decision) in intents.into_iter().zip(decisions) {
         match decision {
             Decision::Unrecorded(found) if intent.replaces.is_none() => {
                 carried.insert(
@@ -266,9 +277,14 @@ pub async fn carry_into_deploy(
                 );
             }
             Decision::Unknown(_)
-                if intent.replaces.is_none() && intent.provisioned_by == ProvisionedBy::CcApi =>
+                if intent.replaces.is_none()
+                    && (intent.provisioned_by == ProvisionedBy::CcApi
+                        || providers
+                            .for_layer(&intent.resource_type, intent.provisioned_by)
+                            .creates_idempotently(&intent.resource_type)) =>
             {
-                // No name, but Cloud Control deduplicates the token itself.
+                // No name, but Cloud Control deduplicates the token itself, or the plugin's
+                // create adopts the identical pair an interrupted run made.
                 carried.insert(
                     intent.logical_id.clone(),
                     Carried {

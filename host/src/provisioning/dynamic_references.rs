@@ -604,6 +604,10 @@ impl<O: ResourceOperations> ResourceOperations for Resolving<O> {
             .await
     }
 
+    fn creates_idempotently(&self, resource_type: &str) -> bool {
+        self.inner.creates_idempotently(resource_type)
+    }
+
     async fn find_created(
         &self,
         resource_type: &str,

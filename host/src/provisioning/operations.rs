@@ -59,6 +59,12 @@ pub trait ResourceOperations: Send + Sync {
         ids: &AccountIds,
     ) -> Result<Option<Found>, ProviderError>;
 
+    /// Whether a create of `resource_type` adopts an identical existing resource (its plugin
+    /// declares `idempotent_create`), so repeating it after a crash is safe.
+    fn creates_idempotently(&self, _resource_type: &str) -> bool {
+        false
+    }
+
     /// Finds the resource a create with `token` made, for a type with no name to look it up
     /// by (the plugin tagged it with the token, or gave the service the token); an
     /// `unsupported` error when the provider cannot.

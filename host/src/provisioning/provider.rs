@@ -326,6 +326,16 @@ impl ResourceOperations for Provider<'_> {
         }
     }
 
+    fn creates_idempotently(&self, resource_type: &str) -> bool {
+        match self {
+            Provider::Plugin(plugin, _) => plugin.manifest().resource_types.iter().any(|t| {
+                t.covers(resource_type)
+                    && t.supports(cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE)
+            }),
+            Provider::CloudControl(_) => false,
+        }
+    }
+
     /// Finds, through its plugin, the resource a create with `token` made.
     async fn find_created(
         &self,

@@ -1,10 +1,10 @@
 //! `AWS::EC2::EIP`: physical id `<publicIp>|<allocationId>`, `Ref` = the public IP.
 
-use aws_sdk_ec2::types::{DomainType, ResourceType};
-use cdkd_aws_common::TypeSchema;
+use aws_sdk_ec2::types::{DomainType, Filter, ResourceType};
 use cdkd_aws_common::{aws_error, optional, put, text};
+use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
     ReadCurrentStateRequest, ReadCurrentStateResult, RefValue, ResourceTypeSchema, UpdateRequest,
     UpdateResult,
 };
@@ -12,6 +12,7 @@ use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvi
 use serde_json::{json, Map, Value};
 
 use crate::composite::{join, split};
+use crate::created::FindsCreated;
 use crate::{
     client, delete_released, does_not_exist, in_place, retag, some_str, tag_spec, tags_value, what,
 };
@@ -53,6 +54,55 @@ fn eip_id(
     Ok((id, attributes))
 }
 
+/// Not registered through `Reads`: its import also takes the allocation id or public IP alone.
+/// The reader serves `read_current_state` and `find_created`.
+#[async_trait]
+impl Readable for Eip {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let parts = split(what, &request.physical_id, EIP_SEGMENTS)?;
+        let ec2 = client(ctx).await?;
+        Ok(describe_address(&ec2, what, parts[1]).await?.map(|a| {
+            let mut props = Map::new();
+            put(
+                &mut props,
+                "Domain",
+                some_str(a.domain().map(|d| d.as_str())),
+            );
+            put(&mut props, "Tags", tags_value(a.tags()));
+            props
+        }))
+    }
+}
+
+#[async_trait]
+impl FindsCreated for Eip {
+    const TYPE_NAME: &'static str = EIP;
+
+    /// DescribeAddresses answers every address at once (it has no pages).
+    async fn tagged(
+        &self,
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        by_token: Filter,
+    ) -> Result<Vec<String>, ProviderError> {
+        let out = ec2
+            .describe_addresses()
+            .filters(by_token)
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: finding its address"), e))?;
+        out.addresses()
+            .iter()
+            .map(|a| eip_id(what, a).map(|(id, _)| id))
+            .collect()
+    }
+}
+
 #[async_trait]
 impl ResourceProvider for Eip {
     fn schema(&self) -> ResourceTypeSchema {
@@ -62,7 +112,17 @@ impl ResourceProvider for Eip {
             .read_and_import()
             .composite_id(EIP_SEGMENTS, &[&[], &[]])
             .ref_value(RefValue::Segment(0))
+            .operations(&[operation::FIND_CREATED])
             .build()
+    }
+
+    async fn invoke_other(
+        &self,
+        ctx: &PluginContext,
+        name: &str,
+        request: Value,
+    ) -> Result<Value, ProviderError> {
+        crate::created::invoke(self, ctx, name, request).await
     }
 
     async fn create(
@@ -79,9 +139,11 @@ impl ResourceProvider for Eip {
                     .map(|d| DomainType::from(d.as_str()))
                     .unwrap_or(DomainType::Vpc),
             )
-            .set_tag_specifications(
-                tag_spec(ResourceType::ElasticIp, &request.properties).map(|t| vec![t]),
-            )
+            .set_tag_specifications(tag_spec(
+                ResourceType::ElasticIp,
+                &request.properties,
+                &request.client_token,
+            ))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: allocating"), e))?;
@@ -149,19 +211,8 @@ impl ResourceProvider for Eip {
         request: ReadCurrentStateRequest,
     ) -> Result<ReadCurrentStateResult, ProviderError> {
         let what = what(EIP, &request.logical_id);
-        let parts = split(&what, &request.physical_id, EIP_SEGMENTS)?;
-        let ec2 = client(ctx).await?;
         Ok(ReadCurrentStateResult {
-            properties: describe_address(&ec2, &what, parts[1]).await?.map(|a| {
-                let mut props = Map::new();
-                put(
-                    &mut props,
-                    "Domain",
-                    some_str(a.domain().map(|d| d.as_str())),
-                );
-                put(&mut props, "Tags", tags_value(a.tags()));
-                props
-            }),
+            properties: self.read(ctx, &what, &request).await?,
         })
     }
 

@@ -1,18 +1,20 @@
 //! `AWS::EC2::InternetGateway`: physical id (and `Ref`) is the AWS id.
 
-use aws_sdk_ec2::types::ResourceType;
+use aws_sdk_ec2::types::{Filter, ResourceType};
 use cdkd_aws_common::{aws_error, optional, put};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
 
+use crate::created::FindsCreated;
+use crate::dependants::{attachments, delete_unless_held};
 use crate::{
-    client, delete_released, does_not_exist, id_attribute, retag_only, tag_spec, tags_value,
-    until_released, what, DEPENDENCY_BUDGET,
+    client, does_not_exist, id_attribute, retag_only, tag_spec, tags_value, until_released, what,
+    DEPENDENCY_BUDGET,
 };
 
 const IGW: &str = "AWS::EC2::InternetGateway";
@@ -95,12 +97,51 @@ impl Readable for InternetGateway {
 }
 
 #[async_trait]
+impl FindsCreated for InternetGateway {
+    const TYPE_NAME: &'static str = IGW;
+
+    async fn tagged(
+        &self,
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        by_token: Filter,
+    ) -> Result<Vec<String>, ProviderError> {
+        let mut ids = Vec::new();
+        let mut pages = ec2
+            .describe_internet_gateways()
+            .filters(by_token)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page =
+                page.map_err(|e| aws_error(&format!("{what}: finding its internet gateway"), e))?;
+            ids.extend(
+                page.internet_gateways()
+                    .iter()
+                    .filter_map(|r| r.internet_gateway_id().map(String::from)),
+            );
+        }
+        Ok(ids)
+    }
+}
+
+#[async_trait]
 impl ResourceProvider for InternetGateway {
     fn schema(&self) -> ResourceTypeSchema {
         TypeSchema::builder(IGW)
             .handles(&["Tags"])
             .read_and_import()
+            .operations(&[operation::FIND_CREATED])
             .build()
+    }
+
+    async fn invoke_other(
+        &self,
+        ctx: &PluginContext,
+        name: &str,
+        request: Value,
+    ) -> Result<Value, ProviderError> {
+        crate::created::invoke(self, ctx, name, request).await
     }
 
     async fn create(
@@ -112,9 +153,11 @@ impl ResourceProvider for InternetGateway {
         let ec2 = client(ctx).await?;
         let created = ec2
             .create_internet_gateway()
-            .set_tag_specifications(
-                tag_spec(ResourceType::InternetGateway, &request.properties).map(|t| vec![t]),
-            )
+            .set_tag_specifications(tag_spec(
+                ResourceType::InternetGateway,
+                &request.properties,
+                &request.client_token,
+            ))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: creating"), e))?;
@@ -156,14 +199,27 @@ impl ResourceProvider for InternetGateway {
             tracing::info!("{what}: detaching {id} from {vpc} before deleting it");
             detach(&ec2, &what, id, vpc).await?;
         }
-        delete_released(&what, "its VPC attachments to go", || async {
-            ec2.delete_internet_gateway()
-                .internet_gateway_id(id)
-                .send()
-                .await
-                .map(|_| ())
-                .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
-        })
+        delete_unless_held(
+            &what,
+            id,
+            "still attached to",
+            || async {
+                ec2.delete_internet_gateway()
+                    .internet_gateway_id(id)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
+            },
+            || async {
+                Ok::<_, ProviderError>(
+                    describe_igw(&ec2, &what, id)
+                        .await?
+                        .map(|g| attachments(&g))
+                        .unwrap_or_default(),
+                )
+            },
+        )
         .await
     }
 }

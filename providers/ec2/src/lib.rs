@@ -4,9 +4,15 @@
 //!
 //! EC2 deletes fail with `DependencyViolation` while something still uses the resource (an
 //! ENI a Lambda has not released yet, a NAT gateway still holding its EIP): deletes wait that
-//! out on a bounded schedule ([`until_released`]), saying what they wait for.
+//! out on a bounded schedule ([`until_released`]), saying what they wait for, but only while
+//! what is in the way can still go by itself ([`dependants`]); anything else fails at once.
+//!
+//! Types with no name cdkd chooses carry the create's token as a tag from their first moment,
+//! so the next run finds what an interrupted one made ([`created`]).
 
 mod composite;
+mod created;
+mod dependants;
 mod eip;
 mod internet_gateway;
 mod lookups;
@@ -60,7 +66,9 @@ use tokio::time::Instant;
 
 use aws_sdk_ec2::types::{AttributeBooleanValue, Filter, ResourceType, Tag, TagSpecification};
 use cdkd_aws_common::aws_error;
-use cdkd_provider_api::protocol::{CreateResult, DeleteResult, UpdateRequest, UpdateResult};
+use cdkd_provider_api::protocol::{
+    CreateResult, DeleteResult, UpdateRequest, UpdateResult, CREATE_TOKEN_TAG,
+};
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 use serde_json::{json, Map, Value};
 
@@ -93,7 +101,8 @@ pub(crate) fn boolean(value: bool) -> AttributeBooleanValue {
     AttributeBooleanValue::builder().value(value).build()
 }
 
-/// `Tags: [{Key, Value}]` of a template.
+/// `Tags: [{Key, Value}]` of a template. cdkd's create-token tag is never the template's: left
+/// out here, a tag change can neither set it nor remove it.
 pub(crate) fn tags(properties: &Map<String, Value>) -> Vec<Tag> {
     properties
         .get("Tags")
@@ -108,31 +117,72 @@ pub(crate) fn tags(properties: &Map<String, Value>) -> Vec<Tag> {
                     .build(),
             )
         })
+        .filter(|t| t.key() != Some(CREATE_TOKEN_TAG))
         .collect()
 }
 
-/// The template's tags as a create call's tag specification (none without tags).
+/// The tags a create sets: the template's, then the create's `token` under
+/// [`CREATE_TOKEN_TAG`] (none without a token).
+pub(crate) fn create_tags(properties: &Map<String, Value>, token: &str) -> Vec<Tag> {
+    let mut tags = tags(properties);
+    if !token.is_empty() {
+        tags.push(Tag::builder().key(CREATE_TOKEN_TAG).value(token).build());
+    }
+    tags
+}
+
+/// A create call's tag specification: the template's tags and the create token (none when
+/// there is neither).
 pub(crate) fn tag_spec(
     kind: ResourceType,
     properties: &Map<String, Value>,
-) -> Option<TagSpecification> {
-    let tags = tags(properties);
+    token: &str,
+) -> Option<Vec<TagSpecification>> {
+    let tags = create_tags(properties, token);
     (!tags.is_empty()).then(|| {
-        TagSpecification::builder()
+        vec![TagSpecification::builder()
             .resource_type(kind)
             .set_tags(Some(tags))
-            .build()
+            .build()]
     })
 }
 
-/// AWS's tags in template shape; `aws:` tags are AWS's own and never in a template.
+/// AWS's tags in template shape; `aws:` tags are AWS's own and the create-token tag cdkd's,
+/// never in a template (so never drift).
 pub(crate) fn tags_value(tags: &[Tag]) -> Option<Value> {
     let tags: Vec<Value> = tags
         .iter()
-        .filter(|t| !t.key().unwrap_or_default().starts_with("aws:"))
+        .filter(|t| {
+            let key = t.key().unwrap_or_default();
+            !key.starts_with("aws:") && key != CREATE_TOKEN_TAG
+        })
         .map(|t| json!({"Key": t.key(), "Value": t.value()}))
         .collect();
     (!tags.is_empty()).then_some(Value::Array(tags))
+}
+
+/// The longest client token EC2 takes.
+const MAX_CLIENT_TOKEN: usize = 64;
+
+/// The create token as EC2's own idempotency `ClientToken`: itself when it fits, else a stable
+/// hash of it, so every attempt of one create sends the same value.
+pub(crate) fn client_token(token: &str) -> Option<String> {
+    if token.is_empty() {
+        None
+    } else if token.len() <= MAX_CLIENT_TOKEN {
+        Some(token.to_string())
+    } else {
+        Some(format!(
+            "cdkd-{:016x}",
+            cdkd_aws_common::stable_hash(&[token])
+        ))
+    }
+}
+
+/// Whether EC2 refused a create because what it would make is already there (`…Duplicate`,
+/// `…AlreadyExists`, `Resource.AlreadyAssociated`, "already attached").
+pub(crate) fn already_there(err: &ProviderError) -> bool {
+    err.kind == ErrorKind::ALREADY_EXISTS || err.message.contains("already")
 }
 
 /// Applies a tag change: new and changed tags written, removed ones deleted.
@@ -426,5 +476,68 @@ mod tests {
             Some(json!([{"Key": "Name", "Value": "a"}, {"Key": "n", "Value": "5"}]))
         );
         assert_eq!(tags_value(&[]), None);
+    }
+
+    #[test]
+    fn the_create_token_is_tagged_at_creation_and_never_read_or_retagged() {
+        let props = json!({"Tags": [{"Key": "Name", "Value": "a"}, {"Key": CREATE_TOKEN_TAG, "Value": "forged"}]});
+        let props = props.as_object().unwrap();
+        // The template cannot set cdkd's tag: only the create's own token goes under it.
+        let created = create_tags(props, "tok-1");
+        let pairs: Vec<(Option<&str>, Option<&str>)> =
+            created.iter().map(|t| (t.key(), t.value())).collect();
+        assert_eq!(
+            pairs,
+            [
+                (Some("Name"), Some("a")),
+                (Some(CREATE_TOKEN_TAG), Some("tok-1"))
+            ]
+        );
+        let spec = tag_spec(ResourceType::Vpc, props, "tok-1").unwrap();
+        assert_eq!(spec[0].resource_type(), Some(&ResourceType::Vpc));
+        assert_eq!(spec[0].tags().len(), 2);
+        // No token: the template's tags only; neither: no specification at all.
+        assert_eq!(create_tags(props, "").len(), 1);
+        assert_eq!(tag_spec(ResourceType::Subnet, &Map::new(), ""), None);
+        assert_eq!(
+            tag_spec(ResourceType::Subnet, &Map::new(), "t").unwrap()[0].tags()[0].key(),
+            Some(CREATE_TOKEN_TAG)
+        );
+        // Read back, the token tag is not drift; a tag update neither removes nor sets it.
+        assert_eq!(
+            tags_value(&created),
+            Some(json!([{"Key": "Name", "Value": "a"}]))
+        );
+        assert!(tags(props)
+            .iter()
+            .all(|t| t.key() != Some(CREATE_TOKEN_TAG)));
+    }
+
+    #[test]
+    fn the_client_token_fits_ec2s_limit_and_stays_the_same() {
+        assert_eq!(client_token(""), None);
+        assert_eq!(client_token("tok-1"), Some("tok-1".into()));
+        let exact = "t".repeat(64);
+        assert_eq!(client_token(&exact), Some(exact.clone()));
+        let long = "t".repeat(65);
+        let fitted = client_token(&long).unwrap();
+        assert!(
+            fitted.len() <= 64 && fitted.starts_with("cdkd-"),
+            "{fitted}"
+        );
+        assert_eq!(client_token(&long), Some(fitted.clone()));
+        assert_ne!(client_token(&"u".repeat(65)), Some(fitted));
+    }
+
+    #[test]
+    fn already_there_answers_are_recognised() {
+        let duplicate = ProviderError::new(ErrorKind::ALREADY_EXISTS, "dup")
+            .with_aws_code("InvalidPermission.Duplicate");
+        assert!(already_there(&duplicate));
+        assert!(already_there(&ProviderError::new(
+            ErrorKind::OTHER,
+            "igw-1 is already attached to network vpc-1"
+        )));
+        assert!(!already_there(&ProviderError::validation("bad cidr")));
     }
 }

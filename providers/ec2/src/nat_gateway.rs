@@ -4,18 +4,20 @@ use std::time::Duration;
 
 use std::time::Instant;
 
-use aws_sdk_ec2::types::{ConnectivityType, NatGatewayState, ResourceType};
+use aws_sdk_ec2::types::{ConnectivityType, Filter, NatGatewayState, ResourceType};
 use cdkd_aws_common::{aws_error, optional, put, require_str, text};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
 
+use crate::created::FindsCreated;
 use crate::{
-    client, does_not_exist, id_attribute, retag_only, some_str, tag_spec, tags_value, what,
+    client, client_token, does_not_exist, id_attribute, retag_only, some_str, tag_spec, tags_value,
+    what,
 };
 
 const NAT: &str = "AWS::EC2::NatGateway";
@@ -137,6 +139,37 @@ impl Readable for NatGateway {
 }
 
 #[async_trait]
+impl FindsCreated for NatGateway {
+    const TYPE_NAME: &'static str = NAT;
+
+    async fn tagged(
+        &self,
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        by_token: Filter,
+    ) -> Result<Vec<String>, ProviderError> {
+        let mut ids = Vec::new();
+        let mut pages = ec2
+            .describe_nat_gateways()
+            .filter(by_token)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page =
+                page.map_err(|e| aws_error(&format!("{what}: finding its NAT gateway"), e))?;
+            ids.extend(
+                page.nat_gateways()
+                    .iter()
+                    // A deleted gateway stays listed for a while; it is no create's result.
+                    .filter(|g| g.state() != Some(&NatGatewayState::Deleted))
+                    .filter_map(|r| r.nat_gateway_id().map(String::from)),
+            );
+        }
+        Ok(ids)
+    }
+}
+
+#[async_trait]
 impl ResourceProvider for NatGateway {
     fn schema(&self) -> ResourceTypeSchema {
         TypeSchema::builder(NAT)
@@ -154,7 +187,17 @@ impl ResourceProvider for NatGateway {
                 "PrivateIpAddress",
             ])
             .read_and_import()
+            .operations(&[operation::FIND_CREATED])
             .build()
+    }
+
+    async fn invoke_other(
+        &self,
+        ctx: &PluginContext,
+        name: &str,
+        request: Value,
+    ) -> Result<Value, ProviderError> {
+        crate::created::invoke(self, ctx, name, request).await
     }
 
     async fn create(
@@ -174,7 +217,13 @@ impl ResourceProvider for NatGateway {
                 text(props.get("ConnectivityType")).map(|c| ConnectivityType::from(c.as_str())),
             )
             .set_private_ip_address(text(props.get("PrivateIpAddress")))
-            .set_tag_specifications(tag_spec(ResourceType::Natgateway, props).map(|t| vec![t]))
+            .set_tag_specifications(tag_spec(
+                ResourceType::Natgateway,
+                props,
+                &request.client_token,
+            ))
+            // EC2's own idempotency: a retried create answers the gateway the first one made.
+            .set_client_token(client_token(&request.client_token))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: creating in {subnet}"), e))?;

@@ -1,18 +1,19 @@
 //! `AWS::EC2::NetworkAcl`: physical id (and `Ref`) is the AWS id.
 
-use aws_sdk_ec2::types::ResourceType;
+use aws_sdk_ec2::types::{Filter, ResourceType};
 use cdkd_aws_common::{aws_error, optional, put, require_str};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
 
+use crate::created::FindsCreated;
+use crate::dependants::{acl_associations, delete_unless_held};
 use crate::{
-    client, delete_released, does_not_exist, id_attribute, retag_only, some_str, tag_spec,
-    tags_value, what,
+    client, does_not_exist, id_attribute, retag_only, some_str, tag_spec, tags_value, what,
 };
 
 const ACL: &str = "AWS::EC2::NetworkAcl";
@@ -64,13 +65,52 @@ impl Readable for NetworkAcl {
 }
 
 #[async_trait]
+impl FindsCreated for NetworkAcl {
+    const TYPE_NAME: &'static str = ACL;
+
+    async fn tagged(
+        &self,
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        by_token: Filter,
+    ) -> Result<Vec<String>, ProviderError> {
+        let mut ids = Vec::new();
+        let mut pages = ec2
+            .describe_network_acls()
+            .filters(by_token)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page =
+                page.map_err(|e| aws_error(&format!("{what}: finding its network ACL"), e))?;
+            ids.extend(
+                page.network_acls()
+                    .iter()
+                    .filter_map(|r| r.network_acl_id().map(String::from)),
+            );
+        }
+        Ok(ids)
+    }
+}
+
+#[async_trait]
 impl ResourceProvider for NetworkAcl {
     fn schema(&self) -> ResourceTypeSchema {
         TypeSchema::builder(ACL)
             .handles(&["VpcId", "Tags"])
             .create_only(&["VpcId"])
             .read_and_import()
+            .operations(&[operation::FIND_CREATED])
             .build()
+    }
+
+    async fn invoke_other(
+        &self,
+        ctx: &PluginContext,
+        name: &str,
+        request: Value,
+    ) -> Result<Value, ProviderError> {
+        crate::created::invoke(self, ctx, name, request).await
     }
 
     async fn create(
@@ -84,9 +124,11 @@ impl ResourceProvider for NetworkAcl {
         let created = ec2
             .create_network_acl()
             .vpc_id(vpc)
-            .set_tag_specifications(
-                tag_spec(ResourceType::NetworkAcl, &request.properties).map(|t| vec![t]),
-            )
+            .set_tag_specifications(tag_spec(
+                ResourceType::NetworkAcl,
+                &request.properties,
+                &request.client_token,
+            ))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: creating in {vpc}"), e))?;
@@ -119,14 +161,27 @@ impl ResourceProvider for NetworkAcl {
         let what = what(ACL, &request.logical_id);
         let ec2 = client(ctx).await?;
         let id = &request.physical_id;
-        delete_released(&what, "its subnet associations to go", || async {
-            ec2.delete_network_acl()
-                .network_acl_id(id)
-                .send()
-                .await
-                .map(|_| ())
-                .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
-        })
+        delete_unless_held(
+            &what,
+            id,
+            "still associated with",
+            || async {
+                ec2.delete_network_acl()
+                    .network_acl_id(id)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
+            },
+            || async {
+                Ok::<_, ProviderError>(
+                    describe_acl(&ec2, &what, id)
+                        .await?
+                        .map(|a| acl_associations(&a))
+                        .unwrap_or_default(),
+                )
+            },
+        )
         .await
     }
 }

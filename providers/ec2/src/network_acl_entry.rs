@@ -90,6 +90,25 @@ fn parse_entry(what: &str, id: &str) -> Result<(String, i32, bool), ProviderErro
     Ok((parts[0].to_string(), rule, egress))
 }
 
+/// Whether the live entry is the one the template asks for: every property the template sets
+/// has the same value (numbers and strings alike, as templates spell them either way).
+fn same_entry(template: &Map<String, Value>, live: &Map<String, Value>) -> bool {
+    fn plain(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                Value::Object(map.iter().map(|(k, v)| (k.clone(), plain(v))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(plain).collect()),
+            Value::Number(n) => Value::String(n.to_string()),
+            Value::Bool(b) => Value::String(b.to_string()),
+            other => other.clone(),
+        }
+    }
+    template
+        .iter()
+        .all(|(key, value)| live.get(key).map(plain) == Some(plain(value)))
+}
+
 #[async_trait]
 impl Readable for NetworkAclEntry {
     async fn read(
@@ -153,6 +172,8 @@ impl ResourceProvider for NetworkAclEntry {
             ])
             .create_only(&["NetworkAclId", "RuleNumber", "Egress"])
             .read_and_import()
+            // A repeated create adopts the identical entry (docs/deploy.md).
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .composite_id(
                 ENTRY_SEGMENTS,
                 &[&["NetworkAclId"], &["RuleNumber"], &["Egress"]],
@@ -169,7 +190,7 @@ impl ResourceProvider for NetworkAclEntry {
         let props = &request.properties;
         let (acl, rule, egress, id) = entry_key(&what, props)?;
         let ec2 = client(ctx).await?;
-        entry_fields!(
+        let created = entry_fields!(
             ec2.create_network_acl_entry()
                 .network_acl_id(&acl)
                 .rule_number(rule)
@@ -178,7 +199,23 @@ impl ResourceProvider for NetworkAclEntry {
         )
         .send()
         .await
-        .map_err(|e| aws_error(&format!("{what}: adding rule {rule} to {acl}"), e))?;
+        .map_err(|e| aws_error(&format!("{what}: adding rule {rule} to {acl}"), e));
+        if let Err(err) = created {
+            // After a crash, the entry an interrupted run added is adopted when it is exactly
+            // the one asked for; any other entry under that number is not ours to take.
+            if !crate::already_there(&err) {
+                return Err(err);
+            }
+            let read = ReadCurrentStateRequest {
+                logical_id: request.logical_id.clone(),
+                physical_id: id.clone(),
+                properties: props.clone(),
+            };
+            let live = self.read(ctx, &what, &read).await?;
+            if !live.is_some_and(|live| same_entry(props, &live)) {
+                return Err(err);
+            }
+        }
         Ok(CreateResult {
             physical_id: id,
             attributes: Map::new(),
@@ -231,6 +268,20 @@ impl ResourceProvider for NetworkAclEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_identical_entry_is_adopted() {
+        let template = json!({"NetworkAclId": "acl-1", "RuleNumber": 100, "Protocol": 6, "RuleAction": "allow", "CidrBlock": "0.0.0.0/0", "PortRange": {"From": 443, "To": 443}});
+        let live = json!({"NetworkAclId": "acl-1", "RuleNumber": 100, "Egress": false, "Protocol": "6", "RuleAction": "allow", "CidrBlock": "0.0.0.0/0", "PortRange": {"From": 443, "To": 443}});
+        let (template, live) = (template.as_object().unwrap(), live.as_object().unwrap());
+        assert!(same_entry(template, live));
+        let mut other = live.clone();
+        other.insert("RuleAction".into(), json!("deny"));
+        assert!(!same_entry(template, &other));
+        let mut narrower = live.clone();
+        narrower.insert("PortRange".into(), json!({"From": 443, "To": 444}));
+        assert!(!same_entry(template, &narrower));
+    }
 
     #[test]
     fn entry_ids_encode_and_decode() {

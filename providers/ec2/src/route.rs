@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use crate::composite::{join, split};
 use crate::route_table::describe_table;
-use crate::{client, does_not_exist, in_place, some_str, what};
+use crate::{already_there, client, does_not_exist, in_place, some_str, what};
 
 const ROUTE: &str = "AWS::EC2::Route";
 
@@ -138,6 +138,27 @@ async fn read_route(
         .and_then(|t| route_properties(&t, parts[1])))
 }
 
+/// The ids a route sends traffic to. Compared as a set of values, not by property: EC2 reports
+/// some targets under another field than the template names them (a VPC endpoint's as
+/// `GatewayId`).
+fn targets(properties: &Map<String, Value>) -> std::collections::BTreeSet<String> {
+    TARGETS
+        .iter()
+        .filter_map(|key| text(properties.get(*key)))
+        .collect()
+}
+
+/// Whether the route read back is the one the template asks for: same table, destination and
+/// target.
+fn same_route(existing: &Map<String, Value>, wanted: &Map<String, Value>) -> bool {
+    let destination_of =
+        |m: &Map<String, Value>| DESTINATIONS.iter().find_map(|key| text(m.get(*key)));
+    text(existing.get("RouteTableId")) == text(wanted.get("RouteTableId"))
+        && destination_of(existing) == destination_of(wanted)
+        && !targets(wanted).is_empty()
+        && targets(existing) == targets(wanted)
+}
+
 /// The `CidrBlock` attribute: the template's IPv4 destination, when it has one.
 fn cidr_attribute(properties: &Map<String, Value>) -> Map<String, Value> {
     let mut attributes = Map::new();
@@ -186,6 +207,8 @@ impl ResourceProvider for Route {
             .handles(&handled)
             .create_only(&create_only)
             .read_and_import()
+            // A repeated create adopts the identical pair (docs/deploy.md).
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .composite_id(ROUTE_SEGMENTS, &[&["RouteTableId"], DESTINATIONS])
             .build()
     }
@@ -201,10 +224,26 @@ impl ResourceProvider for Route {
         let (_, to) = destination(&what, props)?;
         let id = join(&what, &[("routeTableId", table), ("destination", to)])?;
         let ec2 = client(ctx).await?;
-        route_fields!(ec2.create_route().route_table_id(table), props)
+        let added = route_fields!(ec2.create_route().route_table_id(table), props)
             .send()
             .await
-            .map_err(|e| aws_error(&format!("{what}: adding the route to {to} in {table}"), e))?;
+            .map_err(|e| aws_error(&format!("{what}: adding the route to {to} in {table}"), e));
+        match added {
+            // A create retried after a crash finds its own route: adopted. A route to another
+            // target is not the one asked for, and the refusal stands.
+            Err(err) if already_there(&err) => {
+                let ours = read_route(ctx, &what, &id)
+                    .await?
+                    .is_some_and(|existing| same_route(&existing, props));
+                if !ours {
+                    return Err(err);
+                }
+                tracing::info!("{what}: the route to {to} in {table} already exists; adopting it");
+            }
+            other => {
+                other?;
+            }
+        }
         Ok(CreateResult {
             physical_id: id,
             attributes: cidr_attribute(props),
@@ -284,6 +323,45 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    #[test]
+    fn an_existing_route_is_adopted_only_with_the_same_target() {
+        let existing = json!({"RouteTableId": "rtb-1", "DestinationCidrBlock": "0.0.0.0/0", "NatGatewayId": "nat-1"});
+        let existing = existing.as_object().unwrap();
+        let wanted = |v: Value| v.as_object().unwrap().clone();
+        assert!(same_route(
+            existing,
+            &wanted(
+                json!({"RouteTableId": "rtb-1", "DestinationCidrBlock": "0.0.0.0/0", "NatGatewayId": "nat-1"})
+            )
+        ));
+        assert!(!same_route(
+            existing,
+            &wanted(
+                json!({"RouteTableId": "rtb-1", "DestinationCidrBlock": "0.0.0.0/0", "NatGatewayId": "nat-2"})
+            )
+        ));
+        assert!(!same_route(
+            existing,
+            &wanted(
+                json!({"RouteTableId": "rtb-1", "DestinationCidrBlock": "0.0.0.0/0", "GatewayId": "igw-1"})
+            )
+        ));
+        assert!(!same_route(
+            existing,
+            &wanted(
+                json!({"RouteTableId": "rtb-1", "DestinationCidrBlock": "10.0.0.0/8", "NatGatewayId": "nat-1"})
+            )
+        ));
+        // A VPC endpoint's route reads back under GatewayId.
+        let endpoint = json!({"RouteTableId": "rtb-1", "DestinationPrefixListId": "pl-1", "GatewayId": "vpce-1"});
+        assert!(same_route(
+            endpoint.as_object().unwrap(),
+            &wanted(
+                json!({"RouteTableId": "rtb-1", "DestinationPrefixListId": "pl-1", "VpcEndpointId": "vpce-1"})
+            )
+        ));
     }
 
     #[test]

@@ -1,18 +1,19 @@
 //! `AWS::EC2::RouteTable`: physical id (and `Ref`) is the AWS id.
 
-use aws_sdk_ec2::types::ResourceType;
+use aws_sdk_ec2::types::{Filter, ResourceType};
 use cdkd_aws_common::{aws_error, optional, put, require_str};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
 
+use crate::created::FindsCreated;
+use crate::dependants::{delete_unless_held, table_associations};
 use crate::{
-    client, delete_released, does_not_exist, id_attribute, retag_only, some_str, tag_spec,
-    tags_value, what,
+    client, does_not_exist, id_attribute, retag_only, some_str, tag_spec, tags_value, what,
 };
 
 const TABLE: &str = "AWS::EC2::RouteTable";
@@ -64,13 +65,52 @@ impl Readable for RouteTable {
 }
 
 #[async_trait]
+impl FindsCreated for RouteTable {
+    const TYPE_NAME: &'static str = TABLE;
+
+    async fn tagged(
+        &self,
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        by_token: Filter,
+    ) -> Result<Vec<String>, ProviderError> {
+        let mut ids = Vec::new();
+        let mut pages = ec2
+            .describe_route_tables()
+            .filters(by_token)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page =
+                page.map_err(|e| aws_error(&format!("{what}: finding its route table"), e))?;
+            ids.extend(
+                page.route_tables()
+                    .iter()
+                    .filter_map(|r| r.route_table_id().map(String::from)),
+            );
+        }
+        Ok(ids)
+    }
+}
+
+#[async_trait]
 impl ResourceProvider for RouteTable {
     fn schema(&self) -> ResourceTypeSchema {
         TypeSchema::builder(TABLE)
             .handles(&["VpcId", "Tags"])
             .create_only(&["VpcId"])
             .read_and_import()
+            .operations(&[operation::FIND_CREATED])
             .build()
+    }
+
+    async fn invoke_other(
+        &self,
+        ctx: &PluginContext,
+        name: &str,
+        request: Value,
+    ) -> Result<Value, ProviderError> {
+        crate::created::invoke(self, ctx, name, request).await
     }
 
     async fn create(
@@ -84,9 +124,11 @@ impl ResourceProvider for RouteTable {
         let created = ec2
             .create_route_table()
             .vpc_id(vpc)
-            .set_tag_specifications(
-                tag_spec(ResourceType::RouteTable, &request.properties).map(|t| vec![t]),
-            )
+            .set_tag_specifications(tag_spec(
+                ResourceType::RouteTable,
+                &request.properties,
+                &request.client_token,
+            ))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: creating in {vpc}"), e))?;
@@ -119,9 +161,10 @@ impl ResourceProvider for RouteTable {
         let what = what(TABLE, &request.logical_id);
         let ec2 = client(ctx).await?;
         let id = &request.physical_id;
-        delete_released(
+        delete_unless_held(
             &what,
-            "its routes and subnet associations to go",
+            id,
+            "still associated with",
             || async {
                 ec2.delete_route_table()
                     .route_table_id(id)
@@ -129,6 +172,14 @@ impl ResourceProvider for RouteTable {
                     .await
                     .map(|_| ())
                     .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
+            },
+            || async {
+                Ok::<_, ProviderError>(
+                    describe_table(&ec2, &what, id)
+                        .await?
+                        .map(|t| table_associations(&t))
+                        .unwrap_or_default(),
+                )
             },
         )
         .await

@@ -5,10 +5,11 @@
 use aws_sdk_ec2::types::{
     IpPermission, IpRange, Ipv6Range, PrefixListId, SecurityGroupRule, UserIdGroupPair,
 };
-use cdkd_aws_common::{int, put, text};
+use cdkd_aws_common::{int, optional, put, require_str, text};
+use cdkd_provider_api::ProviderError;
 use serde_json::{json, Map, Value};
 
-use crate::some_str;
+use crate::{filter, some_str};
 
 /// Which way a rule points; the template names its peer `Source*` or `Destination*`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,6 +234,72 @@ pub(crate) fn matches(
             .all(|(key, value)| read.get(key) == Some(value))
 }
 
+/// The rule a retried create adopts: the one rule with the template rule's protocol, ports,
+/// source and description. A rule with several sources (several rules in EC2) or named by a
+/// group name (not in what EC2 reports) is never adopted.
+pub(crate) fn adoptable(
+    rules: &[SecurityGroupRule],
+    wanted: &Map<String, Value>,
+    direction: Direction,
+) -> Option<String> {
+    if source_count(wanted, direction) != 1 || wanted.contains_key("SourceSecurityGroupName") {
+        return None;
+    }
+    let description = |d: Option<String>| d.filter(|d| !d.is_empty());
+    let same: Vec<&SecurityGroupRule> = rules
+        .iter()
+        .filter(|r| r.is_egress() == Some(direction == Direction::Egress))
+        .filter(|r| matches(r, wanted, direction))
+        .filter(|r| {
+            description(r.description().map(ToString::to_string))
+                == description(text(wanted.get("Description")))
+        })
+        .collect();
+    match same.as_slice() {
+        [rule] => rule
+            .security_group_rule_id()
+            .filter(|id| id.starts_with("sgr-"))
+            .map(ToString::to_string),
+        _ => None,
+    }
+}
+
+/// The rules of `group` in one direction, as EC2 reports them (none when the group is gone).
+pub(crate) async fn group_rules(
+    ec2: &aws_sdk_ec2::Client,
+    what: &str,
+    group: &str,
+    direction: Direction,
+) -> Result<Vec<SecurityGroupRule>, ProviderError> {
+    let mut rules = Vec::new();
+    let mut pages = ec2
+        .describe_security_group_rules()
+        .filters(filter("group-id", group))
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        match optional(what, page)? {
+            Some(page) => rules.extend(page.security_group_rules().iter().cloned()),
+            None => return Ok(Vec::new()),
+        }
+    }
+    rules.retain(|r| r.is_egress() == Some(direction == Direction::Egress));
+    Ok(rules)
+}
+
+/// The `sgr-` id of the rule on the template's group that is exactly the template's rule
+/// ([`adoptable`]).
+pub(crate) async fn existing_rule(
+    ec2: &aws_sdk_ec2::Client,
+    what: &str,
+    wanted: &Map<String, Value>,
+    direction: Direction,
+) -> Result<Option<String>, ProviderError> {
+    let group = require_str(wanted, "GroupId", what)?;
+    let rules = group_rules(ec2, what, group, direction).await?;
+    Ok(adoptable(&rules, wanted, direction))
+}
+
 /// The rule ids an authorize call minted.
 pub(crate) fn minted(rules: &[SecurityGroupRule]) -> Vec<String> {
     rules
@@ -378,6 +445,79 @@ mod tests {
                 Direction::Ingress
             ),
             2
+        );
+    }
+
+    #[test]
+    fn a_duplicate_is_adopted_only_when_it_is_exactly_the_rule_asked_for() {
+        let reported = |id: &str, cidr: &str, description: Option<&str>| {
+            SecurityGroupRule::builder()
+                .security_group_rule_id(id)
+                .group_id("sg-1")
+                .is_egress(false)
+                .ip_protocol("tcp")
+                .from_port(443)
+                .to_port(443)
+                .cidr_ipv4(cidr)
+                .set_description(description.map(ToString::to_string))
+                .build()
+        };
+        let rules = [
+            reported("sgr-1", "10.0.0.0/8", Some("https")),
+            reported("sgr-2", "0.0.0.0/0", None),
+        ];
+        let wanted = |v: Value| rule(v);
+        assert_eq!(
+            adoptable(
+                &rules,
+                &wanted(
+                    json!({"GroupId": "sg-1", "IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "CidrIp": "10.0.0.0/8", "Description": "https"})
+                ),
+                Direction::Ingress
+            ),
+            Some("sgr-1".into())
+        );
+        assert_eq!(
+            adoptable(
+                &rules,
+                &wanted(
+                    json!({"GroupId": "sg-1", "IpProtocol": "6", "FromPort": "443", "ToPort": 443, "CidrIp": "0.0.0.0/0"})
+                ),
+                Direction::Ingress
+            ),
+            Some("sgr-2".into())
+        );
+        // Another description: the same permission, but not the rule the template declares.
+        assert_eq!(
+            adoptable(
+                &rules,
+                &wanted(
+                    json!({"GroupId": "sg-1", "IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "CidrIp": "10.0.0.0/8", "Description": "other"})
+                ),
+                Direction::Ingress
+            ),
+            None
+        );
+        // The egress side of the group is not the ingress rule.
+        assert_eq!(
+            adoptable(
+                &rules,
+                &wanted(
+                    json!({"GroupId": "sg-1", "IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "CidrIp": "0.0.0.0/0"})
+                ),
+                Direction::Egress
+            ),
+            None
+        );
+        assert_eq!(
+            adoptable(
+                &rules,
+                &wanted(
+                    json!({"GroupId": "sg-1", "IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "CidrIp": "0.0.0.0/0", "CidrIpv6": "::/0"})
+                ),
+                Direction::Ingress
+            ),
+            None
         );
     }
 

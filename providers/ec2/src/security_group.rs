@@ -1,20 +1,20 @@
 //! `AWS::EC2::SecurityGroup`: inline rules; the default allow-all egress rule kept or removed
 //! the way CloudFormation does.
 
-use aws_sdk_ec2::types::{IpPermission, ResourceType};
+use aws_sdk_ec2::types::{Filter, IpPermission, ResourceType};
 use cdkd_aws_common::{aws_error, optional, physical_name, put, require_str, text};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
+use crate::created::FindsCreated;
+use crate::dependants::{delete_unless_held, using_group};
 use crate::rules::{default_egress, permission, rule_changes, template_rules, Direction};
-use crate::{
-    client, delete_released, does_not_exist, in_place, retag, some_str, tag_spec, tags_value, what,
-};
+use crate::{client, does_not_exist, in_place, retag, some_str, tag_spec, tags_value, what};
 
 const GROUP: &str = "AWS::EC2::SecurityGroup";
 
@@ -193,6 +193,35 @@ impl Readable for SecurityGroup {
 }
 
 #[async_trait]
+impl FindsCreated for SecurityGroup {
+    const TYPE_NAME: &'static str = GROUP;
+
+    async fn tagged(
+        &self,
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        by_token: Filter,
+    ) -> Result<Vec<String>, ProviderError> {
+        let mut ids = Vec::new();
+        let mut pages = ec2
+            .describe_security_groups()
+            .filters(by_token)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page =
+                page.map_err(|e| aws_error(&format!("{what}: finding its security group"), e))?;
+            ids.extend(
+                page.security_groups()
+                    .iter()
+                    .filter_map(|r| r.group_id().map(String::from)),
+            );
+        }
+        Ok(ids)
+    }
+}
+
+#[async_trait]
 impl ResourceProvider for SecurityGroup {
     fn schema(&self) -> ResourceTypeSchema {
         TypeSchema::builder(GROUP)
@@ -206,7 +235,17 @@ impl ResourceProvider for SecurityGroup {
             ])
             .create_only(&["GroupDescription", "GroupName", "VpcId"])
             .read_and_import()
+            .operations(&[operation::FIND_CREATED])
             .build()
+    }
+
+    async fn invoke_other(
+        &self,
+        ctx: &PluginContext,
+        name: &str,
+        request: Value,
+    ) -> Result<Value, ProviderError> {
+        crate::created::invoke(self, ctx, name, request).await
     }
 
     async fn create(
@@ -226,7 +265,11 @@ impl ResourceProvider for SecurityGroup {
             .group_name(&name)
             .description(description)
             .set_vpc_id(vpc.clone())
-            .set_tag_specifications(tag_spec(ResourceType::SecurityGroup, props).map(|t| vec![t]))
+            .set_tag_specifications(tag_spec(
+                ResourceType::SecurityGroup,
+                props,
+                &request.client_token,
+            ))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: creating {name}"), e))?;
@@ -296,9 +339,10 @@ impl ResourceProvider for SecurityGroup {
         let what = what(GROUP, &request.logical_id);
         let ec2 = client(ctx).await?;
         let id = &request.physical_id;
-        delete_released(
+        delete_unless_held(
             &what,
-            "the network interfaces using the group and other groups' rules that name it to go",
+            id,
+            "still using it",
             || async {
                 ec2.delete_security_group()
                     .group_id(id)
@@ -307,6 +351,7 @@ impl ResourceProvider for SecurityGroup {
                     .map(|_| ())
                     .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
             },
+            || using_group(&ec2, &what, id),
         )
         .await
     }

@@ -11,8 +11,10 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
 
-use crate::rules::{minted, permission, rule_id_attribute, rule_properties, Direction};
-use crate::{client, recreated, what};
+use crate::rules::{
+    existing_rule, minted, permission, rule_id_attribute, rule_properties, Direction,
+};
+use crate::{already_there, client, recreated, what};
 
 const EGRESS: &str = "AWS::EC2::SecurityGroupEgress";
 
@@ -130,6 +132,8 @@ impl ResourceProvider for SecurityGroupEgress {
             ])
             .create_only(&["GroupId"])
             .read_and_import()
+            // A repeated create adopts the identical pair (docs/deploy.md).
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 
@@ -140,7 +144,26 @@ impl ResourceProvider for SecurityGroupEgress {
     ) -> Result<CreateResult, ProviderError> {
         let what = what(EGRESS, &request.logical_id);
         let ec2 = client(ctx).await?;
-        authorize_egress(&ec2, &what, &request.properties).await
+        let props = &request.properties;
+        match authorize_egress(&ec2, &what, props).await {
+            // A create retried after a crash finds its own rule: adopted under its rule id, as
+            // a create records it. A rule that differs (its description) is not the one asked
+            // for.
+            Err(err) if already_there(&err) => {
+                match existing_rule(&ec2, &what, props, Direction::Egress).await? {
+                    Some(rule) => {
+                        tracing::info!("{what}: the rule already exists ({rule}); adopting it");
+                        Ok(CreateResult {
+                            attributes: rule_id_attribute(std::slice::from_ref(&rule)),
+                            physical_id: rule,
+                            ..Default::default()
+                        })
+                    }
+                    None => Err(err),
+                }
+            }
+            other => other,
+        }
     }
 
     async fn update(

@@ -4,7 +4,7 @@
 
 use aws_sdk_ec2::types::SecurityGroupRule;
 use cdkd_aws_common::TypeSchema;
-use cdkd_aws_common::{aws_error, int, optional, require_str, text};
+use cdkd_aws_common::{aws_error, int, require_str, text};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
     ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
@@ -15,34 +15,12 @@ use serde_json::{json, Map, Value};
 
 use crate::composite::{join, port, split};
 use crate::rules::{
-    matches, minted, permission, rule_id_attribute, rule_properties, source_count, Direction,
+    existing_rule, group_rules, matches, minted, permission, rule_id_attribute, rule_properties,
+    source_count, Direction,
 };
-use crate::{client, does_not_exist, filter, recreated, what};
+use crate::{already_there, client, does_not_exist, recreated, what};
 
 const INGRESS: &str = "AWS::EC2::SecurityGroupIngress";
-
-/// The rules of `group` in one direction, as EC2 reports them.
-async fn group_rules(
-    ec2: &aws_sdk_ec2::Client,
-    what: &str,
-    group: &str,
-    direction: Direction,
-) -> Result<Vec<SecurityGroupRule>, ProviderError> {
-    let mut rules = Vec::new();
-    let mut pages = ec2
-        .describe_security_group_rules()
-        .filters(filter("group-id", group))
-        .into_paginator()
-        .send();
-    while let Some(page) = pages.next().await {
-        match optional(what, page)? {
-            Some(page) => rules.extend(page.security_group_rules().iter().cloned()),
-            None => return Ok(Vec::new()),
-        }
-    }
-    rules.retain(|r| r.is_egress() == Some(direction == Direction::Egress));
-    Ok(rules)
-}
 
 /// `AWS::EC2::SecurityGroupIngress`.
 #[derive(Default)]
@@ -211,6 +189,8 @@ impl ResourceProvider for SecurityGroupIngress {
             ])
             .create_only(&["GroupId"])
             .read_and_import()
+            // A repeated create adopts the identical pair (docs/deploy.md).
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .composite_id(
                 INGRESS_SEGMENTS,
                 &[&["GroupId"], &["IpProtocol"], &["FromPort"], &["ToPort"]],
@@ -225,7 +205,25 @@ impl ResourceProvider for SecurityGroupIngress {
     ) -> Result<CreateResult, ProviderError> {
         let what = what(INGRESS, &request.logical_id);
         let ec2 = client(ctx).await?;
-        authorize_ingress(&ec2, &what, &request.properties).await
+        let props = &request.properties;
+        match authorize_ingress(&ec2, &what, props).await {
+            // A create retried after a crash finds its own rule: adopted, recorded as a create
+            // records it. A rule that differs (its description) is not the one asked for.
+            Err(err) if already_there(&err) => {
+                match existing_rule(&ec2, &what, props, Direction::Ingress).await? {
+                    Some(rule) => {
+                        tracing::info!("{what}: the rule already exists ({rule}); adopting it");
+                        Ok(CreateResult {
+                            physical_id: ingress_id(&what, props)?,
+                            attributes: rule_id_attribute(&[rule]),
+                            ..Default::default()
+                        })
+                    }
+                    None => Err(err),
+                }
+            }
+            other => other,
+        }
     }
 
     /// Revoke + authorize: EC2 cannot change a rule's ports or source in place. If the new

@@ -1,7 +1,7 @@
 //! `AWS::EC2::Subnet`: physical id (and `Ref`) is the AWS id. The type also answers the host's
 //! EC2 questions (`Fn::GetAZs`, context lookups), having an EC2 client to hand.
 
-use aws_sdk_ec2::types::ResourceType;
+use aws_sdk_ec2::types::{Filter, ResourceType};
 use cdkd_aws_common::{aws_error, flag, optional, put, require_str, text};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
@@ -12,9 +12,11 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
 
+use crate::created::FindsCreated;
+use crate::dependants::{delete_unless_held, in_subnet};
 use crate::{
-    boolean, client, delete_released, does_not_exist, filter, in_place, regional_client, retag,
-    some_str, tag_spec, tags_value, what,
+    boolean, client, does_not_exist, filter, in_place, regional_client, retag, some_str, tag_spec,
+    tags_value, what,
 };
 
 const SUBNET: &str = "AWS::EC2::Subnet";
@@ -175,6 +177,34 @@ impl Readable for Subnet {
 }
 
 #[async_trait]
+impl FindsCreated for Subnet {
+    const TYPE_NAME: &'static str = SUBNET;
+
+    async fn tagged(
+        &self,
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        by_token: Filter,
+    ) -> Result<Vec<String>, ProviderError> {
+        let mut ids = Vec::new();
+        let mut pages = ec2
+            .describe_subnets()
+            .filters(by_token)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| aws_error(&format!("{what}: finding its subnet"), e))?;
+            ids.extend(
+                page.subnets()
+                    .iter()
+                    .filter_map(|s| s.subnet_id().map(String::from)),
+            );
+        }
+        Ok(ids)
+    }
+}
+
+#[async_trait]
 impl ResourceProvider for Subnet {
     fn schema(&self) -> ResourceTypeSchema {
         TypeSchema::builder(SUBNET)
@@ -193,12 +223,16 @@ impl ResourceProvider for Subnet {
                 "AvailabilityZoneId",
             ])
             .read_and_import()
-            .operations(&[operation::AVAILABILITY_ZONES, operation::CONTEXT_LOOKUP])
+            .operations(&[
+                operation::AVAILABILITY_ZONES,
+                operation::CONTEXT_LOOKUP,
+                operation::FIND_CREATED,
+            ])
             .build()
     }
 
     /// `availability_zones`: the zones `Fn::GetAZs` returns (available ones, sorted), for the
-    /// host, which keeps no EC2 client of its own.
+    /// host, which keeps no EC2 client of its own; `context_lookup` likewise; `find_created`.
     async fn invoke_other(
         &self,
         ctx: &PluginContext,
@@ -213,9 +247,7 @@ impl ResourceProvider for Subnet {
                 .map_err(|e| ProviderError::other(e.to_string()));
         }
         if name != operation::AVAILABILITY_ZONES {
-            return Err(ProviderError::unsupported(format!(
-                "{SUBNET} does not implement the '{name}' operation"
-            )));
+            return crate::created::invoke(self, ctx, name, request).await;
         }
         let request: AvailabilityZonesRequest = serde_json::from_value(request)
             .map_err(|e| ProviderError::validation(format!("{name}: {e}")))?;
@@ -238,7 +270,7 @@ impl ResourceProvider for Subnet {
             .set_cidr_block(text(props.get("CidrBlock")))
             .set_availability_zone(text(props.get("AvailabilityZone")))
             .set_availability_zone_id(text(props.get("AvailabilityZoneId")))
-            .set_tag_specifications(tag_spec(ResourceType::Subnet, props).map(|t| vec![t]))
+            .set_tag_specifications(tag_spec(ResourceType::Subnet, props, &request.client_token))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: creating in {vpc}"), e))?;
@@ -293,9 +325,11 @@ impl ResourceProvider for Subnet {
         let what = what(SUBNET, &request.logical_id);
         let ec2 = client(ctx).await?;
         let id = &request.physical_id;
-        delete_released(
+        // A Lambda in a VPC releases its interfaces minutes after it is deleted: waited for.
+        delete_unless_held(
             &what,
-            "the network interfaces in the subnet (a Lambda in a VPC releases them minutes after it is deleted)",
+            id,
+            "still in it",
             || async {
                 ec2.delete_subnet()
                     .subnet_id(id)
@@ -304,6 +338,7 @@ impl ResourceProvider for Subnet {
                     .map(|_| ())
                     .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
             },
+            || in_subnet(&ec2, &what, id),
         )
         .await
     }

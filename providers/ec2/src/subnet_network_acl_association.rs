@@ -51,6 +51,29 @@ async fn find_association(
     }))
 }
 
+/// A subnet's one network ACL association.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Current {
+    /// The association id.
+    id: String,
+    /// The ACL the subnet is associated with.
+    acl: String,
+}
+
+/// `subnet`'s association among the described `acls`.
+fn current_association(acls: &[aws_sdk_ec2::types::NetworkAcl], subnet: &str) -> Option<Current> {
+    acls.iter().find_map(|acl| {
+        let association = acl
+            .associations()
+            .iter()
+            .find(|a| a.subnet_id() == Some(subnet))?;
+        Some(Current {
+            id: association.network_acl_association_id()?.to_string(),
+            acl: acl.network_acl_id()?.to_string(),
+        })
+    })
+}
+
 /// Moves `subnet`'s association (`association`) to `acl`; returns the new association id.
 async fn reassociate(
     ec2: &aws_sdk_ec2::Client,
@@ -111,6 +134,8 @@ impl ResourceProvider for SubnetNetworkAclAssociation {
             .handles(&["NetworkAclId", "SubnetId"])
             .all_create_only()
             .read_and_import()
+            // A repeated create adopts the identical pair (docs/deploy.md).
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 
@@ -123,16 +148,21 @@ impl ResourceProvider for SubnetNetworkAclAssociation {
         let acl = require_str(&request.properties, "NetworkAclId", &what)?;
         let subnet = require_str(&request.properties, "SubnetId", &what)?;
         let ec2 = client(ctx).await?;
-        let current = describe_acls(&ec2, &what, &[("association.subnet-id", subnet)])
-            .await?
-            .iter()
-            .flat_map(|a| a.associations())
-            .find(|a| a.subnet_id() == Some(subnet))
-            .and_then(|a| a.network_acl_association_id().map(ToString::to_string))
-            .ok_or_else(|| {
-                does_not_exist(&what, &format!("the network ACL association of {subnet}"))
-            })?;
-        let id = reassociate(&ec2, &what, &current, acl).await?;
+        let acls = describe_acls(&ec2, &what, &[("association.subnet-id", subnet)]).await?;
+        let current = current_association(&acls, subnet).ok_or_else(|| {
+            does_not_exist(&what, &format!("the network ACL association of {subnet}"))
+        })?;
+        // A create retried after a crash finds the subnet already with the template's ACL:
+        // that association is the create's, and replacing it again would only mint another id.
+        let id = if current.acl == acl {
+            tracing::info!(
+                "{what}: {subnet} is already associated with {acl} ({}); adopting it",
+                current.id
+            );
+            current.id
+        } else {
+            reassociate(&ec2, &what, &current.id, acl).await?
+        };
         Ok(CreateResult {
             attributes: id_attribute("AssociationId", &id),
             physical_id: id,
@@ -174,5 +204,38 @@ impl ResourceProvider for SubnetNetworkAclAssociation {
         cdkd_aws_common::deleted_unless_failed(
             reassociate(&ec2, &what, id, &default).await.map(|_| ()),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_ec2::types::{NetworkAcl, NetworkAclAssociation};
+
+    #[test]
+    fn the_subnets_association_names_its_acl() {
+        let acl = |id: &str, subnet: &str, association: &str| {
+            NetworkAcl::builder()
+                .network_acl_id(id)
+                .associations(
+                    NetworkAclAssociation::builder()
+                        .subnet_id(subnet)
+                        .network_acl_association_id(association)
+                        .build(),
+                )
+                .build()
+        };
+        let acls = [
+            acl("acl-default", "subnet-9", "aclassoc-9"),
+            acl("acl-1", "subnet-1", "aclassoc-1"),
+        ];
+        assert_eq!(
+            current_association(&acls, "subnet-1"),
+            Some(Current {
+                id: "aclassoc-1".into(),
+                acl: "acl-1".into()
+            })
+        );
+        assert_eq!(current_association(&acls, "subnet-2"), None);
     }
 }

@@ -9,7 +9,9 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
 
-use crate::{client, does_not_exist, filter, id_attribute, in_place, some_str, what};
+use crate::{
+    already_there, client, does_not_exist, filter, id_attribute, in_place, some_str, what,
+};
 
 const ASSOCIATION: &str = "AWS::EC2::SubnetRouteTableAssociation";
 
@@ -36,6 +38,37 @@ async fn describe_association(
             .find(|a| a.route_table_association_id() == Some(id))
             .cloned()
     }))
+}
+
+/// The id of `subnet`'s association when it is with `table`, the pair a retried create adopts;
+/// `None` when the subnet is associated with another table (or with none).
+fn association_with(
+    tables: &[aws_sdk_ec2::types::RouteTable],
+    subnet: &str,
+    table: &str,
+) -> Option<String> {
+    tables
+        .iter()
+        .flat_map(|t| t.associations())
+        .find(|a| a.subnet_id() == Some(subnet))
+        .filter(|a| a.route_table_id() == Some(table))
+        .and_then(|a| a.route_table_association_id().map(ToString::to_string))
+}
+
+/// The association of `subnet` with `table`, when that is the subnet's association.
+async fn existing_association(
+    ec2: &aws_sdk_ec2::Client,
+    what: &str,
+    subnet: &str,
+    table: &str,
+) -> Result<Option<String>, ProviderError> {
+    let tables = ec2
+        .describe_route_tables()
+        .filters(filter("association.subnet-id", subnet))
+        .send()
+        .await
+        .map_err(|e| aws_error(&format!("{what}: reading the association of {subnet}"), e))?;
+    Ok(association_with(tables.route_tables(), subnet, table))
 }
 
 #[async_trait]
@@ -74,6 +107,8 @@ impl ResourceProvider for SubnetRouteTableAssociation {
             .handles(&["RouteTableId", "SubnetId"])
             .all_create_only()
             .read_and_import()
+            // A repeated create adopts the identical pair (docs/deploy.md).
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 
@@ -92,11 +127,25 @@ impl ResourceProvider for SubnetRouteTableAssociation {
             .subnet_id(subnet)
             .send()
             .await
-            .map_err(|e| aws_error(&format!("{what}: associating {subnet} with {table}"), e))?;
-        let id = associated
-            .association_id()
-            .ok_or_else(|| does_not_exist(&what, "the new association"))?
-            .to_string();
+            .map_err(|e| aws_error(&format!("{what}: associating {subnet} with {table}"), e));
+        let id = match associated {
+            Ok(associated) => associated
+                .association_id()
+                .ok_or_else(|| does_not_exist(&what, "the new association"))?
+                .to_string(),
+            // A create retried after a crash finds its own association: adopted. The subnet
+            // associated with another table is not this pair, and the refusal stands.
+            Err(err) if already_there(&err) => {
+                match existing_association(&ec2, &what, subnet, table).await? {
+                    Some(id) => {
+                        tracing::info!("{what}: {subnet} is already associated with {table} ({id}); adopting it");
+                        id
+                    }
+                    None => return Err(err),
+                }
+            }
+            Err(err) => return Err(err),
+        };
         Ok(CreateResult {
             attributes: id_attribute("Id", &id),
             physical_id: id,
@@ -130,5 +179,38 @@ impl ResourceProvider for SubnetRouteTableAssociation {
                 .map(|_| ())
                 .map_err(|e| aws_error(&format!("{what}: disassociating {id}"), e)),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_ec2::types::{RouteTable, RouteTableAssociation};
+
+    #[test]
+    fn only_the_subnets_association_with_the_same_table_is_adopted() {
+        let tables = [RouteTable::builder()
+            .route_table_id("rtb-1")
+            .associations(
+                RouteTableAssociation::builder()
+                    .route_table_id("rtb-1")
+                    .subnet_id("subnet-9")
+                    .route_table_association_id("rtbassoc-9")
+                    .build(),
+            )
+            .associations(
+                RouteTableAssociation::builder()
+                    .route_table_id("rtb-1")
+                    .subnet_id("subnet-1")
+                    .route_table_association_id("rtbassoc-1")
+                    .build(),
+            )
+            .build()];
+        assert_eq!(
+            association_with(&tables, "subnet-1", "rtb-1"),
+            Some("rtbassoc-1".into())
+        );
+        assert_eq!(association_with(&tables, "subnet-1", "rtb-2"), None);
+        assert_eq!(association_with(&tables, "subnet-2", "rtb-1"), None);
     }
 }

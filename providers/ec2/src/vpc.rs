@@ -1,18 +1,20 @@
 //! `AWS::EC2::VPC`: physical id (and `Ref`) is the AWS id.
 
+use aws_sdk_ec2::types::Filter;
 use aws_sdk_ec2::types::{ResourceType, Tenancy, VpcAttributeName};
 use cdkd_aws_common::{aws_error, flag, optional, put, require_str, text};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
+use crate::created::FindsCreated;
+use crate::dependants::{delete_unless_held, in_vpc};
 use crate::{
-    boolean, client, delete_released, does_not_exist, filter, in_place, retag, some_str, tag_spec,
-    tags_value, what,
+    boolean, client, does_not_exist, filter, in_place, retag, some_str, tag_spec, tags_value, what,
 };
 
 const VPC: &str = "AWS::EC2::VPC";
@@ -184,6 +186,34 @@ impl Readable for Vpc {
 }
 
 #[async_trait]
+impl FindsCreated for Vpc {
+    const TYPE_NAME: &'static str = VPC;
+
+    async fn tagged(
+        &self,
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        by_token: Filter,
+    ) -> Result<Vec<String>, ProviderError> {
+        let mut ids = Vec::new();
+        let mut pages = ec2
+            .describe_vpcs()
+            .filters(by_token)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| aws_error(&format!("{what}: finding its VPC"), e))?;
+            ids.extend(
+                page.vpcs()
+                    .iter()
+                    .filter_map(|v| v.vpc_id().map(String::from)),
+            );
+        }
+        Ok(ids)
+    }
+}
+
+#[async_trait]
 impl ResourceProvider for Vpc {
     fn schema(&self) -> ResourceTypeSchema {
         TypeSchema::builder(VPC)
@@ -196,7 +226,17 @@ impl ResourceProvider for Vpc {
             ])
             .create_only(&["CidrBlock", "InstanceTenancy"])
             .read_and_import()
+            .operations(&[operation::FIND_CREATED])
             .build()
+    }
+
+    async fn invoke_other(
+        &self,
+        ctx: &PluginContext,
+        name: &str,
+        request: Value,
+    ) -> Result<Value, ProviderError> {
+        crate::created::invoke(self, ctx, name, request).await
     }
 
     async fn create(
@@ -214,7 +254,7 @@ impl ResourceProvider for Vpc {
             .set_instance_tenancy(
                 text(props.get("InstanceTenancy")).map(|t| Tenancy::from(t.as_str())),
             )
-            .set_tag_specifications(tag_spec(ResourceType::Vpc, props).map(|t| vec![t]))
+            .set_tag_specifications(tag_spec(ResourceType::Vpc, props, &request.client_token))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: creating"), e))?;
@@ -272,9 +312,10 @@ impl ResourceProvider for Vpc {
         let what = what(VPC, &request.logical_id);
         let ec2 = client(ctx).await?;
         let id = &request.physical_id;
-        delete_released(
+        delete_unless_held(
             &what,
-            "the VPC's subnets, gateways and interfaces to go",
+            id,
+            "still in it",
             || async {
                 ec2.delete_vpc()
                     .vpc_id(id)
@@ -283,6 +324,7 @@ impl ResourceProvider for Vpc {
                     .map(|_| ())
                     .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
             },
+            || in_vpc(&ec2, &what, id),
         )
         .await
     }

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use crate::composite::{join, split};
 use crate::internet_gateway::{describe_igw, detach};
-use crate::{client, in_place, what};
+use crate::{already_there, client, in_place, what};
 
 const ATTACHMENT: &str = "AWS::EC2::VPCGatewayAttachment";
 
@@ -21,6 +21,14 @@ const ATTACHMENT: &str = "AWS::EC2::VPCGatewayAttachment";
 pub struct VpcGatewayAttachment;
 
 const ATTACHMENT_SEGMENTS: &[&str] = &["internetGatewayId", "vpcId"];
+
+/// Whether `gateway` is attached (or attaching) to `vpc`: the pair a retried create adopts.
+fn attached(gateway: &aws_sdk_ec2::types::InternetGateway, vpc: &str) -> bool {
+    gateway
+        .attachments()
+        .iter()
+        .any(|a| a.vpc_id() == Some(vpc))
+}
 
 #[async_trait]
 impl Readable for VpcGatewayAttachment {
@@ -34,7 +42,7 @@ impl Readable for VpcGatewayAttachment {
         let ec2 = client(ctx).await?;
         let attached = describe_igw(&ec2, what, parts[0])
             .await?
-            .is_some_and(|g| g.attachments().iter().any(|a| a.vpc_id() == Some(parts[1])));
+            .is_some_and(|g| attached(&g, parts[1]));
         Ok(attached.then(|| {
             let mut props = Map::new();
             props.insert("InternetGatewayId".into(), json!(parts[0]));
@@ -51,6 +59,8 @@ impl ResourceProvider for VpcGatewayAttachment {
             .handles(&["InternetGatewayId", "VpcId"])
             .all_create_only()
             .read_and_import()
+            // A repeated create adopts the identical pair (docs/deploy.md).
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .composite_id(ATTACHMENT_SEGMENTS, &[&["InternetGatewayId"], &["VpcId"]])
             .build()
     }
@@ -65,12 +75,29 @@ impl ResourceProvider for VpcGatewayAttachment {
         let vpc = require_str(&request.properties, "VpcId", &what)?;
         let id = join(&what, &[("internetGatewayId", gateway), ("vpcId", vpc)])?;
         let ec2 = client(ctx).await?;
-        ec2.attach_internet_gateway()
+        let result = ec2
+            .attach_internet_gateway()
             .internet_gateway_id(gateway)
             .vpc_id(vpc)
             .send()
             .await
-            .map_err(|e| aws_error(&format!("{what}: attaching {gateway} to {vpc}"), e))?;
+            .map_err(|e| aws_error(&format!("{what}: attaching {gateway} to {vpc}"), e));
+        match result {
+            // A create retried after a crash finds its own attachment: adopted. Attached to
+            // another VPC, the gateway is not this pair and the refusal stands.
+            Err(err) if already_there(&err) => {
+                let ours = describe_igw(&ec2, &what, gateway)
+                    .await?
+                    .is_some_and(|g| attached(&g, vpc));
+                if !ours {
+                    return Err(err);
+                }
+                tracing::info!("{what}: {gateway} is already attached to {vpc}; adopting it");
+            }
+            other => {
+                other?;
+            }
+        }
         Ok(CreateResult {
             physical_id: id,
             attributes: Map::new(),
@@ -97,5 +124,27 @@ impl ResourceProvider for VpcGatewayAttachment {
         let ec2 = client(ctx).await?;
         detach(&ec2, &what, parts[0], parts[1]).await?;
         Ok(DeleteResult::Deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_ec2::types::{AttachmentStatus, InternetGateway, InternetGatewayAttachment};
+
+    #[test]
+    fn only_the_same_vpc_is_the_pair_asked_for() {
+        let gateway = InternetGateway::builder()
+            .internet_gateway_id("igw-1")
+            .attachments(
+                InternetGatewayAttachment::builder()
+                    .vpc_id("vpc-1")
+                    .state(AttachmentStatus::Attached)
+                    .build(),
+            )
+            .build();
+        assert!(attached(&gateway, "vpc-1"));
+        assert!(!attached(&gateway, "vpc-2"));
+        assert!(!attached(&InternetGateway::builder().build(), "vpc-1"));
     }
 }

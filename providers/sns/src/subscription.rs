@@ -138,6 +138,8 @@ impl ResourceProvider for Subscription {
             ])
             .create_only(&["TopicArn", "Protocol", "Endpoint", "Region"])
             .read_and_import()
+            // A repeated create adopts the identical pair (docs/deploy.md).
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 

@@ -34,6 +34,8 @@ impl ResourceProvider for TopicInlinePolicy {
             .handles(&["PolicyDocument", "TopicArn"])
             .create_only(&["TopicArn"])
             .read_and_import()
+            // A repeated create adopts the identical pair (docs/deploy.md).
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 

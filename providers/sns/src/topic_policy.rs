@@ -69,6 +69,8 @@ impl ResourceProvider for TopicPolicy {
         TypeSchema::builder(TYPE)
             .handles(&["PolicyDocument", "Topics"])
             .read_and_import()
+            // A repeated create adopts the identical pair (docs/deploy.md).
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 

@@ -39,6 +39,8 @@ impl ResourceProvider for QueueInlinePolicy {
             .handles(&["PolicyDocument", "Queue"])
             .create_only(&["Queue"])
             .read_and_import()
+            // A repeated create adopts the identical pair (docs/deploy.md).
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 

@@ -73,6 +73,8 @@ impl ResourceProvider for QueuePolicy {
         TypeSchema::builder(TYPE)
             .handles(&["PolicyDocument", "Queues"])
             .read_and_import()
+            // A repeated create adopts the identical pair (docs/deploy.md).
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 

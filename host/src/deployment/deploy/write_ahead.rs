@@ -94,7 +94,7 @@ pub async fn record_intents(
             c.intent.resource_type == resource.kind
                 && c.intent.provisioned_by == layer
                 && previous.is_none()
-                && (c.intent.physical_name.is_some() || c.token_reusable())
+                && (c.intent.physical_name.is_some() || c.token_reusable() || c.found.is_some())
         });
         let token = match reuse {
             Some(c) => c.intent.token.clone(),
