@@ -81,6 +81,7 @@ from lambda_runner import (  # noqa: E402
     patch_moto_sns_delivery,
 )
 from registry import Registry  # noqa: E402
+import rpcv2_cbor  # noqa: E402
 from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402
 
@@ -552,6 +553,8 @@ class Emulator:
             return self._cloudcontrol(environ, start_response, request)
         if _is_describe_type(request):
             return self._describe_type(environ, start_response, request)
+        if rpcv2_cbor.operation_name(environ):
+            return rpcv2_cbor.answer(environ, start_response, self.moto)
         if request["service"] == "lambda" and request["method"] == "POST":
             answer = self.lambda_runner.handle(environ, start_response, request)
             if answer is not None:
@@ -578,7 +581,8 @@ class Emulator:
         access_key = match.group(1) if match else ""
         region = match.group(2) if match else "us-east-1"
         target = environ.get("HTTP_X_AMZ_TARGET", "")
-        action = target.split(".")[-1] if target else parse_qs(query).get("Action", [""])[0]
+        action = rpcv2_cbor.operation_name(environ) or (
+            target.split(".")[-1] if target else parse_qs(query).get("Action", [""])[0])
         if not action and environ.get("CONTENT_TYPE", "").startswith("application/x-www-form-urlencoded"):
             # Query-protocol services (EC2, IAM, STS, SQS's old API) POST the Action in a form
             # body: read it, and put the body back for moto.

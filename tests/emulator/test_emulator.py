@@ -1689,3 +1689,45 @@ def test_deleting_a_vpc_is_refused_while_it_holds_things_and_takes_its_default_a
     assert len(acls()) == 1  # the default one
     ec2.delete_vpc(VpcId=vpc)
     assert acls() == []
+
+
+def _cbor_call(endpoint, operation, params):
+    """One CloudWatch call over Smithy RPC v2 CBOR, as the Rust SDK sends it (boto3 picks JSON)."""
+    import urllib.error
+    import urllib.request
+
+    import botocore.session
+    from botocore import parsers, serialize
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    model = botocore.session.get_session().get_service_model("cloudwatch").operation_model(operation)
+    serialized = serialize.create_serializer("smithy-rpc-v2-cbor").serialize_to_request(params, model)
+    request = AWSRequest(method="POST", url=endpoint + serialized["url_path"], data=serialized["body"],
+                         headers=serialized["headers"])
+    SigV4Auth(Credentials("testing", "testing"), "monitoring", "us-east-1").add_auth(request)
+    prepared = urllib.request.Request(request.url, data=request.body, headers=dict(request.headers), method="POST")
+    try:
+        with urllib.request.urlopen(prepared) as answer:
+            status, headers, body = answer.status, dict(answer.headers), answer.read()
+    except urllib.error.HTTPError as err:
+        status, headers, body = err.code, dict(err.headers), err.read()
+    assert headers.get("smithy-protocol") == "rpc-v2-cbor", headers
+    return parsers.RpcV2CBORParser().parse(
+        {"body": body, "headers": headers, "status_code": status}, model.output_shape)
+
+
+def test_cloudwatch_answers_rpc_v2_cbor_through_moto(emulator):
+    _cbor_call(emulator.endpoint, "PutMetricAlarm", dict(
+        AlarmName="depth", MetricName="ApproximateNumberOfMessagesVisible", Namespace="AWS/SQS",
+        Statistic="Maximum", Period=60, EvaluationPeriods=3, Threshold=100.0,
+        ComparisonOperator="GreaterThanOrEqualToThreshold",
+        Dimensions=[{"Name": "QueueName", "Value": "q"}]))
+    alarm = _cbor_call(emulator.endpoint, "DescribeAlarms", {"AlarmNames": ["depth"]})["MetricAlarms"][0]
+    assert (alarm["Threshold"], alarm["Dimensions"]) == (100.0, [{"Name": "QueueName", "Value": "q"}])
+    assert alarm["AlarmConfigurationUpdatedTimestamp"].year >= 2024  # a timestamp survives both ways
+    # The same alarm through moto's own protocol: one alarm, not two worlds.
+    assert emulator.client("cloudwatch").describe_alarms(AlarmNames=["depth"])["MetricAlarms"][0]["Threshold"] == 100.0
+    refused = _cbor_call(emulator.endpoint, "GetDashboard", {"DashboardName": "nope"})
+    assert refused["Error"]["Code"] == "ResourceNotFound"

@@ -198,6 +198,10 @@ pub const SERVICE_PLUGINS: &[&str] = &[
     "events",
     "kms",
     "secretsmanager",
+    "stepfunctions",
+    "kinesis",
+    "cloudwatch",
+    "scheduler",
 ];
 
 /// [`test_plugins_file`] with the bundled [`SERVICE_PLUGINS`] disabled, so queues, topics,
