@@ -150,6 +150,7 @@ class CloudControl:
         replay = self._replayed(body, "CREATE", type_name)
         if replay:
             return replay
+        _refuse_unprovisionable(type_name, region)
         model_class = _model_class(type_name)
         identifier, model, error = None, None, None
         try:
@@ -579,6 +580,23 @@ ADOPTERS = {
 
 # Types whose GetResource reads the service, so that out-of-band changes and deletes show.
 LIVE_READERS = {"AWS::SQS::Queue": _read_queue, "AWS::SNS::Topic": _read_topic}
+
+
+_REGISTRY = []
+
+
+def _refuse_unprovisionable(type_name, region):
+    # Cloud Control provisions only types whose registry schema has create and read handlers:
+    # AWS::SQS::QueuePolicy, AWS::SNS::TopicPolicy, AWS::EC2::NetworkAclEntry, AWS::IAM::Policy
+    # … are refused on AWS, where moto's CloudFormation models would have made them.
+    import registry
+
+    if not _REGISTRY:
+        _REGISTRY.append(registry.Registry())
+    schema = _REGISTRY[0].schema_of(type_name, region)
+    if schema is not None and registry.provisioning_type(schema) == "NON_PROVISIONABLE":
+        raise ApiError("UnsupportedActionException",
+                       f"Resource type {type_name} does not support CREATE action")
 
 
 def _model_class(type_name):

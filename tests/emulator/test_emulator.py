@@ -114,6 +114,16 @@ def test_unknown_types_are_refused(emulator):
     assert raised.value.response["Error"]["Code"] == "TypeNotFoundException"
 
 
+@pytest.mark.parametrize("type_name", ["AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy"])
+def test_types_without_a_read_handler_are_refused_as_on_aws(emulator, type_name):
+    cc = emulator.client("cloudcontrol")
+    with pytest.raises(botocore.exceptions.ClientError) as raised:
+        cc.create_resource(TypeName=type_name, DesiredState=json.dumps(
+            {"PolicyDocument": {"Statement": []}, "Queues": ["q"], "Topics": ["t"]}))
+    assert raised.value.response["Error"]["Code"] == "UnsupportedActionException"
+    assert type_name in raised.value.response["Error"]["Message"]
+
+
 @pytest.mark.parametrize("type_name,desired,identifier_property,read_only", [
     ("AWS::SNS::Topic", {"TopicName": "sparse"}, "TopicArn", None),
     ("AWS::Logs::LogGroup", {"LogGroupName": "/sparse", "RetentionInDays": 7}, "LogGroupName", "Arn"),
