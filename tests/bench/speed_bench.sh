@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The speed pass (issue 17), against a private emulator answering every request after 50 ms:
-#  - the synthetic app (tests/fixtures/cdk.out/soak: 50 resources, Cloud Control and IAM plugin
+#  - the synthetic app (tests/fixtures/cdk.out/soak: 50 resources, SQS, SNS, SSM and IAM plugin
 #    types): deploy, no-change deploy and destroy, with their targets;
 #  - a wide stack (200 independent Cloud Control resources) with adaptive concurrency: wall time
 #    against its bound, then under an injected rate limit (it must back off, not fail);
@@ -72,6 +72,10 @@ generated() {
   "$cdkd" --state-bucket bench-speed destroy -a "$work/$name" -f >/dev/null
   echo "$wall $cc $(python3 -c "print(f'{$after - $before:.2f}')")"
 }
+# The generated topics are this bench's Cloud Control resources: the sns plugin is turned off
+# for them (a plugins file layered over the bundled one).
+printf '[[plugin]]\nname = "sns"\npath = "%s"\nenabled = false\n' "$repo/target/$profile/libcdkd_provider_sns.so" >"$work/cc-plugins.toml"
+export CDKD_PLUGINS="$work/cc-plugins.toml"
 # A deploy's own state round trips, on every path: lock, record read, the write-ahead intent,
 # the final save, the release.
 state_trips=5

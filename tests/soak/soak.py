@@ -2,7 +2,7 @@
 
 Run by tests/soak/soak.sh, which starts a private emulator, exports the AWS_* variables and
 bootstraps the state bucket. This driver deploys the soak app (tests/fixtures/cdk.out/soak,
-about 50 Cloud Control and IAM-plugin resources) over and over, in three kinds of rounds:
+about 50 queues, topics, parameters and roles, all through SDK plugins) over and over, in three kinds of rounds:
 
   faults     deploy with 30% of requests failing (throttling and 5xx, every service), then
              deploy again without faults: that deploy must succeed;
