@@ -116,3 +116,71 @@ fn every_schema_property_of_a_plugin_type_is_handled_or_listed_with_a_reason() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// How the run after a crash finds what a create of `type_name` made, from the plugin's
+/// declared operations and cdkd's name table (docs/deploy.md's categories).
+fn found_by(type_name: &str, operations: &BTreeSet<String>) -> &'static str {
+    if cdkd::provisioning::names::rule_for(type_name).is_some() {
+        "name"
+    } else if operations.contains("find_created") {
+        "create token"
+    } else if operations.contains("idempotent_create") {
+        "idempotent create"
+    } else {
+        "not found"
+    }
+}
+
+#[test]
+fn every_plugin_type_says_in_deploy_md_how_it_is_found_after_a_crash() {
+    let doc = std::fs::read_to_string(workspace_root().join("docs/deploy.md")).unwrap();
+    let documented: BTreeMap<String, String> = doc
+        .lines()
+        .skip_while(|l| !l.starts_with("### How each plugin type is found after a crash"))
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells[1].trim_matches('`').to_string(), cells[2].to_string())
+        })
+        .collect();
+    assert!(!documented.is_empty(), "no table in docs/deploy.md");
+    let plugins = cdkd_tests::cdkd(None, &["providers", "list", "--json"])
+        .success()
+        .json();
+    let mut problems = Vec::new();
+    let mut seen = BTreeSet::new();
+    for plugin in plugins["plugins"].as_array().unwrap() {
+        for declared in plugin["resourceTypes"].as_array().into_iter().flatten() {
+            let type_name = declared["typeName"].as_str().unwrap();
+            let provisions = declared["handledProperties"]
+                .as_array()
+                .is_some_and(|h| !h.is_empty());
+            // Operations-only declarations and custom resources provision nothing of their own.
+            if !provisions || type_name.contains('*') || type_name.contains("CustomResource") {
+                continue;
+            }
+            seen.insert(type_name.to_string());
+            let operations: BTreeSet<String> = declared["operations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect();
+            let expected = found_by(type_name, &operations);
+            match documented.get(type_name) {
+                None => problems.push(format!("{type_name}: missing from the table ({expected})")),
+                Some(found) if found != expected => problems.push(format!(
+                    "{type_name}: the table says {found:?}, the plugin and the name table say {expected:?}"
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    for type_name in documented.keys().filter(|t| !seen.contains(*t)) {
+        problems.push(format!(
+            "{type_name}: in the table but no plugin provisions it"
+        ));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -313,7 +313,7 @@ fn the_vpc_fixture_goes_through_the_ec2_plugin() {
     assert!(
         destroyed
             .stderr
-            .contains("waiting for the network interfaces using the group"),
+            .contains("waiting for what EC2 has not released yet to go"),
         "{}",
         destroyed.stderr
     );

@@ -78,6 +78,7 @@ pub fn rule_for(resource_type: &str) -> Option<NameRule> {
         },
         "AWS::SSM::Parameter" => rule("Name", 1011, Listed),
         "AWS::DynamoDB::Table" => rule("TableName", 255, Listed),
+        "AWS::DynamoDB::GlobalTable" => rule("TableName", 255, Name),
         "AWS::Logs::LogGroup" => rule("LogGroupName", 512, Listed),
         "AWS::Events::EventBus" => rule("Name", 256, Listed),
         "AWS::Events::Rule" => NameRule {
@@ -90,6 +91,12 @@ pub fn rule_for(resource_type: &str) -> Option<NameRule> {
             id_attribute: Some("Id"),
             ..rule("Name", 512, Listed)
         },
+        // Named by the template (a required property), listed so a create repeated after a crash
+        // adopts the resource its name finds instead of failing on "already exists".
+        "AWS::KMS::Alias" => rule("AliasName", 256, Name),
+        "AWS::Logs::ResourcePolicy" => rule("PolicyName", 255, Name),
+        "AWS::Events::Archive" => rule("ArchiveName", 48, Name),
+        "AWS::Scheduler::ScheduleGroup" => rule("Name", 64, Name),
         "AWS::ECR::Repository" => NameRule {
             lowercase: true,
             ..rule("RepositoryName", 256, Listed)

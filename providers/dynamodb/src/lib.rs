@@ -1,22 +1,26 @@
-//! cdkd's DynamoDB provider plugin: `AWS::DynamoDB::Table` through direct DynamoDB calls.
-//! A table is addressed by its name in every call but tagging and resource policies, which
-//! take its ARN. DynamoDB is asynchronous: a table (and each of its global secondary indexes)
-//! goes through CREATING / UPDATING before it is ACTIVE, and most calls are refused meanwhile,
-//! so the waiting lives here once.
+//! cdkd's DynamoDB provider plugin: `AWS::DynamoDB::Table` and `AWS::DynamoDB::GlobalTable`
+//! through direct DynamoDB calls. A table is addressed by its name in every call but tagging and
+//! resource policies, which take its ARN. DynamoDB is asynchronous: a table (each of its global
+//! secondary indexes, each replica of a global table) goes through CREATING / UPDATING before it
+//! is ACTIVE, and most calls are refused meanwhile, so the waiting lives here once.
 
+mod global_table;
 mod indexes;
 mod input;
 mod read;
 mod settings;
 mod table;
 
-cdkd_provider_api::export_plugin!(description: "AWS::DynamoDB::Table through the DynamoDB API");
+cdkd_provider_api::export_plugin!(
+    description: "AWS::DynamoDB::Table and AWS::DynamoDB::GlobalTable through the DynamoDB API"
+);
 
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<table::Table>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<global_table::GlobalTable>);
 
 use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::types::{IndexStatus, TableDescription, TableStatus};
+use aws_sdk_dynamodb::types::{IndexStatus, ReplicaStatus, TableDescription, TableStatus};
 use cdkd_aws_common::aws_error;
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
@@ -26,10 +30,22 @@ const FIRST_PAUSE: Duration = Duration::from_millis(200);
 const LONGEST_PAUSE: Duration = Duration::from_secs(5);
 /// How long a wait lasts before it gives up.
 const PATIENCE: Duration = Duration::from_secs(600);
+/// How long a wait for a global table's replicas lasts: a new replica copies every item first.
+const REPLICA_PATIENCE: Duration = Duration::from_secs(3600);
 
 /// A DynamoDB client for the host's endpoint and credentials.
 pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_dynamodb::Client, ProviderError> {
+    regional_client(ctx, ctx.region()).await
+}
+
+/// A DynamoDB client for the host's endpoint and credentials in `region` (a global table's
+/// replicas keep their own settings, changed in their own region).
+pub(crate) async fn regional_client(
+    ctx: &PluginContext,
+    region: &str,
+) -> Result<aws_sdk_dynamodb::Client, ProviderError> {
     let config = aws_sdk_dynamodb::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
+        .region(aws_sdk_dynamodb::config::Region::new(region.to_string()))
         .retry_partition(cdkd_aws_common::retry_partition("cdkd-dynamodb"))
         .build();
     Ok(aws_sdk_dynamodb::Client::from_conf(config))
@@ -70,6 +86,45 @@ pub(crate) fn is_active(table: &TableDescription, indexes: bool) -> bool {
                 .all(|i| i.index_status() == Some(&IndexStatus::Active)))
 }
 
+/// Whether a global table is ACTIVE with every global secondary index and every replica. A
+/// replica DynamoDB gave up on (its creation failed, its key is out of reach, ...) is never
+/// ACTIVE: with `strict` it is an error, else it counts as settled (a teardown removes it).
+pub(crate) fn replicas_ready(
+    what: &str,
+    table: &TableDescription,
+    strict: bool,
+) -> Result<bool, ProviderError> {
+    let mut ready = is_active(table, true);
+    for replica in table.replicas() {
+        match replica.replica_status() {
+            Some(ReplicaStatus::Active) => {}
+            Some(
+                status @ (ReplicaStatus::CreationFailed
+                | ReplicaStatus::InaccessibleEncryptionCredentials
+                | ReplicaStatus::RegionDisabled
+                | ReplicaStatus::ReplicationNotAuthorized),
+            ) => {
+                if strict {
+                    return Err(ProviderError::new(
+                        ErrorKind::OTHER,
+                        format!(
+                            "{what}: the replica in {} is {}{}",
+                            replica.region_name().unwrap_or_default(),
+                            status.as_str(),
+                            replica
+                                .replica_status_description()
+                                .map(|d| format!(": {d}"))
+                                .unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
+            _ => ready = false,
+        }
+    }
+    Ok(ready)
+}
+
 /// The live description of `name`; `None` when there is no such table.
 pub(crate) async fn describe(
     ddb: &aws_sdk_dynamodb::Client,
@@ -95,6 +150,34 @@ pub(crate) async fn wait_active(
     name: &str,
     indexes: bool,
 ) -> Result<TableDescription, ProviderError> {
+    wait_until(ddb, what, name, PATIENCE, |table| {
+        Ok(is_active(table, indexes))
+    })
+    .await
+}
+
+/// Waits until a global table, its indexes and every replica are ACTIVE ([`replicas_ready`]),
+/// for up to an hour; answers the last description.
+pub(crate) async fn wait_replicas(
+    ddb: &aws_sdk_dynamodb::Client,
+    what: &str,
+    name: &str,
+    strict: bool,
+) -> Result<TableDescription, ProviderError> {
+    wait_until(ddb, what, name, REPLICA_PATIENCE, |table| {
+        replicas_ready(what, table, strict)
+    })
+    .await
+}
+
+/// Polls the table from 200 ms doubling to 5 s until `ready` says so, for up to `patience`.
+async fn wait_until(
+    ddb: &aws_sdk_dynamodb::Client,
+    what: &str,
+    name: &str,
+    patience: Duration,
+    ready: impl Fn(&TableDescription) -> Result<bool, ProviderError>,
+) -> Result<TableDescription, ProviderError> {
     let started = Instant::now();
     let mut pause = FIRST_PAUSE;
     loop {
@@ -104,10 +187,10 @@ pub(crate) async fn wait_active(
                 format!("{what}: table {name} disappeared while waiting for it to be ACTIVE"),
             )
         })?;
-        if is_active(&table, indexes) {
+        if ready(&table)? {
             return Ok(table);
         }
-        if started.elapsed() >= PATIENCE {
+        if started.elapsed() >= patience {
             let status = table
                 .table_status()
                 .map(|s| s.as_str().to_string())
@@ -161,7 +244,7 @@ fn is_busy_code(code: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aws_sdk_dynamodb::types::GlobalSecondaryIndexDescription;
+    use aws_sdk_dynamodb::types::{GlobalSecondaryIndexDescription, ReplicaDescription};
 
     #[test]
     fn dynamodb_codes_get_their_kinds() {
@@ -202,5 +285,37 @@ mod tests {
             .table_status(TableStatus::Updating)
             .build();
         assert!(!is_active(&updating, false));
+    }
+
+    #[test]
+    fn a_global_table_is_ready_when_every_replica_is_active() {
+        let replica = |region: &str, status: ReplicaStatus| {
+            ReplicaDescription::builder()
+                .region_name(region)
+                .replica_status(status)
+                .build()
+        };
+        let table = |replicas: Vec<ReplicaDescription>| {
+            TableDescription::builder()
+                .table_status(TableStatus::Active)
+                .set_replicas(Some(replicas))
+                .build()
+        };
+        let settled = table(vec![replica("eu-west-1", ReplicaStatus::Active)]);
+        assert!(replicas_ready("t", &settled, true).unwrap());
+        let adding = table(vec![
+            replica("eu-west-1", ReplicaStatus::Active),
+            replica("us-west-2", ReplicaStatus::Creating),
+        ]);
+        assert!(!replicas_ready("t", &adding, true).unwrap());
+        let failed = table(vec![replica("us-west-2", ReplicaStatus::CreationFailed)]);
+        let err = replicas_ready("t", &failed, true).unwrap_err();
+        assert!(
+            err.message.contains("us-west-2 is CREATION_FAILED"),
+            "{}",
+            err.message
+        );
+        // A teardown removes such a replica rather than waiting for it.
+        assert!(replicas_ready("t", &failed, false).unwrap());
     }
 }

@@ -51,9 +51,9 @@ fn capacity(throughput: Option<&ProvisionedThroughputDescription>) -> Option<Val
     }))
 }
 
-/// Items ordered like the template's list, matched by `IndexName` / `AttributeName` (`key`);
-/// DynamoDB answers in its own order and lists compare whole.
-fn order_like(items: &mut [Value], template: Option<&Value>, key: &str) {
+/// Items ordered like the template's list, matched by `key` (`IndexName`, `AttributeName`,
+/// `Region`); DynamoDB answers in its own order and lists compare whole.
+pub(crate) fn order_like(items: &mut [Value], template: Option<&Value>, key: &str) {
     let order: Vec<String> = template
         .and_then(Value::as_array)
         .into_iter()

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use aws_sdk_dynamodb::operation::create_table::builders::CreateTableInputBuilder;
 use aws_sdk_dynamodb::operation::update_table::builders::UpdateTableInputBuilder;
 use aws_sdk_dynamodb::operation::update_table::UpdateTableInput;
 use aws_sdk_dynamodb::types::{
@@ -33,7 +34,7 @@ use crate::input::{
 use crate::settings::{
     disable_kinesis, enable_kinesis, set_insights, set_policy, set_recovery, set_ttl,
 };
-use crate::{client, describe, wait_active, while_busy, with_dynamodb_kind};
+use crate::{client, describe, wait_active, wait_replicas, while_busy, with_dynamodb_kind};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::DynamoDB::Table";
@@ -47,7 +48,7 @@ pub struct Table;
 
 /// A template value with numbers and booleans written as strings read as what they are, so
 /// `"5"` and `5` compare equal.
-fn normalized(value: Option<&Value>) -> Value {
+pub(crate) fn normalized(value: Option<&Value>) -> Value {
     match value {
         None | Some(Value::Null) => Value::Null,
         Some(Value::String(s)) => match s.as_str() {
@@ -82,7 +83,7 @@ fn update_of(name: &str) -> UpdateTableInputBuilder {
 /// (DynamoDB takes one index change, stream change or capacity change per call): index
 /// deletions, then billing and capacity, stream, encryption, class and deletion protection,
 /// then index creations and throughput changes.
-fn update_steps(
+pub(crate) fn update_steps(
     name: &str,
     before: &Map<String, Value>,
     after: &Map<String, Value>,
@@ -173,7 +174,7 @@ fn update_steps(
 }
 
 /// `Arn`, and `StreamArn` while a stream is on.
-fn attributes(table: &TableDescription) -> Map<String, Value> {
+pub(crate) fn attributes(table: &TableDescription) -> Map<String, Value> {
     let mut attributes = Map::new();
     if let Some(arn) = table.table_arn() {
         attributes.insert("Arn".into(), json!(arn));
@@ -219,7 +220,7 @@ fn kinesis(properties: &Map<String, Value>) -> Option<(String, Option<String>)> 
 }
 
 /// A template's time to live attribute when it is enabled.
-fn ttl_attribute(properties: &Map<String, Value>) -> Option<String> {
+pub(crate) fn ttl_attribute(properties: &Map<String, Value>) -> Option<String> {
     let value = properties.get("TimeToLiveSpecification")?;
     if flag(value.get("Enabled")) == Some(true) {
         string(value.get("AttributeName"))
@@ -229,7 +230,7 @@ fn ttl_attribute(properties: &Map<String, Value>) -> Option<String> {
 }
 
 /// The stream's resource policy a template asks for.
-fn stream_policy(properties: &Map<String, Value>) -> Option<String> {
+pub(crate) fn stream_policy(properties: &Map<String, Value>) -> Option<String> {
     policy_document(properties.get("StreamSpecification")?.get("ResourcePolicy"))
 }
 
@@ -267,13 +268,218 @@ fn index_insight_changes(
 }
 
 /// The live description of the table `name`, which must exist.
-async fn existing(ddb: &Client, what: &str, name: &str) -> Result<TableDescription, ProviderError> {
+pub(crate) async fn existing(
+    ddb: &Client,
+    what: &str,
+    name: &str,
+) -> Result<TableDescription, ProviderError> {
     describe(ddb, what, name).await?.ok_or_else(|| {
         ProviderError::new(
             ErrorKind::NOT_FOUND,
             format!("{what}: table {name} not found"),
         )
     })
+}
+
+/// Sends a CreateTable; an existing table of that name is `ALREADY_EXISTS` (DynamoDB answers
+/// it with "in use").
+pub(crate) async fn create_table(
+    ddb: &Client,
+    what: &str,
+    name: &str,
+    input: CreateTableInputBuilder,
+) -> Result<(), ProviderError> {
+    input.send_with(ddb).await.map(|_| ()).map_err(|e| {
+        let err = with_dynamodb_kind(aws_error(&format!("{what}: CreateTable {name}"), e));
+        if err.aws_code() == Some("ResourceInUseException") {
+            ProviderError::new(ErrorKind::ALREADY_EXISTS, err.message.to_string())
+                .with_aws_code("ResourceInUseException")
+        } else {
+            err
+        }
+    })
+}
+
+/// Sends the UpdateTable calls of [`update_steps`] one after the other, each once the previous
+/// one is done (an index backfilling too; with `replicas`, every replica of a global table).
+pub(crate) async fn run_steps(
+    ddb: &Client,
+    what: &str,
+    name: &str,
+    steps: &[UpdateTableInputBuilder],
+    replicas: bool,
+) -> Result<(), ProviderError> {
+    for step in steps {
+        if replicas {
+            wait_replicas(ddb, what, name, true).await?;
+        } else {
+            wait_active(ddb, what, name, true).await?;
+        }
+        while_busy(what, || async move {
+            step.clone()
+                .send_with(ddb)
+                .await
+                .map(|_| ())
+                .map_err(|e| with_dynamodb_kind(aws_error(&format!("{what}: UpdateTable"), e)))
+        })
+        .await?;
+    }
+    Ok(())
+}
+
+/// Turns time to live to what `after` asks for, from what is live (a table keeps one TTL
+/// attribute; another one is set after the old one is turned off).
+pub(crate) async fn sync_ttl(
+    ddb: &Client,
+    what: &str,
+    name: &str,
+    after: &Map<String, Value>,
+) -> Result<(), ProviderError> {
+    let live_ttl = ddb
+        .describe_time_to_live()
+        .table_name(name)
+        .send()
+        .await
+        .map_err(|e| with_dynamodb_kind(aws_error(&format!("{what}: DescribeTimeToLive"), e)))?;
+    let live_ttl = live_ttl.time_to_live_description();
+    let live_attribute = live_ttl
+        .filter(|d| {
+            matches!(
+                d.time_to_live_status(),
+                Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
+            )
+        })
+        .and_then(|d| d.attribute_name())
+        .map(ToString::to_string);
+    let wanted = ttl_attribute(after);
+    if live_attribute != wanted {
+        if let Some(old) = live_attribute.as_deref() {
+            set_ttl(ddb, what, name, old, false).await?;
+        }
+        if let Some(new) = wanted.as_deref() {
+            set_ttl(ddb, what, name, new, true).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Brings the settings DynamoDB changes by calls of their own, time to live aside, from
+/// `before` to `after`: point-in-time recovery, contributor insights (table and indexes),
+/// Kinesis streaming, tags, and the resource policies of table and stream. `table` is the live
+/// description once the UpdateTable calls are done and `old_stream` the stream before them;
+/// answers the description once a Kinesis change settled.
+pub(crate) async fn apply_settings(
+    ddb: &Client,
+    what: &str,
+    name: &str,
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+    mut table: TableDescription,
+    old_stream: Option<&str>,
+) -> Result<TableDescription, ProviderError> {
+    let arn = table.table_arn().unwrap_or_default().to_string();
+    if recovery(before) != recovery(after) {
+        set_recovery(ddb, what, name, recovery(after)).await?;
+    }
+    let (old_insights, new_insights) = (
+        insights(before.get("ContributorInsightsSpecification")),
+        insights(after.get("ContributorInsightsSpecification")),
+    );
+    if old_insights != new_insights && (old_insights.0 || new_insights.0) {
+        set_insights(ddb, what, name, None, new_insights).await?;
+    }
+    let index_insights = index_insight_changes(before, after);
+    if !index_insights.is_empty() {
+        wait_active(ddb, what, name, true).await?;
+    }
+    for (index, setting) in index_insights {
+        set_insights(ddb, what, name, Some(index.as_str()), setting).await?;
+    }
+    let (old_kinesis, new_kinesis) = (kinesis(before), kinesis(after));
+    match (&old_kinesis, &new_kinesis) {
+        (Some(old), Some(new)) if old.0 == new.0 => {
+            if old.1 != new.1 {
+                let config = UpdateKinesisStreamingConfiguration::builder()
+                    .set_approximate_creation_date_time_precision(
+                        new.1
+                            .as_deref()
+                            .map(ApproximateCreationDateTimePrecision::from),
+                    )
+                    .build();
+                let config = &config;
+                while_busy(what, || async move {
+                    ddb.update_kinesis_streaming_destination()
+                        .table_name(name)
+                        .stream_arn(&new.0)
+                        .update_kinesis_streaming_configuration(config.clone())
+                        .send()
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| {
+                            with_dynamodb_kind(aws_error(
+                                &format!("{what}: UpdateKinesisStreamingDestination"),
+                                e,
+                            ))
+                        })
+                })
+                .await?;
+            }
+        }
+        _ => {
+            if let Some(old) = &old_kinesis {
+                disable_kinesis(ddb, what, name, &old.0).await?;
+            }
+            if let Some(new) = &new_kinesis {
+                enable_kinesis(ddb, what, name, new).await?;
+            }
+        }
+    }
+    let (old_tags, new_tags) = (tag_map(before), tag_map(after));
+    let removed: Vec<String> = old_tags
+        .keys()
+        .filter(|k| !new_tags.contains_key(*k))
+        .cloned()
+        .collect();
+    if !removed.is_empty() {
+        ddb.untag_resource()
+            .resource_arn(&arn)
+            .set_tag_keys(Some(removed))
+            .send()
+            .await
+            .map_err(|e| with_dynamodb_kind(aws_error(&format!("{what}: UntagResource"), e)))?;
+    }
+    let set: Vec<_> = tags(after)
+        .into_iter()
+        .filter(|t| old_tags.get(t.key()).map(String::as_str) != Some(t.value()))
+        .collect();
+    if !set.is_empty() {
+        ddb.tag_resource()
+            .resource_arn(&arn)
+            .set_tags(Some(set))
+            .send()
+            .await
+            .map_err(|e| with_dynamodb_kind(aws_error(&format!("{what}: TagResource"), e)))?;
+    }
+    if changed(before, after, "ResourcePolicy") {
+        let policy = policy_document(after.get("ResourcePolicy"));
+        set_policy(ddb, what, &arn, policy.as_deref()).await?;
+    }
+    let new_stream = table.latest_stream_arn().map(ToString::to_string);
+    let stream_on = table
+        .stream_specification()
+        .is_some_and(|s| s.stream_enabled());
+    let (old_policy, new_policy) = (stream_policy(before), stream_policy(after));
+    if let (true, Some(stream)) = (stream_on, new_stream.as_deref()) {
+        // A new stream starts without a policy; an unchanged one keeps its own.
+        let same_stream = old_stream == Some(stream);
+        if (old_policy != new_policy || !same_stream) && (new_policy.is_some() || same_stream) {
+            set_policy(ddb, what, stream, new_policy.as_deref()).await?;
+        }
+    }
+    if old_kinesis != new_kinesis {
+        table = wait_active(ddb, what, name, false).await?;
+    }
+    Ok(table)
 }
 
 #[async_trait]
@@ -319,16 +525,7 @@ impl ResourceProvider for Table {
         let input = create_table_input(&name, props)
             .map_err(|e| ProviderError::validation(format!("{what}: {e}")))?;
         let ddb = client(ctx).await?;
-        input.send_with(&ddb).await.map_err(|e| {
-            let err = with_dynamodb_kind(aws_error(&format!("{what}: CreateTable {name}"), e));
-            // CreateTable answers an existing table with "in use".
-            if err.aws_code() == Some("ResourceInUseException") {
-                ProviderError::new(ErrorKind::ALREADY_EXISTS, err.message.to_string())
-                    .with_aws_code("ResourceInUseException")
-            } else {
-                err
-            }
-        })?;
+        create_table(&ddb, &what, &name, input).await?;
         let mut table = wait_active(&ddb, &what, &name, false).await?;
         if let Some(attribute) = ttl_attribute(props) {
             set_ttl(&ddb, &what, &name, &attribute, true).await?;
@@ -382,149 +579,11 @@ impl ResourceProvider for Table {
             .await?
             .latest_stream_arn()
             .map(ToString::to_string);
-        for step in &steps {
-            // One change at a time: the previous one (an index backfilling too) must be done.
-            wait_active(ddb, what, name, true).await?;
-            while_busy(what, || async move {
-                step.clone()
-                    .send_with(ddb)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| with_dynamodb_kind(aws_error(&format!("{what}: UpdateTable"), e)))
-            })
-            .await?;
-        }
-        let mut table = wait_active(ddb, what, name, false).await?;
-        let arn = table.table_arn().unwrap_or_default().to_string();
-
-        let live_ttl = ddb
-            .describe_time_to_live()
-            .table_name(name)
-            .send()
-            .await
-            .map_err(|e| {
-                with_dynamodb_kind(aws_error(&format!("{what}: DescribeTimeToLive"), e))
-            })?;
-        let live_ttl = live_ttl.time_to_live_description();
-        let live_attribute = live_ttl
-            .filter(|d| {
-                matches!(
-                    d.time_to_live_status(),
-                    Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
-                )
-            })
-            .and_then(|d| d.attribute_name())
-            .map(ToString::to_string);
-        let wanted = ttl_attribute(after);
-        if live_attribute != wanted {
-            if let Some(old) = live_attribute.as_deref() {
-                set_ttl(ddb, what, name, old, false).await?;
-            }
-            if let Some(new) = wanted.as_deref() {
-                set_ttl(ddb, what, name, new, true).await?;
-            }
-        }
-        if recovery(before) != recovery(after) {
-            set_recovery(ddb, what, name, recovery(after)).await?;
-        }
-        let (old_insights, new_insights) = (
-            insights(before.get("ContributorInsightsSpecification")),
-            insights(after.get("ContributorInsightsSpecification")),
-        );
-        if old_insights != new_insights && (old_insights.0 || new_insights.0) {
-            set_insights(ddb, what, name, None, new_insights).await?;
-        }
-        let index_insights = index_insight_changes(before, after);
-        if !index_insights.is_empty() {
-            wait_active(ddb, what, name, true).await?;
-        }
-        for (index, setting) in index_insights {
-            set_insights(ddb, what, name, Some(index.as_str()), setting).await?;
-        }
-        let (old_kinesis, new_kinesis) = (kinesis(before), kinesis(after));
-        match (&old_kinesis, &new_kinesis) {
-            (Some(old), Some(new)) if old.0 == new.0 => {
-                if old.1 != new.1 {
-                    let config = UpdateKinesisStreamingConfiguration::builder()
-                        .set_approximate_creation_date_time_precision(
-                            new.1
-                                .as_deref()
-                                .map(ApproximateCreationDateTimePrecision::from),
-                        )
-                        .build();
-                    let config = &config;
-                    while_busy(what, || async move {
-                        ddb.update_kinesis_streaming_destination()
-                            .table_name(name)
-                            .stream_arn(&new.0)
-                            .update_kinesis_streaming_configuration(config.clone())
-                            .send()
-                            .await
-                            .map(|_| ())
-                            .map_err(|e| {
-                                with_dynamodb_kind(aws_error(
-                                    &format!("{what}: UpdateKinesisStreamingDestination"),
-                                    e,
-                                ))
-                            })
-                    })
-                    .await?;
-                }
-            }
-            _ => {
-                if let Some(old) = &old_kinesis {
-                    disable_kinesis(ddb, what, name, &old.0).await?;
-                }
-                if let Some(new) = &new_kinesis {
-                    enable_kinesis(ddb, what, name, new).await?;
-                }
-            }
-        }
-        let (old_tags, new_tags) = (tag_map(before), tag_map(after));
-        let removed: Vec<String> = old_tags
-            .keys()
-            .filter(|k| !new_tags.contains_key(*k))
-            .cloned()
-            .collect();
-        if !removed.is_empty() {
-            ddb.untag_resource()
-                .resource_arn(&arn)
-                .set_tag_keys(Some(removed))
-                .send()
-                .await
-                .map_err(|e| with_dynamodb_kind(aws_error(&format!("{what}: UntagResource"), e)))?;
-        }
-        let set: Vec<_> = tags(after)
-            .into_iter()
-            .filter(|t| old_tags.get(t.key()).map(String::as_str) != Some(t.value()))
-            .collect();
-        if !set.is_empty() {
-            ddb.tag_resource()
-                .resource_arn(&arn)
-                .set_tags(Some(set))
-                .send()
-                .await
-                .map_err(|e| with_dynamodb_kind(aws_error(&format!("{what}: TagResource"), e)))?;
-        }
-        if changed(before, after, "ResourcePolicy") {
-            let policy = policy_document(after.get("ResourcePolicy"));
-            set_policy(ddb, what, &arn, policy.as_deref()).await?;
-        }
-        let new_stream = table.latest_stream_arn().map(ToString::to_string);
-        let stream_on = table
-            .stream_specification()
-            .is_some_and(|s| s.stream_enabled());
-        let (old_policy, new_policy) = (stream_policy(before), stream_policy(after));
-        if let (true, Some(stream)) = (stream_on, new_stream.as_deref()) {
-            // A new stream starts without a policy; an unchanged one keeps its own.
-            let same_stream = old_stream.as_deref() == Some(stream);
-            if (old_policy != new_policy || !same_stream) && (new_policy.is_some() || same_stream) {
-                set_policy(ddb, what, stream, new_policy.as_deref()).await?;
-            }
-        }
-        if old_kinesis != new_kinesis {
-            table = wait_active(ddb, what, name, false).await?;
-        }
+        run_steps(ddb, what, name, &steps, false).await?;
+        let table = wait_active(ddb, what, name, false).await?;
+        sync_ttl(ddb, what, name, after).await?;
+        let table =
+            apply_settings(ddb, what, name, before, after, table, old_stream.as_deref()).await?;
         Ok(UpdateResult {
             attributes: attributes(&table),
             physical_id: name.to_string(),
@@ -626,7 +685,7 @@ impl Readable for Table {
 }
 
 /// Every tag of the table `arn`, page by page.
-async fn list_tags(
+pub(crate) async fn list_tags(
     ddb: &Client,
     what: &str,
     arn: &str,

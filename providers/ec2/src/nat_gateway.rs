@@ -179,6 +179,12 @@ impl ResourceProvider for NatGateway {
                 "ConnectivityType",
                 "PrivateIpAddress",
                 "Tags",
+                // Only secondary address operations (DisassociateNatGatewayAddress,
+                // UnassignPrivateNatGatewayAddress) take it, and this plugin makes none: the
+                // Secondary* properties are not handled, so a gateway with secondary addresses
+                // goes to Cloud Control. Without them it has no effect, on AWS as here, so it is
+                // accepted and not sent; nor is it readable back, so drift skips it.
+                "MaxDrainDurationSeconds",
             ])
             .create_only(&[
                 "SubnetId",

@@ -41,6 +41,8 @@ impl ResourceProvider for InlinePolicy {
             .handles(&["PolicyName", "PolicyDocument", "Roles", "Users", "Groups"])
             .create_only(&["PolicyName"])
             .read_and_import()
+            // Its create is an upsert: repeated after a crash it makes nothing twice.
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 

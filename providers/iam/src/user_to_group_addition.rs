@@ -37,6 +37,8 @@ impl ResourceProvider for UserToGroupAddition {
             .handles(&["GroupName", "Users"])
             .create_only(&["GroupName"])
             .read_and_import()
+            // Its create is an upsert: repeated after a crash it makes nothing twice.
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 

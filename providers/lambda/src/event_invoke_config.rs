@@ -81,6 +81,8 @@ impl ResourceProvider for EventInvokeConfig {
             ])
             .create_only(&["FunctionName", "Qualifier"])
             .read_and_import()
+            // Its create is an upsert: repeated after a crash it makes nothing twice.
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 

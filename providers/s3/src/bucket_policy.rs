@@ -74,6 +74,8 @@ impl ResourceProvider for BucketPolicy {
             .handles(&["Bucket", "PolicyDocument"])
             .create_only(&["Bucket"])
             .read_and_import()
+            // Its create is an upsert: repeated after a crash it makes nothing twice.
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 

@@ -138,6 +138,8 @@ impl ResourceProvider for SecretTargetAttachment {
             .handles(&["SecretId", "TargetId", "TargetType"])
             .create_only(&["SecretId"])
             .read_and_import()
+            // Its create is an upsert: repeated after a crash it makes nothing twice.
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 

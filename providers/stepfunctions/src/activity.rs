@@ -73,6 +73,8 @@ impl ResourceProvider for Activity {
             .handles(&["Name", "EncryptionConfiguration", "Tags"])
             .create_only(&["Name", "EncryptionConfiguration"])
             .read_and_import()
+            // CreateActivity answers the existing activity of that name: a repeated create adopts it.
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 
