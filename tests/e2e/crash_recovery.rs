@@ -6,6 +6,7 @@
 //! found by the create-token tag the EC2 plugin puts on them; pairs (attachments,
 //! associations, routes, rules) adopt an "already exists" for exactly the pair asked for. A
 //! `DependencyViolation` nothing in the run can clear fails at once, naming what is in the way.
+//! Every other round also kills the destroy part-way; the next destroy finishes it.
 //! One test per binary: the counts are the emulator's, which no other test here touches.
 
 use std::process::Stdio;
@@ -62,6 +63,24 @@ fn ec2_creates() -> u64 {
                 || key.starts_with("ec2:Associate")
                 || key.starts_with("ec2:Attach")
                 || key.starts_with("ec2:Authorize")
+        })
+        .map(|(_, count)| count.as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// EC2 delete calls the emulator has seen since the stats were cleared.
+fn ec2_deletes() -> u64 {
+    let stats = Emulator::shared().get("/_emulator/stats");
+    stats
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(key, _)| {
+            key.starts_with("ec2:Delete")
+                || key.starts_with("ec2:Disassociate")
+                || key.starts_with("ec2:Detach")
+                || key.starts_with("ec2:Revoke")
+                || *key == "ec2:ReleaseAddress"
         })
         .map(|(_, count)| count.as_u64().unwrap_or(0))
         .sum()
@@ -141,6 +160,30 @@ fn a_vpc_deploy_killed_part_way_converges_and_a_stuck_delete_names_its_dependant
             Emulator::shared().boto(&format!(
                 "c('ec2').delete_subnet(SubnetId='{stray}') and None"
             ));
+        }
+        if round % 2 == 1 {
+            // A destroy killed part-way: the next one, after force-unlock, finishes it.
+            Emulator::shared().delete("/_emulator/stats");
+            let mut child = world
+                .command(&["destroy", "-a", &app, "-f"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while ec2_deletes() < kill_after.min(12) {
+                if let Ok(Some(status)) = child.try_wait() {
+                    panic!("round {round}: the destroy ended ({status}) before it was killed");
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "round {round}: too few EC2 deletes"
+                );
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            child.kill().unwrap();
+            child.wait().unwrap();
+            world.cdkd(&["force-unlock", STACK]).success();
         }
         world.cdkd(&["destroy", "-a", &app, "-f"]).success();
         assert_eq!(

@@ -380,6 +380,25 @@ def _delete_vpc_as_aws(self, vpc_id):
 
 _Ec2Backend.delete_vpc = _delete_vpc_as_aws
 
+
+def _delete_network_acl_entry_as_aws(self, network_acl_id, rule_number, egress):
+    # AWS answers a missing entry with InvalidNetworkAclEntry.NotFound; moto's StopIteration
+    # became an HTML 500, which a client retries as a server error for a minute.
+    from moto.ec2.exceptions import EC2ClientError
+
+    acl = self.get_network_acl(network_acl_id)
+    entry = next((e for e in acl.network_acl_entries
+                  if e.egress == egress and e.rule_number == rule_number), None)
+    if entry is None:
+        direction = "egress" if egress else "ingress"
+        raise EC2ClientError("InvalidNetworkAclEntry.NotFound",
+                             f"The network acl entry identified by {rule_number} ({direction}) does not exist.")
+    acl.network_acl_entries.remove(entry)
+    return entry
+
+
+_Ec2Backend.delete_network_acl_entry = _delete_network_acl_entry_as_aws
+
 # moto names some S3 answers' XML root after the action; S3 (and the Rust SDK, which checks the
 # root) uses the configuration's name. Keyed by the bucket subresource queried.
 S3_XML_ROOTS = {

@@ -1741,3 +1741,12 @@ def test_cloudwatch_answers_rpc_v2_cbor_through_moto(emulator):
     assert emulator.client("cloudwatch").describe_alarms(AlarmNames=["depth"])["MetricAlarms"][0]["Threshold"] == 100.0
     refused = _cbor_call(emulator.endpoint, "GetDashboard", {"DashboardName": "nope"})
     assert refused["Error"]["Code"] == "ResourceNotFound"
+
+
+def test_deleting_a_missing_network_acl_entry_is_not_found(emulator):
+    ec2 = emulator.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.78.0.0/16")["Vpc"]["VpcId"]
+    acl = ec2.create_network_acl(VpcId=vpc)["NetworkAcl"]["NetworkAclId"]
+    with pytest.raises(ec2.exceptions.ClientError) as refused:
+        ec2.delete_network_acl_entry(NetworkAclId=acl, RuleNumber=100, Egress=False)
+    assert refused.value.response["Error"]["Code"] == "InvalidNetworkAclEntry.NotFound"
