@@ -137,6 +137,8 @@ fn every_plugin_type_says_in_deploy_md_how_it_is_found_after_a_crash() {
     let documented: BTreeMap<String, String> = doc
         .lines()
         .skip_while(|l| !l.starts_with("### How each plugin type is found after a crash"))
+        .skip(1)
+        .take_while(|l| !l.starts_with('#'))
         .filter(|l| l.starts_with("| `"))
         .map(|l| {
             let cells: Vec<&str> = l.split('|').map(str::trim).collect();

@@ -27,7 +27,7 @@ import uuid
 import jsonpatch
 from moto.cloudformation import parsing
 
-from registry import Registry
+from registry import Registry, provisioning_type
 from moto.core.exceptions import JsonRESTError, ServiceException
 
 # Attribute names tried on every model, beyond the primary identifier; a model answers the ones
@@ -582,19 +582,15 @@ ADOPTERS = {
 LIVE_READERS = {"AWS::SQS::Queue": _read_queue, "AWS::SNS::Topic": _read_topic}
 
 
-_REGISTRY = []
-
-
 def _refuse_unprovisionable(type_name, region):
     # Cloud Control provisions only types whose registry schema has create and read handlers:
     # AWS::SQS::QueuePolicy, AWS::SNS::TopicPolicy, AWS::EC2::NetworkAclEntry, AWS::IAM::Policy
     # … are refused on AWS, where moto's CloudFormation models would have made them.
-    import registry
-
-    if not _REGISTRY:
-        _REGISTRY.append(registry.Registry())
-    schema = _REGISTRY[0].schema_of(type_name, region)
-    if schema is not None and registry.provisioning_type(schema) == "NON_PROVISIONABLE":
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = Registry()
+    schema = _REGISTRY.schema_of(type_name, region)
+    if schema is not None and provisioning_type(schema) == "NON_PROVISIONABLE":
         raise ApiError("UnsupportedActionException",
                        f"Resource type {type_name} does not support CREATE action")
 

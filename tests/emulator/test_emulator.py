@@ -1485,12 +1485,14 @@ def test_use_previous_value_keeps_a_parameter_that_took_its_template_default(emu
 
 def test_a_retain_policy_only_update_keeps_the_security_group_and_delete_leaves_it(emulator):
     cfn, ec2 = emulator.client("cloudformation"), emulator.client("ec2")
+    # The VPC is not the stack's: as on AWS, a stack's own VPC could not be deleted with a
+    # retained group still in it.
+    vpc = ec2.create_vpc(CidrBlock="10.8.0.0/16")["Vpc"]["VpcId"]
 
     def template(policies):
         return json.dumps({"Resources": {
-            "Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.8.0.0/16"}},
             "Group": {"Type": "AWS::EC2::SecurityGroup", **policies, "Properties": {
-                "GroupDescription": "kept", "VpcId": {"Ref": "Vpc"}}},
+                "GroupDescription": "kept", "VpcId": vpc}},
         }})
 
     def physical_ids():
