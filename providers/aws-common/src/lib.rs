@@ -6,6 +6,9 @@
 //! - [`aws_error`]: an SDK error as a [`ProviderError`] with a stable kind and the AWS code;
 //! - [`physical_name`]: CloudFormation-style generated names;
 //! - [`require_str`] and friends: reading template properties with errors naming the property;
+//! - [`reclassify`], [`found`]: a service's own error codes read as kinds, "not found" as absence;
+//! - [`tag_map`], [`tag_changes`], [`template_tags`]: template tags and their changes;
+//! - [`poll`] and [`retry_while`]: waiting for AWS to settle;
 //! - [`TypeSchema`]: declaring a type; [`Readable`] and [`Reads`]: reading it once for drift and
 //!   import.
 //!
@@ -16,11 +19,15 @@ mod operation_only;
 #[cfg(feature = "plugin")]
 mod readable;
 mod schema;
+mod tags;
+mod wait;
 #[cfg(feature = "plugin")]
 pub use operation_only::{Answers, OperationOnly};
 #[cfg(feature = "plugin")]
 pub use readable::{Readable, Reads};
 pub use schema::TypeSchema;
+pub use tags::{tag_changes, tag_map, tag_map_without_token, template_tag_changes, template_tags};
+pub use wait::{poll, retry_while};
 
 use std::time::Duration;
 
@@ -197,6 +204,84 @@ where
     } else {
         error.with_aws_code(code)
     }
+}
+
+/// The kind a service's own error `code` stands for in `table` (`(code, kind)` pairs), `None`
+/// when the table has no row for it.
+pub fn kind_in(table: &[(&str, ErrorKind)], code: &str) -> Option<ErrorKind> {
+    table
+        .iter()
+        .find(|(known, _)| *known == code)
+        .map(|(_, kind)| *kind)
+}
+
+/// `err` (from [`aws_error`]) with the kind `kind` gives its AWS code; unchanged when there is
+/// no code or `kind` answers `None`.
+pub fn reclassify_by(
+    mut err: ProviderError,
+    kind: impl FnOnce(&str) -> Option<ErrorKind>,
+) -> ProviderError {
+    if let Some(kind) = err.aws_code().and_then(kind) {
+        err.kind = kind;
+    }
+    err
+}
+
+/// `err` (from [`aws_error`]) with the kind a service's `table` gives its AWS code (where the
+/// shared table of [`kind_of`] has none or the wrong one); unchanged when the code is not in
+/// `table`.
+pub fn reclassify(err: ProviderError, table: &[(&str, ErrorKind)]) -> ProviderError {
+    reclassify_by(err, |code| kind_in(table, code))
+}
+
+/// [`aws_error`] with the kinds of a service's `table` (see [`reclassify`]).
+pub fn aws_error_in<E, R>(
+    what: &str,
+    err: aws_smithy_runtime_api::client::result::SdkError<E, R>,
+    table: &[(&str, ErrorKind)],
+) -> ProviderError
+where
+    E: aws_smithy_runtime_api::client::result::CreateUnhandledError
+        + aws_smithy_types::error::metadata::ProvideErrorMetadata
+        + std::error::Error
+        + Send
+        + Sync
+        + 'static,
+    R: std::fmt::Debug + HasStatus + 'static,
+{
+    reclassify(aws_error(what, err), table)
+}
+
+/// A `map_err` closure turning an SDK error of the call `$call` into a provider error with the
+/// kinds of `$table` (see [`reclassify`]), naming `$what` and the call.
+#[macro_export]
+macro_rules! call_error {
+    ($table:expr, $what:expr, $call:expr) => {
+        |e| $crate::aws_error_in(&format!("{}: {}", $what, $call), e, $table)
+    };
+}
+
+/// A result whose "not found" error means absence: `Ok(None)` for it, other errors kept.
+pub fn found<T>(result: Result<T, ProviderError>) -> Result<Option<T>, ProviderError> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
+/// A JSON document (policy, pattern, body ...) as AWS takes it, a JSON string: a template
+/// writes it as an object or as the string itself.
+pub fn json_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A JSON string AWS answered, back in template shape (a string that is not JSON stays one).
+pub fn parsed(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_string()))
 }
 
 /// An SDK error as one readable line: `Code: message (HTTP status)` when AWS answered, else
@@ -539,5 +624,48 @@ mod tests {
             kind_of("MalformedPolicyDocument", Some(400)),
             ErrorKind::VALIDATION
         );
+    }
+
+    #[test]
+    fn service_codes_reclassify_and_others_keep_their_kind() {
+        const TABLE: &[(&str, ErrorKind)] = &[
+            ("QueueDoesNotExist", ErrorKind::NOT_FOUND),
+            ("ConflictException", ErrorKind::CONFLICT),
+        ];
+        assert_eq!(
+            kind_in(TABLE, "QueueDoesNotExist"),
+            Some(ErrorKind::NOT_FOUND)
+        );
+        assert_eq!(kind_in(TABLE, "Throttling"), None);
+        let err = reclassify(
+            ProviderError::new(ErrorKind::OTHER, "busy").with_aws_code("ConflictException"),
+            TABLE,
+        );
+        assert_eq!(err.kind, ErrorKind::CONFLICT);
+        let kept = reclassify(ProviderError::new(ErrorKind::THROTTLED, "slow"), TABLE);
+        assert_eq!(kept.kind, ErrorKind::THROTTLED);
+        let other = reclassify(
+            ProviderError::new(ErrorKind::VALIDATION, "bad").with_aws_code("Unknown"),
+            TABLE,
+        );
+        assert_eq!(other.kind, ErrorKind::VALIDATION);
+    }
+
+    #[test]
+    fn not_found_reads_as_absent_and_other_errors_stay() {
+        assert_eq!(found(Ok::<_, ProviderError>(3)).unwrap(), Some(3));
+        let gone = found::<i32>(Err(ProviderError::new(ErrorKind::NOT_FOUND, "gone")));
+        assert_eq!(gone.unwrap(), None);
+        let denied = found::<i32>(Err(ProviderError::new(ErrorKind::ACCESS_DENIED, "no")));
+        assert_eq!(denied.unwrap_err().kind, ErrorKind::ACCESS_DENIED);
+    }
+
+    #[test]
+    fn documents_go_as_json_text_and_come_back_parsed() {
+        use serde_json::json;
+        assert_eq!(json_text(&json!({"a": 1})), "{\"a\":1}");
+        assert_eq!(json_text(&json!("{\"a\":1}")), "{\"a\":1}");
+        assert_eq!(parsed("{\"a\":1}"), json!({"a": 1}));
+        assert_eq!(parsed("nope"), json!("nope"));
     }
 }

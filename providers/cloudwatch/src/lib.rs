@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use aws_sdk_cloudwatch::types::{ActionConfiguration, AlarmTagsPropagation, AlarmType, Tag};
-use cdkd_aws_common::{flag, string, strings, tag_pairs, Readable};
+pub(crate) use cdkd_aws_common::found;
+use cdkd_aws_common::{flag, string, strings, Readable};
 use cdkd_provider_api::protocol::{
     operation, FindCreatedRequest, FindCreatedResult, ReadCurrentStateRequest, CREATE_TOKEN_TAG,
 };
@@ -39,58 +40,30 @@ pub(crate) async fn client(
 
 /// The kind CloudWatch's own error codes stand for, where the shared table has none or the
 /// wrong one.
-pub(crate) fn cw_kind(code: &str) -> Option<ErrorKind> {
-    match code {
-        "ResourceNotFound" | "ResourceNotFoundException" => Some(ErrorKind::NOT_FOUND),
-        // Another change to the same resource is in flight, or CloudWatch failed inside: a
-        // later try succeeds.
-        "ConcurrentModificationException" | "InternalServiceError" | "InternalServiceFault" => {
-            Some(ErrorKind::THROTTLED)
-        }
-        "ConflictException" | "ResourceConflict" => Some(ErrorKind::CONFLICT),
-        "InvalidParameterInput" | "InvalidFormat" | "LimitExceeded" | "LimitExceededFault" => {
-            Some(ErrorKind::VALIDATION)
-        }
-        _ => None,
-    }
-}
-
-/// `err` (from [`cdkd_aws_common::aws_error`]) with the kind its CloudWatch code stands for;
-/// unchanged when the code is not CloudWatch's own.
-pub(crate) fn with_cw_kind(mut err: ProviderError) -> ProviderError {
-    if let Some(kind) = err
-        .aws_code
-        .as_ref()
-        .into_option()
-        .and_then(|code| cw_kind(code))
-    {
-        err.kind = kind;
-    }
-    err
-}
+pub(crate) const CW_KINDS: &[(&str, ErrorKind)] = &[
+    ("ResourceNotFound", ErrorKind::NOT_FOUND),
+    ("ResourceNotFoundException", ErrorKind::NOT_FOUND),
+    // Another change to the same resource is in flight, or CloudWatch failed inside: a
+    // later try succeeds.
+    ("ConcurrentModificationException", ErrorKind::THROTTLED),
+    ("InternalServiceError", ErrorKind::THROTTLED),
+    ("InternalServiceFault", ErrorKind::THROTTLED),
+    ("ConflictException", ErrorKind::CONFLICT),
+    ("ResourceConflict", ErrorKind::CONFLICT),
+    ("InvalidParameterInput", ErrorKind::VALIDATION),
+    ("InvalidFormat", ErrorKind::VALIDATION),
+    ("LimitExceeded", ErrorKind::VALIDATION),
+    ("LimitExceededFault", ErrorKind::VALIDATION),
+];
 
 /// A `map_err` closure turning an SDK error of the call `$call` into a provider error with
 /// CloudWatch's kinds, naming `$what` and the call.
 macro_rules! cw_error {
     ($what:expr, $call:expr) => {
-        |e| {
-            $crate::with_cw_kind(cdkd_aws_common::aws_error(
-                &format!("{}: {}", $what, $call),
-                e,
-            ))
-        }
+        cdkd_aws_common::call_error!($crate::CW_KINDS, $what, $call)
     };
 }
 pub(crate) use cw_error;
-
-/// A result whose "not found" error means absence: `Ok(None)` for it, other errors kept.
-pub(crate) fn found<T>(result: Result<T, ProviderError>) -> Result<Option<T>, ProviderError> {
-    match result {
-        Ok(value) => Ok(Some(value)),
-        Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok(None),
-        Err(err) => Err(err),
-    }
-}
 
 /// A template number, as a JSON number or a string (templates carry both).
 pub(crate) fn float(value: Option<&Value>) -> Option<f64> {
@@ -166,11 +139,7 @@ pub(crate) fn action_configuration_shape(live: &ActionConfiguration) -> Option<V
 /// The template's tags by key, cdkd's create-token tag left out (a template never sets it; it
 /// is the plugin's).
 pub(crate) fn tag_map(properties: &Map<String, Value>) -> BTreeMap<String, String> {
-    tag_pairs(properties.get("Tags"))
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|(key, _)| key != CREATE_TOKEN_TAG)
-        .collect()
+    cdkd_aws_common::tag_map_without_token(properties)
 }
 
 /// The tags a create puts: the template's, then the create `token` under [`CREATE_TOKEN_TAG`]
@@ -196,18 +165,7 @@ pub(crate) fn tag_changes(
     before: &Map<String, Value>,
     after: &Map<String, Value>,
 ) -> (BTreeMap<String, String>, Vec<String>) {
-    let (old, new) = (tag_map(before), tag_map(after));
-    let set = new
-        .iter()
-        .filter(|(key, value)| old.get(*key) != Some(*value))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    let removed = old
-        .keys()
-        .filter(|key| !new.contains_key(*key))
-        .cloned()
-        .collect();
-    (set, removed)
+    cdkd_aws_common::tag_changes(&tag_map(before), &tag_map(after))
 }
 
 /// Applies a template's tag change to the resource `arn`: untag removed keys, tag new and
@@ -257,20 +215,11 @@ pub(crate) async fn live_tags(
 /// Tags as a template writes them: `[{Key, Value}]` sorted by key, AWS's own and cdkd's
 /// create-token tag left out; `None` when there are none.
 pub(crate) fn template_tags(tags: &[Tag]) -> Option<Value> {
-    let sorted: BTreeMap<&str, &str> = tags
-        .iter()
-        .filter_map(|t| Some((t.key()?, t.value().unwrap_or_default())))
-        .filter(|(key, _)| !key.starts_with("aws:") && *key != CREATE_TOKEN_TAG)
-        .collect();
-    if sorted.is_empty() {
-        return None;
-    }
-    Some(Value::Array(
-        sorted
-            .into_iter()
-            .map(|(key, value)| json!({"Key": key, "Value": value}))
-            .collect(),
-    ))
+    cdkd_aws_common::template_tags(
+        tags.iter()
+            .filter_map(|t| Some((t.key()?, t.value().unwrap_or_default())))
+            .filter(|(key, _)| *key != CREATE_TOKEN_TAG),
+    )
 }
 
 /// Whether tags carry the create `token`.
@@ -372,33 +321,32 @@ pub(crate) async fn alarm_arn(
     name: &str,
     kind: AlarmType,
 ) -> Result<String, ProviderError> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
-    let mut delay = Duration::from_millis(200);
-    loop {
-        let page = describe_page(cw, what, kind.clone(), Some(vec![name.into()]), None).await?;
-        let arn = page
-            .metric_alarms()
-            .iter()
-            .filter(|a| a.alarm_name() == Some(name))
-            .filter_map(|a| a.alarm_arn())
-            .chain(
-                page.composite_alarms()
-                    .iter()
-                    .filter(|a| a.alarm_name() == Some(name))
-                    .filter_map(|a| a.alarm_arn()),
-            )
-            .next();
-        if let Some(arn) = arn {
-            return Ok(arn.to_string());
+    let arn = cdkd_aws_common::poll(Duration::from_secs(600), || {
+        let kind = kind.clone();
+        async move {
+            let page = describe_page(cw, what, kind, Some(vec![name.into()]), None).await?;
+            let arn = page
+                .metric_alarms()
+                .iter()
+                .filter(|a| a.alarm_name() == Some(name))
+                .filter_map(|a| a.alarm_arn())
+                .chain(
+                    page.composite_alarms()
+                        .iter()
+                        .filter(|a| a.alarm_name() == Some(name))
+                        .filter_map(|a| a.alarm_arn()),
+                )
+                .next()
+                .map(ToString::to_string);
+            Ok(arn)
         }
-        if tokio::time::Instant::now() + delay > deadline {
-            return Err(ProviderError::other(format!(
-                "{what}: alarm {name} did not appear within 10 minutes of its Put call"
-            )));
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(5));
-    }
+    })
+    .await?;
+    arn.ok_or_else(|| {
+        ProviderError::other(format!(
+            "{what}: alarm {name} did not appear within 10 minutes of its Put call"
+        ))
+    })
 }
 
 /// What a type's resources are listed with when looking for the one a create made.
@@ -575,16 +523,26 @@ mod tests {
 
     #[test]
     fn cloudwatch_codes_get_their_kinds() {
-        assert_eq!(cw_kind("ResourceNotFound"), Some(ErrorKind::NOT_FOUND));
         assert_eq!(
-            cw_kind("InvalidParameterInput"),
+            cdkd_aws_common::kind_in(CW_KINDS, "ResourceNotFound"),
+            Some(ErrorKind::NOT_FOUND)
+        );
+        assert_eq!(
+            cdkd_aws_common::kind_in(CW_KINDS, "InvalidParameterInput"),
             Some(ErrorKind::VALIDATION)
         );
-        assert_eq!(cw_kind("LimitExceeded"), Some(ErrorKind::VALIDATION));
-        assert_eq!(cw_kind("InternalServiceError"), Some(ErrorKind::THROTTLED));
-        assert_eq!(cw_kind("Throttling"), None);
-        let err = with_cw_kind(
+        assert_eq!(
+            cdkd_aws_common::kind_in(CW_KINDS, "LimitExceeded"),
+            Some(ErrorKind::VALIDATION)
+        );
+        assert_eq!(
+            cdkd_aws_common::kind_in(CW_KINDS, "InternalServiceError"),
+            Some(ErrorKind::THROTTLED)
+        );
+        assert_eq!(cdkd_aws_common::kind_in(CW_KINDS, "Throttling"), None);
+        let err = cdkd_aws_common::reclassify(
             ProviderError::new(ErrorKind::OTHER, "busy").with_aws_code("ConflictException"),
+            CW_KINDS,
         );
         assert_eq!(err.kind, ErrorKind::CONFLICT);
     }
@@ -625,20 +583,6 @@ mod tests {
         assert!(set.is_empty());
         assert_eq!(removed, ["team"]);
         assert_eq!(create_tags(&Map::new(), "").len(), 0);
-    }
-
-    #[test]
-    fn tags_are_set_when_new_or_changed_and_removed_by_key() {
-        let before = props(json!({"Tags": [
-            {"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}, {"Key": "c", "Value": "3"}
-        ]}));
-        let after = props(json!({"Tags": [
-            {"Key": "a", "Value": "1"}, {"Key": "b", "Value": "20"}, {"Key": "d", "Value": "4"}
-        ]}));
-        let (set, removed) = tag_changes(&before, &after);
-        let set: Vec<(&str, &str)> = set.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        assert_eq!(set, [("b", "20"), ("d", "4")]);
-        assert_eq!(removed, ["c"]);
     }
 
     #[test]

@@ -99,38 +99,33 @@ async fn settled_arn(
     what: &str,
     name: &str,
 ) -> Result<String, ProviderError> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
-    let mut delay = Duration::from_millis(200);
-    loop {
+    let arn = cdkd_aws_common::poll(Duration::from_secs(600), || async move {
         let Some(archive) = describe(events, what, name).await? else {
             return Err(does_not_exist(what, name, "EventBridge"));
         };
         match archive.state() {
-            Some(ArchiveState::Creating | ArchiveState::Updating) => {}
+            Some(ArchiveState::Creating | ArchiveState::Updating) => Ok(None),
             Some(state @ (ArchiveState::CreateFailed | ArchiveState::UpdateFailed)) => {
-                return Err(ProviderError::new(
+                Err(ProviderError::new(
                     ErrorKind::OTHER,
                     format!(
                         "{what}: archive {name} is {}: {}",
                         state.as_str(),
                         archive.state_reason().unwrap_or("no reason given")
                     ),
-                ));
+                ))
             }
-            _ => {
-                return archive.archive_arn.ok_or_else(|| {
-                    ProviderError::other(format!("{what}: DescribeArchive {name} gave no ARN"))
-                })
-            }
+            _ => archive.archive_arn.map(Some).ok_or_else(|| {
+                ProviderError::other(format!("{what}: DescribeArchive {name} gave no ARN"))
+            }),
         }
-        if tokio::time::Instant::now() + delay > deadline {
-            return Err(ProviderError::other(format!(
-                "{what}: archive {name} did not settle within 10 minutes"
-            )));
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(5));
-    }
+    })
+    .await?;
+    arn.ok_or_else(|| {
+        ProviderError::other(format!(
+            "{what}: archive {name} did not settle within 10 minutes"
+        ))
+    })
 }
 
 /// A live archive in template shape; the retention written when it keeps events for a while,

@@ -16,9 +16,10 @@ cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<archive::Archive>);
 use std::collections::BTreeMap;
 
 use aws_sdk_eventbridge::types::Tag;
-use cdkd_aws_common::tag_pairs;
+pub(crate) use cdkd_aws_common::found;
+pub(crate) use cdkd_aws_common::{parsed, tag_map, template_tag_changes as tag_changes};
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 /// An EventBridge client for the host's endpoint and credentials.
 pub(crate) async fn client(
@@ -33,57 +34,28 @@ pub(crate) async fn client(
 
 /// The kind EventBridge's own error codes stand for, where the shared table has none: its
 /// codes end in `Exception`, which the shared suffix rules do not read.
-pub(crate) fn events_kind(code: &str) -> Option<ErrorKind> {
-    match code {
-        "ResourceAlreadyExistsException" => Some(ErrorKind::ALREADY_EXISTS),
-        // Another change to the same rule or bus is in flight; a later try succeeds.
-        "ConcurrentModificationException" | "InternalException" => Some(ErrorKind::THROTTLED),
-        "InvalidEventPatternException"
-        | "LimitExceededException"
-        | "PolicyLengthExceededException"
-        | "ManagedRuleException"
-        | "OperationDisabledException" => Some(ErrorKind::VALIDATION),
-        "InvalidStateException" | "IllegalStatusException" => Some(ErrorKind::CONFLICT),
-        _ => None,
-    }
-}
-
-/// `err` (from [`aws_error`]) with the kind its EventBridge code stands for; unchanged when the
-/// code is not EventBridge's own.
-pub(crate) fn with_events_kind(mut err: ProviderError) -> ProviderError {
-    if let Some(kind) = err
-        .aws_code
-        .as_ref()
-        .into_option()
-        .and_then(|code| events_kind(code))
-    {
-        err.kind = kind;
-    }
-    err
-}
+pub(crate) const EVENTS_KINDS: &[(&str, ErrorKind)] = &[
+    ("ResourceAlreadyExistsException", ErrorKind::ALREADY_EXISTS),
+    // Another change to the same rule or bus is in flight; a later try succeeds.
+    ("ConcurrentModificationException", ErrorKind::THROTTLED),
+    ("InternalException", ErrorKind::THROTTLED),
+    ("InvalidEventPatternException", ErrorKind::VALIDATION),
+    ("LimitExceededException", ErrorKind::VALIDATION),
+    ("PolicyLengthExceededException", ErrorKind::VALIDATION),
+    ("ManagedRuleException", ErrorKind::VALIDATION),
+    ("OperationDisabledException", ErrorKind::VALIDATION),
+    ("InvalidStateException", ErrorKind::CONFLICT),
+    ("IllegalStatusException", ErrorKind::CONFLICT),
+];
 
 /// A `map_err` closure turning an SDK error of the call `$call` into a provider error with
 /// EventBridge's kinds, naming `$what` and the call.
 macro_rules! events_error {
     ($what:expr, $call:expr) => {
-        |e| {
-            $crate::with_events_kind(cdkd_aws_common::aws_error(
-                &format!("{}: {}", $what, $call),
-                e,
-            ))
-        }
+        cdkd_aws_common::call_error!($crate::EVENTS_KINDS, $what, $call)
     };
 }
 pub(crate) use events_error;
-
-/// A result whose "not found" error means absence: `Ok(None)` for it, other errors kept.
-pub(crate) fn found<T>(result: Result<T, ProviderError>) -> Result<Option<T>, ProviderError> {
-    match result {
-        Ok(value) => Ok(Some(value)),
-        Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok(None),
-        Err(err) => Err(err),
-    }
-}
 
 /// An event pattern or policy as EventBridge takes it: a JSON string, which a template writes
 /// as an object or as the string itself. `None` for an absent, null or empty value.
@@ -91,23 +63,8 @@ pub(crate) fn json_text(value: Option<&Value>) -> Option<String> {
     match value? {
         Value::Null => None,
         Value::String(text) if text.is_empty() => None,
-        Value::String(text) => Some(text.clone()),
-        other => Some(other.to_string()),
+        other => Some(cdkd_aws_common::json_text(other)),
     }
-}
-
-/// A JSON string EventBridge answered, back in template shape (a string that is not JSON stays
-/// one).
-pub(crate) fn parsed(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
-}
-
-/// The template's tags by key (a later duplicate wins, as EventBridge keeps one per key).
-pub(crate) fn tag_map(properties: &Map<String, Value>) -> BTreeMap<String, String> {
-    tag_pairs(properties.get("Tags"))
-        .unwrap_or_default()
-        .into_iter()
-        .collect()
 }
 
 /// Tags as EventBridge takes them.
@@ -124,25 +81,6 @@ pub(crate) fn sdk_tags(
                 .map_err(|e| ProviderError::validation(format!("{what}: tag {key}: {e}")))
         })
         .collect()
-}
-
-/// The tags to set (new or changed values) and the keys to remove, from `before` to `after`.
-pub(crate) fn tag_changes(
-    before: &Map<String, Value>,
-    after: &Map<String, Value>,
-) -> (BTreeMap<String, String>, Vec<String>) {
-    let (old, new) = (tag_map(before), tag_map(after));
-    let set = new
-        .iter()
-        .filter(|(key, value)| old.get(*key) != Some(*value))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    let removed = old
-        .keys()
-        .filter(|key| !new.contains_key(*key))
-        .cloned()
-        .collect();
-    (set, removed)
 }
 
 /// Applies a template's tag change to the resource `arn`: untag removed keys, tag new and
@@ -195,20 +133,7 @@ pub(crate) async fn live_tags(
 /// Tags as a template writes them: `[{Key, Value}]` sorted by key, AWS's own left out; `None`
 /// when there are none.
 pub(crate) fn template_tags(tags: &[Tag]) -> Option<Value> {
-    let sorted: BTreeMap<&str, &str> = tags
-        .iter()
-        .filter(|t| !t.key().starts_with("aws:"))
-        .map(|t| (t.key(), t.value()))
-        .collect();
-    if sorted.is_empty() {
-        return None;
-    }
-    Some(Value::Array(
-        sorted
-            .into_iter()
-            .map(|(key, value)| json!({"Key": key, "Value": value}))
-            .collect(),
-    ))
+    cdkd_aws_common::template_tags(tags.iter().map(|t| (t.key(), t.value())))
 }
 
 /// Whether a template names a setting (present and not null).
@@ -219,32 +144,36 @@ pub(crate) fn given(properties: &Map<String, Value>, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn props(value: Value) -> Map<String, Value> {
-        value.as_object().cloned().unwrap()
-    }
+    use serde_json::json;
 
     #[test]
     fn eventbridge_codes_get_their_kinds() {
         assert_eq!(
-            events_kind("ResourceAlreadyExistsException"),
+            cdkd_aws_common::kind_in(EVENTS_KINDS, "ResourceAlreadyExistsException"),
             Some(ErrorKind::ALREADY_EXISTS)
         );
         assert_eq!(
-            events_kind("InvalidEventPatternException"),
+            cdkd_aws_common::kind_in(EVENTS_KINDS, "InvalidEventPatternException"),
             Some(ErrorKind::VALIDATION)
         );
         assert_eq!(
-            events_kind("ConcurrentModificationException"),
+            cdkd_aws_common::kind_in(EVENTS_KINDS, "ConcurrentModificationException"),
             Some(ErrorKind::THROTTLED)
         );
-        assert_eq!(events_kind("ResourceNotFoundException"), None);
-        let err = with_events_kind(
+        assert_eq!(
+            cdkd_aws_common::kind_in(EVENTS_KINDS, "ResourceNotFoundException"),
+            None
+        );
+        let err = cdkd_aws_common::reclassify(
             ProviderError::new(ErrorKind::OTHER, "exists")
                 .with_aws_code("ResourceAlreadyExistsException"),
+            EVENTS_KINDS,
         );
         assert_eq!(err.kind, ErrorKind::ALREADY_EXISTS);
-        let kept = with_events_kind(ProviderError::new(ErrorKind::NOT_FOUND, "gone"));
+        let kept = cdkd_aws_common::reclassify(
+            ProviderError::new(ErrorKind::NOT_FOUND, "gone"),
+            EVENTS_KINDS,
+        );
         assert_eq!(kept.kind, ErrorKind::NOT_FOUND);
     }
 
@@ -262,22 +191,6 @@ mod tests {
         assert_eq!(json_text(None), None);
         assert_eq!(parsed(&text), pattern);
         assert_eq!(parsed("not json"), json!("not json"));
-    }
-
-    #[test]
-    fn tags_are_set_when_new_or_changed_and_removed_by_key() {
-        let before = props(json!({"Tags": [
-            {"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}, {"Key": "c", "Value": "3"}
-        ]}));
-        let after = props(json!({"Tags": [
-            {"Key": "a", "Value": "1"}, {"Key": "b", "Value": "20"}, {"Key": "d", "Value": "4"}
-        ]}));
-        let (set, removed) = tag_changes(&before, &after);
-        let set: Vec<(&str, &str)> = set.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        assert_eq!(set, [("b", "20"), ("d", "4")]);
-        assert_eq!(removed, ["c"]);
-        let (_, all_gone) = tag_changes(&before, &Map::new());
-        assert_eq!(all_gone, ["a", "b", "c"]);
     }
 
     #[test]

@@ -29,8 +29,8 @@ use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, Re
 use serde_json::{json, Map, Value};
 
 use crate::{
-    client, events_error, events_kind, found, json_text, live_tags, parsed, sdk_tags, tag_map,
-    template_tags, update_tags,
+    client, events_error, found, json_text, live_tags, parsed, sdk_tags, tag_map, template_tags,
+    update_tags,
 };
 
 /// The CloudFormation type name.
@@ -679,7 +679,8 @@ async fn put_targets(
                     pending.retain(|t| failed.iter().any(|f| f.target_id() == Some(t.id())));
                     let first = failed.first();
                     let code = first.and_then(|f| f.error_code()).unwrap_or_default();
-                    let kind = events_kind(code).unwrap_or_else(|| kind_of(code, None));
+                    let kind = cdkd_aws_common::kind_in(crate::EVENTS_KINDS, code)
+                        .unwrap_or_else(|| kind_of(code, None));
                     let detail: Vec<String> = failed
                         .iter()
                         .map(|f| {

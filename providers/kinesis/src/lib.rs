@@ -17,14 +17,13 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use aws_sdk_kinesis::primitives::{DateTime, DateTimeFormat};
-use cdkd_aws_common::tag_pairs;
+pub(crate) use cdkd_aws_common::found;
+pub(crate) use cdkd_aws_common::tag_map;
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// The first pause between two polls.
 const FIRST_PAUSE: Duration = Duration::from_millis(200);
-/// The longest pause between two polls.
-const LONGEST_PAUSE: Duration = Duration::from_secs(5);
 /// How long a wait lasts before it gives up.
 const PATIENCE: Duration = Duration::from_secs(600);
 
@@ -39,27 +38,21 @@ pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_kinesis::Clien
 /// The kind Kinesis's own error codes stand for, where the shared table has none or the wrong
 /// one: a bad argument is `InvalidArgumentException`, and the KMS failures of encryption calls
 /// are about the key, not the stream (a missing key must not read as a missing stream).
-pub(crate) fn kinesis_kind(code: &str) -> Option<ErrorKind> {
-    match code {
-        "InvalidArgumentException"
-        | "KMSInvalidStateException"
-        | "KMSNotFoundException"
-        | "KMSDisabledException"
-        | "KMSOptInRequired"
-        | "ValidationException" => Some(ErrorKind::VALIDATION),
-        "KMSAccessDeniedException" => Some(ErrorKind::ACCESS_DENIED),
-        "KMSThrottlingException" => Some(ErrorKind::THROTTLED),
-        _ => None,
-    }
-}
+pub(crate) const KINESIS_KINDS: &[(&str, ErrorKind)] = &[
+    ("InvalidArgumentException", ErrorKind::VALIDATION),
+    ("KMSInvalidStateException", ErrorKind::VALIDATION),
+    ("KMSNotFoundException", ErrorKind::VALIDATION),
+    ("KMSDisabledException", ErrorKind::VALIDATION),
+    ("KMSOptInRequired", ErrorKind::VALIDATION),
+    ("ValidationException", ErrorKind::VALIDATION),
+    ("KMSAccessDeniedException", ErrorKind::ACCESS_DENIED),
+    ("KMSThrottlingException", ErrorKind::THROTTLED),
+];
 
 /// `err` (from [`cdkd_aws_common::aws_error`]) with the kind its Kinesis code stands for;
 /// unchanged when the code is not Kinesis's own.
-pub(crate) fn with_kinesis_kind(mut err: ProviderError) -> ProviderError {
-    if let Some(kind) = err.aws_code().and_then(kinesis_kind) {
-        err.kind = kind;
-    }
-    err
+pub(crate) fn with_kinesis_kind(err: ProviderError) -> ProviderError {
+    cdkd_aws_common::reclassify(err, KINESIS_KINDS)
 }
 
 /// A create's error with "in use" read as "already exists": Kinesis answers a stream or
@@ -70,15 +63,6 @@ pub(crate) fn in_use_exists(err: ProviderError) -> ProviderError {
             .with_aws_code("ResourceInUseException")
     } else {
         err
-    }
-}
-
-/// A result whose "not found" error means absence: `Ok(None)` for it, other errors kept.
-pub(crate) fn found<T>(result: Result<T, ProviderError>) -> Result<Option<T>, ProviderError> {
-    match result {
-        Ok(value) => Ok(Some(value)),
-        Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok(None),
-        Err(err) => Err(err),
     }
 }
 
@@ -94,57 +78,49 @@ where
     Fut: Future<Output = Result<Result<T, String>, ProviderError>>,
 {
     let started = Instant::now();
-    let mut pause = FIRST_PAUSE;
-    loop {
-        let status = match poll().await? {
-            Ok(value) => return Ok(value),
-            Err(status) => status,
-        };
-        if started.elapsed() >= PATIENCE {
-            return Err(ProviderError::new(
-                ErrorKind::TIMEOUT,
-                format!(
-                    "{what}: not {goal} after {:.0?} (status {status})",
-                    started.elapsed()
-                ),
-            ));
+    let status = std::sync::Mutex::new(String::new());
+    let status = &status;
+    let found = cdkd_aws_common::poll(PATIENCE, || {
+        let answer = poll();
+        async move {
+            match answer.await? {
+                Ok(value) => Ok(Some(value)),
+                Err(now) => {
+                    tracing::debug!("{what}: waiting to be {goal} (status {now})");
+                    *status.lock().unwrap_or_else(|e| e.into_inner()) = now;
+                    Ok(None)
+                }
+            }
         }
-        tracing::debug!("{what}: waiting to be {goal} (status {status})");
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(LONGEST_PAUSE);
-    }
+    })
+    .await?;
+    found.ok_or_else(|| {
+        ProviderError::new(
+            ErrorKind::TIMEOUT,
+            format!(
+                "{what}: not {goal} after {:.0?} (status {})",
+                started.elapsed(),
+                status.lock().unwrap_or_else(|e| e.into_inner())
+            ),
+        )
+    })
 }
 
 /// Runs `op` again while Kinesis answers that the stream is busy (`ResourceInUseException`:
 /// it left ACTIVE between our check and the call), with the same pauses as [`wait_for`].
-pub(crate) async fn while_busy<T, F, Fut>(what: &str, mut op: F) -> Result<T, ProviderError>
+pub(crate) async fn while_busy<T, F, Fut>(what: &str, op: F) -> Result<T, ProviderError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, ProviderError>>,
 {
-    let started = Instant::now();
-    let mut pause = FIRST_PAUSE;
-    loop {
-        match op().await {
-            Err(err)
-                if err.aws_code() == Some("ResourceInUseException")
-                    && started.elapsed() < PATIENCE =>
-            {
-                tracing::debug!("{what}: busy, retrying ({})", err.message);
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(LONGEST_PAUSE);
-            }
-            other => return other,
+    let busy = |err: &ProviderError, _| {
+        let again = err.aws_code() == Some("ResourceInUseException");
+        if again {
+            tracing::debug!("{what}: busy, retrying ({})", err.message);
         }
-    }
-}
-
-/// The template's tags by key.
-pub(crate) fn tag_map(properties: &Map<String, Value>) -> BTreeMap<String, String> {
-    tag_pairs(properties.get("Tags"))
-        .unwrap_or_default()
-        .into_iter()
-        .collect()
+        again
+    };
+    cdkd_aws_common::retry_while(FIRST_PAUSE, PATIENCE, busy, op).await
 }
 
 /// Tags in template shape, `[{Key, Value}]` sorted by key.
@@ -182,18 +158,21 @@ mod tests {
     #[test]
     fn kinesis_codes_get_their_kinds() {
         assert_eq!(
-            kinesis_kind("InvalidArgumentException"),
+            cdkd_aws_common::kind_in(KINESIS_KINDS, "InvalidArgumentException"),
             Some(ErrorKind::VALIDATION)
         );
         assert_eq!(
-            kinesis_kind("KMSNotFoundException"),
+            cdkd_aws_common::kind_in(KINESIS_KINDS, "KMSNotFoundException"),
             Some(ErrorKind::VALIDATION)
         );
         assert_eq!(
-            kinesis_kind("KMSAccessDeniedException"),
+            cdkd_aws_common::kind_in(KINESIS_KINDS, "KMSAccessDeniedException"),
             Some(ErrorKind::ACCESS_DENIED)
         );
-        assert_eq!(kinesis_kind("ResourceNotFoundException"), None);
+        assert_eq!(
+            cdkd_aws_common::kind_in(KINESIS_KINDS, "ResourceNotFoundException"),
+            None
+        );
         let err = with_kinesis_kind(
             ProviderError::new(ErrorKind::OTHER, "bad").with_aws_code("InvalidArgumentException"),
         );

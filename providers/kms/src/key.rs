@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use aws_sdk_kms::types::{KeyMetadata, KeySpec, KeyState, KeyUsageType, OriginType, Tag};
+use cdkd_aws_common::parsed;
 use cdkd_aws_common::{
     aws_error, does_not_exist, flag, int, tag_pairs, text, Readable, TypeSchema,
 };
@@ -118,11 +119,6 @@ fn policy_text(properties: &Map<String, Value>) -> Option<String> {
 /// The template's `KeyPolicy` as a JSON value, so an object and its text compare alike.
 fn policy_value(properties: &Map<String, Value>) -> Option<Value> {
     policy_text(properties).map(|text| parsed(&text))
-}
-
-/// A JSON text KMS answered, back in template shape (text that is not JSON stays a string).
-fn parsed(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
 /// The policy KMS gives a key created without one (full access for the account, through IAM),
@@ -236,11 +232,7 @@ impl KeyUpdate {
 
 /// The template's tags by key, cdkd's own left out.
 fn tag_map(properties: &Map<String, Value>) -> BTreeMap<String, String> {
-    tag_pairs(properties.get("Tags"))
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|(key, _)| key != CREATE_TOKEN_TAG)
-        .collect()
+    cdkd_aws_common::tag_map_without_token(properties)
 }
 
 /// The tags to set (new or changed values) and the keys to remove, from `before` to `after`.
@@ -248,18 +240,7 @@ fn tag_changes(
     before: &Map<String, Value>,
     after: &Map<String, Value>,
 ) -> (Vec<(String, String)>, Vec<String>) {
-    let (old, new) = (tag_map(before), tag_map(after));
-    let set = new
-        .iter()
-        .filter(|(key, value)| old.get(*key) != Some(*value))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    let removed = old
-        .keys()
-        .filter(|key| !new.contains_key(*key))
-        .cloned()
-        .collect();
-    (set, removed)
+    cdkd_aws_common::tag_changes(&tag_map(before), &tag_map(after))
 }
 
 /// Tags as KMS takes them.

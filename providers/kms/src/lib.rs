@@ -12,6 +12,7 @@ cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<alias::Alias>);
 use std::future::Future;
 use std::time::Duration;
 
+pub(crate) use cdkd_aws_common::found;
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
 /// A KMS client for the host's endpoint and credentials.
@@ -24,39 +25,29 @@ pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_kms::Client, P
 
 /// The kind KMS's own error codes stand for, where the shared table has none: KMS suffixes its
 /// codes with `Exception`, which the shared suffix rules do not read.
-pub(crate) fn kms_kind(code: &str) -> Option<ErrorKind> {
-    match code {
-        "NotFoundException" => Some(ErrorKind::NOT_FOUND),
-        "AlreadyExistsException" => Some(ErrorKind::ALREADY_EXISTS),
-        // The key's state forbids the call now (pending deletion, disabled, being created).
-        "KMSInvalidStateException" | "DisabledException" => Some(ErrorKind::CONFLICT),
-        "MalformedPolicyDocumentException"
-        | "InvalidAliasNameException"
-        | "InvalidArnException"
-        | "InvalidMarkerException"
-        | "TagException"
-        | "LimitExceededException"
-        | "UnsupportedOperationException"
-        | "CustomKeyStoreNotFoundException"
-        | "CustomKeyStoreInvalidStateException"
-        | "XksKeyNotFoundException"
-        | "XksKeyInvalidConfigurationException" => Some(ErrorKind::VALIDATION),
-        _ => None,
-    }
-}
+pub(crate) const KMS_KINDS: &[(&str, ErrorKind)] = &[
+    ("NotFoundException", ErrorKind::NOT_FOUND),
+    ("AlreadyExistsException", ErrorKind::ALREADY_EXISTS),
+    // The key's state forbids the call now (pending deletion, disabled, being created).
+    ("KMSInvalidStateException", ErrorKind::CONFLICT),
+    ("DisabledException", ErrorKind::CONFLICT),
+    ("MalformedPolicyDocumentException", ErrorKind::VALIDATION),
+    ("InvalidAliasNameException", ErrorKind::VALIDATION),
+    ("InvalidArnException", ErrorKind::VALIDATION),
+    ("InvalidMarkerException", ErrorKind::VALIDATION),
+    ("TagException", ErrorKind::VALIDATION),
+    ("LimitExceededException", ErrorKind::VALIDATION),
+    ("UnsupportedOperationException", ErrorKind::VALIDATION),
+    ("CustomKeyStoreNotFoundException", ErrorKind::VALIDATION),
+    ("CustomKeyStoreInvalidStateException", ErrorKind::VALIDATION),
+    ("XksKeyNotFoundException", ErrorKind::VALIDATION),
+    ("XksKeyInvalidConfigurationException", ErrorKind::VALIDATION),
+];
 
 /// `err` (from [`cdkd_aws_common::aws_error`]) with the kind its KMS code stands for; unchanged
 /// when the code is not KMS's own.
-pub(crate) fn with_kms_kind(mut err: ProviderError) -> ProviderError {
-    if let Some(kind) = err
-        .aws_code
-        .as_ref()
-        .into_option()
-        .and_then(|code| kms_kind(code))
-    {
-        err.kind = kind;
-    }
-    err
+pub(crate) fn with_kms_kind(err: ProviderError) -> ProviderError {
+    cdkd_aws_common::reclassify(err, KMS_KINDS)
 }
 
 /// Whether `err` carries the AWS error code `code`.
@@ -64,38 +55,25 @@ pub(crate) fn has_code(err: &ProviderError, code: &str) -> bool {
     err.aws_code.as_ref().into_option().map(|c| c.as_str()) == Some(code)
 }
 
-/// A result whose "not found" error means absence: `Ok(None)` for it, other errors kept.
-pub(crate) fn found<T>(result: Result<T, ProviderError>) -> Result<Option<T>, ProviderError> {
-    match result {
-        Ok(value) => Ok(Some(value)),
-        Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok(None),
-        Err(err) => Err(err),
-    }
-}
-
 /// `call` again while it fails with an error `retryable` accepts, waiting 200 ms doubling to
 /// 5 s between tries, until `limit` has passed; then its last answer.
 pub(crate) async fn retrying<T, F, Fut>(
     limit: Duration,
     retryable: impl Fn(&ProviderError) -> bool,
-    mut call: F,
+    call: F,
 ) -> Result<T, ProviderError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, ProviderError>>,
 {
-    let deadline = tokio::time::Instant::now() + limit;
-    let mut delay = Duration::from_millis(200);
-    loop {
-        match call().await {
-            Err(err) if retryable(&err) && tokio::time::Instant::now() + delay <= deadline => {
-                tracing::debug!(error = %err.message, "retrying in {delay:?}");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(5));
-            }
-            other => return other,
+    let retry = |err: &ProviderError, delay: Duration| {
+        let again = retryable(err);
+        if again {
+            tracing::debug!(error = %err.message, "retrying in {delay:?}");
         }
-    }
+        again
+    };
+    cdkd_aws_common::retry_while(Duration::from_millis(200), limit, retry, call).await
 }
 
 #[cfg(test)]
@@ -104,20 +82,26 @@ mod tests {
 
     #[test]
     fn kms_codes_get_their_kinds() {
-        assert_eq!(kms_kind("NotFoundException"), Some(ErrorKind::NOT_FOUND));
         assert_eq!(
-            kms_kind("AlreadyExistsException"),
+            cdkd_aws_common::kind_in(KMS_KINDS, "NotFoundException"),
+            Some(ErrorKind::NOT_FOUND)
+        );
+        assert_eq!(
+            cdkd_aws_common::kind_in(KMS_KINDS, "AlreadyExistsException"),
             Some(ErrorKind::ALREADY_EXISTS)
         );
         assert_eq!(
-            kms_kind("KMSInvalidStateException"),
+            cdkd_aws_common::kind_in(KMS_KINDS, "KMSInvalidStateException"),
             Some(ErrorKind::CONFLICT)
         );
         assert_eq!(
-            kms_kind("MalformedPolicyDocumentException"),
+            cdkd_aws_common::kind_in(KMS_KINDS, "MalformedPolicyDocumentException"),
             Some(ErrorKind::VALIDATION)
         );
-        assert_eq!(kms_kind("ThrottlingException"), None);
+        assert_eq!(
+            cdkd_aws_common::kind_in(KMS_KINDS, "ThrottlingException"),
+            None
+        );
         let err = with_kms_kind(
             ProviderError::new(ErrorKind::OTHER, "gone").with_aws_code("NotFoundException"),
         );
@@ -126,41 +110,5 @@ mod tests {
         assert!(!has_code(&err, "AlreadyExistsException"));
         let untouched = with_kms_kind(ProviderError::new(ErrorKind::THROTTLED, "slow"));
         assert_eq!(untouched.kind, ErrorKind::THROTTLED);
-    }
-
-    #[test]
-    fn not_found_reads_as_absent_and_other_errors_stay() {
-        assert_eq!(found(Ok::<_, ProviderError>(3)).unwrap(), Some(3));
-        let gone = found::<i32>(Err(ProviderError::new(ErrorKind::NOT_FOUND, "gone")));
-        assert_eq!(gone.unwrap(), None);
-        let denied = found::<i32>(Err(ProviderError::new(ErrorKind::ACCESS_DENIED, "no")));
-        assert_eq!(denied.unwrap_err().kind, ErrorKind::ACCESS_DENIED);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn retryable_errors_are_tried_again_until_an_answer() {
-        let mut tries = 0;
-        let answer = retrying(
-            Duration::from_secs(60),
-            |e| e.kind == ErrorKind::NOT_FOUND,
-            || {
-                tries += 1;
-                let result = if tries < 3 {
-                    Err(ProviderError::new(ErrorKind::NOT_FOUND, "not yet"))
-                } else {
-                    Ok(tries)
-                };
-                async move { result }
-            },
-        )
-        .await;
-        assert_eq!(answer.unwrap(), 3);
-        let refused = retrying(
-            Duration::from_secs(60),
-            |e| e.kind == ErrorKind::NOT_FOUND,
-            || async { Err::<(), _>(ProviderError::validation("bad")) },
-        )
-        .await;
-        assert_eq!(refused.unwrap_err().kind, ErrorKind::VALIDATION);
     }
 }

@@ -22,6 +22,7 @@ cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<resource_policy::Re
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+pub(crate) use cdkd_aws_common::{found, json_text, parsed};
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 use serde_json::{json, Map, Value};
 
@@ -42,49 +43,20 @@ pub(crate) async fn client(
 /// The kind CloudWatch Logs' own error codes stand for, where the shared table has none: its
 /// codes end in `Exception`, so `ResourceAlreadyExistsException` does not read as "already
 /// exists" there.
-pub(crate) fn logs_kind(code: &str) -> Option<ErrorKind> {
-    match code {
-        "ResourceAlreadyExistsException" => Some(ErrorKind::ALREADY_EXISTS),
-        "InvalidParameterException" | "InvalidOperationException" | "LimitExceededException" => {
-            Some(ErrorKind::VALIDATION)
-        }
-        "OperationAbortedException" | "ConflictException" => Some(ErrorKind::CONFLICT),
-        "ServiceUnavailableException" => Some(ErrorKind::THROTTLED),
-        _ => None,
-    }
-}
+pub(crate) const LOGS_KINDS: &[(&str, ErrorKind)] = &[
+    ("ResourceAlreadyExistsException", ErrorKind::ALREADY_EXISTS),
+    ("InvalidParameterException", ErrorKind::VALIDATION),
+    ("InvalidOperationException", ErrorKind::VALIDATION),
+    ("LimitExceededException", ErrorKind::VALIDATION),
+    ("OperationAbortedException", ErrorKind::CONFLICT),
+    ("ConflictException", ErrorKind::CONFLICT),
+    ("ServiceUnavailableException", ErrorKind::THROTTLED),
+];
 
 /// `err` (from `aws_error`) with the kind its CloudWatch Logs code stands for; unchanged when
 /// the code is not one of Logs' own.
-pub(crate) fn with_logs_kind(mut err: ProviderError) -> ProviderError {
-    if let Some(kind) = err.aws_code().and_then(logs_kind) {
-        err.kind = kind;
-    }
-    err
-}
-
-/// `Ok(None)` for a "not found" error, so a reader answers "gone" instead of failing.
-pub(crate) fn unless_gone<T>(result: Result<T, ProviderError>) -> Result<Option<T>, ProviderError> {
-    match result {
-        Ok(value) => Ok(Some(value)),
-        Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok(None),
-        Err(err) => Err(err),
-    }
-}
-
-/// A JSON document as CloudWatch Logs wants it: a JSON string (templates write an object or
-/// the string).
-pub(crate) fn json_text(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// A JSON string CloudWatch Logs answered, back in template shape (a string that is not JSON
-/// stays one).
-pub(crate) fn parsed(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+pub(crate) fn with_logs_kind(err: ProviderError) -> ProviderError {
+    cdkd_aws_common::reclassify(err, LOGS_KINDS)
 }
 
 /// A live JSON document in the shape the template wrote it: the template's own string when it
@@ -146,15 +118,11 @@ pub(crate) fn put_text(map: &mut Map<String, Value>, key: &str, value: Option<&s
     }
 }
 
-/// The first pause of [`wait_for`].
-const FIRST_PAUSE: Duration = Duration::from_millis(200);
-/// The longest pause of [`wait_for`].
-const LONGEST_PAUSE: Duration = Duration::from_secs(5);
 /// How long [`wait_for`] waits in all.
 const PATIENCE: Duration = Duration::from_secs(600);
 
 /// Runs `check` until it answers something, pausing from 200 ms doubling to 5 s, for up to 10
-/// minutes; `waiting_for` says what in the log and the timeout error.
+/// minutes (see [`cdkd_aws_common::poll`]); `waiting_for` says what in the log and the timeout error.
 pub(crate) async fn wait_for<T, F, Fut>(
     what: &str,
     waiting_for: &str,
@@ -165,24 +133,26 @@ where
     Fut: Future<Output = Result<Option<T>, ProviderError>>,
 {
     let started = Instant::now();
-    let mut pause = FIRST_PAUSE;
-    loop {
-        if let Some(found) = check().await? {
-            return Ok(found);
+    let found = cdkd_aws_common::poll(PATIENCE, || {
+        let answer = check();
+        async move {
+            let answer = answer.await?;
+            if answer.is_none() {
+                tracing::info!(
+                    "{what}: waiting for {waiting_for} ({:.0?} so far)",
+                    started.elapsed()
+                );
+            }
+            Ok(answer)
         }
-        if started.elapsed() + pause > PATIENCE {
-            return Err(ProviderError::other(format!(
-                "{what}: gave up waiting for {waiting_for} after {:.0?}",
-                started.elapsed()
-            )));
-        }
-        tracing::info!(
-            "{what}: waiting for {waiting_for} ({:.0?} so far)",
+    })
+    .await?;
+    found.ok_or_else(|| {
+        ProviderError::other(format!(
+            "{what}: gave up waiting for {waiting_for} after {:.0?}",
             started.elapsed()
-        );
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(LONGEST_PAUSE);
-    }
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -192,18 +162,21 @@ mod tests {
     #[test]
     fn logs_codes_get_their_kinds() {
         assert_eq!(
-            logs_kind("ResourceAlreadyExistsException"),
+            cdkd_aws_common::kind_in(LOGS_KINDS, "ResourceAlreadyExistsException"),
             Some(ErrorKind::ALREADY_EXISTS)
         );
         assert_eq!(
-            logs_kind("InvalidParameterException"),
+            cdkd_aws_common::kind_in(LOGS_KINDS, "InvalidParameterException"),
             Some(ErrorKind::VALIDATION)
         );
         assert_eq!(
-            logs_kind("OperationAbortedException"),
+            cdkd_aws_common::kind_in(LOGS_KINDS, "OperationAbortedException"),
             Some(ErrorKind::CONFLICT)
         );
-        assert_eq!(logs_kind("ResourceNotFoundException"), None);
+        assert_eq!(
+            cdkd_aws_common::kind_in(LOGS_KINDS, "ResourceNotFoundException"),
+            None
+        );
         let err = with_logs_kind(
             ProviderError::new(ErrorKind::OTHER, "exists")
                 .with_aws_code("ResourceAlreadyExistsException"),
@@ -212,10 +185,10 @@ mod tests {
         let untouched = with_logs_kind(ProviderError::new(ErrorKind::NOT_FOUND, "gone"));
         assert_eq!(untouched.kind, ErrorKind::NOT_FOUND);
         assert_eq!(
-            unless_gone::<()>(Err(ProviderError::new(ErrorKind::NOT_FOUND, "x"))).unwrap(),
+            found::<()>(Err(ProviderError::new(ErrorKind::NOT_FOUND, "x"))).unwrap(),
             None
         );
-        assert!(unless_gone::<()>(Err(ProviderError::validation("x"))).is_err());
+        assert!(found::<()>(Err(ProviderError::validation("x"))).is_err());
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! `AWS::Logs::LogGroup`: physical id (and `Ref`) is the log group name; attribute `Arn`, the
 //! ARN ending in `:*` as CloudFormation reports it. Tagging calls take the ARN without `:*`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use aws_sdk_cloudwatchlogs::types::{
     DataProtectionStatus, IndexSource, LogGroupClass, PolicyScope,
 };
+use cdkd_aws_common::tag_map;
 use cdkd_aws_common::{
-    aws_error, deleted_unless_failed, flag, given_or_generated_name, int, string, tag_pairs,
-    Readable, TypeSchema,
+    aws_error, deleted_unless_failed, flag, given_or_generated_name, int, string, Readable,
+    TypeSchema,
 };
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
@@ -18,8 +19,7 @@ use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, Re
 use serde_json::{json, Map, Value};
 
 use crate::{
-    client, document_like, json_text, key_value_list, unless_gone, wait_for, with_logs_kind,
-    MAX_NAME,
+    client, document_like, found, json_text, key_value_list, wait_for, with_logs_kind, MAX_NAME,
 };
 
 /// The CloudFormation type name.
@@ -123,33 +123,6 @@ fn create_changes(properties: &Map<String, Value>) -> Result<Vec<Change>, String
         .collect())
 }
 
-/// The template's tags by key.
-fn tag_map(properties: &Map<String, Value>) -> BTreeMap<String, String> {
-    tag_pairs(properties.get("Tags"))
-        .unwrap_or_default()
-        .into_iter()
-        .collect()
-}
-
-/// The tags to set (new or changed values) and the keys to remove, from `before` to `after`.
-fn tag_changes(
-    before: &Map<String, Value>,
-    after: &Map<String, Value>,
-) -> (HashMap<String, String>, Vec<String>) {
-    let (old, new) = (tag_map(before), tag_map(after));
-    let set = new
-        .iter()
-        .filter(|(key, value)| old.get(*key) != Some(*value))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    let removed = old
-        .keys()
-        .filter(|k| !new.contains_key(*k))
-        .cloned()
-        .collect();
-    (set, removed)
-}
-
 /// The ARN CloudFormation reports (ending in `:*`) of a described group.
 fn arn_of(group: &aws_sdk_cloudwatchlogs::types::LogGroup) -> Option<String> {
     group
@@ -227,7 +200,7 @@ async fn group_policy(
         .send()
         .await
         .map_err(|e| with_logs_kind(aws_error(&format!("{what}: DescribeResourcePolicies"), e)));
-    Ok(unless_gone(answer)?.and_then(|a| a.resource_policies().first().cloned()))
+    Ok(found(answer)?.and_then(|a| a.resource_policies().first().cloned()))
 }
 
 /// The attributes of a group whose ARN is `arn`.
@@ -363,7 +336,7 @@ async fn apply(
 
 /// A removal whose policy is already gone has nothing left to remove.
 fn not_found_is_none(result: Result<(), ProviderError>) -> Result<(), ProviderError> {
-    unless_gone(result).map(|_| ())
+    found(result).map(|_| ())
 }
 
 /// The live group in template shape: its description, tags and the policies read for it.
@@ -438,7 +411,7 @@ async fn read_policies(
             .send()
             .await
             .map_err(|e| with_logs_kind(aws_error(&format!("{what}: GetDataProtectionPolicy"), e)));
-        let Some(answer) = unless_gone(answer)? else {
+        let Some(answer) = found(answer)? else {
             return Ok(None);
         };
         policies.data_protection = answer
@@ -453,7 +426,7 @@ async fn read_policies(
             .send()
             .await
             .map_err(|e| with_logs_kind(aws_error(&format!("{what}: DescribeIndexPolicies"), e)));
-        let Some(answer) = unless_gone(answer)? else {
+        let Some(answer) = found(answer)? else {
             return Ok(None);
         };
         policies.index = answer
@@ -571,7 +544,8 @@ impl ResourceProvider for LogGroup {
         for change in todo {
             apply(&logs, &what, name, &arn, change).await?;
         }
-        let (set, removed) = tag_changes(before, after);
+        let (set, removed): (HashMap<_, _>, _) =
+            cdkd_aws_common::tag_changes(&tag_map(before), &tag_map(after));
         if !removed.is_empty() {
             logs.untag_resource()
                 .resource_arn(bare_arn(&arn))
@@ -642,7 +616,7 @@ impl Readable for LogGroup {
             .send()
             .await
             .map_err(|e| with_logs_kind(aws_error(&format!("{what}: ListTagsForResource"), e)));
-        let Some(tagged) = unless_gone(tagged)? else {
+        let Some(tagged) = found(tagged)? else {
             return Ok(None);
         };
         let Some(policies) = read_policies(&logs, what, &group, &request.properties).await? else {
@@ -746,25 +720,6 @@ mod tests {
             ]
         );
         assert!(changes(&after, &after).unwrap().is_empty());
-    }
-
-    #[test]
-    fn tags_are_set_when_new_or_changed_and_removed_by_key() {
-        let before = props(json!({"Tags": [
-            {"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}, {"Key": "c", "Value": "3"}
-        ]}));
-        let after = props(json!({"Tags": [
-            {"Key": "a", "Value": "1"}, {"Key": "b", "Value": "20"}, {"Key": "d", "Value": "4"}
-        ]}));
-        let (set, removed) = tag_changes(&before, &after);
-        let set: BTreeMap<String, String> = set.into_iter().collect();
-        assert_eq!(
-            set.iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect::<Vec<_>>(),
-            [("b", "20"), ("d", "4")]
-        );
-        assert_eq!(removed, ["c"]);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{client, unless_gone, with_logs_kind, MAX_NAME};
+use crate::{client, found, with_logs_kind, MAX_NAME};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::Logs::LogStream";
@@ -135,7 +135,7 @@ impl Readable for LogStream {
                     ))
                 });
             // A group that is gone took its streams with it.
-            let Some(page) = unless_gone(page)? else {
+            let Some(page) = found(page)? else {
                 return Ok(None);
             };
             if page

@@ -18,8 +18,8 @@ use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, Re
 use serde_json::{json, Map, Value};
 
 use crate::{
-    client, key_value_list, number, put_strings, put_text, template_number, unless_gone,
-    with_logs_kind, MAX_NAME,
+    client, found, key_value_list, number, put_strings, put_text, template_number, with_logs_kind,
+    MAX_NAME,
 };
 
 /// The CloudFormation type name.
@@ -136,7 +136,7 @@ async fn find_filter(
                     e,
                 ))
             });
-        let Some(page) = unless_gone(page)? else {
+        let Some(page) = found(page)? else {
             return Ok(None);
         };
         if let Some(filter) = page

@@ -17,7 +17,7 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{client, put_strings, put_text, unless_gone, with_logs_kind, MAX_NAME};
+use crate::{client, found, put_strings, put_text, with_logs_kind, MAX_NAME};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::Logs::SubscriptionFilter";
@@ -132,7 +132,7 @@ async fn find_filter(
                     e,
                 ))
             });
-        let Some(page) = unless_gone(page)? else {
+        let Some(page) = found(page)? else {
             return Ok(None);
         };
         if let Some(filter) = page

@@ -12,6 +12,7 @@ cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<schedule::Schedule>
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<schedule_group::ScheduleGroup>);
 
 use aws_sdk_scheduler::primitives::{DateTime, DateTimeFormat};
+pub(crate) use cdkd_aws_common::found;
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
 /// An EventBridge Scheduler client for the host's endpoint and credentials.
@@ -26,30 +27,19 @@ pub(crate) async fn client(
 
 /// The kind Scheduler's own error codes stand for, where the shared table has none: its codes
 /// end in `Exception`, which the shared suffix rules do not read.
-pub(crate) fn scheduler_kind(code: &str) -> Option<ErrorKind> {
-    match code {
-        // A create's "already exists"; elsewhere a change racing another (see
-        // [`with_create_kind`]).
-        "ConflictException" => Some(ErrorKind::CONFLICT),
-        "ServiceQuotaExceededException" => Some(ErrorKind::VALIDATION),
-        // A 500 of the service: a later try succeeds.
-        "InternalServerException" => Some(ErrorKind::THROTTLED),
-        _ => None,
-    }
-}
+pub(crate) const SCHEDULER_KINDS: &[(&str, ErrorKind)] = &[
+    // A create's "already exists"; elsewhere a change racing another (see
+    // [`with_create_kind`]).
+    ("ConflictException", ErrorKind::CONFLICT),
+    ("ServiceQuotaExceededException", ErrorKind::VALIDATION),
+    // A 500 of the service: a later try succeeds.
+    ("InternalServerException", ErrorKind::THROTTLED),
+];
 
 /// `err` (from [`cdkd_aws_common::aws_error`]) with the kind its Scheduler code stands for;
 /// unchanged when the code is not Scheduler's own.
-pub(crate) fn with_scheduler_kind(mut err: ProviderError) -> ProviderError {
-    if let Some(kind) = err
-        .aws_code
-        .as_ref()
-        .into_option()
-        .and_then(|code| scheduler_kind(code))
-    {
-        err.kind = kind;
-    }
-    err
+pub(crate) fn with_scheduler_kind(err: ProviderError) -> ProviderError {
+    cdkd_aws_common::reclassify(err, SCHEDULER_KINDS)
 }
 
 /// `err` of a create call: Scheduler answers a name already taken with `ConflictException`.
@@ -65,24 +55,10 @@ pub(crate) fn with_create_kind(mut err: ProviderError) -> ProviderError {
 /// Scheduler's kinds, naming `$what` and the call.
 macro_rules! scheduler_error {
     ($what:expr, $call:expr) => {
-        |e| {
-            $crate::with_scheduler_kind(cdkd_aws_common::aws_error(
-                &format!("{}: {}", $what, $call),
-                e,
-            ))
-        }
+        cdkd_aws_common::call_error!($crate::SCHEDULER_KINDS, $what, $call)
     };
 }
 pub(crate) use scheduler_error;
-
-/// A result whose "not found" error means absence: `Ok(None)` for it, other errors kept.
-pub(crate) fn found<T>(result: Result<T, ProviderError>) -> Result<Option<T>, ProviderError> {
-    match result {
-        Ok(value) => Ok(Some(value)),
-        Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok(None),
-        Err(err) => Err(err),
-    }
-}
 
 /// The longest client token Scheduler takes.
 const MAX_CLIENT_TOKEN: usize = 64;
@@ -148,14 +124,17 @@ mod tests {
     #[test]
     fn scheduler_codes_get_their_kinds() {
         assert_eq!(
-            scheduler_kind("ConflictException"),
+            cdkd_aws_common::kind_in(SCHEDULER_KINDS, "ConflictException"),
             Some(ErrorKind::CONFLICT)
         );
         assert_eq!(
-            scheduler_kind("ServiceQuotaExceededException"),
+            cdkd_aws_common::kind_in(SCHEDULER_KINDS, "ServiceQuotaExceededException"),
             Some(ErrorKind::VALIDATION)
         );
-        assert_eq!(scheduler_kind("ResourceNotFoundException"), None);
+        assert_eq!(
+            cdkd_aws_common::kind_in(SCHEDULER_KINDS, "ResourceNotFoundException"),
+            None
+        );
         let conflict =
             || ProviderError::new(ErrorKind::OTHER, "taken").with_aws_code("ConflictException");
         assert_eq!(with_scheduler_kind(conflict()).kind, ErrorKind::CONFLICT);

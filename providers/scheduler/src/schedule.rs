@@ -288,30 +288,23 @@ fn role_not_ready(code: Option<&str>, message: Option<&str>) -> bool {
 
 /// `call` retried while Scheduler cannot assume the target's role yet, up to [`ROLE_WAIT`]
 /// (500 ms doubling to 5 s); any other answer returned as it is.
-async fn with_role_retry<T, E, F, Fut>(what: &str, mut call: F) -> Result<T, E>
+async fn with_role_retry<T, E, F, Fut>(what: &str, call: F) -> Result<T, E>
 where
     E: ProvideErrorMetadata,
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
-    let deadline = tokio::time::Instant::now() + ROLE_WAIT;
-    let mut delay = Duration::from_millis(500);
-    loop {
-        match call().await {
-            Err(err)
-                if role_not_ready(err.code(), err.message())
-                    && tokio::time::Instant::now() + delay <= deadline =>
-            {
-                tracing::debug!(
-                    "{what}: the target's role is not assumable yet ({}); retrying in {delay:?}",
-                    err.message().unwrap_or_default()
-                );
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(5));
-            }
-            answer => return answer,
+    let retry = |err: &E, delay: Duration| {
+        let again = role_not_ready(err.code(), err.message());
+        if again {
+            tracing::debug!(
+                "{what}: the target's role is not assumable yet ({}); retrying in {delay:?}",
+                err.message().unwrap_or_default()
+            );
         }
-    }
+        again
+    };
+    cdkd_aws_common::retry_while(Duration::from_millis(500), ROLE_WAIT, retry, call).await
 }
 
 /// The attributes of the schedule whose ARN is `arn`.

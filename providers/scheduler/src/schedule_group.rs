@@ -9,9 +9,10 @@ use std::time::Duration;
 use aws_sdk_scheduler::operation::get_schedule_group::GetScheduleGroupOutput;
 use aws_sdk_scheduler::types::Tag;
 use cdkd_aws_common::{
-    aws_error, deleted_unless_failed, does_not_exist, given_or_generated_name, put, tag_pairs,
-    Readable, TypeSchema,
+    aws_error, deleted_unless_failed, does_not_exist, given_or_generated_name, put, Readable,
+    TypeSchema,
 };
+use cdkd_aws_common::{tag_map, template_tag_changes as tag_changes};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
@@ -34,14 +35,6 @@ const APPEAR_WAIT: Duration = Duration::from_secs(600);
 #[derive(Default)]
 pub struct ScheduleGroup;
 
-/// The template's tags by key (a later duplicate wins, as Scheduler keeps one per key).
-fn tag_map(properties: &Map<String, Value>) -> BTreeMap<String, String> {
-    tag_pairs(properties.get("Tags"))
-        .unwrap_or_default()
-        .into_iter()
-        .collect()
-}
-
 /// Tags as Scheduler takes them.
 fn sdk_tags(tags: &BTreeMap<String, String>, what: &str) -> Result<Vec<Tag>, ProviderError> {
     tags.iter()
@@ -55,42 +48,10 @@ fn sdk_tags(tags: &BTreeMap<String, String>, what: &str) -> Result<Vec<Tag>, Pro
         .collect()
 }
 
-/// The tags to set (new or changed values) and the keys to remove, from `before` to `after`.
-fn tag_changes(
-    before: &Map<String, Value>,
-    after: &Map<String, Value>,
-) -> (BTreeMap<String, String>, Vec<String>) {
-    let (old, new) = (tag_map(before), tag_map(after));
-    let set = new
-        .iter()
-        .filter(|(key, value)| old.get(*key) != Some(*value))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    let removed = old
-        .keys()
-        .filter(|key| !new.contains_key(*key))
-        .cloned()
-        .collect();
-    (set, removed)
-}
-
 /// Tags as a template writes them: `[{Key, Value}]` sorted by key, AWS's own (`aws:`) left
 /// out; `None` when there are none.
 fn template_tags(tags: &[Tag]) -> Option<Value> {
-    let sorted: BTreeMap<&str, &str> = tags
-        .iter()
-        .filter(|t| !t.key().starts_with("aws:"))
-        .map(|t| (t.key(), t.value()))
-        .collect();
-    if sorted.is_empty() {
-        return None;
-    }
-    Some(Value::Array(
-        sorted
-            .into_iter()
-            .map(|(key, value)| json!({"Key": key, "Value": value}))
-            .collect(),
-    ))
+    cdkd_aws_common::template_tags(tags.iter().map(|t| (t.key(), t.value())))
 }
 
 /// The attributes of a live group.
@@ -141,20 +102,13 @@ async fn created_group(
     what: &str,
     name: &str,
 ) -> Result<GetScheduleGroupOutput, ProviderError> {
-    let deadline = tokio::time::Instant::now() + APPEAR_WAIT;
-    let mut delay = Duration::from_millis(200);
-    loop {
-        if let Some(group) = get_group(scheduler, what, name).await? {
-            return Ok(group);
-        }
-        if tokio::time::Instant::now() + delay > deadline {
-            return Err(ProviderError::other(format!(
+    cdkd_aws_common::poll(APPEAR_WAIT, || get_group(scheduler, what, name))
+        .await?
+        .ok_or_else(|| {
+            ProviderError::other(format!(
                 "{what}: schedule group {name} did not appear within 10 minutes of CreateScheduleGroup"
-            )));
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(5));
-    }
+            ))
+        })
 }
 
 /// Applies a template's tag change to the group `arn`: untag removed keys, tag new and changed
@@ -335,10 +289,6 @@ mod tests {
     use aws_sdk_scheduler::primitives::DateTime;
     use aws_sdk_scheduler::types::ScheduleGroupState;
 
-    fn props(value: Value) -> Map<String, Value> {
-        value.as_object().cloned().unwrap()
-    }
-
     fn live_group() -> GetScheduleGroupOutput {
         GetScheduleGroupOutput::builder()
             .arn("arn:aws:scheduler:us-east-1:123456789012:schedule-group/jobs")
@@ -383,29 +333,6 @@ mod tests {
         assert_eq!(
             Value::Object(template_shape(&live_group(), &[])),
             json!({"Name": "jobs"})
-        );
-    }
-
-    #[test]
-    fn tags_are_set_when_new_or_changed_and_removed_by_key() {
-        let before = props(json!({"Tags": [
-            {"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}, {"Key": "c", "Value": "3"}
-        ]}));
-        let after = props(json!({"Tags": [
-            {"Key": "a", "Value": "1"}, {"Key": "b", "Value": "20"}, {"Key": "d", "Value": "4"}
-        ]}));
-        let (set, removed) = tag_changes(&before, &after);
-        let set: Vec<(&str, &str)> = set.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        assert_eq!(set, [("b", "20"), ("d", "4")]);
-        assert_eq!(removed, ["c"]);
-        let (_, all_gone) = tag_changes(&before, &Map::new());
-        assert_eq!(all_gone, ["a", "b", "c"]);
-        let sent = sdk_tags(&tag_map(&after), "G").unwrap();
-        assert_eq!(
-            sent.iter()
-                .map(|t| (t.key(), t.value()))
-                .collect::<Vec<_>>(),
-            [("a", "1"), ("b", "20"), ("d", "4")]
         );
     }
 }

@@ -19,6 +19,7 @@ cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<resource_policy::Re
 
 use aws_sdk_secretsmanager::operation::describe_secret::DescribeSecretOutput;
 use cdkd_aws_common::aws_error;
+pub(crate) use cdkd_aws_common::{json_text, parsed};
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 use serde_json::{json, Map, Value};
 
@@ -34,32 +35,21 @@ pub(crate) async fn client(
 }
 
 /// The kind Secrets Manager's own error codes stand for, where the shared table has none.
-pub(crate) fn secrets_kind(code: &str) -> Option<ErrorKind> {
-    match code {
-        "ResourceExistsException" => Some(ErrorKind::ALREADY_EXISTS),
-        "InvalidParameterException"
-        | "InvalidRequestException"
-        | "MalformedPolicyDocumentException"
-        | "PublicPolicyException"
-        | "LimitExceededException"
-        | "EncryptionFailure"
-        | "PreconditionNotMetException" => Some(ErrorKind::VALIDATION),
-        _ => None,
-    }
-}
+pub(crate) const SECRETS_KINDS: &[(&str, ErrorKind)] = &[
+    ("ResourceExistsException", ErrorKind::ALREADY_EXISTS),
+    ("InvalidParameterException", ErrorKind::VALIDATION),
+    ("InvalidRequestException", ErrorKind::VALIDATION),
+    ("MalformedPolicyDocumentException", ErrorKind::VALIDATION),
+    ("PublicPolicyException", ErrorKind::VALIDATION),
+    ("LimitExceededException", ErrorKind::VALIDATION),
+    ("EncryptionFailure", ErrorKind::VALIDATION),
+    ("PreconditionNotMetException", ErrorKind::VALIDATION),
+];
 
 /// `err` (from [`aws_error`]) with the kind its Secrets Manager code stands for; unchanged
 /// when the code is not Secrets Manager's own.
-pub(crate) fn with_secrets_kind(mut err: ProviderError) -> ProviderError {
-    if let Some(kind) = err
-        .aws_code
-        .as_ref()
-        .into_option()
-        .and_then(|code| secrets_kind(code))
-    {
-        err.kind = kind;
-    }
-    err
+pub(crate) fn with_secrets_kind(err: ProviderError) -> ProviderError {
+    cdkd_aws_common::reclassify(err, SECRETS_KINDS)
 }
 
 /// Whether `err` says the secret is scheduled for deletion (or being deleted): Secrets
@@ -104,21 +94,6 @@ pub(crate) fn id_attribute(arn: &str) -> Map<String, Value> {
     attributes
 }
 
-/// A JSON document as Secrets Manager wants it: a JSON string (a template may write the
-/// object or the string).
-pub(crate) fn json_text(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// A JSON string Secrets Manager answered, back in template shape (a string that is not JSON
-/// stays one).
-pub(crate) fn parsed(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
-}
-
 /// The template's way of naming the secret (`SecretId` as a name, ARN or partial ARN) when it
 /// names the secret whose ARN and name are given; else the ARN.
 pub(crate) fn secret_id_like(template: Option<&Value>, arn: &str, name: Option<&str>) -> String {
@@ -137,14 +112,14 @@ mod tests {
     #[test]
     fn secrets_manager_codes_get_their_kinds() {
         assert_eq!(
-            secrets_kind("ResourceExistsException"),
+            cdkd_aws_common::kind_in(SECRETS_KINDS, "ResourceExistsException"),
             Some(ErrorKind::ALREADY_EXISTS)
         );
         assert_eq!(
-            secrets_kind("MalformedPolicyDocumentException"),
+            cdkd_aws_common::kind_in(SECRETS_KINDS, "MalformedPolicyDocumentException"),
             Some(ErrorKind::VALIDATION)
         );
-        assert_eq!(secrets_kind("Throttling"), None);
+        assert_eq!(cdkd_aws_common::kind_in(SECRETS_KINDS, "Throttling"), None);
         let err = with_secrets_kind(
             ProviderError::new(ErrorKind::OTHER, "taken").with_aws_code("ResourceExistsException"),
         );

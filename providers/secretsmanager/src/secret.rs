@@ -19,8 +19,9 @@ use aws_sdk_secretsmanager::operation::describe_secret::DescribeSecretOutput;
 use aws_sdk_secretsmanager::types::{ReplicaRegionType, Tag};
 use cdkd_aws_common::{
     aws_error, deleted_unless_failed, does_not_exist, flag, given_or_generated_name, int, put,
-    stable_hash, string, tag_pairs, text, Readable, TypeSchema,
+    stable_hash, string, text, Readable, TypeSchema,
 };
+use cdkd_aws_common::{tag_map, template_tag_changes as tag_changes};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
@@ -218,38 +219,11 @@ fn request_token(client_token: &str) -> Option<String> {
     ))
 }
 
-/// The template's tags by key (a later duplicate wins).
-fn tag_map(properties: &Map<String, Value>) -> BTreeMap<String, String> {
-    tag_pairs(properties.get("Tags"))
-        .unwrap_or_default()
-        .into_iter()
-        .collect()
-}
-
 /// Tags as Secrets Manager takes them.
 fn sdk_tags(tags: &BTreeMap<String, String>) -> Vec<Tag> {
     tags.iter()
         .map(|(key, value)| Tag::builder().key(key).value(value).build())
         .collect()
-}
-
-/// The tags to set (new or changed values) and the keys to remove, from `before` to `after`.
-fn tag_changes(
-    before: &Map<String, Value>,
-    after: &Map<String, Value>,
-) -> (BTreeMap<String, String>, Vec<String>) {
-    let (old, new) = (tag_map(before), tag_map(after));
-    let set = new
-        .iter()
-        .filter(|(key, value)| old.get(*key) != Some(*value))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    let removed = old
-        .keys()
-        .filter(|key| !new.contains_key(*key))
-        .cloned()
-        .collect();
-    (set, removed)
 }
 
 /// The template's `ReplicaRegions` as (region, KMS key) in template order.

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 
 use aws_sdk_sns::config::Region;
 use cdkd_aws_common::{aws_error, optional};
+pub(crate) use cdkd_aws_common::{json_text as document, parsed};
 use cdkd_provider_api::{PluginContext, ProviderError};
 use serde_json::{json, Map, Value};
 
@@ -66,12 +67,6 @@ pub(crate) fn attribute_text(value: &Value) -> Option<String> {
         Value::Object(_) | Value::Array(_) => Some(value.to_string()),
         other => cdkd_aws_common::text(Some(other)),
     }
-}
-
-/// A JSON document SNS returns as a string, in template shape (the string itself when it is
-/// not JSON).
-pub(crate) fn parsed(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
 /// What to set for each attribute that differs between two attribute maps: the new value, or
@@ -141,14 +136,6 @@ pub(crate) fn default_policy(topic_arn: &str) -> Value {
 pub(crate) fn is_default_policy(topic_arn: &str, policy: &Value) -> bool {
     *policy == default_policy(topic_arn)
         || policy.get("Id").and_then(Value::as_str) == Some("__default_policy_ID")
-}
-
-/// A policy document as SNS wants it: a JSON string.
-pub(crate) fn document(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// Sets a topic's `Policy` attribute.

@@ -17,6 +17,7 @@ cdkd_provider_api::register_provider!(
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use cdkd_aws_common::aws_error;
+pub(crate) use cdkd_aws_common::{json_text, parsed};
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 use serde_json::Value;
 
@@ -32,43 +33,27 @@ pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_sqs::Client, P
 /// missing queue with HTTP 400, so neither the code nor the status reads as "not found" there.
 /// The code is the query-protocol one (`AWS.SimpleQueueService.NonExistentQueue`) when AWS sends
 /// the compatibility header, the JSON shape's name (`QueueDoesNotExist`) otherwise.
+pub(crate) const SQS_KINDS: &[(&str, ErrorKind)] = &[
+    ("NonExistentQueue", ErrorKind::NOT_FOUND),
+    ("QueueDoesNotExist", ErrorKind::NOT_FOUND),
+    ("QueueAlreadyExists", ErrorKind::ALREADY_EXISTS),
+    ("QueueNameExists", ErrorKind::ALREADY_EXISTS),
+    ("InvalidAttributeName", ErrorKind::VALIDATION),
+    ("InvalidAttributeValue", ErrorKind::VALIDATION),
+    ("InvalidTag", ErrorKind::VALIDATION),
+];
+
+/// The kind of an SQS code in [`SQS_KINDS`], the query protocol's `AWS.SimpleQueueService.`
+/// prefix taken off first.
 pub(crate) fn sqs_kind(code: &str) -> Option<ErrorKind> {
     let code = code.strip_prefix("AWS.SimpleQueueService.").unwrap_or(code);
-    match code {
-        "NonExistentQueue" | "QueueDoesNotExist" => Some(ErrorKind::NOT_FOUND),
-        "QueueAlreadyExists" | "QueueNameExists" => Some(ErrorKind::ALREADY_EXISTS),
-        "InvalidAttributeName" | "InvalidAttributeValue" | "InvalidTag" => {
-            Some(ErrorKind::VALIDATION)
-        }
-        _ => None,
-    }
+    cdkd_aws_common::kind_in(SQS_KINDS, code)
 }
 
 /// `err` (from [`aws_error`]) with the kind its SQS code stands for; unchanged when the code is
 /// not SQS's own.
-pub(crate) fn with_sqs_kind(mut err: ProviderError) -> ProviderError {
-    if let Some(kind) = err
-        .aws_code
-        .as_ref()
-        .into_option()
-        .and_then(|code| sqs_kind(code))
-    {
-        err.kind = kind;
-    }
-    err
-}
-
-/// A policy document (or redrive policy) as SQS wants it: a JSON string.
-pub(crate) fn json_text(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// A JSON string SQS answered, back in template shape (a string that is not JSON stays one).
-pub(crate) fn parsed(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+pub(crate) fn with_sqs_kind(err: ProviderError) -> ProviderError {
+    cdkd_aws_common::reclassify_by(err, sqs_kind)
 }
 
 /// The `Policy` attribute of the queue at `url`: `None` when it has none, or when the queue is

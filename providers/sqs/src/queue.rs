@@ -6,9 +6,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use cdkd_aws_common::{
-    aws_error, deleted_unless_failed, does_not_exist, flag, generated_name, string, tag_pairs,
-    text, Readable, TypeSchema,
+    aws_error, deleted_unless_failed, does_not_exist, flag, generated_name, string, text, Readable,
+    TypeSchema,
 };
+use cdkd_aws_common::{tag_map, template_tag_changes as tag_changes};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
@@ -141,33 +142,6 @@ fn sdk_attributes(attributes: BTreeMap<String, String>) -> HashMap<QueueAttribut
         .into_iter()
         .map(|(name, value)| (QueueAttributeName::from(name.as_str()), value))
         .collect()
-}
-
-/// The template's tags by key.
-fn tag_map(properties: &Map<String, Value>) -> BTreeMap<String, String> {
-    tag_pairs(properties.get("Tags"))
-        .unwrap_or_default()
-        .into_iter()
-        .collect()
-}
-
-/// The tags to set (new or changed values) and the keys to remove, from `before` to `after`.
-fn tag_changes(
-    before: &Map<String, Value>,
-    after: &Map<String, Value>,
-) -> (BTreeMap<String, String>, Vec<String>) {
-    let (old, new) = (tag_map(before), tag_map(after));
-    let set = new
-        .iter()
-        .filter(|(key, value)| old.get(*key) != Some(*value))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    let removed = old
-        .keys()
-        .filter(|k| !new.contains_key(*k))
-        .cloned()
-        .collect();
-    (set, removed)
 }
 
 /// The name a create gives the queue: the template's, else a generated one (a FIFO queue's
@@ -582,19 +556,6 @@ mod tests {
             pairs(&changed_attributes(&standard_before, &no_key)),
             [("KmsMasterKeyId", ""), ("SqsManagedSseEnabled", "true")]
         );
-    }
-
-    #[test]
-    fn tags_are_set_when_new_or_changed_and_removed_by_key() {
-        let before = props(json!({"Tags": [
-            {"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}, {"Key": "c", "Value": "3"}
-        ]}));
-        let after = props(json!({"Tags": [
-            {"Key": "a", "Value": "1"}, {"Key": "b", "Value": "20"}, {"Key": "d", "Value": "4"}
-        ]}));
-        let (set, removed) = tag_changes(&before, &after);
-        assert_eq!(pairs(&set), [("b", "20"), ("d", "4")]);
-        assert_eq!(removed, ["c"]);
     }
 
     #[test]

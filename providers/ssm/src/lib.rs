@@ -7,6 +7,7 @@ cdkd_provider_api::export_plugin!(description: "AWS::SSM::Parameter through the 
 
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<parameter::Parameter>);
 
+pub(crate) use cdkd_aws_common::found;
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
 /// An SSM client for the host's endpoint and credentials.
@@ -20,53 +21,36 @@ pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_ssm::Client, P
 /// The kind SSM's own error codes stand for, where the shared table has none or the wrong one:
 /// SSM names its validation failures after the rule broken, and answers a tag call on a missing
 /// parameter with `InvalidResourceId`.
-pub(crate) fn ssm_kind(code: &str) -> Option<ErrorKind> {
-    match code {
-        "ParameterNotFound" | "ParameterVersionNotFound" | "InvalidResourceId" => {
-            Some(ErrorKind::NOT_FOUND)
-        }
-        "ParameterAlreadyExists" => Some(ErrorKind::ALREADY_EXISTS),
-        // One update at a time per parameter: another is in flight, so a later try succeeds.
-        "TooManyUpdates" => Some(ErrorKind::THROTTLED),
-        "InvalidAllowedPatternException"
-        | "ParameterPatternMismatchException"
-        | "UnsupportedParameterType"
-        | "HierarchyLevelLimitExceededException"
-        | "HierarchyTypeMismatchException"
-        | "InvalidPolicyTypeException"
-        | "InvalidPolicyAttributeException"
-        | "IncompatiblePolicyException"
-        | "PoliciesLimitExceededException"
-        | "ParameterLimitExceeded"
-        | "ParameterMaxVersionLimitExceeded"
-        | "TooManyTagsError"
-        | "InvalidKeyId"
-        | "InvalidResourceType" => Some(ErrorKind::VALIDATION),
-        _ => None,
-    }
-}
+pub(crate) const SSM_KINDS: &[(&str, ErrorKind)] = &[
+    ("ParameterNotFound", ErrorKind::NOT_FOUND),
+    ("ParameterVersionNotFound", ErrorKind::NOT_FOUND),
+    ("InvalidResourceId", ErrorKind::NOT_FOUND),
+    ("ParameterAlreadyExists", ErrorKind::ALREADY_EXISTS),
+    // One update at a time per parameter: another is in flight, so a later try succeeds.
+    ("TooManyUpdates", ErrorKind::THROTTLED),
+    ("InvalidAllowedPatternException", ErrorKind::VALIDATION),
+    ("ParameterPatternMismatchException", ErrorKind::VALIDATION),
+    ("UnsupportedParameterType", ErrorKind::VALIDATION),
+    (
+        "HierarchyLevelLimitExceededException",
+        ErrorKind::VALIDATION,
+    ),
+    ("HierarchyTypeMismatchException", ErrorKind::VALIDATION),
+    ("InvalidPolicyTypeException", ErrorKind::VALIDATION),
+    ("InvalidPolicyAttributeException", ErrorKind::VALIDATION),
+    ("IncompatiblePolicyException", ErrorKind::VALIDATION),
+    ("PoliciesLimitExceededException", ErrorKind::VALIDATION),
+    ("ParameterLimitExceeded", ErrorKind::VALIDATION),
+    ("ParameterMaxVersionLimitExceeded", ErrorKind::VALIDATION),
+    ("TooManyTagsError", ErrorKind::VALIDATION),
+    ("InvalidKeyId", ErrorKind::VALIDATION),
+    ("InvalidResourceType", ErrorKind::VALIDATION),
+];
 
 /// `err` (from [`cdkd_aws_common::aws_error`]) with the kind its SSM code stands for; unchanged
 /// when the code is not SSM's own.
-pub(crate) fn with_ssm_kind(mut err: ProviderError) -> ProviderError {
-    if let Some(kind) = err
-        .aws_code
-        .as_ref()
-        .into_option()
-        .and_then(|code| ssm_kind(code))
-    {
-        err.kind = kind;
-    }
-    err
-}
-
-/// A result whose "not found" error means absence: `Ok(None)` for it, other errors kept.
-pub(crate) fn found<T>(result: Result<T, ProviderError>) -> Result<Option<T>, ProviderError> {
-    match result {
-        Ok(value) => Ok(Some(value)),
-        Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok(None),
-        Err(err) => Err(err),
-    }
+pub(crate) fn with_ssm_kind(err: ProviderError) -> ProviderError {
+    cdkd_aws_common::reclassify(err, SSM_KINDS)
 }
 
 #[cfg(test)]
@@ -75,18 +59,27 @@ mod tests {
 
     #[test]
     fn ssm_codes_get_their_kinds() {
-        assert_eq!(ssm_kind("ParameterNotFound"), Some(ErrorKind::NOT_FOUND));
-        assert_eq!(ssm_kind("InvalidResourceId"), Some(ErrorKind::NOT_FOUND));
         assert_eq!(
-            ssm_kind("ParameterAlreadyExists"),
+            cdkd_aws_common::kind_in(SSM_KINDS, "ParameterNotFound"),
+            Some(ErrorKind::NOT_FOUND)
+        );
+        assert_eq!(
+            cdkd_aws_common::kind_in(SSM_KINDS, "InvalidResourceId"),
+            Some(ErrorKind::NOT_FOUND)
+        );
+        assert_eq!(
+            cdkd_aws_common::kind_in(SSM_KINDS, "ParameterAlreadyExists"),
             Some(ErrorKind::ALREADY_EXISTS)
         );
-        assert_eq!(ssm_kind("TooManyUpdates"), Some(ErrorKind::THROTTLED));
         assert_eq!(
-            ssm_kind("ParameterPatternMismatchException"),
+            cdkd_aws_common::kind_in(SSM_KINDS, "TooManyUpdates"),
+            Some(ErrorKind::THROTTLED)
+        );
+        assert_eq!(
+            cdkd_aws_common::kind_in(SSM_KINDS, "ParameterPatternMismatchException"),
             Some(ErrorKind::VALIDATION)
         );
-        assert_eq!(ssm_kind("Throttling"), None);
+        assert_eq!(cdkd_aws_common::kind_in(SSM_KINDS, "Throttling"), None);
         let err = with_ssm_kind(
             ProviderError::new(ErrorKind::OTHER, "bad tag call").with_aws_code("InvalidResourceId"),
         );

@@ -183,18 +183,7 @@ fn tag_changes(
     before: &Map<String, Value>,
     after: &Map<String, Value>,
 ) -> (BTreeMap<String, String>, Vec<String>) {
-    let (old, new) = (tag_map(before), tag_map(after));
-    let set = new
-        .iter()
-        .filter(|(key, value)| old.get(*key) != Some(*value))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    let removed = old
-        .keys()
-        .filter(|key| !new.contains_key(*key))
-        .cloned()
-        .collect();
-    (set, removed)
+    cdkd_aws_common::tag_changes(&tag_map(before), &tag_map(after))
 }
 
 /// Tags as SSM takes them.
@@ -259,24 +248,21 @@ async fn arn_after_put(
     put: &Put,
 ) -> Result<Option<String>, ProviderError> {
     let wait = put.data_type.as_deref().unwrap_or(DEFAULT_DATA_TYPE) == DEFAULT_DATA_TYPE;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
-    let mut delay = Duration::from_millis(200);
-    loop {
-        if let Some(parameter) = get_parameter(ssm, what, &put.name).await? {
-            return Ok(parameter.arn().map(ToString::to_string));
-        }
-        if !wait {
-            return Ok(None);
-        }
-        if tokio::time::Instant::now() + delay > deadline {
-            return Err(ProviderError::other(format!(
-                "{what}: parameter {} did not appear within 10 minutes of PutParameter",
-                put.name
-            )));
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(5));
+    let arn = |parameter: aws_sdk_ssm::types::Parameter| parameter.arn().map(ToString::to_string);
+    if !wait {
+        return Ok(get_parameter(ssm, what, &put.name).await?.and_then(arn));
     }
+    let parameter = cdkd_aws_common::poll(Duration::from_secs(600), || {
+        get_parameter(ssm, what, &put.name)
+    })
+    .await?
+    .ok_or_else(|| {
+        ProviderError::other(format!(
+            "{what}: parameter {} did not appear within 10 minutes of PutParameter",
+            put.name
+        ))
+    })?;
+    Ok(arn(parameter))
 }
 
 /// The attributes a create or update reports: `Type` and `Value` as put, and `Arn`.
@@ -595,6 +581,20 @@ mod tests {
     }
 
     #[test]
+    fn tags_are_set_when_new_or_changed_and_removed_by_key() {
+        let before = props(json!({"Tags": {"a": "1", "b": "2", "c": "3"}}));
+        let after = props(json!({"Tags": {"a": "1", "b": "20", "d": "4"}}));
+        let (set, removed) = tag_changes(&before, &after);
+        let set: Vec<(&str, &str)> = set.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(set, [("b", "20"), ("d", "4")]);
+        assert_eq!(removed, ["c"]);
+        let listed = props(json!({"Tags": [{"Key": "x", "Value": "y"}]}));
+        assert_eq!(tag_map(&listed).get("x").map(String::as_str), Some("y"));
+        let (_, all_gone) = tag_changes(&before, &props(json!({})));
+        assert_eq!(all_gone, ["a", "b", "c"]);
+    }
+
+    #[test]
     fn a_create_puts_every_setting_of_the_template() {
         let template = props(json!({
             "Name": "/app/config",
@@ -697,20 +697,6 @@ mod tests {
         assert!(!settings_changed(&after, &after));
         let retagged = props(json!({"Type": "String", "Value": "new", "Tags": {"a": "1"}}));
         assert!(!settings_changed(&after, &retagged));
-    }
-
-    #[test]
-    fn tags_are_set_when_new_or_changed_and_removed_by_key() {
-        let before = props(json!({"Tags": {"a": "1", "b": "2", "c": "3"}}));
-        let after = props(json!({"Tags": {"a": "1", "b": "20", "d": "4"}}));
-        let (set, removed) = tag_changes(&before, &after);
-        let set: Vec<(&str, &str)> = set.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        assert_eq!(set, [("b", "20"), ("d", "4")]);
-        assert_eq!(removed, ["c"]);
-        let listed = props(json!({"Tags": [{"Key": "x", "Value": "y"}]}));
-        assert_eq!(tag_map(&listed).get("x").map(String::as_str), Some("y"));
-        let (_, all_gone) = tag_changes(&before, &props(json!({})));
-        assert_eq!(all_gone, ["a", "b", "c"]);
     }
 
     #[test]

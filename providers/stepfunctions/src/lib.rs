@@ -13,7 +13,9 @@ cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<activity::Activity>
 use std::collections::BTreeMap;
 
 use aws_sdk_sfn::types::{EncryptionConfiguration, EncryptionType, Tag};
-use cdkd_aws_common::{int, put, tag_pairs, text};
+pub(crate) use cdkd_aws_common::found;
+use cdkd_aws_common::{int, put, text};
+pub(crate) use cdkd_aws_common::{tag_map, template_tag_changes as tag_changes};
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 use serde_json::{json, Map, Value};
 
@@ -28,69 +30,40 @@ pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_sfn::Client, P
 /// The kind Step Functions' own error codes stand for, where the shared table has none or the
 /// wrong one: its "not found" codes end in `DoesNotExist`, and its validation failures are
 /// named after the input broken.
-pub(crate) fn sfn_kind(code: &str) -> Option<ErrorKind> {
-    match code {
-        "StateMachineDoesNotExist" | "ActivityDoesNotExist" | "ResourceNotFound" => {
-            Some(ErrorKind::NOT_FOUND)
-        }
-        "StateMachineAlreadyExists" | "ActivityAlreadyExists" => Some(ErrorKind::ALREADY_EXISTS),
-        // A machine of that name is still being deleted, or another change is in flight.
-        "StateMachineDeleting" | "ConflictException" => Some(ErrorKind::CONFLICT),
-        "KmsThrottlingException" => Some(ErrorKind::THROTTLED),
-        "KmsAccessDeniedException" => Some(ErrorKind::ACCESS_DENIED),
-        "InvalidArn"
-        | "InvalidDefinition"
-        | "InvalidName"
-        | "InvalidLoggingConfiguration"
-        | "InvalidTracingConfiguration"
-        | "InvalidEncryptionConfiguration"
-        | "MissingRequiredParameter"
-        | "StateMachineTypeNotSupported"
-        | "StateMachineLimitExceeded"
-        | "ActivityLimitExceeded"
-        | "ServiceQuotaExceededException"
-        | "KmsInvalidStateException"
-        | "TooManyTags" => Some(ErrorKind::VALIDATION),
-        _ => None,
-    }
-}
-
-/// `err` (from [`cdkd_aws_common::aws_error`]) with the kind its Step Functions code stands
-/// for; unchanged when the code is not Step Functions' own.
-pub(crate) fn with_sfn_kind(mut err: ProviderError) -> ProviderError {
-    if let Some(kind) = err
-        .aws_code
-        .as_ref()
-        .into_option()
-        .and_then(|code| sfn_kind(code))
-    {
-        err.kind = kind;
-    }
-    err
-}
+pub(crate) const SFN_KINDS: &[(&str, ErrorKind)] = &[
+    ("StateMachineDoesNotExist", ErrorKind::NOT_FOUND),
+    ("ActivityDoesNotExist", ErrorKind::NOT_FOUND),
+    ("ResourceNotFound", ErrorKind::NOT_FOUND),
+    ("StateMachineAlreadyExists", ErrorKind::ALREADY_EXISTS),
+    ("ActivityAlreadyExists", ErrorKind::ALREADY_EXISTS),
+    // A machine of that name is still being deleted, or another change is in flight.
+    ("StateMachineDeleting", ErrorKind::CONFLICT),
+    ("ConflictException", ErrorKind::CONFLICT),
+    ("KmsThrottlingException", ErrorKind::THROTTLED),
+    ("KmsAccessDeniedException", ErrorKind::ACCESS_DENIED),
+    ("InvalidArn", ErrorKind::VALIDATION),
+    ("InvalidDefinition", ErrorKind::VALIDATION),
+    ("InvalidName", ErrorKind::VALIDATION),
+    ("InvalidLoggingConfiguration", ErrorKind::VALIDATION),
+    ("InvalidTracingConfiguration", ErrorKind::VALIDATION),
+    ("InvalidEncryptionConfiguration", ErrorKind::VALIDATION),
+    ("MissingRequiredParameter", ErrorKind::VALIDATION),
+    ("StateMachineTypeNotSupported", ErrorKind::VALIDATION),
+    ("StateMachineLimitExceeded", ErrorKind::VALIDATION),
+    ("ActivityLimitExceeded", ErrorKind::VALIDATION),
+    ("ServiceQuotaExceededException", ErrorKind::VALIDATION),
+    ("KmsInvalidStateException", ErrorKind::VALIDATION),
+    ("TooManyTags", ErrorKind::VALIDATION),
+];
 
 /// A `map_err` closure turning an SDK error of the call `$call` into a provider error with
 /// Step Functions' kinds, naming `$what` and the call.
 macro_rules! sfn_error {
     ($what:expr, $call:expr) => {
-        |e| {
-            $crate::with_sfn_kind(cdkd_aws_common::aws_error(
-                &format!("{}: {}", $what, $call),
-                e,
-            ))
-        }
+        cdkd_aws_common::call_error!($crate::SFN_KINDS, $what, $call)
     };
 }
 pub(crate) use sfn_error;
-
-/// A result whose "not found" error means absence: `Ok(None)` for it, other errors kept.
-pub(crate) fn found<T>(result: Result<T, ProviderError>) -> Result<Option<T>, ProviderError> {
-    match result {
-        Ok(value) => Ok(Some(value)),
-        Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok(None),
-        Err(err) => Err(err),
-    }
-}
 
 /// Whether a template names a setting (present and not null).
 pub(crate) fn given(properties: &Map<String, Value>, name: &str) -> bool {
@@ -103,38 +76,11 @@ pub(crate) fn name_of(arn: &str) -> &str {
     arn.rsplit(':').next().unwrap_or(arn)
 }
 
-/// The template's tags by key (a later duplicate wins, as Step Functions keeps one per key).
-pub(crate) fn tag_map(properties: &Map<String, Value>) -> BTreeMap<String, String> {
-    tag_pairs(properties.get("Tags"))
-        .unwrap_or_default()
-        .into_iter()
-        .collect()
-}
-
 /// Tags as Step Functions takes them.
 pub(crate) fn sdk_tags(tags: &BTreeMap<String, String>) -> Vec<Tag> {
     tags.iter()
         .map(|(key, value)| Tag::builder().key(key).value(value).build())
         .collect()
-}
-
-/// The tags to set (new or changed values) and the keys to remove, from `before` to `after`.
-pub(crate) fn tag_changes(
-    before: &Map<String, Value>,
-    after: &Map<String, Value>,
-) -> (BTreeMap<String, String>, Vec<String>) {
-    let (old, new) = (tag_map(before), tag_map(after));
-    let set = new
-        .iter()
-        .filter(|(key, value)| old.get(*key) != Some(*value))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    let removed = old
-        .keys()
-        .filter(|key| !new.contains_key(*key))
-        .cloned()
-        .collect();
-    (set, removed)
 }
 
 /// Applies a template's tag change to the resource `arn`: untag removed keys, tag new and
@@ -184,20 +130,10 @@ pub(crate) async fn live_tags(
 /// Tags as a template writes them: `[{Key, Value}]` sorted by key, AWS's own left out; `None`
 /// when there are none.
 pub(crate) fn template_tags(tags: &[Tag]) -> Option<Value> {
-    let sorted: BTreeMap<&str, &str> = tags
-        .iter()
-        .filter_map(|t| Some((t.key()?, t.value().unwrap_or_default())))
-        .filter(|(key, _)| !key.starts_with("aws:"))
-        .collect();
-    if sorted.is_empty() {
-        return None;
-    }
-    Some(Value::Array(
-        sorted
-            .into_iter()
-            .map(|(key, value)| json!({"Key": key, "Value": value}))
-            .collect(),
-    ))
+    cdkd_aws_common::template_tags(
+        tags.iter()
+            .filter_map(|t| Some((t.key()?, t.value().unwrap_or_default()))),
+    )
 }
 
 /// The data key reuse period Step Functions applies to a customer managed key that names none.
@@ -297,22 +233,38 @@ mod tests {
     #[test]
     fn step_functions_codes_get_their_kinds() {
         assert_eq!(
-            sfn_kind("StateMachineDoesNotExist"),
+            cdkd_aws_common::kind_in(SFN_KINDS, "StateMachineDoesNotExist"),
             Some(ErrorKind::NOT_FOUND)
         );
-        assert_eq!(sfn_kind("ActivityDoesNotExist"), Some(ErrorKind::NOT_FOUND));
         assert_eq!(
-            sfn_kind("StateMachineAlreadyExists"),
+            cdkd_aws_common::kind_in(SFN_KINDS, "ActivityDoesNotExist"),
+            Some(ErrorKind::NOT_FOUND)
+        );
+        assert_eq!(
+            cdkd_aws_common::kind_in(SFN_KINDS, "StateMachineAlreadyExists"),
             Some(ErrorKind::ALREADY_EXISTS)
         );
-        assert_eq!(sfn_kind("InvalidDefinition"), Some(ErrorKind::VALIDATION));
-        assert_eq!(sfn_kind("StateMachineDeleting"), Some(ErrorKind::CONFLICT));
-        assert_eq!(sfn_kind("ThrottlingException"), None);
-        let err = with_sfn_kind(
+        assert_eq!(
+            cdkd_aws_common::kind_in(SFN_KINDS, "InvalidDefinition"),
+            Some(ErrorKind::VALIDATION)
+        );
+        assert_eq!(
+            cdkd_aws_common::kind_in(SFN_KINDS, "StateMachineDeleting"),
+            Some(ErrorKind::CONFLICT)
+        );
+        assert_eq!(
+            cdkd_aws_common::kind_in(SFN_KINDS, "ThrottlingException"),
+            None
+        );
+        let err = cdkd_aws_common::reclassify(
             ProviderError::new(ErrorKind::OTHER, "gone").with_aws_code("StateMachineDoesNotExist"),
+            SFN_KINDS,
         );
         assert_eq!(err.kind, ErrorKind::NOT_FOUND);
-        let kept = with_sfn_kind(ProviderError::new(ErrorKind::THROTTLED, "slow"));
+        let kept = cdkd_aws_common::reclassify(
+            ProviderError::new(ErrorKind::THROTTLED, "slow"),
+            SFN_KINDS,
+        );
         assert_eq!(kept.kind, ErrorKind::THROTTLED);
     }
 
@@ -326,23 +278,6 @@ mod tests {
             name_of("arn:aws:states:us-east-1:123456789012:activity:Work"),
             "Work"
         );
-    }
-
-    #[test]
-    fn tags_are_set_when_new_or_changed_and_removed_by_key() {
-        let before = props(json!({"Tags": [
-            {"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}, {"Key": "c", "Value": "3"}
-        ]}));
-        let after = props(json!({"Tags": [
-            {"Key": "a", "Value": "1"}, {"Key": "b", "Value": "20"}, {"Key": "d", "Value": "4"}
-        ]}));
-        let (set, removed) = tag_changes(&before, &after);
-        let set: Vec<(&str, &str)> = set.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        assert_eq!(set, [("b", "20"), ("d", "4")]);
-        assert_eq!(removed, ["c"]);
-        let tags = sdk_tags(&tag_map(&after));
-        assert_eq!(tags[0].key(), Some("a"));
-        assert_eq!(tags.len(), 3);
     }
 
     #[test]

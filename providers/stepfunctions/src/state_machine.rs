@@ -320,23 +320,19 @@ fn role_not_ready(err: &ProviderError) -> bool {
 
 /// `call` retried while the role it names is not yet usable by Step Functions, for up to
 /// [`ROLE_WAIT`] (500 ms doubling to 5 s between tries).
-async fn while_role_propagates<T, F, Fut>(what: &str, mut call: F) -> Result<T, ProviderError>
+async fn while_role_propagates<T, F, Fut>(what: &str, call: F) -> Result<T, ProviderError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, ProviderError>>,
 {
-    let deadline = tokio::time::Instant::now() + ROLE_WAIT;
-    let mut delay = Duration::from_millis(500);
-    loop {
-        match call().await {
-            Err(err) if role_not_ready(&err) && tokio::time::Instant::now() + delay <= deadline => {
-                tracing::debug!("{what}: role not usable yet, retrying: {}", err.message);
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(5));
-            }
-            other => return other,
+    let retry = |err: &ProviderError, _| {
+        let again = role_not_ready(err);
+        if again {
+            tracing::debug!("{what}: role not usable yet, retrying: {}", err.message);
         }
-    }
+        again
+    };
+    cdkd_aws_common::retry_while(Duration::from_millis(500), ROLE_WAIT, retry, call).await
 }
 
 /// The attributes of the state machine `arn`.
