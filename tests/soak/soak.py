@@ -417,15 +417,9 @@ class Soak:
             return
         duplicate = self.live.sqs.create_queue(QueueName=f"{STACK}-{queue}-SELFCHECK")["QueueUrl"]
         orphan = self.live.sns.create_topic(Name="soak-self-check-orphan")["TopicArn"]
-        # Through Cloud Control, so the emulator's Cloud Control forgets it too and the destroy's
-        # DeleteResource answers NotFound.
-        token = self.live.cc.delete_resource(TypeName=PARAM, Identifier=records[param]["physicalId"])[
-            "ProgressEvent"]["RequestToken"]
-        for _ in range(100):
-            event = self.live.cc.get_resource_request_status(RequestToken=token)["ProgressEvent"]
-            if event["OperationStatus"] not in ("PENDING", "IN_PROGRESS"):
-                break
-            time.sleep(0.05)
+        # Through the service's API, as someone deleting it by hand would (the parameters are
+        # the ssm plugin's; the destroy's delete then finds it gone).
+        self.live.ssm.delete_parameter(Name=records[param]["physicalId"])
         probe = Round("self-check", 0)
         self.compare(probe)
         self.live.sqs.delete_queue(QueueUrl=duplicate)

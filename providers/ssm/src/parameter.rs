@@ -13,11 +13,12 @@ use cdkd_aws_common::{
     aws_error, deleted_unless_failed, does_not_exist, given_or_generated_name, string, tag_pairs,
     text, Readable, TypeSchema,
 };
+use cdkd_provider_api::protocol::CREATE_TOKEN_TAG;
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, GetAttributeRequest,
     GetAttributeResult, ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
-use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
 use crate::{client, found, with_ssm_kind};
@@ -169,13 +170,16 @@ fn settings_changed(before: &Map<String, Value>, after: &Map<String, Value>) -> 
 /// The template's tags by key: the schema's object `{key: value}`, or the usual
 /// `[{Key, Value}]` list when a template writes that.
 fn tag_map(properties: &Map<String, Value>) -> BTreeMap<String, String> {
-    match properties.get("Tags") {
+    let mut tags: BTreeMap<String, String> = match properties.get("Tags") {
         Some(Value::Object(tags)) => tags
             .iter()
             .filter_map(|(key, value)| Some((key.clone(), text(Some(value))?)))
             .collect(),
         other => tag_pairs(other).unwrap_or_default().into_iter().collect(),
-    }
+    };
+    // cdkd's own tag is never the template's to set or remove.
+    tags.remove(CREATE_TOKEN_TAG);
+    tags
 }
 
 /// The tags to set (new or changed values) and the keys to remove, from `before` to `after`.
@@ -184,6 +188,24 @@ fn tag_changes(
     after: &Map<String, Value>,
 ) -> (BTreeMap<String, String>, Vec<String>) {
     cdkd_aws_common::tag_changes(&tag_map(before), &tag_map(after))
+}
+
+/// Whether the parameter `name` carries the create token `token` (`None` when its tags cannot be
+/// read).
+async fn created_by(ssm: &aws_sdk_ssm::Client, name: &str, token: &str) -> Option<bool> {
+    let answer = ssm
+        .list_tags_for_resource()
+        .resource_type(ResourceTypeForTagging::Parameter)
+        .resource_id(name)
+        .send()
+        .await
+        .ok()?;
+    Some(
+        answer
+            .tag_list()
+            .iter()
+            .any(|t| t.key() == CREATE_TOKEN_TAG && t.value() == token),
+    )
 }
 
 /// Tags as SSM takes them.
@@ -392,7 +414,7 @@ fn template_shape(
     }
     let tags: Map<String, Value> = tags
         .iter()
-        .filter(|t| !t.key().starts_with("aws:"))
+        .filter(|t| !t.key().starts_with("aws:") && t.key() != CREATE_TOKEN_TAG)
         .map(|t| (t.key().to_string(), json!(t.value())))
         .collect::<BTreeMap<_, _>>()
         .into_iter()
@@ -423,11 +445,24 @@ impl ResourceProvider for Parameter {
         let what = format!("{TYPE} {}", request.logical_id);
         let name = given_or_generated_name(&request, "Name", MAX_NAME, false);
         let put = create_put(&name, &request.properties, &what)?;
-        let tags = sdk_tags(&tag_map(&request.properties), &what)?;
+        let mut tags = tag_map(&request.properties);
+        let token = request.client_token.as_str();
+        if !token.is_empty() {
+            tags.insert(CREATE_TOKEN_TAG.to_string(), token.to_string());
+        }
+        let tags = sdk_tags(&tags, &what)?;
         let ssm = client(ctx).await?;
         // Overwrite=false: a parameter of that name already there is "already exists", never
-        // silently taken over.
-        send_put(&ssm, &what, &put, false, tags).await?;
+        // silently taken over, unless it carries this create's token: then an earlier attempt
+        // whose answer was lost made it (the SDK retried the put), and it is ours.
+        if let Err(err) = send_put(&ssm, &what, &put, false, tags).await {
+            if err.kind != ErrorKind::ALREADY_EXISTS
+                || token.is_empty()
+                || created_by(&ssm, &name, token).await != Some(true)
+            {
+                return Err(err);
+            }
+        }
         let arn = arn_after_put(&ssm, &what, &put).await?;
         Ok(CreateResult {
             attributes: put_attributes(&put, arn),
@@ -578,6 +613,14 @@ mod tests {
 
     fn props(value: Value) -> Map<String, Value> {
         value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn the_create_token_tag_is_never_the_templates() {
+        let props = json!({"Tags": {"team": "a", "cdkd:create-token": "forged"}});
+        let tags = tag_map(props.as_object().unwrap());
+        assert_eq!(tags.len(), 1);
+        assert_eq!(tags["team"], "a");
     }
 
     #[test]
