@@ -191,6 +191,25 @@ impl World {
         }
         child.kill().unwrap();
         child.wait().unwrap();
+        // A request the killed process had sent is still being answered (the emulator adds
+        // latency first); the next run starts once it has landed, as a person's force-unlock
+        // would, or its lookups could run before the resource exists.
+        let seen = || -> u64 {
+            let stats = Emulator::shared().get("/_emulator/stats");
+            stats
+                .as_object()
+                .map(|s| s.values().filter_map(Value::as_u64).sum())
+                .unwrap_or(0)
+        };
+        let (mut last, deadline) = (seen(), Instant::now() + Duration::from_secs(5));
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = seen();
+            if now == last || Instant::now() > deadline {
+                break;
+            }
+            last = now;
+        }
     }
 }
 
