@@ -112,6 +112,18 @@ def _patch_moto_list_inventory():
 
 _patch_moto_list_inventory()
 
+
+def _patch_moto_s3_event_key():
+    """S3 event notifications carry the object key form-encoded with its slashes kept
+    (`in/a b.csv` -> `in/a+b.csv`); moto encoded the slashes too (`in%2Fa+b.csv`)."""
+    import functools
+    from urllib.parse import quote_plus
+    from moto.s3 import notifications
+    notifications.quote_plus = functools.partial(quote_plus, safe="/")
+
+
+_patch_moto_s3_event_key()
+
 _moto_statement_check = access_control.IAMPolicyStatement.is_action_permitted
 
 

@@ -359,6 +359,20 @@ def test_s3_configuration_answers_have_the_root_element_s3_uses(emulator):
     assert b"<NotificationConfiguration" in bodies[1]
 
 
+def test_an_s3_event_names_the_key_with_its_slashes_as_s3_does(emulator):
+    s3, sqs = emulator.client("s3"), emulator.client("sqs")
+    queue = sqs.create_queue(QueueName="announced")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    s3.create_bucket(Bucket="announcing")
+    s3.put_bucket_notification_configuration(Bucket="announcing", NotificationConfiguration={
+        "QueueConfigurations": [{"QueueArn": arn, "Events": ["s3:ObjectCreated:*"]}]})
+    s3.put_object(Bucket="announcing", Key="in/a b.csv", Body=b"x")
+    keys = [r["s3"]["object"]["key"]
+            for m in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", [])
+            for r in json.loads(m["Body"]).get("Records", [])]
+    assert keys == ["in/a+b.csv"]
+
+
 def test_putting_an_event_invoke_config_replaces_it(emulator):
     iam, aws_lambda = emulator.client("iam"), emulator.client("lambda")
     role = iam.create_role(RoleName="fn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
