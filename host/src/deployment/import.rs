@@ -309,6 +309,23 @@ impl Engine<'_> {
                 .resolve_adopted(input, snapshot, &mut state, &records)
                 .await?;
         }
+        // A resource read while a property still named another adopted resource was read
+        // without the template's spelling of it (an alias's target key by ARN, where KMS
+        // answers the key id): read again with the resolved properties, so the same value in
+        // another spelling is not recorded as a change the next deploy would make.
+        let stale: Vec<&String> = wanted
+            .keys()
+            .filter(|id| needs_reread(&planned.properties[*id], &resolved.properties[*id]))
+            .collect();
+        for (logical_id, live) in
+            reread(providers, &resolved, template, &decisions, &records, stale).await
+        {
+            // A read that fails now keeps what the first one found.
+            if let (Some(live), Some((record, observed))) = (live, records.get_mut(&logical_id)) {
+                record.observed_properties = Some(live.clone());
+                *observed = Some(live);
+            }
+        }
         let siblings: Vec<(&str, &Map<String, Value>)> = resolved
             .properties
             .iter()
@@ -505,6 +522,48 @@ async fn adopt_all(
         .await
 }
 
+/// Whether a resource read with `planned` properties must be read again with `resolved`: a
+/// value that named a resource not adopted yet is known now.
+fn needs_reread(planned: &Map<String, Value>, resolved: &Map<String, Value>) -> bool {
+    planned.iter().any(|(key, value)| {
+        contains_unknown(value) && resolved.get(key).is_some_and(|v| !contains_unknown(v))
+    })
+}
+
+/// What AWS reports of each of `ids` (already adopted into `records`), read with its resolved
+/// properties; `None` when the read failed or found nothing.
+async fn reread(
+    providers: &dyn ProviderSet,
+    resolved: &StackPlan,
+    template: &crate::analyzer::template::Template,
+    decisions: &BTreeMap<String, Decision>,
+    records: &BTreeMap<String, Adopted>,
+    ids: Vec<&String>,
+) -> Vec<(String, Option<Map<String, Value>>)> {
+    futures_util::stream::iter(ids)
+        .map(|logical_id| async move {
+            let kind = &template.resources[logical_id].kind;
+            let provider = providers.for_decision(kind, &decisions[logical_id]);
+            let physical_id = &records[logical_id].0.physical_id;
+            let live = match provider
+                .read_current_state(
+                    kind,
+                    logical_id,
+                    physical_id,
+                    &resolved.properties[logical_id],
+                )
+                .await
+            {
+                Ok(Observation::Live(live)) => Some(live),
+                _ => None,
+            };
+            (logical_id.clone(), live)
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await
+}
+
 /// The properties recorded for an adopted resource: the template's, with AWS's value where AWS
 /// reports one for a declared key (a deploy then shows the difference as an update), and
 /// without the keys still unknown (they name resources not adopted yet).
@@ -544,5 +603,19 @@ mod tests {
             Value::Object(recorded),
             json!({"A": 2, "B": "x", "Code": {"ZipFile": "z"}})
         );
+    }
+
+    #[test]
+    fn a_resource_read_before_its_references_were_known_is_read_again() {
+        let planned = json!({"AliasName": "alias/a",
+            "TargetKeyId": crate::analyzer::intrinsics::unknown("Key.Arn")});
+        let resolved = json!({"AliasName": "alias/a", "TargetKeyId": "arn:aws:kms:r:1:key/k"});
+        let still = json!({"AliasName": "alias/a",
+            "TargetKeyId": crate::analyzer::intrinsics::unknown("Key.Arn")});
+        let known = json!({"AliasName": "alias/a"});
+        let map = |v: &Value| v.as_object().unwrap().clone();
+        assert!(needs_reread(&map(&planned), &map(&resolved)));
+        assert!(!needs_reread(&map(&planned), &map(&still)));
+        assert!(!needs_reread(&map(&known), &map(&known)));
     }
 }
