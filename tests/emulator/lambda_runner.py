@@ -133,6 +133,7 @@ class LambdaRunner:
         if not name or "/" in name:
             return None
         qualifier = parse_qs(request["query"]).get("Qualifier", [None])[0]
+        from moto.awslambda.exceptions import UnknownFunctionException
         from moto.awslambda.utils import get_backend
         from moto.iam.models import get_account_id_from
 
@@ -140,7 +141,13 @@ class LambdaRunner:
         try:
             backend = get_backend(account, request["region"])
             fn = backend.get_function(name, qualifier)
-        except Exception:  # unknown function or qualifier: moto answers its error
+        except UnknownFunctionException as err:
+            # As AWS: 404 ResourceNotFoundException (moto's own Invoke answered 200 `{}` for a
+            # function that does not exist, so a deleted handler seemed to run).
+            return self._answer(start_response, "404 Not Found", {
+                "Content-Type": "application/json", "x-amzn-ErrorType": "ResourceNotFoundException",
+                "x-amzn-RequestId": str(uuid.uuid4())}, err.description.encode())
+        except Exception:  # an unknown qualifier: moto answers its error
             return None
         kind = runtime_kind(fn)
         if kind is None:

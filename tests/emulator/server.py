@@ -508,6 +508,162 @@ class Emulator:
         self.fault_pass_through_share = float(os.environ.get("EMU_FAULT_PASS_THROUGH_SHARE", "0"))
         self.random_hits = {}  # "status code" -> random faults answered so far
         self.random = random.Random(int(os.environ.get("EMU_FAULT_SEED", "0")) or None)
+from moto.ec2.models.security_groups import SecurityGroupRule as _SecurityGroupRule  # noqa: E402
+
+# As AWS: DescribeSecurityGroupRules answers a rule's Description whatever its source (moto
+# answered it only for CIDR sources, so a rule from another group lost its description).
+_SecurityGroupRule.description = property(
+    lambda self: self.ip_range.get("Description") or (self.source_group or {}).get("Description"))
+
+# NAT gateways, as AWS: DeleteNatGateway leaves the gateway `deleting` for EMU_NAT_DELETE_SECONDS
+# (default 1; AWS takes about a minute), then `deleted` with its network interface gone and its
+# EIP disassociated (moto marked it deleted at once and kept the interface and the association
+# forever); an unknown id is NatGatewayNotFound (moto failed with a 500). While an interface or
+# a NAT gateway is in a subnet, DeleteSubnet is refused with DependencyViolation, and an EIP a
+# NAT gateway still holds cannot be released (InvalidIPAddress.InUse); moto allowed both.
+NAT_DELETE_SECONDS = float(os.environ.get("EMU_NAT_DELETE_SECONDS", "1"))
+_moto_describe_nat_gateways = _Ec2Backend.describe_nat_gateways
+_moto_get_all_network_interfaces = _Ec2Backend.get_all_network_interfaces
+_moto_describe_addresses = _Ec2Backend.describe_addresses
+_moto_delete_subnet = _Ec2Backend.delete_subnet
+_moto_release_address = _Ec2Backend.release_address
+
+
+def _settle_nat_gateways(backend):
+    """Finishes the deletes whose time has come: a NAT gateway `deleted`, its interface gone;
+    a deleted Lambda function's interfaces released."""
+    now = time.monotonic()
+    for eni in list(backend.enis.values()):
+        due = getattr(eni, "_emulator_release_at", None)
+        if due is not None and now >= due:
+            backend.enis.pop(eni.id, None)
+    for gateway in list(backend.nat_gateways.values()):
+        due = getattr(gateway, "_emulator_deleted_at", None)
+        if gateway.state != "deleting" or due is None or now < due:
+            continue
+        gateway.state = "deleted"
+        eni = gateway._eni
+        for address in list(backend.addresses):
+            if address.eni is eni:
+                backend.disassociate_address(address=address.public_ip)
+        backend.enis.pop(eni.id, None)
+
+
+def _delete_nat_gateway_as_aws(self, nat_gateway_id):
+    from moto.ec2.exceptions import EC2ClientError
+
+    _settle_nat_gateways(self)
+    gateway = self.nat_gateways.get(nat_gateway_id)
+    if gateway is None:
+        raise EC2ClientError("NatGatewayNotFound", f"The Nat Gateway {nat_gateway_id} was not found")
+    if gateway.state not in ("deleting", "deleted"):
+        gateway.state = "deleting"
+        gateway._emulator_deleted_at = time.monotonic() + NAT_DELETE_SECONDS
+        _settle_nat_gateways(self)
+    return gateway
+
+
+def _describe_nat_gateways_settled(self, *args, **kwargs):
+    _settle_nat_gateways(self)
+    return _moto_describe_nat_gateways(self, *args, **kwargs)
+
+
+def _get_all_network_interfaces_settled(self, *args, **kwargs):
+    _settle_nat_gateways(self)
+    return _moto_get_all_network_interfaces(self, *args, **kwargs)
+
+
+def _describe_addresses_settled(self, *args, **kwargs):
+    _settle_nat_gateways(self)
+    return _moto_describe_addresses(self, *args, **kwargs)
+
+
+def _delete_subnet_as_aws(self, subnet_id):
+    _settle_nat_gateways(self)
+    in_use = [e.id for e in self.enis.values() if getattr(e.subnet, "id", None) == subnet_id]
+    in_use += [g.id for g in self.nat_gateways.values() if g.subnet_id == subnet_id and g.state != "deleted"]
+    if in_use:
+        raise _Ec2DependencyViolation(f"The subnet '{subnet_id}' has dependencies and cannot be deleted.")
+    return _moto_delete_subnet(self, subnet_id)
+
+
+def _release_address_as_aws(self, address=None, allocation_id=None):
+    from moto.ec2.exceptions import EC2ClientError
+
+    _settle_nat_gateways(self)
+    eips = self.address_by_ip([address]) if address else self.address_by_allocation([allocation_id])
+    held = [g for g in self.nat_gateways.values() if g.state != "deleted" and eips and eips[0].eni is g._eni]
+    if held:
+        raise EC2ClientError("InvalidIPAddress.InUse", f"Address {eips[0].public_ip} is in use.")
+    return _moto_release_address(self, address=address, allocation_id=allocation_id)
+
+
+
+# Lambda functions in a VPC, as AWS: CreateFunction with VpcConfig makes one network interface
+# per subnet (type `lambda`, requester-managed, "AWS Lambda VPC ENI-<function>-…", in the
+# function's security groups); DeleteFunction releases them EMU_LAMBDA_ENI_RELEASE_SECONDS later
+# (default 2; AWS takes up to about 20 minutes). While they are there the subnets cannot be
+# deleted and neither can their security groups (DependencyViolation). moto made no interface.
+LAMBDA_ENI_RELEASE_SECONDS = float(os.environ.get("EMU_LAMBDA_ENI_RELEASE_SECONDS", "2"))
+LAMBDA_ENI_PREFIX = "AWS Lambda VPC ENI-"
+
+from moto.awslambda.models import LambdaBackend as _LambdaBackend  # noqa: E402
+
+_moto_create_function = _LambdaBackend.create_function
+_moto_delete_function = _LambdaBackend.delete_function
+_moto_delete_security_group = _Ec2Backend.delete_security_group
+
+
+def _ec2_backend(account_id, region):
+    from moto.ec2.models import ec2_backends
+
+    return ec2_backends[account_id][region]
+
+
+def _create_function_with_interfaces(self, spec):
+    fn = _moto_create_function(self, spec)
+    config = spec.get("VpcConfig") or {}
+    ec2 = _ec2_backend(self.account_id, self.region_name)
+    for subnet_id in config.get("SubnetIds") or []:
+        subnet = next((n for subnets in ec2.subnets.values() for i, n in subnets.items() if i == subnet_id), None)
+        if subnet is None:
+            continue
+        eni = ec2.create_network_interface(
+            subnet, None, group_ids=list(config.get("SecurityGroupIds") or []),
+            description=f"{LAMBDA_ENI_PREFIX}{fn.function_name}-{random.getrandbits(64):016x}")
+        eni.interface_type = "lambda"
+        eni.requester_managed = True
+    return fn
+
+
+def _delete_function_releasing_interfaces(self, function_name, qualifier=None):
+    name = function_name.split(":")[6] if function_name.startswith("arn:") else function_name
+    _moto_delete_function(self, function_name, qualifier)
+    if qualifier:
+        return
+    ec2 = _ec2_backend(self.account_id, self.region_name)
+    for eni in ec2.enis.values():
+        if (eni.description or "").startswith(f"{LAMBDA_ENI_PREFIX}{name}-"):
+            eni._emulator_release_at = time.monotonic() + LAMBDA_ENI_RELEASE_SECONDS
+
+
+def _delete_security_group_as_aws(self, name=None, group_id=None):
+    _settle_nat_gateways(self)
+    if group_id and any(group_id in [g.id for g in eni._group_set] for eni in self.enis.values()):
+        raise _Ec2DependencyViolation(f"resource {group_id} has a dependent object")
+    return _moto_delete_security_group(self, name=name, group_id=group_id)
+
+
+_LambdaBackend.create_function = _create_function_with_interfaces
+_LambdaBackend.delete_function = _delete_function_releasing_interfaces
+_Ec2Backend.delete_security_group = _delete_security_group_as_aws
+_Ec2Backend.delete_nat_gateway = _delete_nat_gateway_as_aws
+_Ec2Backend.describe_nat_gateways = _describe_nat_gateways_settled
+_Ec2Backend.get_all_network_interfaces = _get_all_network_interfaces_settled
+_Ec2Backend.describe_addresses = _describe_addresses_settled
+_Ec2Backend.delete_subnet = _delete_subnet_as_aws
+_Ec2Backend.release_address = _release_address_as_aws
+
         self.rules = []
         self.rate_limits = _rate_limits(json.loads(os.environ.get("EMU_RATE_LIMITS") or "{}"))
         self.throttled = {}  # service -> requests answered with throttling by its rate limit
@@ -540,6 +696,7 @@ class Emulator:
         with self.lock:
             self.request_log.write(f"{started:.4f} {time.time():.4f} {request['service'] or '-'} {request['action'] or '-'} {request['method']} {request['path']}\n")
             self.request_log.flush()
+        self.body_contains = spec.get("bodyContains")  # e.g. a function's name in CreateFunction
         return answer
 
     def _answer(self, environ, start_response):
@@ -557,6 +714,7 @@ class Emulator:
                 self.stats_by_key.clear()
                 self.throttled.clear()
         request = self._describe(environ)
+            and (self.body_contains is None or self.body_contains in request_body(request))
         if not path.startswith("/moto-api"):
             self._count(request)
             if self.latency_ms > 0:
@@ -564,6 +722,17 @@ class Emulator:
             if not self._within_rate_limit(request):
                 if request["service"] == "s3":
                     return self._error(start_response, request, 503, "SlowDown", "Please reduce your request rate.")
+def request_body(request):
+    """The request's body as text (read once, on demand: only `bodyContains` rules need it)."""
+    if "body" not in request:
+        environ = request["environ"]
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        request["body"] = body.decode("utf-8", "replace")
+    return request["body"]
+
+
                 return self._error(start_response, request, 400, "ThrottlingException", "Rate exceeded")
             fault = self._fault_for(request)
             if fault is not None:
@@ -687,7 +856,7 @@ class Emulator:
         reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 409: "Conflict",
                   412: "Precondition Failed", 500: "Internal Server Error", 501: "Not Implemented",
                   503: "Service Unavailable"}.get(status, "Error")
-        if request["target"]:
+        if request["target"] or request["service"] == "lambda":  # JSON protocols (Lambda's REST-JSON too)
             body = json.dumps({"__type": code, "message": message})
             content_type = "application/x-amz-json-1.0"
         elif request["service"] == "s3":
@@ -743,6 +912,7 @@ class Emulator:
         return [data]
 
     # -- control endpoints ------------------------------------------------------------------
+            "environ": environ,
 
     def _control(self, environ, start_response, path):
         method = environ.get("REQUEST_METHOD", "GET")

@@ -1766,3 +1766,85 @@ def test_deleting_a_missing_network_acl_entry_is_not_found(emulator):
     with pytest.raises(ec2.exceptions.ClientError) as refused:
         ec2.delete_network_acl_entry(NetworkAclId=acl, RuleNumber=100, Egress=False)
     assert refused.value.response["Error"]["Code"] == "InvalidNetworkAclEntry.NotFound"
+
+
+def test_a_nat_gateway_is_deleting_then_deleted_taking_its_interface_and_holding_its_subnet_and_eip(emulator):
+    import server
+
+    ec2 = emulator.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.78.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.78.1.0/24")["Subnet"]["SubnetId"]
+    allocation = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    nat = ec2.create_nat_gateway(SubnetId=subnet, AllocationId=allocation)["NatGateway"]["NatGatewayId"]
+    interfaces = lambda: [e["NetworkInterfaceId"] for e in ec2.describe_network_interfaces(
+        Filters=[{"Name": "subnet-id", "Values": [subnet]}])["NetworkInterfaces"]]
+    assert len(interfaces()) == 1
+    for call, code in [(lambda: ec2.delete_subnet(SubnetId=subnet), "DependencyViolation"),
+                       (lambda: ec2.release_address(AllocationId=allocation), "InvalidIPAddress.InUse")]:
+        with pytest.raises(ec2.exceptions.ClientError) as refused:
+            call()
+        assert refused.value.response["Error"]["Code"] == code
+    ec2.delete_nat_gateway(NatGatewayId=nat)
+    state = lambda: ec2.describe_nat_gateways(NatGatewayIds=[nat])["NatGateways"][0]["State"]
+    assert state() == "deleting"
+    time.sleep(server.NAT_DELETE_SECONDS + 0.2)
+    assert state() == "deleted"
+    assert interfaces() == []
+    ec2.release_address(AllocationId=allocation)
+    ec2.delete_subnet(SubnetId=subnet)
+    with pytest.raises(ec2.exceptions.ClientError) as unknown:
+        ec2.delete_nat_gateway(NatGatewayId="nat-0000000000000000a")
+    assert unknown.value.response["Error"]["Code"] == "NatGatewayNotFound"
+
+
+def test_a_rule_from_another_group_keeps_its_description(emulator):
+    ec2 = emulator.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.79.0.0/16")["Vpc"]["VpcId"]
+    db = ec2.create_security_group(VpcId=vpc, GroupName="db", Description="db")["GroupId"]
+    app = ec2.create_security_group(VpcId=vpc, GroupName="app", Description="app")["GroupId"]
+    ec2.authorize_security_group_ingress(GroupId=db, IpPermissions=[{
+        "IpProtocol": "tcp", "FromPort": 5432, "ToPort": 5432,
+        "UserIdGroupPairs": [{"GroupId": app, "Description": "postgres from app"}]}])
+    rules = ec2.describe_security_group_rules(Filters=[{"Name": "group-id", "Values": [db]}])["SecurityGroupRules"]
+    assert [r.get("Description") for r in rules if not r["IsEgress"]] == ["postgres from app"]
+
+
+def test_invoking_a_function_that_does_not_exist_is_resource_not_found(emulator):
+    aws_lambda = emulator.client("lambda")
+    with pytest.raises(aws_lambda.exceptions.ResourceNotFoundException):
+        aws_lambda.invoke(FunctionName="arn:aws:lambda:us-east-1:123456789012:function:gone", Payload=b"{}")
+
+
+def test_a_fault_rule_can_match_the_request_body_and_lambda_faults_are_json(emulator):
+    emulator.post("/_emulator/faults", {"rules": [{
+        "service": "lambda", "method": "POST", "pathContains": "/functions", "bodyContains": "refused-fn",
+        "status": 400, "code": "InvalidParameterValueException", "message": "no"}]})
+    _function(emulator, "accepted-fn", {"index.js": "exports.handler = async () => 1;"})
+    with pytest.raises(emulator.client("lambda").exceptions.InvalidParameterValueException):
+        _function(emulator, "refused-fn", {"index.js": "exports.handler = async () => 1;"})
+    assert emulator.get("/_emulator/faults")["rules"][0]["hits"] == 1
+
+
+def test_a_vpc_function_has_interfaces_that_hold_its_subnets_and_group_until_released(emulator):
+    import server
+
+    ec2 = emulator.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.80.0.0/16")["Vpc"]["VpcId"]
+    subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.80.{i}.0/24")["Subnet"]["SubnetId"] for i in (1, 2)]
+    group = ec2.create_security_group(VpcId=vpc, GroupName="fn", Description="fn")["GroupId"]
+    aws_lambda = _function(emulator, "in-vpc", {"index.js": "exports.handler = async () => 1;"},
+                           VpcConfig={"SubnetIds": subnets, "SecurityGroupIds": [group]})
+    interfaces = lambda: ec2.describe_network_interfaces(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["NetworkInterfaces"]
+    assert sorted(e["SubnetId"] for e in interfaces()) == sorted(subnets)
+    assert all(e["InterfaceType"] == "lambda" and e["Description"].startswith("AWS Lambda VPC ENI-in-vpc-")
+               for e in interfaces())
+    aws_lambda.delete_function(FunctionName="in-vpc")
+    for call in (lambda: ec2.delete_subnet(SubnetId=subnets[0]), lambda: ec2.delete_security_group(GroupId=group)):
+        with pytest.raises(ec2.exceptions.ClientError) as refused:
+            call()
+        assert refused.value.response["Error"]["Code"] == "DependencyViolation"
+    time.sleep(server.LAMBDA_ENI_RELEASE_SECONDS + 0.2)
+    assert interfaces() == []
+    ec2.delete_security_group(GroupId=group)
+    for subnet in subnets:
+        ec2.delete_subnet(SubnetId=subnet)
