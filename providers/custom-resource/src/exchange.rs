@@ -56,6 +56,9 @@ impl Response {
 
 /// How long a handler may take to answer: CloudFormation's one hour.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(3600);
+/// How long after an interrupted run sent a request (its placeholder's age) the next run waits
+/// for that request's answer before sending it again.
+const RESEND_GRACE: Duration = Duration::from_secs(30);
 /// The largest `Data` CloudFormation accepts.
 const MAX_DATA_BYTES: usize = 4096;
 /// The key prefix of response placeholders in the state bucket (the state spec's layout).
@@ -137,30 +140,136 @@ impl<'a> Exchange<'a> {
     ) -> Result<Response, ProviderError> {
         let what = self.what();
         let function = service_token(&what, properties)?;
-        let request_id = request_id(token, request_type);
-        let key = format!("{RESPONSES}/{request_id}.json");
-        // The placeholder first, as the spec says, so a stranded key is always cdkd's.
-        self.s3
+        let this_request = request_id(token, request_type, &self.logical_id, physical_id);
+        let key = format!("{RESPONSES}/{this_request}.json");
+        // The placeholder first, as the spec says, so a stranded key is always cdkd's. A request
+        // id an interrupted run already used (a create's token, a delete's physical id) finds
+        // its placeholder there, with the handler's answer in it when the handler finished
+        // after that run died, or the receipt a finished delete leaves: that answer is this
+        // request's, and the handler is not asked again (CDK's handlers are not idempotent: a
+        // second Delete of the default-SG restriction fails on the rules the first restored).
+        let outcome = match self.earlier_answer(&key).await? {
+            Some(answer) => {
+                tracing::info!(
+                    "{what}: the handler had already answered this {} request (sent by an interrupted run); its answer is used",
+                    request_type.as_str()
+                );
+                read_response(&what, request_type, physical_id, &answer, "")
+            }
+            None => {
+                self.exchange(
+                    request_type,
+                    properties,
+                    old_properties,
+                    physical_id,
+                    &function,
+                    &this_request,
+                    &key,
+                )
+                .await
+            }
+        };
+        self.remove_placeholder(&key).await;
+        match (&outcome, request_type, physical_id) {
+            // A finished delete leaves a receipt until the record's removal is surely saved: a
+            // run killed before that save sends the same Delete again and finds it.
+            (Ok(_), RequestType::Delete, Some(id)) => self.write_receipt(&key, id).await,
+            // A create or update answered with a physical id a receipt names (a handler that
+            // reuses ids): that receipt belonged to the resource's earlier life.
+            (Ok(response), RequestType::Create | RequestType::Update, _) => {
+                let earlier = request_id(
+                    "",
+                    RequestType::Delete,
+                    &self.logical_id,
+                    Some(&response.physical_id),
+                );
+                self.remove_placeholder(&format!("{RESPONSES}/{earlier}.json"))
+                    .await;
+            }
+            _ => {}
+        }
+        outcome
+    }
+
+    /// The receipt of a finished delete: SUCCESS and the physical id, nothing of the answer's
+    /// data.
+    async fn write_receipt(&self, key: &str, physical_id: &str) {
+        let receipt = json!({"Status": "SUCCESS", "PhysicalResourceId": physical_id, "Reason": "receipt of a finished delete"});
+        let written = self
+            .s3
             .put_object()
             .bucket(&self.bucket.name)
-            .key(&key)
+            .key(key)
+            .body(ByteStream::from(receipt.to_string().into_bytes()))
+            .send()
+            .await;
+        if let Err(err) = written {
+            tracing::warn!(
+                "could not write the delete receipt {key}: {}",
+                cdkd_aws_common::error_line(&err)
+            );
+        }
+    }
+
+    /// Writes the empty placeholder at `key` unless one is there; returns the answer an
+    /// earlier run's handler PUT into it, if any.
+    async fn earlier_answer(&self, key: &str) -> Result<Option<Value>, ProviderError> {
+        let what = self.what();
+        let written = self
+            .s3
+            .put_object()
+            .bucket(&self.bucket.name)
+            .key(key)
+            .if_none_match("*")
             .body(ByteStream::from_static(b""))
             .send()
-            .await
-            .map_err(|err| aws_error(&format!("{what}: writing {key}"), err))?;
-        let outcome = self
-            .exchange(
-                request_type,
-                properties,
-                old_properties,
-                physical_id,
-                &function,
-                &request_id,
-                &key,
-            )
             .await;
-        self.remove_placeholder(&key).await;
-        outcome
+        let err = match written {
+            Ok(_) => return Ok(None),
+            Err(err) => err,
+        };
+        let exists = err
+            .raw_response()
+            .is_some_and(|r| r.status().as_u16() == 412 || r.status().as_u16() == 409);
+        if !exists {
+            return Err(aws_error(&format!("{what}: writing {key}"), err));
+        }
+        // The interrupted run's request may still be running: its answer is awaited for up to
+        // RESEND_GRACE after the placeholder was written, before the request is sent again.
+        let mut wait = Duration::from_millis(200);
+        loop {
+            let object = self
+                .s3
+                .get_object()
+                .bucket(&self.bucket.name)
+                .key(key)
+                .send()
+                .await
+                .map_err(|err| aws_error(&format!("{what}: reading {key}"), err))?;
+            let written = object
+                .last_modified()
+                .and_then(|t| std::time::SystemTime::try_from(*t).ok());
+            let body = object
+                .body
+                .collect()
+                .await
+                .map(|b| b.into_bytes().to_vec())
+                .unwrap_or_default();
+            if let Some(answer) = earlier_response(&body) {
+                return Ok(Some(answer));
+            }
+            let age = written
+                .and_then(|t| t.elapsed().ok())
+                .unwrap_or(RESEND_GRACE);
+            if age >= RESEND_GRACE {
+                return Ok(None);
+            }
+            tracing::info!(
+                "{what}: an interrupted run sent this request {age:.0?} ago; waiting up to {RESEND_GRACE:?} for its answer before sending it again"
+            );
+            tokio::time::sleep(wait.min(RESEND_GRACE - age)).await;
+            wait = (wait * 2).min(Duration::from_secs(2));
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -418,14 +527,41 @@ fn service_token(what: &str, properties: &Map<String, Value>) -> Result<Handler,
     }
 }
 
-/// The request id: the create's token (stable across its retries), else fresh.
-fn request_id(token: &str, request_type: RequestType) -> String {
-    let unique = if token.is_empty() {
-        format!("{:032x}", rand::random::<u128>())
-    } else {
-        token.to_string()
+/// The request id: the create's token (stable across its retries and the runs that resume
+/// it); a delete's is derived from the logical and physical id (the same for every run that
+/// deletes that resource); an update's is fresh.
+fn request_id(
+    token: &str,
+    request_type: RequestType,
+    logical_id: &str,
+    physical_id: Option<&str>,
+) -> String {
+    let unique = match (request_type, physical_id) {
+        _ if !token.is_empty() => token.to_string(),
+        (RequestType::Delete, Some(id)) => {
+            let text = format!("{logical_id}\n{id}");
+            format!("{:016x}{:016x}", fnv1a(&text, 0), fnv1a(&text, 1))
+        }
+        _ => format!("{:032x}", rand::random::<u128>()),
     };
     format!("{unique}-{}", request_type.as_str().to_lowercase())
+}
+
+/// FNV-1a, 64 bits, over `seed` and `text`: a stable name for a text of any characters.
+fn fnv1a(text: &str, seed: u8) -> u64 {
+    std::iter::once(seed)
+        .chain(text.bytes())
+        .fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
+/// A placeholder's content: the handler's answer, or None while it is empty (the handler has
+/// not answered) or not a response document.
+fn earlier_response(body: &[u8]) -> Option<Value> {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .filter(|answer| answer.get("Status").is_some())
 }
 
 /// Properties as CloudFormation hands them to a handler: every scalar a string.
@@ -617,12 +753,43 @@ mod tests {
     #[test]
     fn a_create_keeps_its_request_id_across_retries() {
         assert_eq!(
-            request_id("cdkd-run-1", RequestType::Create),
-            request_id("cdkd-run-1", RequestType::Create)
+            request_id("cdkd-run-1", RequestType::Create, "Res", None),
+            request_id("cdkd-run-1", RequestType::Create, "Res", None)
         );
         assert_ne!(
-            request_id("", RequestType::Delete),
-            request_id("", RequestType::Delete)
+            request_id("", RequestType::Update, "Res", Some("p-1")),
+            request_id("", RequestType::Update, "Res", Some("p-1"))
         );
+    }
+
+    #[test]
+    fn a_delete_resent_after_a_crash_has_the_interrupted_run_s_request_id() {
+        let first = request_id("", RequestType::Delete, "Res", Some("cdkd-a|b/c"));
+        assert_eq!(
+            first,
+            request_id("", RequestType::Delete, "Res", Some("cdkd-a|b/c"))
+        );
+        assert!(first.ends_with("-delete"));
+        assert!(first
+            .trim_end_matches("-delete")
+            .chars()
+            .all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(
+            first,
+            request_id("", RequestType::Delete, "Res", Some("cdkd-a|b/d"))
+        );
+        assert_ne!(
+            first,
+            request_id("", RequestType::Delete, "Other", Some("cdkd-a|b/c"))
+        );
+    }
+
+    #[test]
+    fn only_an_answered_placeholder_holds_an_earlier_answer() {
+        assert_eq!(earlier_response(b""), None);
+        assert_eq!(earlier_response(b"not json"), None);
+        assert_eq!(earlier_response(b"{}"), None);
+        let answer = earlier_response(br#"{"Status":"SUCCESS","PhysicalResourceId":"p"}"#);
+        assert_eq!(answer.unwrap()["Status"], "SUCCESS");
     }
 }
