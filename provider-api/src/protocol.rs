@@ -53,9 +53,14 @@ pub struct FindCreatedRequest {
     /// The create's idempotency token (its `clientToken`).
     pub token: String,
     /// The properties the create was sent (to narrow the search: a subnet's VPC, a pair's two
-    /// ids); may be empty when the run that made it is gone.
+    /// ids); may be empty when the run that made it is gone. Since 0.1.8 the host fills in
+    /// the type's [`ResourceTypeSchema::find_scope`] properties it could resolve.
     #[serde(default)]
     pub properties: Map<String, Value>,
+    /// The stack name the create reported (added in 0.1.8), so a name generated from the
+    /// token can be generated again; empty from an older host.
+    #[serde(default)]
+    pub stack_name: String,
 }
 
 /// What a [`FindCreatedRequest`] found.
@@ -112,6 +117,13 @@ pub struct ResourceTypeSchema {
     /// wherever cdkd prints state.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sensitive_attributes: Vec<String>,
+    /// The properties `find_created` needs from the create to search (added in 0.1.8): the
+    /// parent a child lives in (a log stream's `LogGroupName`, an alias's `FunctionName`) and
+    /// its own name property. The host records their template values with the create's intent
+    /// and resolves them from state after a crash; never list a property that may hold a
+    /// secret.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub find_scope: Vec<String>,
 }
 
 impl ResourceTypeSchema {

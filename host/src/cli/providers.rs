@@ -13,6 +13,8 @@ use super::{table, CommandContext};
 use crate::aws_env::AwsEnvironment;
 use crate::provisioning::registry::{PluginStatus, Registry, Route, TypeOwner};
 
+// Parsed once per process: boxing the large `Call` variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum ProvidersCommand {
     /// List the plugins of the plugins file: version, provider-api version, status, types.
@@ -53,6 +55,10 @@ pub enum ProvidersCommand {
         /// The stack name to report (used for generated names).
         #[arg(long, default_value = "")]
         stack_name: String,
+        /// The create's idempotency token (create: generated names derive from it;
+        /// find_created: the token to look for).
+        #[arg(long, default_value = "")]
+        token: String,
         /// The attribute to read (get_attribute).
         #[arg(long)]
         attribute: Option<String>,
@@ -82,6 +88,7 @@ pub async fn run(context: &CommandContext, command: ProvidersCommand) -> anyhow:
             properties,
             previous_properties,
             stack_name,
+            token,
             attribute,
             timeout,
         } => {
@@ -101,6 +108,8 @@ pub async fn run(context: &CommandContext, command: ProvidersCommand) -> anyhow:
                 "logicalId": logical_id,
                 "physicalId": physical_id.unwrap_or_default(),
                 "stackName": stack_name,
+                "clientToken": token,
+                "token": token,
                 "properties": properties,
                 "previousProperties": previous_properties,
                 "attribute": attribute.unwrap_or_default(),

@@ -203,6 +203,8 @@ impl ResourceOperations for FakeCloud {
         _resource_type: &str,
         logical_id: &str,
         token: &str,
+        _stack: &str,
+        _scope: &Map<String, Value>,
     ) -> Result<Option<Found>, ProviderError> {
         self.enter("find", logical_id).await?;
         let cloud = guard(&self.cloud);

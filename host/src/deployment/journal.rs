@@ -115,6 +115,11 @@ pub struct CreateIntent {
     pub physical_name: Option<String>,
     /// The layer the create goes through.
     pub provisioned_by: ProvisionedBy,
+    /// For a type found by its token within a parent (a log stream in its group): the
+    /// template values of the properties its provider searches in (`Ref`s and `Fn::GetAtt`s
+    /// unresolved; never a secret: the plugin names them), resolved from state after a crash.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub scope: Map<String, Value>,
     /// For a replacement: the record of the resource being replaced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces: Option<ResourceState>,

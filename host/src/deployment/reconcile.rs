@@ -16,10 +16,12 @@
 //! A create with no physical name (a type with no name property) is found by its token instead:
 //! a plugin that lists `find_created` looks up the resource it tagged with the token at creation
 //! (or gave the service as its client token); through Cloud Control the token still
-//! deduplicates a resumed create within 36 hours. Otherwise cdkd names the resource in a
-//! warning, with the tag to look for, so a person can check.
+//! deduplicates a resumed create within 36 hours. A child resource (a log stream, an alias) is
+//! found by the name it took within its parent: the intent records the template values of the
+//! properties its plugin searches in, resolved here from state. Otherwise cdkd names the
+//! resource in a warning, with the call that finds it, so a person can check.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use cdkd_provider_api::protocol::CREATE_TOKEN_TAG;
 use cdkd_provider_api::ErrorKind;
@@ -28,6 +30,7 @@ use serde_json::{Map, Value};
 use super::deletes::is_retained;
 use super::journal::CreateIntent;
 use super::report::Reporter;
+use crate::analyzer::ref_values::RefValues;
 use crate::provisioning::operations::{ProviderSet, ResourceOperations};
 use crate::provisioning::provider::{AccountIds, Found};
 use crate::state::schema::{now_millis, ProvisionedBy, ResourceState, StackState};
@@ -67,11 +70,132 @@ pub enum Decision {
     Unknown(String),
 }
 
-/// Decides one intent against the state record and AWS.
+/// Decides one intent of `stack` against the state record and AWS.
 pub async fn decide(
     providers: &dyn ProviderSet,
+    stack: &str,
     intent: &CreateIntent,
     state: Option<&StackState>,
+    ids: &AccountIds,
+) -> Decision {
+    decide_within(providers, stack, intent, state, &BTreeMap::new(), ids).await
+}
+
+/// Decides every intent. A child whose parent the interrupted run was making too (its scope
+/// refers to another intent's logical id, not to a record) is decided after that parent: a
+/// parent that does not exist has no children, and one that does tells the child where to look.
+pub async fn decide_all(
+    providers: &dyn ProviderSet,
+    stack: &str,
+    intents: &[CreateIntent],
+    state: Option<&StackState>,
+    ids: &AccountIds,
+) -> Vec<Decision> {
+    let recorded = |id: &str| state.is_some_and(|s| s.resources.contains_key(id));
+    let pending: BTreeSet<&str> = intents.iter().map(|i| i.logical_id.as_str()).collect();
+    let mut decisions: Vec<Option<Decision>> = vec![None; intents.len()];
+    let mut parents: BTreeMap<String, Parent> = BTreeMap::new();
+    loop {
+        let ready: Vec<usize> = (0..intents.len())
+            .filter(|&i| decisions[i].is_none())
+            .filter(|&i| {
+                scope_references(&intents[i].scope).iter().all(|id| {
+                    recorded(id) || !pending.contains(id.as_str()) || parents.contains_key(id)
+                })
+            })
+            .collect();
+        if ready.is_empty() {
+            break;
+        }
+        // Each wave's lookups at once: each is a round trip, and a crashed VPC deploy leaves
+        // dozens.
+        let wave = futures_util::future::join_all(
+            ready
+                .iter()
+                .map(|&i| decide_within(providers, stack, &intents[i], state, &parents, ids)),
+        )
+        .await;
+        for (i, decision) in ready.into_iter().zip(wave) {
+            let intent = &intents[i];
+            parents.insert(intent.logical_id.clone(), Parent::of(intent, &decision));
+            decisions[i] = Some(decision);
+        }
+    }
+    decisions
+        .into_iter()
+        .map(|d| {
+            d.unwrap_or_else(|| Decision::Unknown("its scope refers to itself in a cycle".into()))
+        })
+        .collect()
+}
+
+/// What a child's lookup learns from its parent's decision.
+#[derive(Debug, Clone)]
+enum Parent {
+    /// The interrupted run made it: the child may be in it.
+    Made {
+        resource_type: String,
+        provisioned_by: ProvisionedBy,
+        found: Found,
+    },
+    /// It does not exist, so no child of it does.
+    Absent,
+    /// Recorded, or a replacement: state answers for it.
+    Recorded,
+    /// It could not be checked: neither can its children.
+    Unknown,
+}
+
+impl Parent {
+    fn of(intent: &CreateIntent, decision: &Decision) -> Parent {
+        match decision {
+            Decision::Unrecorded(found) => Parent::Made {
+                resource_type: intent.resource_type.clone(),
+                provisioned_by: intent.provisioned_by,
+                found: found.clone(),
+            },
+            Decision::Absent => Parent::Absent,
+            Decision::Settled | Decision::ReplacedLeftOver => Parent::Recorded,
+            Decision::Unknown(_) => Parent::Unknown,
+        }
+    }
+}
+
+/// The logical ids a scope's `Ref`s and `Fn::GetAtt`s name.
+fn scope_references(scope: &Map<String, Value>) -> Vec<String> {
+    scope
+        .values()
+        .filter_map(reference)
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// A scope value's reference: the logical id, and the attribute (`None` for a `Ref`).
+fn reference(value: &Value) -> Option<(String, Option<String>)> {
+    let Value::Object(call) = value else {
+        return None;
+    };
+    if call.len() != 1 {
+        return None;
+    }
+    if let Some(Value::String(id)) = call.get("Ref") {
+        return Some((id.clone(), None));
+    }
+    let (id, attribute) = match call.get("Fn::GetAtt")? {
+        Value::Array(pair) => (pair.first()?.as_str()?, pair.get(1)?.as_str()?),
+        Value::String(dotted) => dotted.split_once('.')?,
+        _ => return None,
+    };
+    Some((id.to_string(), Some(attribute.to_string())))
+}
+
+/// [`decide`], with what the parents decided so far.
+async fn decide_within(
+    providers: &dyn ProviderSet,
+    stack: &str,
+    intent: &CreateIntent,
+    state: Option<&StackState>,
+    parents: &BTreeMap<String, Parent>,
     ids: &AccountIds,
 ) -> Decision {
     let record = state.and_then(|s| s.resources.get(&intent.logical_id));
@@ -80,14 +204,27 @@ pub async fn decide(
     }
     let provider = providers.for_layer(&intent.resource_type, intent.provisioned_by);
     let lookup = match intent.physical_name.as_deref() {
-        // No name: the plugin finds what this token made (a tag, the service's client token).
-        None => match provider
-            .find_created(&intent.resource_type, &intent.logical_id, &intent.token)
-            .await
-        {
-            Err(err) if err.kind == ErrorKind::UNSUPPORTED => None,
-            other => Some(other.map_err(|err| err.to_string())),
-        },
+        // No name: the plugin finds what this token made (a tag, the service's client token,
+        // a name generated from it within the scope's parent).
+        None => {
+            let scope = match scope_within(providers, intent, state, parents).await {
+                Ok(scope) => scope,
+                Err(decided) => return decided,
+            };
+            match provider
+                .find_created(
+                    &intent.resource_type,
+                    &intent.logical_id,
+                    &intent.token,
+                    stack,
+                    &scope,
+                )
+                .await
+            {
+                Err(err) if err.kind == ErrorKind::UNSUPPORTED => None,
+                other => Some(other.map_err(|err| err.to_string())),
+            }
+        }
         Some(name) => Some(
             provider
                 .find_named(&intent.resource_type, &intent.logical_id, name, ids)
@@ -96,6 +233,100 @@ pub async fn decide(
         ),
     };
     classify(intent, record, lookup)
+}
+
+/// An intent's scope resolved from state and from parents the interrupted run made; the
+/// decision itself when a parent settles it (absent: so is the child).
+async fn scope_within(
+    providers: &dyn ProviderSet,
+    intent: &CreateIntent,
+    state: Option<&StackState>,
+    parents: &BTreeMap<String, Parent>,
+) -> Result<Map<String, Value>, Decision> {
+    let mut scope = recorded_scope(&intent.scope, state);
+    for (key, value) in &intent.scope {
+        if scope.contains_key(key) {
+            continue;
+        }
+        let Some((id, attribute)) = reference(value) else {
+            continue;
+        };
+        match parents.get(&id) {
+            Some(Parent::Absent) => return Err(Decision::Absent),
+            Some(Parent::Unknown) => {
+                return Err(Decision::Unknown(format!(
+                    "its {key} is {id}'s, and {id} could not be checked either"
+                )))
+            }
+            Some(Parent::Made {
+                resource_type,
+                provisioned_by,
+                found,
+            }) => {
+                let resolved = match attribute {
+                    None => {
+                        Some(RefValues::builtin().value(resource_type, &found.physical_id, None))
+                    }
+                    // An attribute of a resource nobody recorded: its provider reports it.
+                    Some(attribute) => providers
+                        .for_layer(resource_type, *provisioned_by)
+                        .import(resource_type, &id, &found.physical_id, &found.properties)
+                        .await
+                        .map_err(|err| {
+                            Decision::Unknown(format!("reading {id}'s {attribute}: {err}"))
+                        })?
+                        .attributes
+                        .get(&attribute)
+                        .cloned(),
+                };
+                if let Some(resolved) = resolved {
+                    scope.insert(key.clone(), resolved);
+                }
+            }
+            Some(Parent::Recorded) | None => {}
+        }
+    }
+    Ok(scope)
+}
+
+/// Where a person finds what a create of `resource_type` with `token` made, when cdkd cannot.
+fn manual_lookup(resource_type: &str, token: &str) -> String {
+    match resource_type {
+        // Neither can be tagged at creation nor named by cdkd.
+        "AWS::IAM::AccessKey" => "look for a key created at the time of the crash that state does not record: `aws iam list-access-keys --user-name <the key's UserName>`".to_string(),
+        "AWS::Lambda::LayerVersion" => "an extra version is harmless and unreferenced: `aws lambda list-layer-versions --layer-name <the LayerName>`".to_string(),
+        _ => format!(
+            "look for the tag {CREATE_TOKEN_TAG}={token}: `aws resourcegroupstaggingapi get-resources --tag-filters Key={CREATE_TOKEN_TAG},Values={token}`"
+        ),
+    }
+}
+
+/// An intent's scope with what state can tell filled in: literals as they are, `Ref` and
+/// `Fn::GetAtt` of recorded resources as their recorded values. A value state cannot resolve
+/// is left out: the plugin then names what it misses, and the intent stays a warning.
+pub fn recorded_scope(
+    scope: &Map<String, Value>,
+    state: Option<&StackState>,
+) -> Map<String, Value> {
+    let resolve = |value: &Value| -> Option<Value> {
+        if matches!(value, Value::String(_) | Value::Number(_) | Value::Bool(_)) {
+            return Some(value.clone());
+        }
+        let (id, attribute) = reference(value)?;
+        let record = state?.resources.get(&id)?;
+        match attribute {
+            None => Some(RefValues::builtin().value(
+                &record.resource_type,
+                &record.physical_id,
+                record.attributes.as_ref(),
+            )),
+            Some(attribute) => record.attributes.as_ref()?.get(&attribute).cloned(),
+        }
+    };
+    scope
+        .iter()
+        .filter_map(|(key, value)| Some((key.clone(), resolve(value)?)))
+        .collect()
 }
 
 /// What the state record alone settles: a create whose logical id has a record, or a
@@ -125,8 +356,9 @@ pub fn classify(
     }
     match lookup {
         None => Decision::Unknown(format!(
-            "{} has no name cdkd can look it up by, and its provider cannot find it by its create token (look for the tag {CREATE_TOKEN_TAG}={}: `aws resourcegroupstaggingapi get-resources --tag-filters Key={CREATE_TOKEN_TAG},Values={}`)",
-            intent.resource_type, intent.token, intent.token
+            "{} has no name cdkd can look it up by, and its provider cannot find it by its create token ({})",
+            intent.resource_type,
+            manual_lookup(&intent.resource_type, &intent.token)
         )),
         // A replacement whose predecessor is recorded under the same id found itself.
         Some(Ok(Some(found))) if record.is_some_and(|r| r.physical_id == found.physical_id) => {
@@ -149,12 +381,7 @@ pub async fn remove_unrecorded(
     ids: &AccountIds,
 ) -> Vec<CreateIntent> {
     let mut unsettled = Vec::new();
-    let decisions = futures_util::future::join_all(
-        intents
-            .iter()
-            .map(|intent| decide(providers, intent, state, ids)),
-    )
-    .await;
+    let decisions = decide_all(providers, stack, &intents, state, ids).await;
     for (intent, decision) in intents.into_iter().zip(decisions) {
         if !settle_by_removal(reporter, stack, providers, &intent, decision).await {
             unsettled.push(intent);
@@ -249,13 +476,7 @@ pub async fn carry_into_deploy(
 ) -> (BTreeMap<String, Carried>, Vec<CreateIntent>) {
     let mut carried = BTreeMap::new();
     let mut unsettled = Vec::new();
-    // Every lookup at once: each is a round trip, and a crashed VPC deploy leaves dozens.
-    let decisions = futures_util::future::join_all(
-        intents
-            .iter()
-            .map(|intent| decide(providers, intent, state, ids)),
-    )
-    .await;
+    let decisions = decide_all(providers, stack, &intents, state, ids).await;
     for (intent, decision) in intents.into_iter().zip(decisions) {
         match decision {
             Decision::Unrecorded(found) if intent.replaces.is_none() => {
@@ -322,6 +543,7 @@ mod tests {
             token: "cdkd-run-1".into(),
             physical_name: name.map(str::to_string),
             provisioned_by: ProvisionedBy::CcApi,
+            scope: Map::new(),
             replaces: replaces.map(record),
             created_at: now_millis(),
         }
@@ -383,6 +605,43 @@ mod tests {
     }
 
     #[test]
+    fn a_scope_is_resolved_from_the_records_it_refers_to() {
+        let state: StackState = serde_json::from_value(json!({
+            "version": 9, "stackName": "S", "region": "us-east-1", "resources": {
+                "Group": {"physicalId": "/app/logs", "resourceType": "AWS::Logs::LogGroup",
+                    "properties": {}, "attributes": {"Arn": "arn:aws:logs:us-east-1:1:log-group:/app/logs"}},
+                "Ip": {"physicalId": "52.1.2.3|eipalloc-1", "resourceType": "AWS::EC2::EIP",
+                    "properties": {}}
+            }
+        }))
+        .unwrap();
+        let scope = json!({
+            "LogGroupName": {"Ref": "Group"},
+            "GroupArn": {"Fn::GetAtt": ["Group", "Arn"]},
+            "Dotted": {"Fn::GetAtt": "Group.Arn"},
+            "Address": {"Ref": "Ip"},
+            "FilterName": "given",
+            "Missing": {"Ref": "NotRecorded"},
+            "Joined": {"Fn::Join": ["", ["a", "b"]]},
+            "Region": {"Ref": "AWS::Region"}
+        });
+        let resolved = recorded_scope(scope.as_object().unwrap(), Some(&state));
+        assert_eq!(
+            Value::Object(resolved),
+            json!({
+                "LogGroupName": "/app/logs",
+                "GroupArn": "arn:aws:logs:us-east-1:1:log-group:/app/logs",
+                "Dotted": "arn:aws:logs:us-east-1:1:log-group:/app/logs",
+                "Address": "52.1.2.3",
+                "FilterName": "given"
+            })
+        );
+        // With no state, only literals are known.
+        let bare = recorded_scope(scope.as_object().unwrap(), None);
+        assert_eq!(Value::Object(bare), json!({"FilterName": "given"}));
+    }
+
+    #[test]
     fn a_cloud_control_token_is_reused_only_while_cloud_control_remembers_it() {
         let fresh = Carried {
             intent: intent(None, None),
@@ -420,6 +679,7 @@ mod tests {
             token: token.into(),
             physical_name: None,
             provisioned_by: ProvisionedBy::Sdk,
+            scope: Map::new(),
             replaces: None,
             created_at: now_millis(),
         };
@@ -432,14 +692,35 @@ mod tests {
             .await
             .unwrap();
         let set = set.as_ref();
-        match decide(set, &unnamed("cdkd-run-1-subnet"), None, &ids).await {
+        match decide(set, "S", &unnamed("cdkd-run-1-subnet"), None, &ids).await {
             Decision::Unrecorded(found) => assert_eq!(found.physical_id, made.physical_id),
             other => panic!("{other:?}"),
         }
         // Another run's token made nothing here.
         assert_eq!(
-            decide(set, &unnamed("cdkd-run-2-subnet"), None, &ids).await,
+            decide(set, "S", &unnamed("cdkd-run-2-subnet"), None, &ids).await,
             Decision::Absent
+        );
+
+        // A child whose parent the interrupted run never made cannot exist, whatever a lookup
+        // by its token would say: it is decided after its parent, and absent without a lookup.
+        let mut child = unnamed("cdkd-run-1-subnet");
+        child.logical_id = "Child".into();
+        child.scope = json!({"VpcId": {"Ref": "Parent"}})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let mut parent = unnamed("cdkd-run-9-vpc");
+        parent.logical_id = "Parent".into();
+        let decided = decide_all(set, "S", &[child.clone(), parent], None, &ids).await;
+        assert_eq!(decided, vec![Decision::Absent, Decision::Absent]);
+        // With its parent made, the child is looked up (and found by its token).
+        let mut parent = unnamed("cdkd-run-1-subnet");
+        parent.logical_id = "Parent".into();
+        let decided = decide_all(set, "S", &[child, parent], None, &ids).await;
+        assert!(
+            matches!(&decided[..], [Decision::Unrecorded(a), Decision::Unrecorded(b)] if a == b),
+            "{decided:?}"
         );
     }
 }

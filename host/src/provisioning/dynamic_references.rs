@@ -608,14 +608,20 @@ impl<O: ResourceOperations> ResourceOperations for Resolving<O> {
         self.inner.creates_idempotently(resource_type)
     }
 
+    fn find_scope(&self, resource_type: &str) -> Vec<String> {
+        self.inner.find_scope(resource_type)
+    }
+
     async fn find_created(
         &self,
         resource_type: &str,
         logical_id: &str,
         token: &str,
+        stack: &str,
+        scope: &Map<String, Value>,
     ) -> Result<Option<Found>, ProviderError> {
         self.inner
-            .find_created(resource_type, logical_id, token)
+            .find_created(resource_type, logical_id, token, stack, scope)
             .await
     }
 

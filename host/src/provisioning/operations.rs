@@ -65,14 +65,24 @@ pub trait ResourceOperations: Send + Sync {
         false
     }
 
+    /// The properties `find_created` searches in for `resource_type` (its plugin's
+    /// `findScope`): their template values are recorded with a create's intent.
+    fn find_scope(&self, _resource_type: &str) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Finds the resource a create with `token` made, for a type with no name to look it up
-    /// by (the plugin tagged it with the token, or gave the service the token); an
-    /// `unsupported` error when the provider cannot.
+    /// by (the plugin tagged it with the token, gave the service the token, or generated the
+    /// name from it within `scope`: the [`Self::find_scope`] values resolved from state); an
+    /// `unsupported` error when the provider cannot. `stack` is the stack name the create
+    /// reported.
     async fn find_created(
         &self,
         resource_type: &str,
         logical_id: &str,
         _token: &str,
+        _stack: &str,
+        _scope: &Map<String, Value>,
     ) -> Result<Option<Found>, ProviderError> {
         Err(ProviderError::unsupported(format!(
             "{resource_type} {logical_id}: {} cannot look this type up by its create token",

@@ -222,6 +222,27 @@ impl ResourceOperations for Provider<'_> {
         desired: &Map<String, Value>,
         needed: &[String],
     ) -> Result<CreateResult, ProviderError> {
+        // A type whose every property is create-only has no update: what the interrupted
+        // create made is what this one asks for, and its importer reports the attributes.
+        if let Provider::Plugin(plugin, _) = self {
+            let fixed = plugin.manifest().resource_types.iter().any(|t| {
+                t.covers(resource_type)
+                    && !t.handled_properties.is_empty()
+                    && t.handled_properties
+                        .iter()
+                        .all(|p| t.create_only_properties.contains(p))
+            });
+            if fixed {
+                return self
+                    .import(
+                        resource_type,
+                        logical_id,
+                        &found.physical_id,
+                        &found.properties,
+                    )
+                    .await;
+            }
+        }
         // Compare only what the template sets: the rest of a read model is read-only output.
         let previous: Map<String, Value> = found
             .properties
@@ -336,12 +357,27 @@ impl ResourceOperations for Provider<'_> {
         }
     }
 
+    fn find_scope(&self, resource_type: &str) -> Vec<String> {
+        match self {
+            Provider::Plugin(plugin, _) => plugin
+                .manifest()
+                .resource_types
+                .iter()
+                .find(|t| t.covers(resource_type))
+                .map(|t| t.find_scope.clone())
+                .unwrap_or_default(),
+            Provider::CloudControl(_) => Vec::new(),
+        }
+    }
+
     /// Finds, through its plugin, the resource a create with `token` made.
     async fn find_created(
         &self,
         resource_type: &str,
         logical_id: &str,
         token: &str,
+        stack: &str,
+        scope: &Map<String, Value>,
     ) -> Result<Option<Found>, ProviderError> {
         let Provider::Plugin(plugin, plugin_name) = self else {
             // Cloud Control's own client token deduplicates a resumed create instead.
@@ -361,7 +397,8 @@ impl ResourceOperations for Provider<'_> {
         let request = FindCreatedRequest {
             logical_id: logical_id.to_string(),
             token: token.to_string(),
-            properties: Map::new(),
+            properties: scope.clone(),
+            stack_name: names::stack_for_names(stack),
         };
         let found: FindCreatedResult = with_retries(&format!("find {logical_id}"), || async {
             plugin

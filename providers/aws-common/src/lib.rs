@@ -24,7 +24,7 @@ mod wait;
 #[cfg(feature = "plugin")]
 pub use operation_only::{Answers, OperationOnly};
 #[cfg(feature = "plugin")]
-pub use readable::{Readable, Reads};
+pub use readable::{created_name, Readable, Reads};
 pub use schema::TypeSchema;
 pub use tags::{tag_changes, tag_map, tag_map_without_token, template_tag_changes, template_tags};
 pub use wait::{poll, retry_while};

@@ -1,11 +1,14 @@
 //! One reader per type: a type says how to read its live properties once ([`Readable::read`]),
 //! and [`Reads`] derives both `read_current_state` (drift, observed state) and `import` (adopt an
-//! existing resource) from it, so neither is written per type.
+//! existing resource) from it, so neither is written per type. A type declared with
+//! `finds_created_in` also says which id a create with a given token took
+//! ([`Readable::created_id`]), and [`Reads`] answers `find_created` by reading that id.
 
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, GetAttributeRequest,
-    GetAttributeResult, ImportRequest, ReadCurrentStateRequest, ReadCurrentStateResult,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
+    FindCreatedResult, GetAttributeRequest, GetAttributeResult, ImportRequest,
+    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
+    UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
@@ -33,6 +36,74 @@ pub trait Readable: ResourceProvider {
     ) -> Result<Map<String, Value>, ProviderError> {
         Ok(Map::new())
     }
+
+    /// For a type declared with `finds_created_in`: the physical id of the resource a create
+    /// with `request`'s token made, when one exists. Most types answer the name the create
+    /// took ([`created_name`]); the read that follows confirms it exists.
+    async fn created_id(
+        &self,
+        _ctx: &PluginContext,
+        what: &str,
+        _request: &FindCreatedRequest,
+    ) -> Result<Option<String>, ProviderError> {
+        Err(ProviderError::unsupported(format!(
+            "{what}: the type cannot be looked up by its create token"
+        )))
+    }
+}
+
+/// The name a create with `request`'s token took: the scope's `property` when the template
+/// gave one, else the one generated from the stack, logical id and token as
+/// [`crate::given_or_generated_name`] generates it. `None` when the request cannot tell (an
+/// older host sent no stack name and the template gave none).
+pub fn created_name(
+    request: &FindCreatedRequest,
+    property: Option<&str>,
+    max: usize,
+    lowercase: bool,
+) -> Option<String> {
+    if let Some(given) = property.and_then(|p| crate::string(request.properties.get(p))) {
+        return Some(given);
+    }
+    if request.stack_name.is_empty() || request.token.is_empty() {
+        return None;
+    }
+    Some(crate::generated_name(
+        &request.stack_name,
+        &request.logical_id,
+        &request.token,
+        max,
+        lowercase,
+        "",
+    ))
+}
+
+/// Answers `find_created` for `provider`: the id its create with the token took, read back.
+async fn find_created<T: Readable>(
+    provider: &T,
+    ctx: &PluginContext,
+    request: Value,
+) -> Result<Value, ProviderError> {
+    let schema = provider.schema();
+    let request: FindCreatedRequest = serde_json::from_value(request).map_err(|e| {
+        ProviderError::validation(format!("{}: find_created: {e}", schema.type_name))
+    })?;
+    let what = what(&schema, &request.logical_id);
+    let mut found = FindCreatedResult::default();
+    if let Some(id) = provider.created_id(ctx, &what, &request).await? {
+        let read = ReadCurrentStateRequest {
+            logical_id: request.logical_id.clone(),
+            physical_id: id.clone(),
+            properties: request.properties.clone(),
+        };
+        if let Some(properties) = provider.read(ctx, &what, &read).await? {
+            found = FindCreatedResult {
+                physical_id: Some(id),
+                properties,
+            };
+        }
+    }
+    serde_json::to_value(found).map_err(|e| ProviderError::other(e.to_string()))
 }
 
 /// A [`Readable`] type as a provider: create, update, delete and the rest are the type's own;
@@ -137,6 +208,9 @@ impl<T: Readable> ResourceProvider for Reads<T> {
         operation: &str,
         request: Value,
     ) -> Result<Value, ProviderError> {
+        if operation == operation::FIND_CREATED && !self.0.schema().find_scope.is_empty() {
+            return find_created(&self.0, ctx, request).await;
+        }
         self.0.invoke_other(ctx, operation, request).await
     }
 }

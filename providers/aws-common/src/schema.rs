@@ -93,6 +93,14 @@ impl TypeSchema {
         self
     }
 
+    /// The type answers `find_created` by looking in `scope`: the properties naming where the
+    /// resource lives (its parent) and its own name property, whose template values the host
+    /// keeps with the create's intent and resolves after a crash.
+    pub fn finds_created_in(mut self, scope: &[&str]) -> TypeSchema {
+        self.schema.find_scope.extend(owned(scope));
+        self.operations(&[operation::FIND_CREATED])
+    }
+
     /// The schema.
     pub fn build(self) -> ResourceTypeSchema {
         self.schema

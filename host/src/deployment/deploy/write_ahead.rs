@@ -108,12 +108,19 @@ pub async fn record_intents(
             &planned.properties[logical_id],
         )
         .map(|chosen| chosen.name().to_string());
+        let scope = providers
+            .for_layer(&resource.kind, layer)
+            .find_scope(&resource.kind)
+            .into_iter()
+            .filter_map(|p| Some((p.clone(), resource.properties.get(&p)?.clone())))
+            .collect();
         intents.push(CreateIntent {
             logical_id: logical_id.clone(),
             resource_type: resource.kind.clone(),
             token: token.clone(),
             physical_name,
             provisioned_by: layer,
+            scope,
             replaces: previous.cloned(),
             created_at: crate::state::schema::now_millis(),
         });
