@@ -119,9 +119,11 @@ fn every_schema_property_of_a_plugin_type_is_handled_or_listed_with_a_reason() {
 
 /// How the run after a crash finds what a create of `type_name` made, from the plugin's
 /// declared operations and cdkd's name table (docs/deploy.md's categories).
-fn found_by(type_name: &str, operations: &BTreeSet<String>) -> &'static str {
+fn found_by(type_name: &str, operations: &BTreeSet<String>, scoped: bool) -> &'static str {
     if cdkd::provisioning::names::rule_for(type_name).is_some() {
         "name"
+    } else if operations.contains("find_created") && scoped {
+        "name in its parent"
     } else if operations.contains("find_created") {
         "create token"
     } else if operations.contains("idempotent_create") {
@@ -169,7 +171,10 @@ fn every_plugin_type_says_in_deploy_md_how_it_is_found_after_a_crash() {
                 .filter_map(Value::as_str)
                 .map(str::to_string)
                 .collect();
-            let expected = found_by(type_name, &operations);
+            let scoped = declared["findScope"]
+                .as_array()
+                .is_some_and(|s| !s.is_empty());
+            let expected = found_by(type_name, &operations, scoped);
             match documented.get(type_name) {
                 None => problems.push(format!("{type_name}: missing from the table ({expected})")),
                 Some(found) if found != expected => problems.push(format!(

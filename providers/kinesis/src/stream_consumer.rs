@@ -12,8 +12,8 @@ use cdkd_aws_common::{
     aws_error, deleted_unless_failed, does_not_exist, require_str, Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
+    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -121,6 +121,7 @@ impl ResourceProvider for StreamConsumer {
             .handles(&["StreamARN", "ConsumerName", "Tags"])
             .all_create_only()
             .read_and_import()
+            .finds_created_in(&["StreamARN", "ConsumerName"])
             .build()
     }
 
@@ -240,6 +241,37 @@ impl Readable for StreamConsumer {
             Some(consumer) => Ok(attributes(&consumer)),
             None => Err(does_not_exist(what, physical_id, "Kinesis")),
         }
+    }
+
+    /// The consumer the template names on its stream (the name is required, so a repeated
+    /// registration would meet it), by its ARN.
+    async fn created_id(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &FindCreatedRequest,
+    ) -> Result<Option<String>, ProviderError> {
+        let stream = require_str(&request.properties, "StreamARN", what)?;
+        let name = require_str(&request.properties, "ConsumerName", what)?;
+        let answer = client(ctx)
+            .await?
+            .describe_stream_consumer()
+            .stream_arn(stream)
+            .consumer_name(name)
+            .send()
+            .await
+            .map_err(|e| {
+                with_kinesis_kind(aws_error(
+                    &format!("{what}: DescribeStreamConsumer {name} of {stream}"),
+                    e,
+                ))
+            });
+        Ok(found(answer)?
+            .and_then(|a| {
+                a.consumer_description()
+                    .map(|c| c.consumer_arn().to_string())
+            })
+            .filter(|arn| !arn.is_empty()))
     }
 }
 

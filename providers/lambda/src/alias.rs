@@ -1,10 +1,10 @@
 //! `AWS::Lambda::Alias`.
 
-use cdkd_aws_common::{aws_error, deleted_unless_failed, require_str, text};
+use cdkd_aws_common::{aws_error, deleted_unless_failed, optional, require_str, text};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
+    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
@@ -27,6 +27,29 @@ impl Readable for Alias {
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
         read::alias(&client(ctx).await?, what, &request.physical_id).await
     }
+
+    /// The alias the template names on its function (the name is required, so a repeated
+    /// create would meet it), by its ARN.
+    async fn created_id(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &FindCreatedRequest,
+    ) -> Result<Option<String>, ProviderError> {
+        let function = require_str(&request.properties, "FunctionName", what)?;
+        let name = require_str(&request.properties, "Name", what)?;
+        let alias = optional(
+            &format!("{what}: GetAlias {name} of {function}"),
+            client(ctx)
+                .await?
+                .get_alias()
+                .function_name(function)
+                .name(name)
+                .send()
+                .await,
+        )?;
+        Ok(alias.and_then(|a| a.alias_arn().map(str::to_string)))
+    }
 }
 
 #[async_trait]
@@ -36,6 +59,7 @@ impl ResourceProvider for Alias {
             .handles(&["FunctionName", "FunctionVersion", "Name", "Description"])
             .create_only(&["FunctionName", "Name"])
             .read_and_import()
+            .finds_created_in(&["FunctionName", "Name"])
             .build()
     }
 

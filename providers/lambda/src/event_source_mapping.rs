@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use cdkd_aws_common::{aws_error, deleted_unless_failed, flag, int, require_str, strings, text};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
+    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
-use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
 use aws_sdk_lambda::types::{
@@ -63,6 +63,60 @@ impl Readable for EventSourceMapping {
             .and_then(|(_, arn)| arn);
         Ok(attributes(physical_id, arn.as_deref()))
     }
+
+    /// The mapping from the template's event source to its function: Lambda refuses a second
+    /// one of a queue or stream to the same function, so the one there is the one a repeated
+    /// create would meet. A source without an ARN (self-managed Kafka) cannot be searched.
+    async fn created_id(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &FindCreatedRequest,
+    ) -> Result<Option<String>, ProviderError> {
+        let function = require_str(&request.properties, "FunctionName", what)?;
+        let source = require_str(&request.properties, "EventSourceArn", what)?;
+        let lambda = client(ctx).await?;
+        let mut uuids = Vec::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let page = lambda
+                .list_event_source_mappings()
+                .function_name(function)
+                .event_source_arn(source)
+                .set_marker(marker.take())
+                .send()
+                .await;
+            // A function or source that is gone has no mapping.
+            let Some(page) = cdkd_aws_common::optional(
+                &format!("{what}: ListEventSourceMappings of {function} from {source}"),
+                page,
+            )?
+            else {
+                return Ok(None);
+            };
+            uuids.extend(
+                page.event_source_mappings()
+                    .iter()
+                    .filter_map(|m| m.uuid().map(str::to_string)),
+            );
+            match page.next_marker() {
+                Some(next) if !next.is_empty() => marker = Some(next.to_string()),
+                _ => break,
+            }
+        }
+        match uuids.len() {
+            0 => Ok(None),
+            1 => Ok(uuids.pop()),
+            _ => Err(ProviderError::new(
+                ErrorKind::CONFLICT,
+                format!(
+                    "{what}: {} mappings from {source} to {function}: {}; cdkd cannot tell which one its create made (delete the extra ones, or import the right one)",
+                    uuids.len(),
+                    uuids.join(", ")
+                ),
+            )),
+        }
+    }
 }
 
 #[async_trait]
@@ -99,6 +153,7 @@ impl ResourceProvider for EventSourceMapping {
                 "Topics",
             ])
             .read_and_import()
+            .finds_created_in(&["FunctionName", "EventSourceArn"])
             .build()
     }
 

@@ -1,10 +1,12 @@
 //! `AWS::Lambda::Permission`.
 
-use cdkd_aws_common::{aws_error, deleted_unless_failed, flag, physical_name, require_str, text};
+use cdkd_aws_common::{
+    aws_error, created_name, deleted_unless_failed, flag, physical_name, require_str, text,
+};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
+    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
@@ -17,6 +19,9 @@ use crate::{client, function_name, read};
 pub struct Permission;
 
 const PERMISSION: &str = "AWS::Lambda::Permission";
+
+/// The longest statement id Lambda accepts.
+const STATEMENT_MAX: usize = 100;
 
 /// The function and statement id a recorded permission names.
 pub fn permission_target<'a>(
@@ -48,6 +53,16 @@ impl Readable for Permission {
         let lambda = client(ctx).await?;
         read::permission(&lambda, what, &request.physical_id, &request.properties).await
     }
+
+    /// The statement id the create generated from its token, in the function's policy.
+    async fn created_id(
+        &self,
+        _ctx: &PluginContext,
+        _what: &str,
+        request: &FindCreatedRequest,
+    ) -> Result<Option<String>, ProviderError> {
+        Ok(created_name(request, None, STATEMENT_MAX, false))
+    }
 }
 
 #[async_trait]
@@ -69,6 +84,7 @@ impl ResourceProvider for Permission {
             .handles(&all)
             .all_create_only()
             .read_and_import()
+            .finds_created_in(&["FunctionName"])
             .build()
     }
 
@@ -80,7 +96,7 @@ impl ResourceProvider for Permission {
         let what = format!("{PERMISSION} {}", request.logical_id);
         let props = &request.properties;
         let function = require_str(props, "FunctionName", &what)?;
-        let statement = physical_name(&request, 100, false);
+        let statement = physical_name(&request, STATEMENT_MAX, false);
         client(ctx)
             .await?
             .add_permission()

@@ -3,9 +3,9 @@
 use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, deleted_unless_failed, require_str, text};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ImportRequest,
-    ReadCurrentStateRequest, ReadCurrentStateResult, ResourceTypeSchema, UpdateRequest,
-    UpdateResult,
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
+    FindCreatedResult, ImportRequest, ReadCurrentStateRequest, ReadCurrentStateResult,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -53,7 +53,39 @@ impl ResourceProvider for Url {
             ])
             .create_only(&["TargetFunctionArn", "Qualifier"])
             .read_and_import()
+            .finds_created_in(&["TargetFunctionArn", "Qualifier"])
             .build()
+    }
+
+    /// `find_created`: a function (and qualifier) has one URL at most, so the URL it has is the
+    /// one a repeated create would meet.
+    async fn invoke_other(
+        &self,
+        ctx: &PluginContext,
+        name: &str,
+        request: Value,
+    ) -> Result<Value, ProviderError> {
+        if name != operation::FIND_CREATED {
+            return Err(ProviderError::unsupported(format!(
+                "{URL} does not implement the '{name}' operation"
+            )));
+        }
+        let request: FindCreatedRequest = serde_json::from_value(request)
+            .map_err(|e| ProviderError::validation(format!("{URL}: {name}: {e}")))?;
+        let what = format!("{URL} {}", request.logical_id);
+        let target = require_str(&request.properties, "TargetFunctionArn", &what)?;
+        let lambda = client(ctx).await?;
+        let found = match read::url(&lambda, &what, target, &request.properties).await? {
+            Some((properties, _)) => FindCreatedResult {
+                physical_id: properties
+                    .get("TargetFunctionArn")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                properties,
+            },
+            None => FindCreatedResult::default(),
+        };
+        serde_json::to_value(found).map_err(|e| ProviderError::other(e.to_string()))
     }
 
     async fn read_current_state(

@@ -57,6 +57,9 @@ impl ResourceProvider for Version {
             .handles(&["FunctionName", "Description", "CodeSha256"])
             .all_create_only()
             .read_and_import()
+            // Lambda publishes nothing when code and configuration have not changed since the
+            // last version: it answers that version, so a repeated create makes no second one.
+            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
             .build()
     }
 

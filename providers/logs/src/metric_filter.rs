@@ -7,12 +7,12 @@ use std::collections::HashMap;
 
 use aws_sdk_cloudwatchlogs::types::{MetricTransformation, StandardUnit};
 use cdkd_aws_common::{
-    aws_error, deleted_unless_failed, flag, given_or_generated_name, require_str, string, strings,
-    tag_pairs, text, Readable, TypeSchema,
+    aws_error, created_name, deleted_unless_failed, flag, given_or_generated_name, require_str,
+    string, strings, tag_pairs, text, Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
+    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -199,6 +199,7 @@ impl ResourceProvider for MetricFilter {
             ])
             .create_only(&["FilterName", "LogGroupName"])
             .read_and_import()
+            .finds_created_in(&["LogGroupName", "FilterName"])
             .build()
     }
 
@@ -281,6 +282,16 @@ impl Readable for MetricFilter {
         Ok(find_filter(&logs, what, group, &request.physical_id)
             .await?
             .map(|f| template_shape(&f)))
+    }
+
+    /// The name the create took (the template's, or generated from the token), in its group.
+    async fn created_id(
+        &self,
+        _ctx: &PluginContext,
+        _what: &str,
+        request: &FindCreatedRequest,
+    ) -> Result<Option<String>, ProviderError> {
+        Ok(created_name(request, Some("FilterName"), MAX_NAME, false))
     }
 }
 

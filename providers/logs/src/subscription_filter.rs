@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_cloudwatchlogs::types::Distribution;
 use cdkd_aws_common::{
-    aws_error, deleted_unless_failed, flag, given_or_generated_name, require_str, string, strings,
-    Readable, TypeSchema,
+    aws_error, created_name, deleted_unless_failed, flag, given_or_generated_name, require_str,
+    string, strings, Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
+    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -221,6 +221,7 @@ impl ResourceProvider for SubscriptionFilter {
             ])
             .create_only(&["FilterName", "LogGroupName"])
             .read_and_import()
+            .finds_created_in(&["LogGroupName", "FilterName"])
             .build()
     }
 
@@ -303,6 +304,16 @@ impl Readable for SubscriptionFilter {
         Ok(find_filter(&logs, what, group, &request.physical_id)
             .await?
             .map(|f| template_shape(&f)))
+    }
+
+    /// The name the create took (the template's, or generated from the token), in its group.
+    async fn created_id(
+        &self,
+        _ctx: &PluginContext,
+        _what: &str,
+        request: &FindCreatedRequest,
+    ) -> Result<Option<String>, ProviderError> {
+        Ok(created_name(request, Some("FilterName"), MAX_NAME, false))
     }
 }
 

@@ -16,12 +16,12 @@ use aws_sdk_scheduler::types::{
     SageMakerPipelineParameters, ScheduleState, SqsParameters, Target,
 };
 use cdkd_aws_common::{
-    aws_error, deleted_unless_failed, does_not_exist, given_or_generated_name, int, put, string,
-    Readable, TypeSchema,
+    aws_error, created_name, deleted_unless_failed, does_not_exist, given_or_generated_name, int,
+    put, string, Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
+    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -571,6 +571,7 @@ impl ResourceProvider for Schedule {
             // another group: a new group is a new schedule.
             .create_only(&["Name", "GroupName"])
             .read_and_import()
+            .finds_created_in(&["GroupName", "Name"])
             .build()
     }
 
@@ -688,6 +689,16 @@ impl Readable for Schedule {
             Some(arn) => Ok(attributes_of(&arn)),
             None => Err(does_not_exist(what, physical_id, "Scheduler")),
         }
+    }
+
+    /// The name the create took (the template's, or generated from the token), in its group.
+    async fn created_id(
+        &self,
+        _ctx: &PluginContext,
+        _what: &str,
+        request: &FindCreatedRequest,
+    ) -> Result<Option<String>, ProviderError> {
+        Ok(created_name(request, Some("Name"), MAX_NAME, false))
     }
 }
 
