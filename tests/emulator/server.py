@@ -21,7 +21,7 @@ SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
   empty is not applied and is answered 400 ThrottlingException "Rate exceeded" (S3: 503
   SlowDown); `GET|DELETE /_emulator/throttled` counts those answers per service. /moto-api and
   /_emulator requests are never limited;
-- `GET /_emulator/health`, `GET|POST /_emulator/config`, `GET /_emulator/stats` (requests
+- `GET /_emulator/inflight` (requests being answered), `GET /_emulator/health`, `GET|POST /_emulator/config`, `GET /_emulator/stats` (requests
   seen per service and action), `GET|DELETE /_emulator/describe-type-calls` (the DescribeType
   calls answered), and `POST /moto-api/reset` also resetting Cloud Control and the counts
   (the throttled counts too; the rate limits stay);
@@ -123,6 +123,103 @@ def _patch_moto_s3_event_key():
 
 
 _patch_moto_s3_event_key()
+
+
+def _patch_moto_kinesis_consumers():
+    """Kinesis refuses a second consumer of one name on a stream (ResourceInUseException; moto
+    appended a duplicate) and tags consumers: RegisterStreamConsumer's `Tags`, and
+    ListTagsForResource / TagResource / UntagResource by ARN (moto had none of the three, and
+    answered them with a 500)."""
+    from moto.core.responses import ActionResult, EmptyResult
+    from moto.kinesis.exceptions import ResourceInUseError, ResourceNotFoundError
+    from moto.kinesis.responses import KinesisResponse
+    consumer_tags = {}  # consumer ARN -> {key: value}
+    register = KinesisResponse.register_stream_consumer
+
+    def register_once(self):
+        stream_arn, name = self._get_param("StreamARN"), self._get_param("ConsumerName")
+        stream = self.kinesis_backend._find_stream_by_arn(stream_arn)
+        if stream is not None and any(c.consumer_name == name for c in stream.consumers):
+            raise ResourceInUseError(f"Consumer {name} under stream {stream_arn} already exists")
+        answer = register(self)
+        consumer = self.kinesis_backend.describe_stream_consumer(stream_arn, name, None)
+        consumer_tags[consumer.consumer_arn] = dict(self._get_param("Tags") or {})
+        return answer
+
+    def tags_of(self, arn):
+        """The tag dictionary of the stream or consumer `arn` (KeyError-free: not found raises)."""
+        if "/consumer/" in arn:
+            self.kinesis_backend.describe_stream_consumer(None, None, arn)
+            return consumer_tags.setdefault(arn, {})
+        return self.kinesis_backend.describe_stream(stream_arn=arn, stream_name=None).tags
+
+    def list_tags_for_resource(self):
+        arn = self._get_param("ResourceARN")
+        try:
+            tags = tags_of(self, arn)
+        except KeyError:
+            raise ResourceNotFoundError(f"Resource {arn} not found")
+        return ActionResult({"Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())]})
+
+    def tag_resource(self):
+        tags_of(self, self._get_param("ResourceARN")).update(self._get_param("Tags") or {})
+        return EmptyResult()
+
+    def untag_resource(self):
+        tags = tags_of(self, self._get_param("ResourceARN"))
+        for key in self._get_param("TagKeys") or []:
+            tags.pop(key, None)
+        return EmptyResult()
+
+    KinesisResponse.register_stream_consumer = register_once
+    KinesisResponse.list_tags_for_resource = list_tags_for_resource
+    KinesisResponse.tag_resource = tag_resource
+    KinesisResponse.untag_resource = untag_resource
+
+
+_patch_moto_kinesis_consumers()
+
+
+def _patch_moto_metric_filter_upsert():
+    """PutMetricFilter of a name the log group already has replaces that filter, as CloudWatch
+    Logs does (moto appended a second filter of the same name)."""
+    from moto.logs.metric_filters import MetricFilters
+    add = MetricFilters.add_filter
+
+    def replace_or_add(self, filter_name, filter_pattern, log_group_name, metric_transformations):
+        self.metric_filters = [f for f in self.metric_filters
+                               if (f["filterName"], f["logGroupName"]) != (filter_name, log_group_name)]
+        add(self, filter_name, filter_pattern, log_group_name, metric_transformations)
+
+    MetricFilters.add_filter = replace_or_add
+
+
+_patch_moto_metric_filter_upsert()
+
+
+def _patch_moto_publish_unchanged():
+    """PublishVersion publishes nothing when the function's code and configuration equal the
+    last version's: it answers that version (moto published again after any update call,
+    even one that changed nothing)."""
+    from moto.awslambda.models import LambdaStorage
+    publish = LambdaStorage.publish_version
+    volatile = {"Version", "FunctionArn", "LastModified", "RevisionId", "Description",
+                "LastUpdateStatus", "State", "StateReason", "StateReasonCode"}
+
+    def settings(function):
+        return {k: v for k, v in function.get_configuration().items() if k not in volatile}
+
+    def publish_if_changed(self, name_or_arn, description=""):
+        function = self.get_function_by_name_or_arn_forbid_qualifier(name_or_arn)
+        versions = self._functions.get(function.function_name, {}).get("versions") or []
+        if versions and settings(versions[-1]) == settings(function):
+            return versions[-1]
+        return publish(self, name_or_arn, description)
+
+    LambdaStorage.publish_version = publish_if_changed
+
+
+_patch_moto_publish_unchanged()
 
 _moto_statement_check = access_control.IAMPolicyStatement.is_action_permitted
 
@@ -411,103 +508,6 @@ def _delete_network_acl_entry_as_aws(self, network_acl_id, rule_number, egress):
 
 _Ec2Backend.delete_network_acl_entry = _delete_network_acl_entry_as_aws
 
-# moto names some S3 answers' XML root after the action; S3 (and the Rust SDK, which checks the
-# root) uses the configuration's name. Keyed by the bucket subresource queried.
-S3_XML_ROOTS = {
-    "versioning": (b"GetBucketVersioningResponse", b"VersioningConfiguration"),
-    "notification": (b"GetBucketNotificationResponse", b"NotificationConfiguration"),
-    "accelerate": (b"GetBucketAccelerateConfigurationResponse", b"AccelerateConfiguration"),
-}
-
-
-def _rename_root(body, moto_root, s3_root):
-    return body.replace(b"<" + moto_root, b"<" + s3_root, 1).replace(b"</" + moto_root + b">", b"</" + s3_root + b">", 1)
-
-
-CC_TARGET_PREFIX = "CloudApiService."
-DEFAULT_ACCOUNT = "123456789012"
-SCOPE = re.compile(r"Credential=([^/]+)/\d{8}/([^/]+)/([^/]+)/aws4_request")
-
-
-def _is_describe_type(request):
-    return request["service"] == "cloudformation" and request["action"] == "DescribeType" and not request["target"]
-
-
-class FaultRule:
-    """Answer matching requests with an error, `count` times (or forever), with probability `rate`."""
-
-    def __init__(self, spec):
-        self.service = spec.get("service")
-        self.method = spec.get("method")
-        self.action = spec.get("action")
-        self.path_contains = spec.get("pathContains")
-        self.query_contains = spec.get("queryContains")
-        self.header = spec.get("header")  # e.g. "If-Match": only requests carrying it
-        self.status = int(spec.get("status", 400))
-        self.code = spec.get("code", "ThrottlingException")
-        self.message = spec.get("message", "injected by the cdkd emulator")
-        self.rate = float(spec.get("rate", 1.0))
-        self.remaining = spec.get("count")
-        # Apply the request, then answer with the error: "the write landed, its answer was lost".
-        self.pass_through = bool(spec.get("passThrough", False))
-        self.hits = 0
-
-    def matches(self, request):
-        return (
-            (self.service is None or request["service"] == self.service)
-            and (self.method is None or request["method"] == self.method)
-            and (self.action is None or request["action"] == self.action)
-            and (self.path_contains is None or self.path_contains in request["path"])
-            and (self.query_contains is None or self.query_contains in request["query"])
-            and (self.header is None or self.header.lower() in request["headers"])
-            and (self.remaining is None or self.remaining > 0)
-        )
-
-    def describe(self):
-        return {"status": self.status, "code": self.code, "hits": self.hits, "remaining": self.remaining}
-
-
-class TokenBucket:
-    """One service's API rate limit: `burst` requests at once, refilled at `perSecond`."""
-
-    def __init__(self, spec):
-        self.per_second = float(spec["perSecond"])
-        self.burst = float(spec.get("burst", max(1.0, self.per_second)))
-        self.tokens = self.burst
-        self.stamp = time.monotonic()
-
-    def take(self):
-        now = time.monotonic()
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.per_second)
-        self.stamp = now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
-
-    def describe(self):
-        return {"perSecond": self.per_second, "burst": self.burst}
-
-
-def _rate_limits(specs):
-    return {service: TokenBucket(spec) for service, spec in (specs or {}).items()}
-
-
-class Emulator:
-    """The WSGI application: moto's dispatcher behind the extras above."""
-
-    def __init__(self):
-        self.moto = DomainDispatcherApplication(create_backend_app)
-        self.cloudcontrol = CloudControl(operation_ms=int(os.environ.get("EMU_CC_OPERATION_MS", "0")))
-        self.registry = Registry()
-        self.latency_ms = float(os.environ.get("EMU_LATENCY_MS", "0"))
-        self.fault_rate = float(os.environ.get("EMU_FAULT_RATE", "0"))
-        # Of the random faults, the share answered with a 5xx instead of throttling, and of
-        # those, the share applied before the error is answered (0: throttling only, as before).
-        self.fault_5xx_share = float(os.environ.get("EMU_FAULT_5XX_SHARE", "0"))
-        self.fault_pass_through_share = float(os.environ.get("EMU_FAULT_PASS_THROUGH_SHARE", "0"))
-        self.random_hits = {}  # "status code" -> random faults answered so far
-        self.random = random.Random(int(os.environ.get("EMU_FAULT_SEED", "0")) or None)
 from moto.ec2.models.security_groups import SecurityGroupRule as _SecurityGroupRule  # noqa: E402
 
 # As AWS: DescribeSecurityGroupRules answers a rule's Description whatever its source (moto
@@ -664,6 +664,116 @@ _Ec2Backend.describe_addresses = _describe_addresses_settled
 _Ec2Backend.delete_subnet = _delete_subnet_as_aws
 _Ec2Backend.release_address = _release_address_as_aws
 
+# moto names some S3 answers' XML root after the action; S3 (and the Rust SDK, which checks the
+# root) uses the configuration's name. Keyed by the bucket subresource queried.
+S3_XML_ROOTS = {
+    "versioning": (b"GetBucketVersioningResponse", b"VersioningConfiguration"),
+    "notification": (b"GetBucketNotificationResponse", b"NotificationConfiguration"),
+    "accelerate": (b"GetBucketAccelerateConfigurationResponse", b"AccelerateConfiguration"),
+}
+
+
+def _rename_root(body, moto_root, s3_root):
+    return body.replace(b"<" + moto_root, b"<" + s3_root, 1).replace(b"</" + moto_root + b">", b"</" + s3_root + b">", 1)
+
+
+CC_TARGET_PREFIX = "CloudApiService."
+DEFAULT_ACCOUNT = "123456789012"
+SCOPE = re.compile(r"Credential=([^/]+)/\d{8}/([^/]+)/([^/]+)/aws4_request")
+
+
+def _is_describe_type(request):
+    return request["service"] == "cloudformation" and request["action"] == "DescribeType" and not request["target"]
+
+
+class FaultRule:
+    """Answer matching requests with an error, `count` times (or forever), with probability `rate`."""
+
+    def __init__(self, spec):
+        self.service = spec.get("service")
+        self.method = spec.get("method")
+        self.action = spec.get("action")
+        self.path_contains = spec.get("pathContains")
+        self.query_contains = spec.get("queryContains")
+        self.header = spec.get("header")  # e.g. "If-Match": only requests carrying it
+        self.body_contains = spec.get("bodyContains")  # e.g. a function's name in CreateFunction
+        self.status = int(spec.get("status", 400))
+        self.code = spec.get("code", "ThrottlingException")
+        self.message = spec.get("message", "injected by the cdkd emulator")
+        self.rate = float(spec.get("rate", 1.0))
+        self.remaining = spec.get("count")
+        # Apply the request, then answer with the error: "the write landed, its answer was lost".
+        self.pass_through = bool(spec.get("passThrough", False))
+        self.hits = 0
+
+    def matches(self, request):
+        return (
+            (self.service is None or request["service"] == self.service)
+            and (self.method is None or request["method"] == self.method)
+            and (self.action is None or request["action"] == self.action)
+            and (self.path_contains is None or self.path_contains in request["path"])
+            and (self.query_contains is None or self.query_contains in request["query"])
+            and (self.header is None or self.header.lower() in request["headers"])
+            and (self.body_contains is None or self.body_contains in request_body(request))
+            and (self.remaining is None or self.remaining > 0)
+        )
+
+    def describe(self):
+        return {"status": self.status, "code": self.code, "hits": self.hits, "remaining": self.remaining}
+
+
+def request_body(request):
+    """The request's body as text (read once, on demand: only `bodyContains` rules need it)."""
+    if "body" not in request:
+        environ = request["environ"]
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        request["body"] = body.decode("utf-8", "replace")
+    return request["body"]
+
+
+class TokenBucket:
+    """One service's API rate limit: `burst` requests at once, refilled at `perSecond`."""
+
+    def __init__(self, spec):
+        self.per_second = float(spec["perSecond"])
+        self.burst = float(spec.get("burst", max(1.0, self.per_second)))
+        self.tokens = self.burst
+        self.stamp = time.monotonic()
+
+    def take(self):
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.per_second)
+        self.stamp = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+    def describe(self):
+        return {"perSecond": self.per_second, "burst": self.burst}
+
+
+def _rate_limits(specs):
+    return {service: TokenBucket(spec) for service, spec in (specs or {}).items()}
+
+
+class Emulator:
+    """The WSGI application: moto's dispatcher behind the extras above."""
+
+    def __init__(self):
+        self.moto = DomainDispatcherApplication(create_backend_app)
+        self.cloudcontrol = CloudControl(operation_ms=int(os.environ.get("EMU_CC_OPERATION_MS", "0")))
+        self.registry = Registry()
+        self.latency_ms = float(os.environ.get("EMU_LATENCY_MS", "0"))
+        self.fault_rate = float(os.environ.get("EMU_FAULT_RATE", "0"))
+        # Of the random faults, the share answered with a 5xx instead of throttling, and of
+        # those, the share applied before the error is answered (0: throttling only, as before).
+        self.fault_5xx_share = float(os.environ.get("EMU_FAULT_5XX_SHARE", "0"))
+        self.fault_pass_through_share = float(os.environ.get("EMU_FAULT_PASS_THROUGH_SHARE", "0"))
+        self.random_hits = {}  # "status code" -> random faults answered so far
+        self.random = random.Random(int(os.environ.get("EMU_FAULT_SEED", "0")) or None)
         self.rules = []
         self.rate_limits = _rate_limits(json.loads(os.environ.get("EMU_RATE_LIMITS") or "{}"))
         self.throttled = {}  # service -> requests answered with throttling by its rate limit
@@ -671,6 +781,7 @@ _Ec2Backend.release_address = _release_address_as_aws
         self.request_log = open(log, "a", encoding="utf-8") if log else None
         self.stats = {}
         self.stats_by_key = {}
+        self.in_flight = 0
         self.lock = threading.Lock()
         # moto checks If-Match / If-None-Match and then writes, without a lock: two concurrent
         # conditional PUTs can both succeed. S3 makes them atomic; so does the emulator, by
@@ -686,6 +797,20 @@ _Ec2Backend.release_address = _release_address_as_aws
     # -- WSGI -------------------------------------------------------------------------------
 
     def __call__(self, environ, start_response):
+        # Requests being answered (control requests aside): a test that killed a client waits
+        # for what it had sent to land before it looks (`GET /_emulator/inflight`).
+        counted = not environ.get("PATH_INFO", "").startswith("/_emulator/")
+        if counted:
+            with self.lock:
+                self.in_flight += 1
+        try:
+            return self._logged(environ, start_response)
+        finally:
+            if counted:
+                with self.lock:
+                    self.in_flight -= 1
+
+    def _logged(self, environ, start_response):
         if self.request_log is None:
             return self._answer(environ, start_response)
         # `EMU_REQUEST_LOG`: one line per request, "start end service action method path", for
@@ -696,7 +821,6 @@ _Ec2Backend.release_address = _release_address_as_aws
         with self.lock:
             self.request_log.write(f"{started:.4f} {time.time():.4f} {request['service'] or '-'} {request['action'] or '-'} {request['method']} {request['path']}\n")
             self.request_log.flush()
-        self.body_contains = spec.get("bodyContains")  # e.g. a function's name in CreateFunction
         return answer
 
     def _answer(self, environ, start_response):
@@ -714,7 +838,6 @@ _Ec2Backend.release_address = _release_address_as_aws
                 self.stats_by_key.clear()
                 self.throttled.clear()
         request = self._describe(environ)
-            and (self.body_contains is None or self.body_contains in request_body(request))
         if not path.startswith("/moto-api"):
             self._count(request)
             if self.latency_ms > 0:
@@ -722,17 +845,6 @@ _Ec2Backend.release_address = _release_address_as_aws
             if not self._within_rate_limit(request):
                 if request["service"] == "s3":
                     return self._error(start_response, request, 503, "SlowDown", "Please reduce your request rate.")
-def request_body(request):
-    """The request's body as text (read once, on demand: only `bodyContains` rules need it)."""
-    if "body" not in request:
-        environ = request["environ"]
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length else b""
-        environ["wsgi.input"] = io.BytesIO(body)
-        request["body"] = body.decode("utf-8", "replace")
-    return request["body"]
-
-
                 return self._error(start_response, request, 400, "ThrottlingException", "Rate exceeded")
             fault = self._fault_for(request)
             if fault is not None:
@@ -800,6 +912,7 @@ def request_body(request):
             "path": environ.get("PATH_INFO", ""),
             "query": query,
             "headers": {key[5:].replace("_", "-").lower() for key in environ if key.startswith("HTTP_")},
+            "environ": environ,
         }
 
     def _count(self, request):
@@ -912,7 +1025,6 @@ def request_body(request):
         return [data]
 
     # -- control endpoints ------------------------------------------------------------------
-            "environ": environ,
 
     def _control(self, environ, start_response, path):
         method = environ.get("REQUEST_METHOD", "GET")
@@ -959,6 +1071,9 @@ def request_body(request):
                 # last DELETE.
                 answer = {"rules": [rule.describe() for rule in self.rules],
                           "random": dict(self.random_hits)}
+        elif path == "/_emulator/inflight":
+            with self.lock:
+                answer = {"inFlight": self.in_flight}
         elif path == "/_emulator/stats":
             access_key = parse_qs(environ.get("QUERY_STRING", "")).get("accessKey", [None])[0]
             with self.lock:

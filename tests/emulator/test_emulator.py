@@ -1848,3 +1848,43 @@ def test_a_vpc_function_has_interfaces_that_hold_its_subnets_and_group_until_rel
     ec2.delete_security_group(GroupId=group)
     for subnet in subnets:
         ec2.delete_subnet(SubnetId=subnet)
+
+
+def test_a_stream_consumer_name_is_taken_once_and_consumers_keep_tags(emulator):
+    kinesis = emulator.client("kinesis")
+    kinesis.create_stream(StreamName="consumed", ShardCount=1)
+    stream = kinesis.describe_stream_summary(StreamName="consumed")["StreamDescriptionSummary"]["StreamARN"]
+    consumer = kinesis.register_stream_consumer(StreamARN=stream, ConsumerName="reader",
+                                                Tags={"cdkd:create-token": "t1"})["Consumer"]["ConsumerARN"]
+    with pytest.raises(kinesis.exceptions.ResourceInUseException):
+        kinesis.register_stream_consumer(StreamARN=stream, ConsumerName="reader")
+    assert len(kinesis.list_stream_consumers(StreamARN=stream)["Consumers"]) == 1
+    kinesis.tag_resource(ResourceARN=consumer, Tags={"team": "data"})
+    kinesis.untag_resource(ResourceARN=consumer, TagKeys=["cdkd:create-token"])
+    assert kinesis.list_tags_for_resource(ResourceARN=consumer)["Tags"] == [{"Key": "team", "Value": "data"}]
+
+
+def test_a_metric_filter_put_again_replaces_itself(emulator):
+    logs = emulator.client("logs")
+    logs.create_log_group(logGroupName="/filtered")
+    for pattern in ("ERROR", "WARN"):
+        logs.put_metric_filter(logGroupName="/filtered", filterName="problems", filterPattern=pattern,
+                               metricTransformations=[{"metricName": "Problems", "metricNamespace": "App",
+                                                       "metricValue": "1"}])
+    filters = logs.describe_metric_filters(logGroupName="/filtered")["metricFilters"]
+    assert [(f["filterName"], f["filterPattern"]) for f in filters] == [("problems", "WARN")]
+
+
+def test_a_version_is_published_again_only_after_a_change(emulator):
+    aws_lambda = _function(emulator, "versioned", {"index.py": "def handler(event, context):\n    return 1\n"},
+                           runtime="python3.12", handler="index.handler")
+    first = aws_lambda.publish_version(FunctionName="versioned")["Version"]
+    # An update that changes nothing publishes nothing new.
+    aws_lambda.update_function_configuration(FunctionName="versioned", Timeout=3)
+    assert aws_lambda.publish_version(FunctionName="versioned")["Version"] == first
+    aws_lambda.update_function_configuration(FunctionName="versioned", Timeout=9)
+    assert aws_lambda.publish_version(FunctionName="versioned")["Version"] != first
+
+
+def test_inflight_counts_requests_being_answered(emulator):
+    assert emulator.get("/_emulator/inflight") == {"inFlight": 0}
