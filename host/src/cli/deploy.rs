@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Args;
 use serde_json::Value;
 
@@ -22,6 +23,7 @@ use crate::deployment::report::{Progress, Reporter};
 use crate::provisioning::concurrency::{Concurrency, Lanes};
 use crate::provisioning::providers::LiveProviders;
 use crate::provisioning::router::AllowedDrops;
+use crate::synthesis::annotations;
 use crate::synthesis::order::{ordered, run_dependencies, Placed};
 use crate::synthesis::selection::select;
 
@@ -166,9 +168,19 @@ pub struct DeployArgs {
     json: bool,
     #[command(flatten)]
     cfn_fallback: CfnFallbackArgs,
+    /// Write the deployed stacks' outputs to this JSON file (`{stack: {output: value}}`, as
+    /// `cdk deploy --outputs-file`).
+    #[arg(long, short = 'O', value_name = "FILE")]
+    outputs_file: Option<std::path::PathBuf>,
+    /// Refuse stacks with synthesis warnings too, not only errors.
+    #[arg(long)]
+    strict: bool,
+    /// Deploy stacks despite synthesis errors.
+    #[arg(long)]
+    ignore_errors: bool,
 }
 
-fn parameters(items: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
+pub(super) fn parameters(items: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
     items
         .iter()
         .map(|item| {
@@ -213,6 +225,19 @@ async fn read_order(
 pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Result<ExitCode> {
     let assembly = load_assembly(context, &args.app).await?;
     let stacks = select(&assembly, &args.stacks, args.all, args.exclusively)?;
+    let (shown, refusal) = annotations::check(
+        &stacks,
+        annotations::Strictness {
+            strict: args.strict,
+            ignore_errors: args.ignore_errors,
+        },
+    );
+    for line in shown {
+        eprintln!("{line}");
+    }
+    if let Some(refusal) = refusal {
+        anyhow::bail!("{refusal}");
+    }
     let registry = context.registry()?;
     registry.warn_about_failures();
     let ref_values = std::sync::Arc::new(registry.ref_values());
@@ -297,11 +322,12 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
         })
         .collect();
     let snapshot = std::sync::Mutex::new(snapshot);
+    let outputs = std::sync::Mutex::new(serde_json::Map::new());
     let preparation = Preparation {
         assembly: &assembly,
         registry: &registry,
         aws,
-        store: &store,
+        store: Some(&store),
         ref_values,
         parameters: &parameters,
     };
@@ -309,7 +335,8 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
         let stack = assembly
             .stack(&id)
             .expect("selected stacks are in the assembly");
-        let (engine, snapshot, options, preparation) = (&engine, &snapshot, &options, &preparation);
+        let (engine, snapshot, options, preparation, outputs) =
+            (&engine, &snapshot, &options, &preparation, &outputs);
         let template = waits.templates[&id].clone();
         async move {
             let run = async {
@@ -325,6 +352,10 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
                     &input.context.stack_name,
                     &input.context.region,
                     deployed.secret_outputs,
+                );
+                outputs.lock().unwrap_or_else(|e| e.into_inner()).insert(
+                    input.context.stack_name.clone(),
+                    Value::Object(template_outputs(&input.template, &deployed.state.outputs)),
                 );
                 shared.update(deployed.state);
                 anyhow::Ok(())
@@ -343,10 +374,29 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
             Outcome::Skipped(reason) => Some(format!("{id} was not deployed ({reason})")),
         })
         .collect();
+    // What did deploy is written even when another stack failed, as the CDK CLI does.
+    if let Some(file) = &args.outputs_file {
+        let outputs = Value::Object(outputs.into_inner().unwrap_or_else(|e| e.into_inner()));
+        std::fs::write(file, serde_json::to_string_pretty(&outputs)? + "\n")
+            .with_context(|| format!("writing the outputs file {}", file.display()))?;
+    }
     if !failures.is_empty() {
         anyhow::bail!("{}", failures.join("\n"));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A stack's recorded outputs under the template's output names (the record also holds the
+/// values under their export names).
+fn template_outputs(
+    template: &Template,
+    recorded: &serde_json::Map<String, Value>,
+) -> serde_json::Map<String, Value> {
+    template
+        .outputs
+        .keys()
+        .filter_map(|name| Some((name.clone(), recorded.get(name)?.clone())))
+        .collect()
 }
 
 #[derive(Debug, Args)]

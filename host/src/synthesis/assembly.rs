@@ -76,6 +76,73 @@ pub struct StackArtifact {
     pub termination_protection: bool,
     /// Its asset manifest's artifact id, if any.
     pub asset_manifest: Option<String>,
+    /// What its constructs said at synthesis (`Annotations.of(x).addError(...)`), in
+    /// construct-path order.
+    pub annotations: Vec<Annotation>,
+}
+
+/// How serious a synthesis annotation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AnnotationLevel {
+    /// `aws:cdk:error`: the CDK CLI refuses to deploy.
+    Error,
+    /// `aws:cdk:warning`: refused under `--strict`.
+    Warning,
+    /// `aws:cdk:info`.
+    Info,
+}
+
+/// One message a construct left in the assembly's metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Annotation {
+    /// Error, warning or info.
+    pub level: AnnotationLevel,
+    /// The construct path (`/Stack/Construct`).
+    pub path: String,
+    /// The message as the app wrote it.
+    pub message: String,
+}
+
+/// The annotations of a stack artifact's metadata: the manifest's inline `metadata` and its
+/// `additionalMetadataFile` (newer CDK versions write them there).
+fn read_annotations(dir: &Path, artifact: &Value) -> Result<Vec<Annotation>, AssemblyError> {
+    let mut entries: Vec<(String, Value)> = Vec::new();
+    let mut collect = |metadata: &Value| {
+        for (path, list) in metadata.as_object().into_iter().flatten() {
+            for entry in list.as_array().into_iter().flatten() {
+                entries.push((path.clone(), entry.clone()));
+            }
+        }
+    };
+    if let Some(metadata) = artifact.get("metadata") {
+        collect(metadata);
+    }
+    if let Some(file) = string_field(artifact, "additionalMetadataFile") {
+        collect(&read_json(&dir.join(file))?);
+    }
+    let mut annotations: Vec<Annotation> = entries
+        .into_iter()
+        .filter_map(|(path, entry)| {
+            let level = match entry.get("type").and_then(Value::as_str)? {
+                "aws:cdk:error" => AnnotationLevel::Error,
+                "aws:cdk:warning" => AnnotationLevel::Warning,
+                "aws:cdk:info" => AnnotationLevel::Info,
+                _ => return None,
+            };
+            let message = match entry.get("data") {
+                Some(Value::String(text)) => text.clone(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            Some(Annotation {
+                level,
+                path,
+                message,
+            })
+        })
+        .collect();
+    annotations.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(annotations)
 }
 
 impl StackArtifact {
@@ -297,6 +364,7 @@ impl CloudAssembly {
                             .and_then(Value::as_bool)
                             .unwrap_or(false),
                         asset_manifest,
+                        annotations: read_annotations(dir, artifact)?,
                     });
                 }
                 Some("cdk:asset-manifest") => {
