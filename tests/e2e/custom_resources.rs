@@ -96,10 +96,19 @@ impl World {
     }
 
     /// Objects (and versions) left under the response prefix of the state bucket.
+    /// Response placeholders and their versions left in the state bucket, delete receipts aside.
     fn placeholders(&self) -> Value {
         Emulator::shared().boto(&format!(
-            "[v['Key'] for v in c('s3').list_object_versions(Bucket='{}', Prefix='custom-resource-responses/').get('Versions', [])] + [m['Key'] for m in c('s3').list_object_versions(Bucket='{}', Prefix='custom-resource-responses/').get('DeleteMarkers', [])]",
-            self.bucket, self.bucket
+            "[v['Key'] for v in c('s3').list_object_versions(Bucket='{b}', Prefix='custom-resource-responses/').get('Versions', []) if b'receipt of a finished delete' not in c('s3').get_object(Bucket='{b}', Key=v['Key'], VersionId=v['VersionId'])['Body'].read()] + [m['Key'] for m in c('s3').list_object_versions(Bucket='{b}', Prefix='custom-resource-responses/').get('DeleteMarkers', [])]",
+            b = self.bucket
+        ))
+    }
+
+    /// The delete receipts in the state bucket (docs/custom-resources.md, "After a crash").
+    fn receipts(&self) -> Value {
+        Emulator::shared().boto(&format!(
+            "[json.loads(c('s3').get_object(Bucket='{b}', Key=o['Key'])['Body'].read()) for o in c('s3').list_objects_v2(Bucket='{b}', Prefix='custom-resource-responses/').get('Contents', [])]",
+            b = self.bucket
         ))
     }
 }
@@ -183,6 +192,21 @@ fn a_lambda_backed_custom_resource_lives_as_in_cloudformation() {
     assert_eq!(last["RequestType"], json!("Delete"));
     assert_eq!(last["PhysicalResourceId"], json!("echo-bye"));
     assert_eq!(world.placeholders(), json!([]));
+    // Each finished Delete (the replaced resource's, the destroyed one's) leaves its receipt, so
+    // a run killed before its save does not send it again; nothing of the answer is in it.
+    let receipts = world.receipts();
+    let mut ids: Vec<&str> = receipts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            assert_eq!(r["Status"], json!("SUCCESS"), "{r}");
+            assert!(r.get("Data").is_none(), "{r}");
+            r["PhysicalResourceId"].as_str().unwrap()
+        })
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["echo-bye", "echo-hello"]);
 }
 
 #[test]

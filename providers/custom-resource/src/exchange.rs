@@ -169,14 +169,21 @@ impl<'a> Exchange<'a> {
                 .await
             }
         };
-        self.remove_placeholder(&key).await;
         match (&outcome, request_type, physical_id) {
             // A finished delete leaves a receipt until the record's removal is surely saved: a
-            // run killed before that save sends the same Delete again and finds it.
-            (Ok(_), RequestType::Delete, Some(id)) => self.write_receipt(&key, id).await,
-            // A create or update answered with a physical id a receipt names (a handler that
-            // reuses ids): that receipt belonged to the resource's earlier life.
+            // run killed before that save sends the same Delete again and finds it. The receipt
+            // is written before the answer's versions go, so the key never shows the empty
+            // placeholder again.
+            (Ok(_), RequestType::Delete, Some(id)) => match self.write_receipt(&key, id).await {
+                Some(Some(receipt)) => self.remove_versions(&key, Some(&receipt)).await,
+                // An unversioned bucket: the receipt replaced the answer.
+                Some(None) => {}
+                None => self.remove_placeholder(&key).await,
+            },
             (Ok(response), RequestType::Create | RequestType::Update, _) => {
+                self.remove_placeholder(&key).await;
+                // A create or update answered with a physical id a receipt names (a handler
+                // that reuses ids): that receipt belonged to the resource's earlier life.
                 let earlier = request_id(
                     "",
                     RequestType::Delete,
@@ -186,14 +193,15 @@ impl<'a> Exchange<'a> {
                 self.remove_placeholder(&format!("{RESPONSES}/{earlier}.json"))
                     .await;
             }
-            _ => {}
+            _ => self.remove_placeholder(&key).await,
         }
         outcome
     }
 
-    /// The receipt of a finished delete: SUCCESS and the physical id, nothing of the answer's
-    /// data.
-    async fn write_receipt(&self, key: &str, physical_id: &str) {
+    /// Writes the receipt of a finished delete (SUCCESS and the physical id, nothing of the
+    /// answer's data) over `key`: Some(its version id, None on an unversioned bucket), or None
+    /// when it could not be written.
+    async fn write_receipt(&self, key: &str, physical_id: &str) -> Option<Option<String>> {
         let receipt = json!({"Status": "SUCCESS", "PhysicalResourceId": physical_id, "Reason": "receipt of a finished delete"});
         let written = self
             .s3
@@ -203,11 +211,15 @@ impl<'a> Exchange<'a> {
             .body(ByteStream::from(receipt.to_string().into_bytes()))
             .send()
             .await;
-        if let Err(err) = written {
-            tracing::warn!(
-                "could not write the delete receipt {key}: {}",
-                cdkd_aws_common::error_line(&err)
-            );
+        match written {
+            Ok(out) => Some(out.version_id().map(ToString::to_string)),
+            Err(err) => {
+                tracing::warn!(
+                    "could not write the delete receipt {key}: {}",
+                    cdkd_aws_common::error_line(&err)
+                );
+                None
+            }
         }
     }
 
@@ -436,6 +448,14 @@ impl<'a> Exchange<'a> {
 
     /// Deletes the placeholder and every version of it (it may hold the handler's secrets).
     async fn remove_placeholder(&self, key: &str) {
+        self.remove_versions(key, None).await;
+    }
+
+    /// Deletes every version and delete marker of `key` but `keep`, the current version last: a
+    /// run killed part-way leaves the key's current content as it was (an answer never turns
+    /// back into the empty placeholder under it). Without a listing (or on an unversioned
+    /// bucket), the plain object, unless a version is to be kept.
+    async fn remove_versions(&self, key: &str, keep: Option<&str>) {
         let listed = self
             .s3
             .list_object_versions()
@@ -443,29 +463,30 @@ impl<'a> Exchange<'a> {
             .prefix(key)
             .send()
             .await;
-        // Every version and delete marker of exactly this key; without a listing (or on an
-        // unversioned bucket), the plain object.
-        let mut versions: Vec<Option<String>> = match &listed {
+        let mut versions: Vec<(bool, String)> = match &listed {
             Ok(listed) => {
                 let versions = listed
                     .versions()
                     .iter()
                     .filter(|v| v.key() == Some(key))
-                    .map(|v| v.version_id());
+                    .map(|v| (v.is_latest() == Some(true), v.version_id()));
                 let markers = listed
                     .delete_markers()
                     .iter()
                     .filter(|m| m.key() == Some(key))
-                    .map(|m| m.version_id());
+                    .map(|m| (m.is_latest() == Some(true), m.version_id()));
                 versions
                     .chain(markers)
-                    .flatten()
-                    .map(|id| Some(id.to_string()))
+                    .filter_map(|(latest, id)| Some((latest, id?.to_string())))
+                    .filter(|(_, id)| Some(id.as_str()) != keep)
                     .collect()
             }
             Err(_) => Vec::new(),
         };
-        if versions.is_empty() {
+        versions.sort_by_key(|(latest, _)| *latest);
+        let mut versions: Vec<Option<String>> =
+            versions.into_iter().map(|(_, id)| Some(id)).collect();
+        if versions.is_empty() && keep.is_none() {
             versions.push(None);
         }
         for version in versions {
