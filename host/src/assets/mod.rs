@@ -209,6 +209,64 @@ pub async fn publish_for_stack(
     account: &str,
     region: &str,
 ) -> anyhow::Result<(Template, BucketRewrites)> {
+    let target = AssetTarget {
+        aws,
+        store: Some(store),
+        account,
+        region,
+    };
+    for_stack(assembly, stack, template, &target, Upload::Yes).await
+}
+
+/// The template [`publish_for_stack`] would return, with nothing uploaded, built or pushed
+/// (what `cdkd diff` plans with). Without a state bucket (`store` `None`) no region has opted
+/// in, and the CDK bootstrap destinations stay as written.
+pub async fn locate_for_stack(
+    assembly: &CloudAssembly,
+    stack: &StackArtifact,
+    template: Template,
+    aws: &AwsEnvironment,
+    store: Option<&StateStore>,
+    account: &str,
+    region: &str,
+) -> anyhow::Result<(Template, BucketRewrites)> {
+    let target = AssetTarget {
+        aws,
+        store,
+        account,
+        region,
+    };
+    for_stack(assembly, stack, template, &target, Upload::No).await
+}
+
+/// Where a stack's assets go.
+struct AssetTarget<'a> {
+    aws: &'a AwsEnvironment,
+    store: Option<&'a StateStore>,
+    account: &'a str,
+    region: &'a str,
+}
+
+/// Whether [`for_stack`] publishes the assets or only works out where they go.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Upload {
+    Yes,
+    No,
+}
+
+async fn for_stack(
+    assembly: &CloudAssembly,
+    stack: &StackArtifact,
+    template: Template,
+    target: &AssetTarget<'_>,
+    upload: Upload,
+) -> anyhow::Result<(Template, BucketRewrites)> {
+    let AssetTarget {
+        aws,
+        store,
+        account,
+        region,
+    } = *target;
     let unchanged = |template| Ok((template, BucketRewrites::default()));
     let Some(manifest) = stack
         .asset_manifest
@@ -235,27 +293,32 @@ pub async fn publish_for_stack(
     if manifest.files.values().all(is_template) && manifest.docker_images.is_empty() {
         return unchanged(template);
     }
-    let marker = read_marker(store.backend.client(), store.backend.bucket(), region).await?;
+    let marker = match store {
+        Some(store) => read_marker(store.backend.client(), store.backend.bucket(), region).await?,
+        None => None,
+    };
     let mut repositories: Vec<(Vec<String>, String)> = Vec::new();
     if !manifest.docker_images.is_empty() {
-        let ecr = images::ecr_client(aws, region);
+        let ecr = (upload == Upload::Yes).then(|| images::ecr_client(aws, region));
         for image in manifest.docker_images.values() {
             for destination in &image.destinations {
                 let original = substitute(&destination.repository_name, account, region);
                 let target = marker
                     .as_ref()
                     .map_or(original.clone(), |m| m.container_repo.clone());
-                let started = std::time::Instant::now();
-                let pushed = images::publish_image(&ecr, image, &target, &destination.image_tag)
-                    .await
-                    .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
-                tracing::info!(
-                    "container image {} {} {target}:{} in {:.2}s",
-                    image.display_name,
-                    if pushed { "pushed to" } else { "already in" },
-                    destination.image_tag,
-                    started.elapsed().as_secs_f64()
-                );
+                if let Some(ecr) = &ecr {
+                    let started = std::time::Instant::now();
+                    let pushed = images::publish_image(ecr, image, &target, &destination.image_tag)
+                        .await
+                        .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
+                    tracing::info!(
+                        "container image {} {} {target}:{} in {:.2}s",
+                        image.display_name,
+                        if pushed { "pushed to" } else { "already in" },
+                        destination.image_tag,
+                        started.elapsed().as_secs_f64()
+                    );
+                }
                 if marker.is_some() && target != original {
                     repositories
                         .push((vec![destination.repository_name.clone(), original], target));
@@ -274,18 +337,20 @@ pub async fn publish_for_stack(
             let target = marker
                 .as_ref()
                 .map_or(original.clone(), |m| m.asset_bucket.clone());
-            let started = std::time::Instant::now();
-            let uploaded = publish_file(aws, asset, &target, &key).await?;
-            tracing::info!(
-                "asset {} {} s3://{target}/{key} in {:.2}s",
-                asset.display_name,
-                if uploaded {
-                    "published to"
-                } else {
-                    "already at"
-                },
-                started.elapsed().as_secs_f64()
-            );
+            if upload == Upload::Yes {
+                let started = std::time::Instant::now();
+                let uploaded = publish_file(aws, asset, &target, &key).await?;
+                tracing::info!(
+                    "asset {} {} s3://{target}/{key} in {:.2}s",
+                    asset.display_name,
+                    if uploaded {
+                        "published to"
+                    } else {
+                        "already at"
+                    },
+                    started.elapsed().as_secs_f64()
+                );
+            }
             if marker.is_some() && target != original {
                 rewrites.push((vec![destination.bucket_name.clone(), original], target));
             }

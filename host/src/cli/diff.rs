@@ -1,6 +1,5 @@
 //! `cdkd diff [stacks] [--all] [--json] [--fail]`: the app's stacks against their state.
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -11,11 +10,11 @@ use super::app::{load_assembly, stack_target, AppArgs};
 use super::CommandContext;
 use crate::analyzer::diff::{Action, ResourceChange};
 use crate::analyzer::intrinsics::{contains_unknown, is_unknown};
-use crate::analyzer::plan::{plan, StackContext, StackPlan};
+use crate::analyzer::plan::StackPlan;
 use crate::analyzer::template::Template;
-use crate::deployment::external::{SnapshotLookups, StateSnapshot};
-use crate::provisioning::create_only::{registry_types, KnownCreateOnly};
-use crate::provisioning::operations::ProviderSource;
+use crate::deployment::external::StateSnapshot;
+use crate::deployment::planning::{plan_tree, PlannedTree};
+use crate::deployment::prepare::Preparation;
 use crate::provisioning::providers::LiveProviders;
 use crate::state::StateError;
 use crate::synthesis::selection::select;
@@ -38,6 +37,9 @@ pub struct DiffArgs {
     /// Only the named stacks, not their dependencies.
     #[arg(long, short = 'e')]
     exclusively: bool,
+    /// A template parameter value, `Name=Value` (repeatable), as `cdkd deploy` takes it.
+    #[arg(long = "parameters", value_name = "NAME=VALUE")]
+    parameters: Vec<String>,
     #[command(flatten)]
     cfn_fallback: super::deploy::CfnFallbackArgs,
 }
@@ -69,6 +71,18 @@ fn render(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),
         other => other.to_string(),
+    }
+}
+
+/// Prints a stack's changes, then those of the nested stacks its deploy would deploy.
+fn print_tree(title: &str, tree: &PlannedTree, palette: &Palette) {
+    print_stack(title, &tree.region, &tree.plan, palette);
+    for (logical_id, child) in &tree.nested {
+        print_tree(
+            &format!("{title} > nested stack {logical_id}"),
+            child,
+            palette,
+        );
     }
 }
 
@@ -142,14 +156,23 @@ fn print_stack(name: &str, region: &str, plan: &StackPlan, palette: &Palette) {
     println!();
 }
 
-fn stack_json(name: &str, region: &str, plan: &StackPlan) -> Value {
+fn stack_json(tree: &PlannedTree) -> Value {
+    let plan = &tree.plan;
     let (create, update, delete, same) = plan.summary();
+    let nested: Vec<Value> = (tree.nested.iter())
+        .map(|(logical_id, child)| {
+            let mut document = stack_json(child);
+            document["logicalId"] = json!(logical_id);
+            document
+        })
+        .collect();
     json!({
-        "stackName": name,
-        "region": region,
+        "stackName": tree.stack_name,
+        "region": tree.region,
         "changes": plan.changes,
         "summary": {"create": create, "update": update, "delete": delete, "noChange": same},
-        "hasChanges": plan.has_changes(),
+        "hasChanges": tree.has_changes(),
+        "nested": nested,
     })
 }
 
@@ -158,7 +181,6 @@ pub async fn run(context: &CommandContext, args: DiffArgs) -> anyhow::Result<Exi
     let stacks = select(&assembly, &args.stacks, args.all, args.exclusively)?;
     let registry = context.registry()?;
     registry.warn_about_failures();
-    let ref_values = std::sync::Arc::new(registry.ref_values());
     let store = match context.state().await {
         Ok(store) => Some(store),
         Err(err)
@@ -172,6 +194,9 @@ pub async fn run(context: &CommandContext, args: DiffArgs) -> anyhow::Result<Exi
         }
         Err(err) => return Err(err),
     };
+    if let Some(store) = &store {
+        registry.set_state_bucket(&store.bucket.name, &store.region());
+    }
     let mut snapshot = match &store {
         Some(store) => StateSnapshot::load(&store.backend).await?,
         None => StateSnapshot::default(),
@@ -190,6 +215,21 @@ pub async fn run(context: &CommandContext, args: DiffArgs) -> anyhow::Result<Exi
             .read_into(context, &mut snapshot, &consumers)
             .await?;
     }
+    let parameters = super::deploy::parameters(&args.parameters)?;
+    // Deploy's own preparation, with nothing published: the same asset locations, parameter
+    // values (SSM-typed ones read), nested templates and availability zones.
+    let preparation = Preparation {
+        assembly: &assembly,
+        registry: &registry,
+        aws: context.aws().await,
+        store: store.as_ref(),
+        ref_values: std::sync::Arc::new(registry.ref_values()),
+        parameters: &parameters,
+    };
+    let live = LiveProviders {
+        registry: &registry,
+        aws: context.aws().await,
+    };
     let palette = Palette {
         on: std::io::stdout().is_terminal() && !args.json,
     };
@@ -197,41 +237,15 @@ pub async fn run(context: &CommandContext, args: DiffArgs) -> anyhow::Result<Exi
     let mut any_change = false;
     for (stack, template) in stacks.into_iter().zip(templates) {
         let (account, region) = stack_target(context, stack).await?;
-        let state = snapshot.record(&stack.stack_name, &region).cloned();
-        let stack_context = StackContext {
-            stack_name: stack.stack_name.clone(),
-            region: region.clone(),
-            account,
-            ref_values: ref_values.clone(),
-            // A diff asks AWS nothing: zones show as known after deploy.
-            availability_zones: Default::default(),
-        };
-        let lookups = SnapshotLookups {
-            snapshot: &snapshot,
-            region: &region,
-        };
-        let live = LiveProviders {
-            registry: &registry,
-            aws: context.aws().await,
-        };
-        let schemas = live
-            .registry_schemas(&region, registry_types(&registry, state.as_ref()))
-            .await;
-        let create_only = KnownCreateOnly::new(&registry, schemas);
-        let plan = plan(
-            &template,
-            state.as_ref(),
-            &stack_context,
-            &BTreeMap::new(),
-            &lookups,
-            &create_only,
-        )
-        .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
-        any_change |= plan.has_changes();
+        let input = preparation
+            .planned_input(stack, template, account, region)
+            .await?;
+        let tree = plan_tree(&registry, &live, &input, &snapshot).await?;
+        any_change |= tree.has_changes();
         if args.json {
-            documents.push(stack_json(&stack.stack_name, &region, &plan));
+            documents.push(stack_json(&tree));
         } else {
-            print_stack(&stack.display_name, &region, &plan, &palette);
+            print_tree(&stack.display_name, &tree, &palette);
         }
     }
     if args.json {

@@ -245,7 +245,7 @@ pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<E
         assembly: &assembly,
         registry: &registry,
         aws,
-        store: &store,
+        store: Some(&store),
         ref_values: std::sync::Arc::new(registry.ref_values()),
         parameters: &BTreeMap::new(),
     };

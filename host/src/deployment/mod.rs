@@ -18,6 +18,7 @@ pub mod live;
 pub mod migrate;
 pub mod nested;
 pub mod parameters;
+pub mod planning;
 pub mod prepare;
 pub mod reconcile;
 pub mod report;

@@ -68,12 +68,7 @@ impl NestedStacks<'_> {
                 "nested stack {logical_id}: its template is not in the cloud assembly"
             )));
         };
-        let mut input = child.clone();
-        input.parameters = properties
-            .get("Parameters")
-            .and_then(Value::as_object)
-            .map(|p| p.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-            .unwrap_or_default();
+        let input = super::planning::child_input(child, properties);
         let deployed = Box::pin(self.engine.deploy_child(
             &input,
             deploys.snapshot,

@@ -27,8 +27,9 @@ pub struct Preparation<'a> {
     pub registry: &'a Registry,
     /// AWS settings.
     pub aws: &'a AwsEnvironment,
-    /// The state bucket (assets are published next to the records).
-    pub store: &'a StateStore,
+    /// The state bucket (assets are published next to the records); `None` only for a plan
+    /// (`cdkd diff`) where no state bucket exists yet.
+    pub store: Option<&'a StateStore>,
     /// What `Ref` returns per type.
     pub ref_values: Arc<RefValues>,
     /// `--parameters` values.
@@ -36,7 +37,8 @@ pub struct Preparation<'a> {
 }
 
 impl Preparation<'_> {
-    /// The engine's input for `stack` (its parsed `template`) deployed to `account` / `region`.
+    /// The engine's input for `stack` (its parsed `template`) deployed to `account` / `region`,
+    /// its assets published.
     pub async fn stack_input(
         &self,
         stack: &StackArtifact,
@@ -44,9 +46,36 @@ impl Preparation<'_> {
         account: String,
         region: String,
     ) -> anyhow::Result<StackInput> {
-        let named =
-            |err: &dyn std::fmt::Display| anyhow::anyhow!("stack {}: {err}", stack.display_name);
+        let Some(store) = self.store else {
+            anyhow::bail!(
+                "stack {}: no state bucket to publish assets to; run `cdkd bootstrap`",
+                stack.display_name
+            );
+        };
         let (template, rewrites) = crate::assets::publish_for_stack(
+            self.assembly,
+            stack,
+            template,
+            self.aws,
+            store,
+            &account,
+            &region,
+        )
+        .await?;
+        self.finish(stack, template, rewrites, account, region)
+            .await
+    }
+
+    /// The same input with nothing published (`cdkd diff`): the same asset locations,
+    /// parameter values, nested stacks and availability zones a deploy would plan with.
+    pub async fn planned_input(
+        &self,
+        stack: &StackArtifact,
+        template: Template,
+        account: String,
+        region: String,
+    ) -> anyhow::Result<StackInput> {
+        let (template, rewrites) = crate::assets::locate_for_stack(
             self.assembly,
             stack,
             template,
@@ -56,6 +85,20 @@ impl Preparation<'_> {
             &region,
         )
         .await?;
+        self.finish(stack, template, rewrites, account, region)
+            .await
+    }
+
+    async fn finish(
+        &self,
+        stack: &StackArtifact,
+        template: Template,
+        rewrites: BucketRewrites,
+        account: String,
+        region: String,
+    ) -> anyhow::Result<StackInput> {
+        let named =
+            |err: &dyn std::fmt::Display| anyhow::anyhow!("stack {}: {err}", stack.display_name);
         let parameters =
             super::parameters::resolve(&template, self.parameters, self.aws, &region).await?;
         let mut input = StackInput {

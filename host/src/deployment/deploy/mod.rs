@@ -24,16 +24,17 @@ use self::write_ahead::WriteAhead;
 use super::deletes::{is_snapshot, no_snapshot_path};
 use super::engine::Engine;
 use super::executor::{Executor, Outcome, Task};
-use super::external::{SnapshotLookups, StateSnapshot};
+use super::external::StateSnapshot;
 use super::ledger::Ledger;
 use super::nested::{nested_ids, ChildDeploys, NestedStacks, WithNested};
+use super::planning::plan_stack;
 use super::secrets::RunSecrets;
 use crate::analyzer::diff::Action;
-use crate::analyzer::plan::{plan, StackContext, StackPlan};
+use crate::analyzer::plan::{StackContext, StackPlan};
 use crate::analyzer::template::Template;
 use crate::provisioning::cloud_control::has_attribute;
 use crate::provisioning::concurrency::{service_of, Concurrency, Lanes};
-use crate::provisioning::create_only::{registry_types, KnownCreateOnly};
+use crate::provisioning::create_only::KnownCreateOnly;
 use crate::provisioning::operations::{owner_types, Observation, ProviderSet};
 use crate::provisioning::preflight::{refuse_unprovisionable, route_all, Candidate};
 use crate::provisioning::provider::AccountIds;
@@ -215,21 +216,14 @@ impl Engine<'_> {
             }
         }
         let recorded = stored.as_ref().map(|s| s.state.clone());
-        let lookups = SnapshotLookups { snapshot, region };
-        let schemas = self
-            .providers
-            .registry_schemas(region, registry_types(self.registry, recorded.as_ref()))
-            .await;
-        let create_only = KnownCreateOnly::new(self.registry, schemas);
-        let planned = plan(
-            &input.template,
+        let (planned, create_only) = plan_stack(
+            self.registry,
+            self.providers,
+            input,
+            snapshot,
             recorded.as_ref(),
-            context,
-            &input.parameters,
-            &lookups,
-            &create_only,
         )
-        .map_err(|err| anyhow::anyhow!("stack {stack}: {err}"))?;
+        .await?;
 
         // Pre-flight: every resource must have somewhere to go, before anything changes.
         let decisions = self
@@ -409,32 +403,16 @@ impl Engine<'_> {
 
 impl Engine<'_> {
     /// The stack's plan against `recorded`: resolved properties, the graph and the diff, with
-    /// the create-only properties of the registry schemas of the recorded types.
+    /// the create-only properties of the registry schemas of the recorded types (the shared
+    /// planning path, [`plan_stack`]).
     pub(crate) async fn plan_against(
         &self,
         input: &StackInput,
         snapshot: &StateSnapshot,
         recorded: Option<&StackState>,
     ) -> anyhow::Result<StackPlan> {
-        let context = &input.context;
-        let schemas = self
-            .providers
-            .registry_schemas(&context.region, registry_types(self.registry, recorded))
-            .await;
-        let create_only = KnownCreateOnly::new(self.registry, schemas);
-        let lookups = SnapshotLookups {
-            snapshot,
-            region: &context.region,
-        };
-        plan(
-            &input.template,
-            recorded,
-            context,
-            &input.parameters,
-            &lookups,
-            &create_only,
-        )
-        .map_err(|err| anyhow::anyhow!("stack {}: {err}", context.stack_name))
+        let planned = plan_stack(self.registry, self.providers, input, snapshot, recorded).await?;
+        Ok(planned.0)
     }
 
     /// Where each planned resource goes (pre-flight routing), or every refusal.
