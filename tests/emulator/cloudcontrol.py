@@ -98,6 +98,7 @@ ERROR_CODES = {
     "ValidationError": "InvalidRequest",
     "InvalidParameterValue": "InvalidRequest",
     "InvalidParameterException": "InvalidRequest",
+    "InvalidParameterValueException": "InvalidRequest",
 }
 
 
@@ -116,6 +117,8 @@ class CloudControl:
 
     def __init__(self, operation_ms=0):
         self.operation_ms = operation_ms
+        # (type, operation) -> ms a request stays IN_PROGRESS at least (timing.py's profile).
+        self.duration_ms = None
         self._lock = threading.RLock()
         self.reset()
 
@@ -300,6 +303,8 @@ class CloudControl:
             "EventTime": time.time(),
             "_started": time.monotonic(),
         }
+        if self.duration_ms is not None:
+            event["_duration_ms"] = self.duration_ms(type_name, operation)
         if identifier:
             event["Identifier"] = identifier
         if error is None:
@@ -680,7 +685,7 @@ def _public(event, operation_ms, initial=False):
     """The event as the API shows it now: IN_PROGRESS until the operation's time has passed."""
     public = {k: v for k, v in event.items() if not k.startswith("_")}
     elapsed_ms = (time.monotonic() - event["_started"]) * 1000
-    if initial or elapsed_ms < operation_ms:
+    if initial or elapsed_ms < max(operation_ms, event.get("_duration_ms") or 0):
         public["OperationStatus"] = "IN_PROGRESS"
         public.pop("ResourceModel", None)
         public.pop("ErrorCode", None)

@@ -82,6 +82,7 @@ from lambda_runner import (  # noqa: E402
 )
 from registry import Registry  # noqa: E402
 import rpcv2_cbor  # noqa: E402
+import timing  # noqa: E402  (EMU_PROFILE=aws: AWS's timing, off by default)
 from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402
 
@@ -558,7 +559,7 @@ def _delete_nat_gateway_as_aws(self, nat_gateway_id):
         raise EC2ClientError("NatGatewayNotFound", f"The Nat Gateway {nat_gateway_id} was not found")
     if gateway.state not in ("deleting", "deleted"):
         gateway.state = "deleting"
-        gateway._emulator_deleted_at = time.monotonic() + NAT_DELETE_SECONDS
+        gateway._emulator_deleted_at = time.monotonic() + timing.seconds("nat_gateway_delete_ms", NAT_DELETE_SECONDS)
         _settle_nat_gateways(self)
     return gateway
 
@@ -644,7 +645,8 @@ def _delete_function_releasing_interfaces(self, function_name, qualifier=None):
     ec2 = _ec2_backend(self.account_id, self.region_name)
     for eni in ec2.enis.values():
         if (eni.description or "").startswith(f"{LAMBDA_ENI_PREFIX}{name}-"):
-            eni._emulator_release_at = time.monotonic() + LAMBDA_ENI_RELEASE_SECONDS
+            eni._emulator_release_at = time.monotonic() + timing.seconds(
+                "lambda_vpc_eni_release_ms", LAMBDA_ENI_RELEASE_SECONDS)
 
 
 def _delete_security_group_as_aws(self, name=None, group_id=None):
@@ -663,6 +665,8 @@ _Ec2Backend.get_all_network_interfaces = _get_all_network_interfaces_settled
 _Ec2Backend.describe_addresses = _describe_addresses_settled
 _Ec2Backend.delete_subnet = _delete_subnet_as_aws
 _Ec2Backend.release_address = _release_address_as_aws
+# The AWS timing profile wraps moto's methods as patched above (timing.py).
+timing.install()
 
 # moto names some S3 answers' XML root after the action; S3 (and the Rust SDK, which checks the
 # root) uses the configuration's name. Keyed by the bucket subresource queried.
@@ -765,6 +769,7 @@ class Emulator:
     def __init__(self):
         self.moto = DomainDispatcherApplication(create_backend_app)
         self.cloudcontrol = CloudControl(operation_ms=int(os.environ.get("EMU_CC_OPERATION_MS", "0")))
+        self.cloudcontrol.duration_ms = timing.cloud_control_ms
         self.registry = Registry()
         self.latency_ms = float(os.environ.get("EMU_LATENCY_MS", "0"))
         self.fault_rate = float(os.environ.get("EMU_FAULT_RATE", "0"))
@@ -832,6 +837,7 @@ class Emulator:
             return cfn_custom.answer_response_put(environ, start_response)
         if path == "/moto-api/reset" and environ.get("REQUEST_METHOD") == "POST":
             self.cloudcontrol.reset()
+            timing.reset()
             self.registry.reset()
             with self.lock:
                 self.stats.clear()
@@ -861,6 +867,10 @@ class Emulator:
                         for _ in self.moto(environ, lambda *_args, **_kw: None):
                             pass
                 return self._error(start_response, request, status, code, message)
+            if timing.Settings.enabled:  # the call's AWS latency; a refusal of AWS's at this moment
+                refusal = timing.before_call(request)
+                if refusal is not None:
+                    return self._error(start_response, request, *refusal)
         if request["target"].startswith(CC_TARGET_PREFIX):
             return self._cloudcontrol(environ, start_response, request)
         if _is_describe_type(request):
@@ -1053,13 +1063,15 @@ class Emulator:
                         self.rate_limits = limits
                 if "customResourceTimeoutSeconds" in body:
                     cfn_custom.Settings.timeout_seconds = float(body["customResourceTimeoutSeconds"])
+                timing.configure(body)  # profile, timeScale, timingOverrides
             with self.lock:
                 rate_limits = {service: bucket.describe() for service, bucket in self.rate_limits.items()}
             answer = {"latencyMs": self.latency_ms, "faultRate": self.fault_rate,
                       "fault5xxShare": self.fault_5xx_share,
                       "faultPassThroughShare": self.fault_pass_through_share,
                       "ccOperationMs": self.cloudcontrol.operation_ms, "rateLimits": rate_limits,
-                      "customResourceTimeoutSeconds": cfn_custom.Settings.timeout_seconds}
+                      "customResourceTimeoutSeconds": cfn_custom.Settings.timeout_seconds,
+                      **timing.describe()}
         elif path == "/_emulator/faults":
             with self.lock:
                 if method == "POST":

@@ -1,0 +1,228 @@
+"""The AWS timing profile (timing.py): AWS's states, waits and refusals, scaled down so each
+test takes well under a second; and nothing of it with the profile off."""
+
+import json
+import time
+
+import botocore.exceptions
+import pytest
+
+SCALE = 0.01  # AWS's timing in a hundredth of the time: DynamoDB's 7 s ACTIVE in 70 ms
+# The tests that look at a state in between lengthen it to WINDOW (at SCALE: 1 s), so that a
+# slow machine (and botocore's first load of an operation's model, ~0.5 s on a busy one) still
+# sees it.
+WINDOW = 100000
+
+
+@pytest.fixture()
+def aws(emulator):
+    """The emulator with the profile on at SCALE; off again afterwards."""
+    emulator.post("/_emulator/config", {"profile": "aws", "timeScale": SCALE, "timingOverrides": {}})
+    yield emulator
+    emulator.post("/_emulator/config", {"profile": "off", "timeScale": 1, "timingOverrides": {}})
+
+
+def until(check, timeout=5.0):
+    """Polls `check()` until it answers truthy; returns the seconds it took."""
+    started = time.monotonic()
+    while not check():
+        assert time.monotonic() - started < timeout, "still not there"
+        time.sleep(0.01)
+    return time.monotonic() - started
+
+
+def table_spec(name):
+    return dict(TableName=name, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+
+
+def status_of(ddb, name):
+    return ddb.describe_table(TableName=name)["Table"]["TableStatus"]
+
+
+def test_config_answers_the_profile(aws):
+    config = aws.get("/_emulator/config")
+    assert (config["profile"], config["timeScale"]) == ("aws", SCALE)
+
+
+def test_dynamodb_table_is_creating_then_active_and_deleting_then_gone(aws):
+    aws.post("/_emulator/config", {"timingOverrides": {"dynamodb_table_ready_ms": WINDOW, "dynamodb_table_delete_ms": WINDOW}})
+    ddb = aws.client("dynamodb")
+    created = ddb.create_table(**table_spec("t"))["TableDescription"]
+    assert created["TableStatus"] == "CREATING"
+    assert status_of(ddb, "t") == "CREATING"
+    waited = until(lambda: status_of(ddb, "t") == "ACTIVE")
+    assert waited < WINDOW / 1000 * SCALE + 0.5
+    assert ddb.delete_table(TableName="t")["TableDescription"]["TableStatus"] == "DELETING"
+    assert status_of(ddb, "t") == "DELETING"
+    # As on AWS: the name is in use until the delete is done.
+    with pytest.raises(ddb.exceptions.ResourceInUseException):
+        ddb.create_table(**table_spec("t"))
+
+    def gone():
+        try:
+            status_of(ddb, "t")
+            return False
+        except ddb.exceptions.ResourceNotFoundException:
+            return True
+    until(gone)
+    ddb.create_table(**table_spec("t"))
+
+
+def test_cloud_control_create_is_in_progress_for_the_types_time(aws):
+    cc = aws.client("cloudcontrol")  # an S3 bucket: 16.0 s measured, 0.16 s here
+    started = time.monotonic()
+    event = cc.create_resource(TypeName="AWS::S3::Bucket", DesiredState=json.dumps({"BucketName": "timing-bucket"}))["ProgressEvent"]
+    token = event["RequestToken"]
+    assert cc.get_resource_request_status(RequestToken=token)["ProgressEvent"]["OperationStatus"] == "IN_PROGRESS"
+
+    def done():
+        status = cc.get_resource_request_status(RequestToken=token)["ProgressEvent"]["OperationStatus"]
+        return status if status != "IN_PROGRESS" else None
+    until(done)
+    assert done() == "SUCCESS"
+    # The bucket's measured 16.0 s, scaled.
+    assert time.monotonic() - started >= 16.0 * SCALE
+
+
+def test_a_fresh_role_is_refused_by_create_function_then_accepted(aws):
+    aws.post("/_emulator/config", {"timingOverrides": {"iam_role_propagation_ms": WINDOW}})
+    iam, aws_lambda = aws.client("iam"), aws.client("lambda")
+    role = iam.create_role(RoleName="fresh", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    spec = dict(FunctionName="fn", Runtime="python3.12", Role=role, Handler="index.handler",
+                Code={"ZipFile": b"PK\x05\x06" + b"\x00" * 18})
+    with pytest.raises(aws_lambda.exceptions.InvalidParameterValueException) as refused:
+        aws_lambda.create_function(**spec)
+    assert refused.value.response["Error"]["Message"] == "The role defined for the function cannot be assumed by Lambda."
+    time.sleep(WINDOW / 1000 * SCALE)
+    assert aws_lambda.create_function(**spec)["State"] == "Pending"
+
+
+def test_a_function_is_pending_then_active_and_not_invoked_while_pending(aws):
+    aws.post("/_emulator/config", {"timingOverrides": {"iam_role_propagation_ms": 0, "lambda_function_ready_ms": 30000}})
+    iam, aws_lambda = aws.client("iam"), aws.client("lambda")
+    role = iam.create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    aws_lambda.create_function(FunctionName="fn", Runtime="python3.12", Role=role, Handler="index.handler",
+                               Code={"ZipFile": b"PK\x05\x06" + b"\x00" * 18})
+    config = aws_lambda.get_function(FunctionName="fn")["Configuration"]
+    assert (config["State"], config["StateReasonCode"]) == ("Pending", "Creating")
+    with pytest.raises(aws_lambda.exceptions.ResourceConflictException) as refused:
+        aws_lambda.invoke(FunctionName="fn", Payload=b"{}")
+    assert "Pending" in refused.value.response["Error"]["Message"]
+    until(lambda: aws_lambda.get_function_configuration(FunctionName="fn")["State"] == "Active", timeout=1)
+    # An update: LastUpdateStatus InProgress, then Successful.
+    updated = aws_lambda.update_function_configuration(FunctionName="fn", Timeout=10)
+    assert updated["LastUpdateStatus"] == "InProgress"
+    until(lambda: aws_lambda.get_function_configuration(FunctionName="fn")["LastUpdateStatus"] == "Successful")
+
+
+def test_cloud_control_lambda_fails_on_a_fresh_role(aws):
+    aws.post("/_emulator/config", {"timingOverrides": {"iam_role_propagation_ms": WINDOW}})
+    role = aws.client("iam").create_role(RoleName="cc-fresh", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    cc = aws.client("cloudcontrol")
+    desired = {"FunctionName": "ccfn", "Runtime": "python3.12", "Role": role, "Handler": "index.handler",
+               "Code": {"ZipFile": "def handler(e, c): return 1"}}
+    token = cc.create_resource(TypeName="AWS::Lambda::Function", DesiredState=json.dumps(desired))["ProgressEvent"]["RequestToken"]
+
+    def final():
+        event = cc.get_resource_request_status(RequestToken=token)["ProgressEvent"]
+        return event if event["OperationStatus"] != "IN_PROGRESS" else None
+    until(final)
+    event = final()
+    assert (event["OperationStatus"], event["ErrorCode"]) == ("FAILED", "InvalidRequest"), event
+    assert "cannot be assumed by Lambda" in event["StatusMessage"]
+
+
+def test_a_deleted_queues_name_is_refused_then_free(aws):
+    sqs = aws.client("sqs")
+    url = sqs.create_queue(QueueName="q")["QueueUrl"]
+    sqs.delete_queue(QueueUrl=url)
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        sqs.create_queue(QueueName="q")
+    assert "QueueDeletedRecently" in refused.value.response["Error"]["Code"]
+    assert "wait 60 seconds" in refused.value.response["Error"]["Message"]
+    sqs.create_queue(QueueName="other")  # other names are free
+    time.sleep(60.0 * SCALE)
+    sqs.create_queue(QueueName="q")
+
+
+def test_kinesis_stream_is_creating_then_active(aws):
+    aws.post("/_emulator/config", {"timingOverrides": {"kinesis_stream_ready_ms": WINDOW}})
+    kinesis = aws.client("kinesis")
+    kinesis.create_stream(StreamName="s", ShardCount=1)
+
+    def status():
+        return kinesis.describe_stream_summary(StreamName="s")["StreamDescriptionSummary"]["StreamStatus"]
+    assert status() == "CREATING"
+    until(lambda: status() == "ACTIVE")
+
+
+def test_nat_gateway_is_pending_then_available_and_its_delete_blocks_the_subnet(aws):
+    aws.post("/_emulator/config", {"timingOverrides": {"nat_gateway_ready_ms": WINDOW, "nat_gateway_delete_ms": WINDOW}})
+    ec2 = aws.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.0.0/24")["Subnet"]["SubnetId"]
+    eip = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    nat = ec2.create_nat_gateway(SubnetId=subnet, AllocationId=eip)["NatGateway"]["NatGatewayId"]
+
+    def state():
+        return ec2.describe_nat_gateways(NatGatewayIds=[nat])["NatGateways"][0]["State"]
+    assert state() == "pending"
+    until(lambda: state() == "available")
+    ec2.delete_nat_gateway(NatGatewayId=nat)
+    assert state() == "deleting"
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        ec2.delete_subnet(SubnetId=subnet)
+    assert refused.value.response["Error"]["Code"] == "DependencyViolation"
+    until(lambda: state() == "deleted")
+    ec2.delete_subnet(SubnetId=subnet)
+
+
+def test_instance_profile_propagation_and_instance_states(aws):
+    aws.post("/_emulator/config", {"timingOverrides": {
+        "iam_instance_profile_propagation_ms": WINDOW, "ec2_instance_ready_ms": WINDOW, "ec2_instance_terminate_ms": WINDOW}})
+    iam, ec2 = aws.client("iam"), aws.client("ec2")
+    image = ec2.describe_images(Owners=["amazon"], MaxResults=5)["Images"][0]["ImageId"]
+    iam.create_instance_profile(InstanceProfileName="p")
+    run = dict(ImageId=image, MinCount=1, MaxCount=1, IamInstanceProfile={"Name": "p"})
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        ec2.run_instances(**run)
+    assert refused.value.response["Error"]["Code"] == "InvalidParameterValue"
+    assert "Invalid IAM Instance Profile name" in refused.value.response["Error"]["Message"]
+    time.sleep(WINDOW / 1000 * SCALE)
+    instance = ec2.run_instances(**run)["Instances"][0]
+    assert instance["State"]["Name"] == "pending"
+
+    def state():
+        return ec2.describe_instances(InstanceIds=[instance["InstanceId"]])["Reservations"][0]["Instances"][0]["State"]["Name"]
+    until(lambda: state() == "running")
+    ec2.terminate_instances(InstanceIds=[instance["InstanceId"]])
+    assert state() == "shutting-down"
+    until(lambda: state() == "terminated")
+
+
+def test_calls_take_their_latency(aws):
+    aws.post("/_emulator/config", {"timeScale": 0.1})
+    ec2 = aws.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.1.0.0/16")["Vpc"]["VpcId"]
+    started = time.monotonic()
+    ec2.create_security_group(GroupName="g", Description="g", VpcId=vpc)
+    assert time.monotonic() - started >= 1.9 * 0.1  # CreateSecurityGroup's 1.9 s
+
+
+def test_profile_off_changes_nothing(emulator):
+    assert emulator.get("/_emulator/config")["profile"] == "off"
+    ddb, sqs, iam, aws_lambda, cc = (emulator.client(s) for s in ("dynamodb", "sqs", "iam", "lambda", "cloudcontrol"))
+    assert ddb.create_table(**table_spec("t"))["TableDescription"]["TableStatus"] == "ACTIVE"
+    ddb.delete_table(TableName="t")
+    with pytest.raises(ddb.exceptions.ResourceNotFoundException):
+        ddb.describe_table(TableName="t")
+    url = sqs.create_queue(QueueName="q")["QueueUrl"]
+    sqs.delete_queue(QueueUrl=url)
+    sqs.create_queue(QueueName="q")
+    role = iam.create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    created = aws_lambda.create_function(FunctionName="fn", Runtime="python3.12", Role=role, Handler="index.handler",
+                                         Code={"ZipFile": b"PK\x05\x06" + b"\x00" * 18})
+    assert created["State"] == "Active"
+    token = cc.create_resource(TypeName="AWS::S3::Bucket", DesiredState=json.dumps({"BucketName": "timing-bucket"}))["ProgressEvent"]["RequestToken"]
+    assert cc.get_resource_request_status(RequestToken=token)["ProgressEvent"]["OperationStatus"] == "SUCCESS"

@@ -1,0 +1,442 @@
+"""The emulator's AWS timing profile: AWS-shaped waits, off unless asked for.
+
+`EMU_PROFILE=aws` (or `POST /_emulator/config {"profile": "aws"}`) turns it on, and
+`EMU_TIME_SCALE` (`{"timeScale": 0.1}`) multiplies every duration (0.1: AWS's timing in a tenth of
+the time). Every figure is in `aws_timing.json` beside this file, with its basis and source;
+`{"timingOverrides": {"nat_gateway_ready_ms": 1000}}` replaces named values at run time.
+
+With the profile on:
+- every AWS request waits its call latency first (by action, else by service, else 300 ms);
+- Cloud Control requests stay IN_PROGRESS for the type's time (create, update, delete);
+- resources pass through AWS's states: DynamoDB tables CREATING -> ACTIVE and DELETING (a
+  deleted table is still described, and its name is in use, until the delete's time has
+  passed), Kinesis streams CREATING -> ACTIVE, NAT gateways pending -> available (and `deleting`
+  for the delete's time: server.py's NAT delete), EC2 instances pending -> running and
+  shutting-down -> terminated, Lambda functions State Pending -> Active (VPC functions far
+  longer) with Invoke refused while Pending, LastUpdateStatus InProgress -> Successful after an
+  update, and a deleted VPC function's interfaces released after the data's tail;
+- IAM propagation: a role younger than `iam_role_propagation_ms` is refused by Lambda's
+  CreateFunction ("The role defined for the function cannot be assumed by Lambda."), an instance
+  profile younger than `iam_instance_profile_propagation_ms` by EC2's RunInstances;
+- a deleted SQS queue's name is refused by CreateQueue (QueueDeletedRecently) for 60 s.
+
+Resources made by a CloudFormation stack are left as they are (CloudFormation waits for them
+itself, and its handlers retry on propagation), and so are their roles.
+
+Off (the default) nothing here runs: every patched method checks `Settings.enabled` first, and
+server.py calls `before_call` only when it is set.
+"""
+
+import json
+import os
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(HERE, "aws_timing.json"), encoding="utf-8") as _handle:
+    TABLE = json.load(_handle)
+VALUES = {name: spec["ms"] for name, spec in TABLE["values"].items()}
+
+
+class Settings:
+    enabled = os.environ.get("EMU_PROFILE", "").lower() == "aws"
+    scale = float(os.environ.get("EMU_TIME_SCALE", "1"))
+    overrides = {}
+
+
+def configure(body):
+    """Applies `profile`, `timeScale` and `timingOverrides` of a POST /_emulator/config."""
+    if "profile" in body:
+        Settings.enabled = str(body["profile"] or "").lower() == "aws"
+    if "timeScale" in body:
+        Settings.scale = float(body["timeScale"])
+    if "timingOverrides" in body:
+        Settings.overrides = {k: float(v) for k, v in (body["timingOverrides"] or {}).items()}
+
+
+def describe():
+    return {"profile": "aws" if Settings.enabled else "off", "timeScale": Settings.scale,
+            "timingOverrides": dict(Settings.overrides)}
+
+
+def value_ms(name):
+    return Settings.overrides.get(name, VALUES[name])
+
+
+def seconds(name, default=None):
+    """`name`'s scaled duration in seconds; `default` when the profile is off."""
+    if not Settings.enabled:
+        return default
+    return value_ms(name) * Settings.scale / 1000.0
+
+
+def _due(name):
+    return time.monotonic() + seconds(name)
+
+
+# -- which service a request came through ---------------------------------------------------
+
+_via = threading.local()
+
+
+def _through(*services):
+    """True when the current request came through one of `services` (so not a CloudFormation
+    stack, whose handlers wait and retry themselves)."""
+    return getattr(_via, "service", None) in services
+
+
+def before_call(request):
+    """Called by server.py for every AWS request while the profile is on: waits the call's
+    latency; answers (status, code, message) for a request AWS would refuse at this moment."""
+    _via.service = request["service"]
+    latency = TABLE["call_latency"]
+    key = f"{request['service']}:{request['action']}"
+    ms = (latency["actions"].get(key) or latency["services"].get(request["service"]) or {}).get("ms")
+    time.sleep((ms or latency["default_ms"]) * Settings.scale / 1000.0)
+    if request["service"] == "lambda" and request["method"] == "POST" and request["path"].endswith("/invocations"):
+        return _refuse_pending_invoke(request)
+    return None
+
+
+# -- Cloud Control --------------------------------------------------------------------------
+
+def cloud_control_ms(type_name, operation):
+    """How long a Cloud Control request stays IN_PROGRESS (0 with the profile off)."""
+    if not Settings.enabled:
+        return 0
+    spec = TABLE["cloud_control"].get(type_name)
+    key = {"CREATE": "create_ms", "UPDATE": "update_ms", "DELETE": "delete_ms"}[operation]
+    ms = spec[key] if spec else value_ms("cloud_control_default_ms")
+    return ms * Settings.scale
+
+
+# -- IAM propagation ------------------------------------------------------------------------
+
+def _fresh(principal, value):
+    created = getattr(principal, "_emu_created_at", None)
+    return created is not None and time.monotonic() - created < seconds(value)
+
+
+def _iam_backend(account_id):
+    from moto.iam.models import iam_backends
+    return iam_backends[account_id]["global"]
+
+
+def _role_by_arn(account_id, arn):
+    return next((r for r in _iam_backend(account_id).roles.values() if r.arn == arn), None)
+
+
+def _profile(account_id, name=None, arn=None):
+    profiles = _iam_backend(account_id).instance_profiles.values()
+    return next((p for p in profiles if (name and p.name == name) or (arn and p.arn == arn)), None)
+
+
+def _install_iam():
+    from moto.iam.models import IAMBackend
+    create_role, create_profile = IAMBackend.create_role, IAMBackend.create_instance_profile
+
+    def created_role(self, *args, **kwargs):
+        role = create_role(self, *args, **kwargs)
+        if Settings.enabled and not _through("cloudformation"):
+            role._emu_created_at = time.monotonic()
+        return role
+
+    def created_profile(self, *args, **kwargs):
+        profile = create_profile(self, *args, **kwargs)
+        if Settings.enabled and not _through("cloudformation"):
+            profile._emu_created_at = time.monotonic()
+        return profile
+
+    IAMBackend.create_role = created_role
+    IAMBackend.create_instance_profile = created_profile
+
+
+# -- Lambda ---------------------------------------------------------------------------------
+
+LAMBDA_FUNCTIONS = {}  # function ARN -> the function, for Invoke's Pending check
+
+
+def _pending(fn):
+    due = fn.__dict__.get("_emu_active_at")
+    return due is not None and time.monotonic() < due
+
+
+def _refuse_pending_invoke(request):
+    path = request["path"]
+    name = path.split("/functions/", 1)[-1].split("/", 1)[0]
+    from urllib.parse import unquote
+    name = unquote(name)
+    for arn, fn in list(LAMBDA_FUNCTIONS.items()):
+        if (arn == name or fn.function_name == name) and _pending(fn):
+            return (409, "ResourceConflictException",
+                    "The operation cannot be performed at this time. The function is currently in the following state: Pending")
+    return None
+
+
+def _install_lambda():
+    from moto.awslambda.exceptions import InvalidParameterValueException
+    from moto.awslambda.models import LambdaBackend, LambdaFunction
+    create, get_configuration = LambdaBackend.create_function, LambdaFunction.get_configuration
+    update_configuration = LambdaFunction.update_configuration
+    update_code = LambdaFunction.update_function_code
+
+    def create_function(self, spec):
+        if Settings.enabled and _through("lambda", "cloudcontrolapi"):
+            role = _role_by_arn(self.account_id, spec.get("Role") or "")
+            if role is not None and _fresh(role, "iam_role_propagation_ms"):
+                raise InvalidParameterValueException("The role defined for the function cannot be assumed by Lambda.")
+        fn = create(self, spec)
+        if Settings.enabled and not _through("cloudformation"):
+            vpc = (spec.get("VpcConfig") or {}).get("SubnetIds")
+            fn._emu_active_at = _due("lambda_vpc_function_ready_ms" if vpc else "lambda_function_ready_ms")
+            LAMBDA_FUNCTIONS[fn.function_arn] = fn
+        return fn
+
+    def configuration(self, on_create=False):
+        config = get_configuration(self, on_create)
+        if _pending(self):
+            config.update(State="Pending", StateReason="The function is being created.",
+                          StateReasonCode="Creating")
+            config.pop("LastUpdateStatus", None)
+        else:
+            due = self.__dict__.get("_emu_updated_at")
+            if due is not None and time.monotonic() < due and "LastUpdateStatus" in config:
+                config["LastUpdateStatus"] = "InProgress"
+        return config
+
+    def updating(original):
+        def update(self, *args, **kwargs):
+            # Marked first, so that the update's own answer says InProgress, as Lambda's does.
+            before = self.__dict__.get("_emu_updated_at")
+            if Settings.enabled and not _through("cloudformation"):
+                self._emu_updated_at = _due("lambda_update_ms")
+            try:
+                return original(self, *args, **kwargs)
+            except Exception:
+                self._emu_updated_at = before
+                raise
+        return update
+
+    LambdaBackend.create_function = create_function
+    LambdaFunction.get_configuration = configuration
+    LambdaFunction.update_configuration = updating(update_configuration)
+    LambdaFunction.update_function_code = updating(update_code)
+
+
+# -- DynamoDB -------------------------------------------------------------------------------
+
+DELETED_TABLES = {}  # (account, region, name) -> the deleted table, described DELETING until due
+
+
+def _install_dynamodb():
+    from moto.dynamodb.exceptions import ResourceInUseException, ResourceNotFoundException
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.table import Table
+    describe = Table.describe
+    create, delete, describe_table = (DynamoDBBackend.create_table, DynamoDBBackend.delete_table,
+                                      DynamoDBBackend.describe_table)
+
+    def described(self, base_key="TableDescription"):
+        answer = describe(self, base_key)
+        now = time.monotonic()
+        if self.__dict__.get("_emu_deleted_at") is not None:
+            answer[base_key]["TableStatus"] = "DELETING"
+        elif now < self.__dict__.get("_emu_active_at", 0):
+            answer[base_key]["TableStatus"] = "CREATING"
+        return answer
+
+    def deleted_table(backend, name):
+        key = (backend.account_id, backend.region_name, name)
+        table = DELETED_TABLES.get(key)
+        if table is not None and time.monotonic() >= table._emu_deleted_at:
+            DELETED_TABLES.pop(key, None)
+            return None
+        return table
+
+    def create_table(self, name, *args, **kwargs):
+        if Settings.enabled and deleted_table(self, name) is not None:
+            raise ResourceInUseException(f"Table already exists: {name}")
+        table = create(self, name, *args, **kwargs)
+        if Settings.enabled and not _through("cloudformation"):
+            table._emu_active_at = _due("dynamodb_table_ready_ms")
+        return table
+
+    def delete_table(self, name):
+        table = delete(self, name)
+        if Settings.enabled and not _through("cloudformation"):
+            table._emu_deleted_at = _due("dynamodb_table_delete_ms")
+            DELETED_TABLES[(self.account_id, self.region_name, table.name)] = table
+        return table
+
+    def describe_deleting(self, name):
+        try:
+            return describe_table(self, name)
+        except ResourceNotFoundException:
+            table = deleted_table(self, name) if DELETED_TABLES else None
+            if table is None:
+                raise
+            return table.describe(base_key="Table")
+
+    Table.describe = described
+    DynamoDBBackend.create_table = create_table
+    DynamoDBBackend.delete_table = delete_table
+    DynamoDBBackend.describe_table = describe_deleting
+
+
+# -- Kinesis --------------------------------------------------------------------------------
+
+def _timed_attribute(cls, attribute, transitions):
+    """Replaces `cls.attribute` with a property that answers `before` instead of the stored value
+    `after` until the instance's `_emu_<marker>` time (monotonic) has passed, for each
+    (marker, after, before) in `transitions`. Without a marker the stored value is answered."""
+    slot = f"_emu_stored_{attribute}"
+
+    def get(self):
+        value = self.__dict__.get(slot)
+        for marker, after, before in transitions:
+            due = self.__dict__.get(marker)
+            if due is not None and value == after and time.monotonic() < due:
+                return before
+        return value
+
+    def set_(self, value):
+        self.__dict__[slot] = value
+
+    setattr(cls, attribute, property(get, set_))
+
+
+def _install_kinesis():
+    from moto.kinesis.models import KinesisBackend, Stream
+    create = KinesisBackend.create_stream
+    _timed_attribute(Stream, "status", [("_emu_active_at", "ACTIVE", "CREATING")])
+
+    def create_stream(self, *args, **kwargs):
+        stream = create(self, *args, **kwargs)
+        if Settings.enabled and not _through("cloudformation"):
+            stream._emu_active_at = _due("kinesis_stream_ready_ms")
+        return stream
+
+    KinesisBackend.create_stream = create_stream
+
+
+# -- EC2: NAT gateways, instances -----------------------------------------------------------
+
+def _install_ec2():
+    from moto.ec2.exceptions import EC2ClientError
+    from moto.ec2.models import EC2Backend
+    from moto.ec2.models.instances import Instance
+    from moto.ec2.models.nat_gateways import NatGateway
+    _timed_attribute(NatGateway, "state", [("_emu_available_at", "available", "pending")])
+    create_nat, run, terminate = (EC2Backend.create_nat_gateway, EC2Backend.run_instances,
+                                  EC2Backend.terminate_instances)
+
+    def create_nat_gateway(self, *args, **kwargs):
+        gateway = create_nat(self, *args, **kwargs)
+        if Settings.enabled and not _through("cloudformation"):
+            gateway._emu_available_at = _due("nat_gateway_ready_ms")
+        return gateway
+
+    # An instance's state object: pending -> running, shutting-down -> terminated when due.
+    def get_state(self):
+        state = self.__dict__["_emu_state"]
+        now = time.monotonic()
+        if state.name == "pending" and now >= self.__dict__.get("_emu_running_at", 0):
+            state.name, state.code = "running", 16
+        if state.name == "shutting-down" and now >= self.__dict__.get("_emu_terminated_at", 0):
+            state.name, state.code = "terminated", 48
+        return state
+
+    def set_state(self, state):
+        self.__dict__["_emu_state"] = state
+
+    Instance._state = property(get_state, set_state)
+
+    def run_instances(self, image_id, count, user_data, security_group_names, **kwargs):
+        if Settings.enabled and _through("ec2", "cloudcontrolapi"):
+            name, arn = kwargs.get("iam_instance_profile_name"), kwargs.get("iam_instance_profile_arn")
+            if name or arn:
+                profile = _profile(self.account_id, name=name, arn=arn)
+                if profile is not None and _fresh(profile, "iam_instance_profile_propagation_ms"):
+                    field = "name" if name else "arn"
+                    raise EC2ClientError(
+                        "InvalidParameterValue",
+                        f"Value ({name or arn}) for parameter iamInstanceProfile.{field} is invalid. "
+                        f"Invalid IAM Instance Profile {'name' if name else 'ARN'}")
+        reservation = run(self, image_id, count, user_data, security_group_names, **kwargs)
+        if Settings.enabled and not _through("cloudformation"):
+            due = _due("ec2_instance_ready_ms")
+            for instance in reservation.instances:
+                instance._state.name, instance._state.code = "pending", 0
+                instance._emu_running_at = due
+        return reservation
+
+    def terminate_instances(self, instance_ids):
+        answer = terminate(self, instance_ids)
+        if Settings.enabled and not _through("cloudformation"):
+            due = _due("ec2_instance_terminate_ms")
+            for instance, _previous in answer:
+                instance._emu_terminated_at = due
+                instance._state.name, instance._state.code = "shutting-down", 32
+        return answer
+
+    EC2Backend.create_nat_gateway = create_nat_gateway
+    EC2Backend.run_instances = run_instances
+    EC2Backend.terminate_instances = terminate_instances
+
+
+# -- SQS ------------------------------------------------------------------------------------
+
+DELETED_QUEUES = {}  # (account, region, name) -> monotonic time of the delete
+
+
+def _install_sqs():
+    from moto.sqs.exceptions import SQSException
+    from moto.sqs.models import SQSBackend
+
+    class QueueDeletedRecently(SQSException):
+        def __init__(self):
+            super().__init__(
+                "AWS.SimpleQueueService.QueueDeletedRecently",
+                "You must wait 60 seconds after deleting a queue before you can create another with the same name.")
+
+    create, delete = SQSBackend.create_queue, SQSBackend.delete_queue
+
+    def create_queue(self, name, *args, **kwargs):
+        if Settings.enabled:
+            deleted = DELETED_QUEUES.get((self.account_id, self.region_name, name))
+            if deleted is not None and time.monotonic() - deleted < seconds("sqs_deleted_name_ms"):
+                raise QueueDeletedRecently()
+        return create(self, name, *args, **kwargs)
+
+    def delete_queue(self, queue_name):
+        answer = delete(self, queue_name)
+        if Settings.enabled:
+            DELETED_QUEUES[(self.account_id, self.region_name, queue_name)] = time.monotonic()
+        return answer
+
+    SQSBackend.create_queue = create_queue
+    SQSBackend.delete_queue = delete_queue
+
+
+def reset():
+    """Forgets deleted names and tables (POST /moto-api/reset)."""
+    DELETED_QUEUES.clear()
+    DELETED_TABLES.clear()
+    LAMBDA_FUNCTIONS.clear()
+
+
+_installed = False
+
+
+def install():
+    """Wraps moto's methods (once; call after server.py's own patches, which it wraps)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    _install_iam()
+    _install_lambda()
+    _install_dynamodb()
+    _install_kinesis()
+    _install_ec2()
+    _install_sqs()
