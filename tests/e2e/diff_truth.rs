@@ -45,8 +45,21 @@ fn env_for(fixture: &str, scratch: &Path) -> Vec<(String, String)> {
     }
 }
 
-/// What a fixture needs in AWS before its first deploy.
+/// What a fixture needs in AWS before its first deploy (what its own suite seeds, made only
+/// when missing, so that suite's values stay).
 fn set_up(fixture: &str) {
+    if fixture == "secrets" {
+        let value = json!({"username": "cdkd", "password": "diff-truth"}).to_string();
+        Emulator::shared().boto(&format!(
+            "(lambda sm: None if [s for s in sm.list_secrets()['SecretList'] if s['Name'] == 'cdkd/test/db'] \
+             else sm.create_secret(Name='cdkd/test/db', SecretString={value:?}))(c('secretsmanager')) and None"
+        ));
+        Emulator::shared().boto(
+            "[c('ssm').put_parameter(Name=n, Value='diff-truth', Type=t) \
+              for n, t in [('/cdkd/test/greeting', 'String'), ('/cdkd/test/token', 'SecureString')] \
+              if not [p for p in c('ssm').describe_parameters()['Parameters'] if p['Name'] == n]] and None",
+        );
+    }
     if fixture == "difftruth" {
         let emulator = Emulator::shared();
         let image = emulator.boto("c('ec2').describe_images()['Images'][0]['ImageId']");
