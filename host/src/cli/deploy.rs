@@ -11,6 +11,7 @@ use clap::Args;
 use serde_json::Value;
 
 use super::app::{load_assembly, stack_target, AppArgs};
+use super::events::History;
 use super::{confirm, CommandContext};
 use crate::analyzer::template::Template;
 use crate::deployment::deploy::{DeployOptions, RememberedDeploys};
@@ -23,6 +24,7 @@ use crate::deployment::report::{Progress, Reporter};
 use crate::provisioning::concurrency::{Concurrency, Lanes};
 use crate::provisioning::providers::LiveProviders;
 use crate::provisioning::router::AllowedDrops;
+use crate::state::history::Operation;
 use crate::synthesis::annotations;
 use crate::synthesis::order::{ordered, run_dependencies, Placed};
 use crate::synthesis::selection::select;
@@ -309,9 +311,10 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
         providers: &live,
         store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
-        reporter: Reporter::new(args.json, args.progress.into()),
+        reporter: Reporter::new(args.json, args.progress.into()).recording(),
         stop: stop_signal("deploy"),
     };
+    let history = History::start(context, &store.backend, &engine.reporter).await;
     let tasks: Vec<Task> = stacks
         .iter()
         .map(|stack| Task {
@@ -335,8 +338,14 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
         let stack = assembly
             .stack(&id)
             .expect("selected stacks are in the assembly");
-        let (engine, snapshot, options, preparation, outputs) =
-            (&engine, &snapshot, &options, &preparation, &outputs);
+        let (engine, snapshot, options, preparation, outputs, history) = (
+            &engine,
+            &snapshot,
+            &options,
+            &preparation,
+            &outputs,
+            &history,
+        );
         let template = waits.templates[&id].clone();
         async move {
             let run = async {
@@ -346,7 +355,19 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
                     .await?;
                 // Producers this stack reads from finished before it started.
                 let view = snapshot.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                let deployed = engine.deploy(&input, &view, options).await?;
+                let started = std::time::Instant::now();
+                let result = engine.deploy(&input, &view, options).await;
+                let failure = result.as_ref().err().map(|err| format!("{err:#}"));
+                history
+                    .record(
+                        Operation::Deploy,
+                        &input.context.stack_name,
+                        &input.context.region,
+                        started,
+                        failure.as_deref(),
+                    )
+                    .await;
+                let deployed = result?;
                 let mut shared = snapshot.lock().unwrap_or_else(|e| e.into_inner());
                 shared.keep_secret_outputs(
                     &input.context.stack_name,
@@ -463,9 +484,10 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
         providers: &live,
         store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
-        reporter: Reporter::new(args.json, args.progress.into()),
+        reporter: Reporter::new(args.json, args.progress.into()).recording(),
         stop: stop_signal("destroy"),
     };
+    let history = History::start(context, &store.backend, &engine.reporter).await;
     let remembered = RememberedDeploys::for_bucket(context.aws().await, &store.bucket.name);
     // One set of lanes for the run: throttling learnt on one stack holds for the next.
     let lanes = Lanes::new(Concurrency::from_flag(args.concurrency.map(|n| n as usize)));
@@ -477,7 +499,8 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
             .iter()
             .filter_map(|(id, r)| r.deletion_policy.clone().map(|p| (id.clone(), p)))
             .collect();
-        if engine
+        let started = std::time::Instant::now();
+        let result = engine
             .destroy(
                 &stack.stack_name,
                 &region,
@@ -488,8 +511,18 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
                     skip_final_snapshot: args.skip_final_snapshot,
                 },
             )
-            .await?
-        {
+            .await;
+        let failure = result.as_ref().err().map(|err| format!("{err:#}"));
+        history
+            .record(
+                Operation::Destroy,
+                &stack.stack_name,
+                &region,
+                started,
+                failure.as_deref(),
+            )
+            .await;
+        if result? {
             remembered.forget(&stack.stack_name, &region);
             // The stacks still to go check their consumers against the records left.
             if at + 1 < count {
@@ -668,13 +701,33 @@ pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::R
         providers: &live,
         store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
-        reporter: Reporter::new(args.json, args.progress.into()),
+        reporter: Reporter::new(args.json, args.progress.into()).recording(),
         stop: stop_signal("rollback"),
     };
-    match engine
+    let history = History::start(context, &store.backend, &engine.reporter).await;
+    let started = std::time::Instant::now();
+    let result = engine
         .rollback(&stack, &region, args.revert_failed, &args.orphan)
-        .await?
-    {
+        .await;
+    let failure = match &result {
+        Err(err) => Some(format!("{err:#}")),
+        Ok(RollbackOutcome::Partial) => {
+            Some("partial: what could not be undone stays in the journal".to_string())
+        }
+        Ok(_) => None,
+    };
+    if !matches!(result, Ok(RollbackOutcome::Nothing)) {
+        history
+            .record(
+                Operation::Rollback,
+                &stack,
+                &region,
+                started,
+                failure.as_deref(),
+            )
+            .await;
+    }
+    match result? {
         RollbackOutcome::Clean => {
             println!("Rolled back {stack} ({region}).");
             Ok(ExitCode::SUCCESS)

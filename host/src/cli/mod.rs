@@ -6,6 +6,7 @@ mod bootstrap;
 mod deploy;
 mod diff;
 mod drift;
+mod events;
 mod export;
 mod force_unlock;
 mod import;
@@ -103,6 +104,8 @@ enum Command {
     Destroy(deploy::DestroyArgs),
     /// Undo the last failed deploy of a stack, from its rollback journal (no synthesis).
     Rollback(deploy::RollbackArgs),
+    /// Show the history of past deploys, destroys and rollbacks (or prune it).
+    Events(events::EventsArgs),
     /// Forget the app's stacks: delete their state records, leave their resources in AWS.
     Orphan(deploy::OrphanArgs),
     /// Put `{{resolve:...}}` expressions back where a record holds a resolved secret.
@@ -200,6 +203,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(args) => export::run(&context, args).await,
         Command::Destroy(args) => deploy::destroy(&context, args).await,
         Command::Rollback(args) => deploy::rollback(&context, args).await,
+        Command::Events(args) => events::run(&context, args).await,
         Command::Orphan(args) => deploy::orphan(&context, args).await,
         Command::Scrub(args) => scrub::run(&context, args).await,
         Command::PublishAssets(args) => assets::publish(&context, args).await,

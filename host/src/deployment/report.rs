@@ -2,8 +2,9 @@
 //! time, a final summary and the `Outputs:` block; `--json` prints one JSON object per event.
 //! On a terminal the lines scroll above a live view of what is in flight ([`LiveView`]).
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
@@ -27,6 +28,19 @@ pub struct Reporter {
     /// JSON lines instead of text.
     pub json: bool,
     live: Option<Arc<LiveView>>,
+    /// What it reported, per stack, when asked to keep it ([`Reporter::recording`]).
+    log: Option<Arc<Mutex<BTreeMap<String, StackLog>>>>,
+}
+
+/// What a reporter said about one stack: its resource events and its summary.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StackLog {
+    /// `(logical id, type, action)` of each resource event, in order.
+    pub resources: Vec<(String, String, String)>,
+    /// The final counts, once reported.
+    pub summary: Option<Summary>,
+    /// How long the operation took, once reported.
+    pub elapsed: Option<Duration>,
 }
 
 impl std::fmt::Debug for Reporter {
@@ -64,14 +78,48 @@ fn seconds(elapsed: Duration) -> String {
 impl Reporter {
     /// Event lines (text or JSON), no live view.
     pub fn events(json: bool) -> Reporter {
-        Reporter { json, live: None }
+        Reporter {
+            json,
+            live: None,
+            log: None,
+        }
     }
 
     /// As `progress` asks: a live view only for text on a terminal.
     pub fn new(json: bool, progress: Progress) -> Reporter {
         let live = (progress == Progress::Auto && !json && std::io::stdout().is_terminal())
             .then(LiveView::on_stdout);
-        Reporter { json, live }
+        Reporter {
+            json,
+            live,
+            log: None,
+        }
+    }
+
+    /// The same reporter, keeping what it reports per stack (for the history).
+    pub fn recording(mut self) -> Reporter {
+        self.log = Some(Arc::default());
+        self
+    }
+
+    /// What was reported about `stack` since the last call (taken: the next operation on the
+    /// same stack starts empty).
+    pub fn take_log(&self, stack: &str) -> StackLog {
+        self.log
+            .as_ref()
+            .and_then(|log| log.lock().unwrap_or_else(|e| e.into_inner()).remove(stack))
+            .unwrap_or_default()
+    }
+
+    fn keep(&self, stack: &str, change: impl FnOnce(&mut StackLog)) {
+        if let Some(log) = &self.log {
+            change(
+                log.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entry(stack.to_string())
+                    .or_default(),
+            );
+        }
     }
 
     fn line(&self, text: &str) {
@@ -117,6 +165,13 @@ impl Reporter {
         action: &str,
         elapsed: Option<Duration>,
     ) {
+        self.keep(stack, |log| {
+            log.resources.push((
+                logical_id.to_string(),
+                resource_type.to_string(),
+                action.to_string(),
+            ))
+        });
         if self.json {
             println!(
                 "{}",
@@ -155,6 +210,10 @@ impl Reporter {
         elapsed: Duration,
         outputs: &Map<String, Value>,
     ) {
+        self.keep(stack, |log| {
+            log.summary = Some(summary.clone());
+            log.elapsed = Some(elapsed);
+        });
         if self.json {
             println!(
                 "{}",

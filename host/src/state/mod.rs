@@ -9,6 +9,7 @@
 pub mod backend;
 pub mod bootstrap;
 pub mod bucket;
+pub mod history;
 pub mod keys;
 pub mod lock;
 pub mod purge;
