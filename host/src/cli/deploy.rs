@@ -635,6 +635,9 @@ pub async fn state_destroy(
 pub struct RollbackArgs {
     /// The stack whose last failed deploy to undo (default: the only one with a journal).
     stack: Option<String>,
+    /// Every stack with a rollback journal (in the region, with --stack-region).
+    #[arg(long)]
+    all: bool,
     /// The stack's region.
     #[arg(long, value_name = "REGION")]
     stack_region: Option<String>,
@@ -658,17 +661,21 @@ pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::R
     let store = context.state().await?;
     registry.set_state_bucket(&store.bucket.name, &store.region());
     let fallback = context.aws().await.region();
-    let (stack, region) = match &args.stack {
-        Some(stack) => (
+    let targets: Vec<(String, String)> = match &args.stack {
+        Some(_) if args.all => anyhow::bail!("name a stack or give --all, not both"),
+        Some(stack) => vec![(
             stack.clone(),
             store
                 .stack_region(stack, args.stack_region.as_deref(), &fallback)
                 .await?,
-        ),
+        )],
         None => {
             let mut journaled = Vec::new();
             for found in store.backend.list_stacks().await? {
                 let region = found.region.unwrap_or_default();
+                if args.stack_region.as_ref().is_some_and(|r| r != &region) {
+                    continue;
+                }
                 if store
                     .backend
                     .get_object(&store.backend.keys().journal(&found.stack, &region))
@@ -679,10 +686,11 @@ pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::R
                 }
             }
             match journaled.len() {
-                1 => journaled.remove(0),
                 0 => anyhow::bail!("no stack has a rollback journal; nothing to roll back"),
+                1 => journaled,
+                _ if args.all => journaled,
                 _ => anyhow::bail!(
-                    "several stacks have rollback journals ({}); name one",
+                    "several stacks have rollback journals ({}); name one, or roll them all back with --all",
                     journaled
                         .iter()
                         .map(|(s, r)| format!("{s} ({r})"))
@@ -705,39 +713,46 @@ pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::R
         stop: stop_signal("rollback"),
     };
     let history = History::start(context, &store.backend, &engine.reporter).await;
-    let started = std::time::Instant::now();
-    let result = engine
-        .rollback(&stack, &region, args.revert_failed, &args.orphan)
-        .await;
-    let failure = match &result {
-        Err(err) => Some(format!("{err:#}")),
-        Ok(RollbackOutcome::Partial) => {
-            Some("partial: what could not be undone stays in the journal".to_string())
-        }
-        Ok(_) => None,
-    };
-    if !matches!(result, Ok(RollbackOutcome::Nothing)) {
-        history
-            .record(
-                Operation::Rollback,
-                &stack,
-                &region,
-                started,
-                failure.as_deref(),
-            )
+    let mut code = ExitCode::SUCCESS;
+    let mut failures = Vec::new();
+    // One stack after another: each holds its own lock, and a failure leaves the others to go.
+    for (stack, region) in targets {
+        let started = std::time::Instant::now();
+        let result = engine
+            .rollback(&stack, &region, args.revert_failed, &args.orphan)
             .await;
-    }
-    match result? {
-        RollbackOutcome::Clean => {
-            println!("Rolled back {stack} ({region}).");
-            Ok(ExitCode::SUCCESS)
+        let failure = match &result {
+            Err(err) => Some(format!("{err:#}")),
+            Ok(RollbackOutcome::Partial) => {
+                Some("partial: what could not be undone stays in the journal".to_string())
+            }
+            Ok(_) => None,
+        };
+        if !matches!(result, Ok(RollbackOutcome::Nothing)) {
+            history
+                .record(
+                    Operation::Rollback,
+                    &stack,
+                    &region,
+                    started,
+                    failure.as_deref(),
+                )
+                .await;
         }
-        RollbackOutcome::Nothing => Ok(ExitCode::SUCCESS),
-        RollbackOutcome::Partial => {
-            eprintln!("The rollback of {stack} ({region}) is partial: what could not be undone stays in the journal; fix the cause and run `cdkd rollback {stack}` again.");
-            Ok(ExitCode::from(2))
+        match result {
+            Ok(RollbackOutcome::Clean) => println!("Rolled back {stack} ({region})."),
+            Ok(RollbackOutcome::Nothing) => {}
+            Ok(RollbackOutcome::Partial) => {
+                eprintln!("The rollback of {stack} ({region}) is partial: what could not be undone stays in the journal; fix the cause and run `cdkd rollback {stack}` again.");
+                code = ExitCode::from(2);
+            }
+            Err(err) => failures.push(format!("{stack} ({region}): {err:#}")),
         }
     }
+    if !failures.is_empty() {
+        anyhow::bail!("{}", failures.join("\n"));
+    }
+    Ok(code)
 }
 
 #[derive(Debug, Args)]
