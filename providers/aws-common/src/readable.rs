@@ -37,18 +37,26 @@ pub trait Readable: ResourceProvider {
         Ok(Map::new())
     }
 
+    /// For a type whose physical id is the name its create took: the template property that
+    /// names it (`None`: always generated) and the longest name the service takes. The
+    /// default [`Readable::created_id`] answers that name.
+    const CREATED_NAME: Option<(Option<&'static str>, usize)> = None;
+
     /// For a type declared with `finds_created_in`: the physical id of the resource a create
-    /// with `request`'s token made, when one exists. Most types answer the name the create
-    /// took ([`created_name`]); the read that follows confirms it exists.
+    /// with `request`'s token made, when one exists (the read that follows confirms it). By
+    /// default the name the create took ([`Readable::CREATED_NAME`], [`created_name`]).
     async fn created_id(
         &self,
         _ctx: &PluginContext,
         what: &str,
-        _request: &FindCreatedRequest,
+        request: &FindCreatedRequest,
     ) -> Result<Option<String>, ProviderError> {
-        Err(ProviderError::unsupported(format!(
-            "{what}: the type cannot be looked up by its create token"
-        )))
+        match Self::CREATED_NAME {
+            Some((property, max)) => Ok(created_name(request, property, max, false)),
+            None => Err(ProviderError::unsupported(format!(
+                "{what}: the type cannot be looked up by its create token"
+            ))),
+        }
     }
 }
 

@@ -1,12 +1,10 @@
 //! `AWS::Lambda::Permission`.
 
-use cdkd_aws_common::{
-    aws_error, created_name, deleted_unless_failed, flag, physical_name, require_str, text,
-};
+use cdkd_aws_common::{aws_error, deleted_unless_failed, flag, physical_name, require_str, text};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
-    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
@@ -54,15 +52,8 @@ impl Readable for Permission {
         read::permission(&lambda, what, &request.physical_id, &request.properties).await
     }
 
-    /// The statement id the create generated from its token, in the function's policy.
-    async fn created_id(
-        &self,
-        _ctx: &PluginContext,
-        _what: &str,
-        request: &FindCreatedRequest,
-    ) -> Result<Option<String>, ProviderError> {
-        Ok(created_name(request, None, STATEMENT_MAX, false))
-    }
+    /// The statement id generated from the token, in the function's policy.
+    const CREATED_NAME: Option<(Option<&'static str>, usize)> = Some((None, STATEMENT_MAX));
 }
 
 #[async_trait]

@@ -3,12 +3,11 @@
 //! the resource's properties. Both names are create-only, so there is nothing to update.
 
 use cdkd_aws_common::{
-    aws_error, created_name, deleted_unless_failed, given_or_generated_name, require_str, Readable,
-    TypeSchema,
+    aws_error, deleted_unless_failed, given_or_generated_name, require_str, Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
-    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -154,20 +153,9 @@ impl Readable for LogStream {
         }
     }
 
-    /// The name the create took (the template's, or generated from the token), in its group.
-    async fn created_id(
-        &self,
-        _ctx: &PluginContext,
-        _what: &str,
-        request: &FindCreatedRequest,
-    ) -> Result<Option<String>, ProviderError> {
-        Ok(created_name(
-            request,
-            Some("LogStreamName"),
-            MAX_NAME,
-            false,
-        ))
-    }
+    /// The template's name or the one generated from the token, in its group.
+    const CREATED_NAME: Option<(Option<&'static str>, usize)> =
+        Some((Some("LogStreamName"), MAX_NAME));
 }
 
 #[cfg(test)]

@@ -7,12 +7,12 @@ use std::collections::HashMap;
 
 use aws_sdk_cloudwatchlogs::types::{MetricTransformation, StandardUnit};
 use cdkd_aws_common::{
-    aws_error, created_name, deleted_unless_failed, flag, given_or_generated_name, require_str,
-    string, strings, tag_pairs, text, Readable, TypeSchema,
+    aws_error, deleted_unless_failed, flag, given_or_generated_name, require_str, string, strings,
+    tag_pairs, text, Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
-    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -284,15 +284,9 @@ impl Readable for MetricFilter {
             .map(|f| template_shape(&f)))
     }
 
-    /// The name the create took (the template's, or generated from the token), in its group.
-    async fn created_id(
-        &self,
-        _ctx: &PluginContext,
-        _what: &str,
-        request: &FindCreatedRequest,
-    ) -> Result<Option<String>, ProviderError> {
-        Ok(created_name(request, Some("FilterName"), MAX_NAME, false))
-    }
+    /// The template's name or the one generated from the token, in its group.
+    const CREATED_NAME: Option<(Option<&'static str>, usize)> =
+        Some((Some("FilterName"), MAX_NAME));
 }
 
 #[cfg(test)]

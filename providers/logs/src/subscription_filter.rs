@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_cloudwatchlogs::types::Distribution;
 use cdkd_aws_common::{
-    aws_error, created_name, deleted_unless_failed, flag, given_or_generated_name, require_str,
-    string, strings, Readable, TypeSchema,
+    aws_error, deleted_unless_failed, flag, given_or_generated_name, require_str, string, strings,
+    Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
-    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -306,15 +306,9 @@ impl Readable for SubscriptionFilter {
             .map(|f| template_shape(&f)))
     }
 
-    /// The name the create took (the template's, or generated from the token), in its group.
-    async fn created_id(
-        &self,
-        _ctx: &PluginContext,
-        _what: &str,
-        request: &FindCreatedRequest,
-    ) -> Result<Option<String>, ProviderError> {
-        Ok(created_name(request, Some("FilterName"), MAX_NAME, false))
-    }
+    /// The template's name or the one generated from the token, in its group.
+    const CREATED_NAME: Option<(Option<&'static str>, usize)> =
+        Some((Some("FilterName"), MAX_NAME));
 }
 
 #[cfg(test)]

@@ -16,12 +16,12 @@ use aws_sdk_scheduler::types::{
     SageMakerPipelineParameters, ScheduleState, SqsParameters, Target,
 };
 use cdkd_aws_common::{
-    aws_error, created_name, deleted_unless_failed, does_not_exist, given_or_generated_name, int,
-    put, string, Readable, TypeSchema,
+    aws_error, deleted_unless_failed, does_not_exist, given_or_generated_name, int, put, string,
+    Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
-    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -691,15 +691,8 @@ impl Readable for Schedule {
         }
     }
 
-    /// The name the create took (the template's, or generated from the token), in its group.
-    async fn created_id(
-        &self,
-        _ctx: &PluginContext,
-        _what: &str,
-        request: &FindCreatedRequest,
-    ) -> Result<Option<String>, ProviderError> {
-        Ok(created_name(request, Some("Name"), MAX_NAME, false))
-    }
+    /// The template's name or the one generated from the token, in its group.
+    const CREATED_NAME: Option<(Option<&'static str>, usize)> = Some((Some("Name"), MAX_NAME));
 }
 
 #[cfg(test)]
