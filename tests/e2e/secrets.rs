@@ -168,8 +168,14 @@ fn secrets_reach_aws_but_never_the_state_bucket() {
             .any(|b| b.contains(PASSWORD)),
         "a dry run changes nothing"
     );
+    // A CI gate: --fail turns "holds a resolved secret" into exit 1.
+    let gate = world.cdkd(&["scrub", "-a", &app, "--dry-run", "--fail"]);
+    assert_eq!(gate.code, Some(1), "{}\n{}", gate.stdout, gate.stderr);
     let scrub = world.cdkd(&["scrub", "-a", &app]).success();
     assert!(scrub.stdout.contains("was rewritten"), "{}", scrub.stdout);
+    world
+        .cdkd(&["scrub", "-a", &app, "--dry-run", "--fail"])
+        .success();
     assert_no_plaintext(
         "scrub's output",
         &format!("{}{}", scrub.stdout, scrub.stderr),

@@ -101,4 +101,18 @@ fn snapshot_policies_take_a_final_snapshot_before_every_delete() {
         .success();
     assert_eq!(live(), json!({"db": [], "cluster": []}));
     assert_eq!(snapshots(), after, "no snapshot was taken");
+
+    // So does `state destroy`, which reads the policies from the record.
+    world.cdkd(&["deploy", "-a", &app]).success();
+    world
+        .cdkd(&[
+            "state",
+            "destroy",
+            "SnapshotStack",
+            "-f",
+            "--skip-final-snapshot",
+        ])
+        .success();
+    assert_eq!(live(), json!({"db": [], "cluster": []}));
+    assert_eq!(snapshots(), after, "state destroy took a snapshot");
 }

@@ -537,6 +537,9 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
 pub struct StateDestroyArgs {
     /// The stacks to destroy (their state records name everything).
     stacks: Vec<String>,
+    /// Delete `DeletionPolicy: Snapshot` resources without taking their final snapshot.
+    #[arg(long)]
+    skip_final_snapshot: bool,
     /// Every stack with a record.
     #[arg(long)]
     all: bool,
@@ -613,20 +616,36 @@ pub async fn state_destroy(
         providers: &live,
         store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
-        reporter: Reporter::new(args.json, args.progress.into()),
+        reporter: Reporter::new(args.json, args.progress.into()).recording(),
         stop: stop_signal("destroy"),
     };
+    let history = History::start(context, &store.backend, &engine.reporter).await;
     for (stack, region) in targets {
         let snapshot = StateSnapshot::load(&store.backend).await?;
-        engine
+        let started = std::time::Instant::now();
+        let result = engine
             .destroy(
                 &stack,
                 &region,
                 &BTreeMap::new(),
                 &snapshot,
-                DestroyOptions::default(),
+                DestroyOptions {
+                    skip_final_snapshot: args.skip_final_snapshot,
+                    ..DestroyOptions::default()
+                },
             )
-            .await?;
+            .await;
+        let failure = result.as_ref().err().map(|err| format!("{err:#}"));
+        history
+            .record(
+                Operation::Destroy,
+                &stack,
+                &region,
+                started,
+                failure.as_deref(),
+            )
+            .await;
+        result?;
     }
     Ok(ExitCode::SUCCESS)
 }

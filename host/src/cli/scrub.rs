@@ -27,6 +27,9 @@ pub struct ScrubArgs {
     /// Report what holds a resolved value; change nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Exit 1 when a record held a resolved value (with --dry-run: holds one), for CI gates.
+    #[arg(long)]
+    fail: bool,
 }
 
 /// `cdkd scrub`.
@@ -35,6 +38,7 @@ pub async fn run(context: &CommandContext, args: ScrubArgs) -> anyhow::Result<Ex
     let stacks = select(&assembly, &args.stacks, args.all, true)?;
     let store = context.state().await?;
     let aws = context.aws().await;
+    let mut dirty = false;
     for stack in stacks {
         let (_, region) = stack_target(context, stack).await?;
         // Every reference any template of the app makes: a secret that leaked into this
@@ -58,10 +62,15 @@ pub async fn run(context: &CommandContext, args: ScrubArgs) -> anyhow::Result<Ex
         );
         for name in names {
             let report = scrub_stack(&store, &name, &region, &known, args.dry_run).await?;
+            dirty |= report.recorded && report.found_anything();
             print_report(&report, args.dry_run, found.len());
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if args.fail && dirty {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// The distinct `{{resolve:...}}` expressions in the templates of `folder`.
