@@ -83,6 +83,7 @@ from lambda_runner import (  # noqa: E402
 from registry import Registry  # noqa: E402
 import rpcv2_cbor  # noqa: E402
 import timing  # noqa: E402  (EMU_PROFILE=aws: AWS's timing, off by default)
+import config_apis  # noqa: E402  (Lambda and S3 configuration APIs moto lacks)
 from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402
 
@@ -221,6 +222,8 @@ def _patch_moto_publish_unchanged():
 
 
 _patch_moto_publish_unchanged()
+config_apis.patch_moto_lambda()
+config_apis.patch_moto_canned_acls()
 
 _moto_statement_check = access_control.IAMPolicyStatement.is_action_permitted
 
@@ -877,6 +880,14 @@ class Emulator:
             return self._describe_type(environ, start_response, request)
         if rpcv2_cbor.operation_name(environ):
             return rpcv2_cbor.answer(environ, start_response, self.moto)
+        if request["service"] == "lambda":
+            answer = config_apis.answer_lambda(environ, start_response, request)
+            if answer is not None:
+                return answer
+        if request["service"] == "s3":
+            answer = config_apis.answer_s3(environ, start_response, request)
+            if answer is not None:
+                return answer
         if request["service"] == "lambda" and request["method"] == "POST":
             answer = self.lambda_runner.handle(environ, start_response, request)
             if answer is not None:
