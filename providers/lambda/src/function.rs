@@ -9,8 +9,8 @@ use std::time::Duration;
 use aws_sdk_lambda::primitives::Blob;
 use aws_sdk_lambda::types::{
     Architecture, DeadLetterConfig, Environment, EphemeralStorage, FileSystemConfig, FunctionCode,
-    LastUpdateStatus, LogFormat, LoggingConfig, Runtime, State, TracingConfig, TracingMode,
-    VpcConfig,
+    ImageConfig, LastUpdateStatus, LogFormat, LoggingConfig, PackageType, RecursiveLoop, Runtime,
+    SnapStart, SnapStartApplyOn, State, TracingConfig, TracingMode, UpdateRuntimeOn, VpcConfig,
 };
 use cdkd_aws_common::{
     aws_error, deleted_unless_failed, int, optional, physical_name, strings, tag_pairs, text,
@@ -44,6 +44,16 @@ const CONFIGURATION: &[&str] = &[
     "Description",
     "FileSystemConfigs",
     "KmsKeyArn",
+    "ImageConfig",
+    "SnapStart",
+];
+
+/// Settings Lambda keeps outside the function configuration, each put by its own call after
+/// the function is ready (and on update when it changed).
+const SETTINGS: &[&str] = &[
+    "RecursiveLoop",
+    "RuntimeManagementConfig",
+    "CodeSigningConfigArn",
 ];
 
 #[derive(Default)]
@@ -188,6 +198,129 @@ fn ephemeral(
     }
 }
 
+/// `ImageConfig: {EntryPoint, Command, WorkingDirectory}` (container-image functions). On
+/// update a removed one is sent empty, which clears the overrides.
+fn image_config(props: &Map<String, Value>) -> Option<ImageConfig> {
+    let config = props.get("ImageConfig")?;
+    Some(
+        ImageConfig::builder()
+            .set_entry_point(strings(config.get("EntryPoint")))
+            .set_command(strings(config.get("Command")))
+            .set_working_directory(text(config.get("WorkingDirectory")))
+            .build(),
+    )
+}
+
+/// `SnapStart: {ApplyOn}`; on update a removed one is `ApplyOn: None`.
+fn snap_start(props: &Map<String, Value>) -> Option<SnapStart> {
+    let apply_on = text(props.get("SnapStart")?.get("ApplyOn"))?;
+    Some(
+        SnapStart::builder()
+            .apply_on(SnapStartApplyOn::from(apply_on.as_str()))
+            .build(),
+    )
+}
+
+/// `RecursiveLoop` as Lambda takes it; absent is Lambda's default, `Terminate`.
+fn recursive_loop(props: &Map<String, Value>) -> RecursiveLoop {
+    RecursiveLoop::from(
+        text(props.get("RecursiveLoop"))
+            .unwrap_or_else(|| "Terminate".into())
+            .as_str(),
+    )
+}
+
+/// `RuntimeManagementConfig: {UpdateRuntimeOn, RuntimeVersionArn}`; absent is Lambda's
+/// default, `Auto`.
+fn runtime_management(props: &Map<String, Value>) -> (UpdateRuntimeOn, Option<String>) {
+    let config = props.get("RuntimeManagementConfig");
+    (
+        UpdateRuntimeOn::from(
+            config
+                .and_then(|c| text(c.get("UpdateRuntimeOn")))
+                .unwrap_or_else(|| "Auto".into())
+                .as_str(),
+        ),
+        config.and_then(|c| text(c.get("RuntimeVersionArn"))),
+    )
+}
+
+/// Applies one of [`SETTINGS`] as `after` has it (absent: Lambda's default, or no code
+/// signing config).
+async fn apply_setting(
+    lambda: &aws_sdk_lambda::Client,
+    what: &str,
+    name: &str,
+    setting: &str,
+    after: &Map<String, Value>,
+) -> Result<(), ProviderError> {
+    let failed = |operation: &str| format!("{what}: {setting} ({operation})");
+    match setting {
+        "RecursiveLoop" => lambda
+            .put_function_recursion_config()
+            .function_name(name)
+            .recursive_loop(recursive_loop(after))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| aws_error(&failed("PutFunctionRecursionConfig"), e)),
+        "RuntimeManagementConfig" => {
+            let (on, arn) = runtime_management(after);
+            lambda
+                .put_runtime_management_config()
+                .function_name(name)
+                .update_runtime_on(on)
+                .set_runtime_version_arn(arn)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| aws_error(&failed("PutRuntimeManagementConfig"), e))
+        }
+        "CodeSigningConfigArn" => match text(after.get("CodeSigningConfigArn")) {
+            Some(arn) => lambda
+                .put_function_code_signing_config()
+                .function_name(name)
+                .code_signing_config_arn(arn)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| aws_error(&failed("PutFunctionCodeSigningConfig"), e)),
+            None => lambda
+                .delete_function_code_signing_config()
+                .function_name(name)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| aws_error(&failed("DeleteFunctionCodeSigningConfig"), e)),
+        },
+        other => Err(ProviderError::unsupported(format!(
+            "{what}: property {other} is not handled"
+        ))),
+    }
+}
+
+/// The settings a create applies after CreateFunction: those the template sets (code signing
+/// goes with CreateFunction itself).
+fn settings_to_create(props: &Map<String, Value>) -> Vec<&'static str> {
+    SETTINGS
+        .iter()
+        .copied()
+        .filter(|s| *s != "CodeSigningConfigArn" && props.contains_key(*s))
+        .collect()
+}
+
+/// The settings an update applies: those whose template value changed.
+fn settings_to_update(
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+) -> Vec<&'static str> {
+    SETTINGS
+        .iter()
+        .copied()
+        .filter(|s| before.get(*s) != after.get(*s))
+        .collect()
+}
+
 async fn wait_until_ready(
     lambda: &aws_sdk_lambda::Client,
     what: &str,
@@ -238,16 +371,142 @@ async fn arn_of(
         .send()
         .await
         .map_err(|e| aws_error(&format!("{what}: GetFunctionConfiguration"), e))?;
-    Ok(arn_attribute(config.function_arn()))
+    Ok(function_attributes(
+        config.function_arn(),
+        config.snap_start(),
+    ))
 }
 
-/// The `Arn` attribute (none when Lambda gave no ARN).
-fn arn_attribute(arn: Option<&str>) -> Map<String, Value> {
+/// The `Arn` attribute (none when Lambda gave no ARN) and `SnapStartResponse`
+/// (`{ApplyOn, OptimizationStatus}`, read as `SnapStartResponse.ApplyOn`).
+fn function_attributes(
+    arn: Option<&str>,
+    snap_start: Option<&aws_sdk_lambda::types::SnapStartResponse>,
+) -> Map<String, Value> {
     let mut attributes = Map::new();
     if let Some(arn) = arn {
         attributes.insert("Arn".into(), json!(arn));
     }
+    if let Some(snap) = snap_start {
+        attributes.insert(
+            "SnapStartResponse".into(),
+            json!({
+                "ApplyOn": snap.apply_on().map(|a| a.as_str()).unwrap_or("None"),
+                "OptimizationStatus": snap.optimization_status().map(|o| o.as_str()).unwrap_or("Off"),
+            }),
+        );
+    }
     attributes
+}
+
+/// The image, SnapStart, recursion, runtime management and code signing settings in template
+/// shape. Lambda's defaults (`Zip`, SnapStart `None`, `Terminate`, `Auto`, no code signing) are
+/// left out, as a template that does not set them has them.
+async fn read_settings(
+    lambda: &aws_sdk_lambda::Client,
+    what: &str,
+    name: &str,
+    config: &aws_sdk_lambda::operation::get_function_configuration::GetFunctionConfigurationOutput,
+    properties: &mut Map<String, Value>,
+) -> Result<(), ProviderError> {
+    if let Some(PackageType::Image) = config.package_type() {
+        properties.insert("PackageType".into(), json!("Image"));
+    }
+    if let Some(image) = config
+        .image_config_response()
+        .and_then(|r| r.image_config())
+    {
+        let mut shape = Map::new();
+        if let Some(entry) = image.entry_point.as_ref().filter(|e| !e.is_empty()) {
+            shape.insert("EntryPoint".into(), json!(entry));
+        }
+        if let Some(command) = image.command.as_ref().filter(|c| !c.is_empty()) {
+            shape.insert("Command".into(), json!(command));
+        }
+        if let Some(dir) = image.working_directory().filter(|d| !d.is_empty()) {
+            shape.insert("WorkingDirectory".into(), json!(dir));
+        }
+        if !shape.is_empty() {
+            properties.insert("ImageConfig".into(), Value::Object(shape));
+        }
+    }
+    if let Some(apply_on) = config
+        .snap_start()
+        .and_then(|s| s.apply_on())
+        .filter(|a| **a != SnapStartApplyOn::None)
+    {
+        properties.insert("SnapStart".into(), json!({"ApplyOn": apply_on.as_str()}));
+    }
+    let recursion = lambda
+        .get_function_recursion_config()
+        .function_name(name)
+        .send()
+        .await
+        .map_err(|e| aws_error(&format!("{what}: GetFunctionRecursionConfig"), e))?;
+    if let Some(loop_) = recursion
+        .recursive_loop()
+        .filter(|l| **l != RecursiveLoop::Terminate)
+    {
+        properties.insert("RecursiveLoop".into(), json!(loop_.as_str()));
+    }
+    let runtime = lambda
+        .get_runtime_management_config()
+        .function_name(name)
+        .send()
+        .await
+        .map_err(|e| aws_error(&format!("{what}: GetRuntimeManagementConfig"), e))?;
+    if let Some(on) = runtime
+        .update_runtime_on()
+        .filter(|o| **o != UpdateRuntimeOn::Auto)
+    {
+        let mut shape = Map::new();
+        shape.insert("UpdateRuntimeOn".into(), json!(on.as_str()));
+        if let Some(arn) = runtime.runtime_version_arn().filter(|a| !a.is_empty()) {
+            shape.insert("RuntimeVersionArn".into(), json!(arn));
+        }
+        properties.insert("RuntimeManagementConfig".into(), Value::Object(shape));
+    }
+    let signing = lambda
+        .get_function_code_signing_config()
+        .function_name(name)
+        .send()
+        .await
+        .map_err(|e| aws_error(&format!("{what}: GetFunctionCodeSigningConfig"), e))?;
+    if !signing.code_signing_config_arn().is_empty() {
+        properties.insert(
+            "CodeSigningConfigArn".into(),
+            json!(signing.code_signing_config_arn()),
+        );
+    }
+    Ok(())
+}
+
+/// The `ImageConfig` an UpdateFunctionConfiguration sends: the template's, an empty one when
+/// it was removed (clearing the overrides), none when neither side has one (a zip function).
+fn updated_image_config(
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+) -> Option<ImageConfig> {
+    image_config(after).or_else(|| {
+        before
+            .contains_key("ImageConfig")
+            .then(|| ImageConfig::builder().build())
+    })
+}
+
+/// The `SnapStart` an UpdateFunctionConfiguration sends: the template's, `ApplyOn: None` when
+/// it was removed, none when neither side has one.
+fn updated_snap_start(
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+) -> Option<SnapStart> {
+    snap_start(after).or_else(|| {
+        before.contains_key("SnapStart").then(|| {
+            SnapStart::builder()
+                .apply_on(SnapStartApplyOn::None)
+                .build()
+        })
+    })
 }
 
 #[async_trait]
@@ -283,6 +542,15 @@ impl Readable for Function {
         if let Some(variables) = config.environment().and_then(|e| e.variables()) {
             properties.insert("Environment".into(), json!({"Variables": variables}));
         }
+        let lambda = client(ctx).await?;
+        read_settings(
+            &lambda,
+            what,
+            &request.physical_id,
+            &config,
+            &mut properties,
+        )
+        .await?;
         Ok(Some(properties))
     }
 
@@ -297,6 +565,34 @@ impl Readable for Function {
     }
 }
 
+/// What a create does once CreateFunction answered: waits while the function is `Pending`,
+/// then puts reserved concurrency and the [`SETTINGS`] the template sets.
+async fn finish_create(
+    lambda: &aws_sdk_lambda::Client,
+    what: &str,
+    name: &str,
+    props: &Map<String, Value>,
+    state: Option<&State>,
+) -> Result<(), ProviderError> {
+    // Lambda answers `Pending` while it prepares the function; only then is polling needed.
+    if matches!(state, Some(State::Pending) | None) {
+        wait_until_ready(lambda, what, name).await?;
+    }
+    if let Some(reserved) = int(props.get("ReservedConcurrentExecutions")) {
+        lambda
+            .put_function_concurrency()
+            .function_name(name)
+            .reserved_concurrent_executions(reserved)
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: ReservedConcurrentExecutions"), e))?;
+    }
+    for setting in settings_to_create(props) {
+        apply_setting(lambda, what, name, setting, props).await?;
+    }
+    Ok(())
+}
+
 #[async_trait]
 impl ResourceProvider for Function {
     fn schema(&self) -> ResourceTypeSchema {
@@ -308,8 +604,10 @@ impl ResourceProvider for Function {
                 "Architectures",
                 "ReservedConcurrentExecutions",
                 "Tags",
+                "PackageType",
             ])
-            .create_only(&["FunctionName"])
+            .handles(SETTINGS)
+            .create_only(&["FunctionName", "PackageType"])
             .read_and_import()
             .build()
     }
@@ -362,24 +660,30 @@ impl ResourceProvider for Function {
                     .build()
             }))
             .set_tags(tags)
+            .set_package_type(text(props.get("PackageType")).map(|p| PackageType::from(p.as_str())))
+            .set_image_config(image_config(props))
+            .set_snap_start(snap_start(props))
+            .set_code_signing_config_arn(text(props.get("CodeSigningConfigArn")))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: CreateFunction {name}"), e))?;
-        // Lambda answers `Pending` while it prepares the function; only then is polling needed.
-        if matches!(created.state(), Some(State::Pending) | None) {
-            wait_until_ready(&lambda, &what, &name).await?;
-        }
-        if let Some(reserved) = int(props.get("ReservedConcurrentExecutions")) {
-            lambda
-                .put_function_concurrency()
-                .function_name(&name)
-                .reserved_concurrent_executions(reserved)
-                .send()
-                .await
-                .map_err(|e| aws_error(&format!("{what}: ReservedConcurrentExecutions"), e))?;
+        if let Err(error) = finish_create(&lambda, &what, &name, props, created.state()).await {
+            // The function exists: undo it so nothing is left unrecorded.
+            let note = match lambda.delete_function().function_name(&name).send().await {
+                Ok(_) => format!("; the new function {name} was deleted again"),
+                Err(err) => format!(
+                    "; the new function {name} could not be deleted again ({}), the next deploy, rollback or destroy removes it",
+                    aws_error("DeleteFunction", err).message
+                ),
+            };
+            let undone = ProviderError::new(error.kind, format!("{}{note}", error.message));
+            return Err(match error.aws_code() {
+                Some(code) => undone.with_aws_code(code),
+                None => undone,
+            });
         }
         Ok(CreateResult {
-            attributes: arn_attribute(created.function_arn()),
+            attributes: function_attributes(created.function_arn(), created.snap_start()),
             physical_id: name,
             ..Default::default()
         })
@@ -448,6 +752,8 @@ impl ResourceProvider for Function {
                         .set_mode(t.get("Mode").and_then(Value::as_str).map(TracingMode::from))
                         .build()
                 }))
+                .set_image_config(updated_image_config(before, after))
+                .set_snap_start(updated_snap_start(before, after))
                 .send()
                 .await
                 .map_err(|e| aws_error(&format!("{what}: UpdateFunctionConfiguration"), e))?;
@@ -471,6 +777,9 @@ impl ResourceProvider for Function {
                     .map(|_| ())
                     .map_err(|e| aws_error(&format!("{what}: ReservedConcurrentExecutions"), e))?,
             }
+        }
+        for setting in settings_to_update(before, after) {
+            apply_setting(&lambda, &what, name, setting, after).await?;
         }
         Ok(UpdateResult {
             attributes: arn_of(&lambda, &what, name).await?,
@@ -517,5 +826,104 @@ mod tests {
         assert_eq!(first, second);
         let archive = zip::ZipArchive::new(std::io::Cursor::new(first)).unwrap();
         assert_eq!(archive.file_names().collect::<Vec<_>>(), ["index.js"]);
+    }
+
+    #[test]
+    fn image_functions_and_settings_are_declared_and_package_type_replaces() {
+        let schema = Function.schema();
+        for property in [
+            "PackageType",
+            "ImageConfig",
+            "RecursiveLoop",
+            "SnapStart",
+            "RuntimeManagementConfig",
+            "CodeSigningConfigArn",
+        ] {
+            assert!(
+                schema.handled_properties.iter().any(|h| h == property),
+                "{property}"
+            );
+        }
+        assert!(schema
+            .create_only_properties
+            .iter()
+            .any(|p| p == "PackageType"));
+    }
+
+    #[test]
+    fn image_config_and_snap_start_become_lambda_requests() {
+        let props = json!({
+            "ImageConfig": {"EntryPoint": ["/bin/sh"], "Command": ["app.handler"], "WorkingDirectory": "/app"},
+            "SnapStart": {"ApplyOn": "PublishedVersions"},
+        });
+        let props = props.as_object().unwrap();
+        let image = image_config(props).unwrap();
+        assert_eq!(image.entry_point(), ["/bin/sh"]);
+        assert_eq!(image.command(), ["app.handler"]);
+        assert_eq!(image.working_directory(), Some("/app"));
+        assert_eq!(
+            snap_start(props).unwrap().apply_on(),
+            Some(&SnapStartApplyOn::PublishedVersions)
+        );
+        let none = Map::new();
+        // Removed from the template: cleared (empty overrides, ApplyOn None).
+        let cleared = updated_image_config(props, &none).unwrap();
+        assert!(cleared.entry_point().is_empty() && cleared.working_directory().is_none());
+        assert_eq!(
+            updated_snap_start(props, &none).unwrap().apply_on(),
+            Some(&SnapStartApplyOn::None)
+        );
+        // Neither side: nothing sent (a zip function takes no ImageConfig).
+        assert!(updated_image_config(&none, &none).is_none());
+        assert!(updated_snap_start(&none, &none).is_none());
+    }
+
+    #[test]
+    fn settings_default_as_lambda_does_and_only_changes_are_put() {
+        let none = Map::new();
+        assert_eq!(recursive_loop(&none), RecursiveLoop::Terminate);
+        assert_eq!(runtime_management(&none), (UpdateRuntimeOn::Auto, None));
+        let props = json!({
+            "RecursiveLoop": "Allow",
+            "RuntimeManagementConfig": {"UpdateRuntimeOn": "Manual", "RuntimeVersionArn": "arn:aws:lambda:us-east-1::runtime:abc"},
+            "CodeSigningConfigArn": "arn:aws:lambda:us-east-1:123456789012:code-signing-config:csc-1",
+        });
+        let props = props.as_object().unwrap();
+        assert_eq!(recursive_loop(props), RecursiveLoop::Allow);
+        assert_eq!(
+            runtime_management(props),
+            (
+                UpdateRuntimeOn::Manual,
+                Some("arn:aws:lambda:us-east-1::runtime:abc".into())
+            )
+        );
+        // Code signing goes with CreateFunction; the others are put after it.
+        assert_eq!(
+            settings_to_create(props),
+            ["RecursiveLoop", "RuntimeManagementConfig"]
+        );
+        assert_eq!(settings_to_update(props, props), Vec::<&str>::new());
+        assert_eq!(
+            settings_to_update(props, &none),
+            [
+                "RecursiveLoop",
+                "RuntimeManagementConfig",
+                "CodeSigningConfigArn"
+            ]
+        );
+    }
+
+    #[test]
+    fn snap_start_response_is_an_attribute() {
+        let snap = aws_sdk_lambda::types::SnapStartResponse::builder()
+            .apply_on(SnapStartApplyOn::PublishedVersions)
+            .optimization_status(aws_sdk_lambda::types::SnapStartOptimizationStatus::On)
+            .build();
+        let attributes = function_attributes(Some("arn:fn"), Some(&snap));
+        assert_eq!(attributes["Arn"], "arn:fn");
+        assert_eq!(
+            attributes["SnapStartResponse"],
+            json!({"ApplyOn": "PublishedVersions", "OptimizationStatus": "On"})
+        );
     }
 }

@@ -219,6 +219,38 @@ pub(crate) async fn alias(
             .filter(|d| !d.is_empty())
             .map(|d| json!(d)),
     );
+    if let Some(weights) = alias
+        .routing_config()
+        .and_then(|r| r.additional_version_weights())
+        .filter(|w| !w.is_empty())
+    {
+        let mut entries: Vec<Value> = weights
+            .iter()
+            .map(|(version, weight)| json!({"FunctionVersion": version, "FunctionWeight": weight}))
+            .collect();
+        entries.sort_by_key(|e| e["FunctionVersion"].to_string());
+        props.insert(
+            "RoutingConfig".into(),
+            json!({"AdditionalVersionWeights": entries}),
+        );
+    }
+    if let Some(provisioned) = optional(
+        &format!("{what}: GetProvisionedConcurrencyConfig"),
+        lambda
+            .get_provisioned_concurrency_config()
+            .function_name(function)
+            .qualifier(name)
+            .send()
+            .await,
+    )? {
+        put(
+            &mut props,
+            "ProvisionedConcurrencyConfig",
+            provisioned
+                .requested_provisioned_concurrent_executions()
+                .map(|n| json!({"ProvisionedConcurrentExecutions": n})),
+        );
+    }
     Ok(Some(props))
 }
 
