@@ -195,13 +195,14 @@ fn the_storage_bucket_and_policy_go_through_the_s3_plugin() {
     // A template property the plugin does not handle sends the bucket to Cloud Control, with a
     // warning naming it (checked on a diff-free deploy of a new logical id).
     world.edit(|t| {
-        t["Resources"]["Extra"] = json!({"Type": "AWS::S3::Bucket", "Properties": {"AccelerateConfiguration": {"AccelerationStatus": "Enabled"}}});
+        t["Resources"]["Extra"] =
+            json!({"Type": "AWS::S3::Bucket", "Properties": {"AbacStatus": "Enabled"}});
     });
     let rerouted = world.deploy().success();
     assert!(
-        rerouted.stderr.contains(
-            "Extra (AWS::S3::Bucket) uses AccelerateConfiguration which plugin s3 does not handle"
-        ),
+        rerouted
+            .stderr
+            .contains("Extra (AWS::S3::Bucket) uses AbacStatus which plugin s3 does not handle"),
         "{}",
         rerouted.stderr
     );

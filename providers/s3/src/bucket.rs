@@ -2,15 +2,16 @@
 //! its own S3 call; an update re-applies (or removes) exactly the configurations that changed.
 
 use aws_sdk_s3::types::{
-    AbortIncompleteMultipartUpload, BucketLifecycleConfiguration, BucketLocationConstraint,
-    BucketLoggingStatus, BucketVersioningStatus, CorsConfiguration, CorsRule,
-    CreateBucketConfiguration, DefaultRetention, ErrorDocument, ExpirationStatus, IndexDocument,
-    LifecycleExpiration, LifecycleRule, LifecycleRuleFilter, LoggingEnabled,
-    NoncurrentVersionExpiration, ObjectLockConfiguration, ObjectLockEnabled,
-    ObjectLockRetentionMode, ObjectLockRule, ObjectOwnership, OwnershipControls,
-    OwnershipControlsRule, PublicAccessBlockConfiguration, ServerSideEncryption,
-    ServerSideEncryptionByDefault, ServerSideEncryptionConfiguration, ServerSideEncryptionRule,
-    Tag, Tagging, VersioningConfiguration, WebsiteConfiguration,
+    AbortIncompleteMultipartUpload, AccelerateConfiguration, BucketAccelerateStatus,
+    BucketCannedAcl, BucketLifecycleConfiguration, BucketLocationConstraint, BucketLoggingStatus,
+    BucketVersioningStatus, CorsConfiguration, CorsRule, CreateBucketConfiguration,
+    DefaultRetention, ErrorDocument, ExpirationStatus, IndexDocument, LifecycleExpiration,
+    LifecycleRule, LifecycleRuleFilter, LoggingEnabled, NoncurrentVersionExpiration,
+    ObjectLockConfiguration, ObjectLockEnabled, ObjectLockRetentionMode, ObjectLockRule,
+    ObjectOwnership, OwnershipControls, OwnershipControlsRule, Permission,
+    PublicAccessBlockConfiguration, ServerSideEncryption, ServerSideEncryptionByDefault,
+    ServerSideEncryptionConfiguration, ServerSideEncryptionRule, Tag, Tagging,
+    VersioningConfiguration, WebsiteConfiguration,
 };
 use aws_sdk_s3::Client;
 use cdkd_aws_common::{aws_error, optional, physical_name, Readable, TypeSchema};
@@ -23,7 +24,7 @@ use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, Re
 use serde_json::{json, Map, Value};
 
 use crate::invalid;
-use crate::keyed_configurations::{self, Analytics, Inventory};
+use crate::keyed_configurations::{self, Analytics, IntelligentTiering, Inventory, Metrics};
 
 const TYPE: &str = "AWS::S3::Bucket";
 
@@ -33,6 +34,9 @@ const CONFIGURATIONS: &[&str] = &[
     "BucketEncryption",
     "PublicAccessBlockConfiguration",
     "OwnershipControls",
+    // After OwnershipControls: a canned ACL needs ACLs enabled (not BucketOwnerEnforced).
+    "AccessControl",
+    "AccelerateConfiguration",
     "LifecycleConfiguration",
     "CorsConfiguration",
     "WebsiteConfiguration",
@@ -42,8 +46,66 @@ const CONFIGURATIONS: &[&str] = &[
     "ReplicationConfiguration",
     "InventoryConfigurations",
     "AnalyticsConfigurations",
+    "MetricsConfigurations",
+    "IntelligentTieringConfigurations",
     "Tags",
 ];
+
+/// CloudFormation's `AccessControl` values and S3's canned ACLs.
+const CANNED_ACLS: &[(&str, &str)] = &[
+    ("Private", "private"),
+    ("PublicRead", "public-read"),
+    ("PublicReadWrite", "public-read-write"),
+    ("AuthenticatedRead", "authenticated-read"),
+    ("LogDeliveryWrite", "log-delivery-write"),
+    ("BucketOwnerRead", "bucket-owner-read"),
+    ("BucketOwnerFullControl", "bucket-owner-full-control"),
+    ("AwsExecRead", "aws-exec-read"),
+];
+
+/// S3's canned ACL for a template's `AccessControl` (absent: `private`, S3's default).
+fn canned_acl(value: Option<&Value>) -> Result<BucketCannedAcl, String> {
+    let Some(name) = value.and_then(Value::as_str) else {
+        return Ok(BucketCannedAcl::Private);
+    };
+    CANNED_ACLS
+        .iter()
+        .find(|(cfn, s3)| *cfn == name || *s3 == name)
+        .map(|(_, s3)| BucketCannedAcl::from(*s3))
+        .ok_or_else(|| {
+            format!(
+                "{name} is not a canned ACL ({})",
+                CANNED_ACLS
+                    .iter()
+                    .map(|(c, _)| *c)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+}
+
+const ALL_USERS: &str = "http://acs.amazonaws.com/groups/global/AllUsers";
+const AUTHENTICATED_USERS: &str = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers";
+const LOG_DELIVERY: &str = "http://acs.amazonaws.com/groups/s3/LogDelivery";
+
+/// The `AccessControl` value whose canned ACL gives exactly these group grants (the owner's
+/// FULL_CONTROL aside); `None` for an ACL no canned one gives. A bucket-level read sees
+/// `BucketOwnerRead` / `BucketOwnerFullControl` / `AwsExecRead` as the grants they make.
+fn access_control_of(group_grants: &[(String, String)]) -> Option<&'static str> {
+    let mut grants: Vec<(&str, &str)> = group_grants
+        .iter()
+        .map(|(uri, permission)| (uri.as_str(), permission.as_str()))
+        .collect();
+    grants.sort_unstable();
+    match grants.as_slice() {
+        [] => Some("Private"),
+        [(ALL_USERS, "READ")] => Some("PublicRead"),
+        [(ALL_USERS, "READ"), (ALL_USERS, "WRITE")] => Some("PublicReadWrite"),
+        [(AUTHENTICATED_USERS, "READ")] => Some("AuthenticatedRead"),
+        [(LOG_DELIVERY, "READ_ACP"), (LOG_DELIVERY, "WRITE")] => Some("LogDeliveryWrite"),
+        _ => None,
+    }
+}
 
 #[derive(Default)]
 pub struct Bucket;
@@ -449,6 +511,39 @@ impl Call<'_> {
                     .await
                     .map_err(failed!())?;
             }
+            ("AccessControl", value) => {
+                client
+                    .put_bucket_acl()
+                    .bucket(bucket)
+                    .acl(canned_acl(value).map_err(|e| invalid(what, property, e))?)
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("AccelerateConfiguration", value) => {
+                // S3 has no delete: a removed configuration is suspended.
+                let status = value
+                    .and_then(|v| text(v.get("AccelerationStatus")))
+                    .unwrap_or_else(|| "Suspended".into());
+                client
+                    .put_bucket_accelerate_configuration()
+                    .bucket(bucket)
+                    .accelerate_configuration(
+                        AccelerateConfiguration::builder()
+                            .status(BucketAccelerateStatus::from(status.as_str()))
+                            .build(),
+                    )
+                    .send()
+                    .await
+                    .map_err(failed!())?;
+            }
+            ("MetricsConfigurations", value) => {
+                keyed_configurations::apply::<Metrics>(client, bucket, what, value).await?;
+            }
+            ("IntelligentTieringConfigurations", value) => {
+                keyed_configurations::apply::<IntelligentTiering>(client, bucket, what, value)
+                    .await?;
+            }
             ("InventoryConfigurations", value) => {
                 keyed_configurations::apply::<Inventory>(client, bucket, what, value).await?;
             }
@@ -623,6 +718,47 @@ impl Readable for Bucket {
                 .collect();
             properties.insert("Tags".into(), Value::Array(tags));
         }
+        let accelerate = client
+            .get_bucket_accelerate_configuration()
+            .bucket(bucket)
+            .send()
+            .await
+            .map_err(|e| aws_error(&read("GetBucketAccelerateConfiguration"), e))?;
+        if let Some(status) = accelerate.status() {
+            properties.insert(
+                "AccelerateConfiguration".into(),
+                json!({"AccelerationStatus": status.as_str()}),
+            );
+        }
+        let acl = client
+            .get_bucket_acl()
+            .bucket(bucket)
+            .send()
+            .await
+            .map_err(|e| aws_error(&read("GetBucketAcl"), e))?;
+        let owner = acl.owner().and_then(|o| o.id());
+        let mut group_grants = Vec::new();
+        let mut other = false;
+        for grant in acl.grants() {
+            let grantee = grant.grantee();
+            let permission = grant.permission().map(Permission::as_str).unwrap_or("");
+            match (grantee.and_then(|g| g.uri()), grantee.and_then(|g| g.id())) {
+                (Some(uri), _) => group_grants.push((uri.to_string(), permission.to_string())),
+                (None, Some(id)) if Some(id) == owner && permission == "FULL_CONTROL" => {}
+                _ => other = true,
+            }
+        }
+        // Private (S3's default) is left out, as a template without AccessControl has it.
+        match access_control_of(&group_grants) {
+            Some("Private") if !other => {}
+            Some(canned) if !other => {
+                properties.insert("AccessControl".into(), json!(canned));
+            }
+            _ => {
+                properties.insert("AccessControl".into(), json!("(custom ACL)"));
+            }
+        }
+        properties.extend(keyed_configurations::read_back(&client, bucket, what).await?);
         Ok(Some(properties))
     }
 
@@ -818,11 +954,50 @@ mod tests {
             );
         }
         assert!(
-            !schema
-                .handled_properties
-                .iter()
-                .any(|h| h == "MetricsConfigurations"),
+            !schema.handled_properties.iter().any(|h| h == "AbacStatus"),
             "not applied, so not declared"
+        );
+        let at = |p: &str| CONFIGURATIONS.iter().position(|c| *c == p).unwrap();
+        assert!(
+            at("OwnershipControls") < at("AccessControl"),
+            "a canned ACL needs ACLs enabled first"
+        );
+    }
+
+    #[test]
+    fn access_control_maps_to_canned_acls_and_back() {
+        assert_eq!(
+            canned_acl(Some(&json!("LogDeliveryWrite")))
+                .unwrap()
+                .as_str(),
+            "log-delivery-write"
+        );
+        assert_eq!(canned_acl(None).unwrap(), BucketCannedAcl::Private);
+        assert_eq!(
+            canned_acl(Some(&json!("public-read"))).unwrap(),
+            BucketCannedAcl::PublicRead
+        );
+        assert!(canned_acl(Some(&json!("Everyone"))).is_err());
+        let grants = |g: &[(&str, &str)]| {
+            g.iter()
+                .map(|(u, p)| (u.to_string(), p.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(access_control_of(&[]), Some("Private"));
+        assert_eq!(
+            access_control_of(&grants(&[
+                (LOG_DELIVERY, "WRITE"),
+                (LOG_DELIVERY, "READ_ACP")
+            ])),
+            Some("LogDeliveryWrite")
+        );
+        assert_eq!(
+            access_control_of(&grants(&[(ALL_USERS, "WRITE"), (ALL_USERS, "READ")])),
+            Some("PublicReadWrite")
+        );
+        assert_eq!(
+            access_control_of(&grants(&[(ALL_USERS, "FULL_CONTROL")])),
+            None
         );
     }
 }

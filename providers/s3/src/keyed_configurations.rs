@@ -1,20 +1,23 @@
-//! `AWS::S3::Bucket.InventoryConfigurations` and `AnalyticsConfigurations`: lists of
+//! `AWS::S3::Bucket.InventoryConfigurations`, `AnalyticsConfigurations`,
+//! `MetricsConfigurations` and `IntelligentTieringConfigurations`: lists of
 //! configurations S3 keeps one by one, under their `Id`. Applying one puts each configuration
 //! the template lists and deletes the bucket's others, so a configuration removed from the
 //! template (or the whole property) is removed from S3.
 
 use aws_sdk_s3::types::{
     AnalyticsAndOperator, AnalyticsConfiguration, AnalyticsExportDestination, AnalyticsFilter,
-    AnalyticsS3BucketDestination, AnalyticsS3ExportFileFormat, InventoryConfiguration,
-    InventoryDestination, InventoryFilter, InventoryFormat, InventoryFrequency,
-    InventoryIncludedObjectVersions, InventoryOptionalField, InventoryS3BucketDestination,
-    InventorySchedule, StorageClassAnalysis, StorageClassAnalysisDataExport,
-    StorageClassAnalysisSchemaVersion,
+    AnalyticsS3BucketDestination, AnalyticsS3ExportFileFormat, IntelligentTieringAccessTier,
+    IntelligentTieringAndOperator, IntelligentTieringConfiguration, IntelligentTieringFilter,
+    IntelligentTieringStatus, InventoryConfiguration, InventoryDestination, InventoryFilter,
+    InventoryFormat, InventoryFrequency, InventoryIncludedObjectVersions, InventoryOptionalField,
+    InventoryS3BucketDestination, InventorySchedule, MetricsAndOperator, MetricsConfiguration,
+    MetricsFilter, StorageClassAnalysis, StorageClassAnalysisDataExport,
+    StorageClassAnalysisSchemaVersion, Tag, Tiering,
 };
 use aws_sdk_s3::Client;
 use cdkd_aws_common::aws_error;
 use cdkd_provider_api::{async_trait, ProviderError};
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 
 use crate::{invalid, tag, text};
 
@@ -130,6 +133,155 @@ pub fn analytics(entry: &Value) -> Result<AnalyticsConfiguration, String> {
         .storage_class_analysis(analysis.build())
         .build()
         .map_err(|e| e.to_string())
+}
+
+/// The metrics configuration of one template entry (`Id`, `Prefix`, `TagFilters`,
+/// `AccessPointArn`): S3's filter is one predicate, or an AND of several.
+pub fn metrics(entry: &Value) -> Result<MetricsConfiguration, String> {
+    let mut tags = entries(entry.get("TagFilters"))
+        .into_iter()
+        .map(tag)
+        .collect::<Result<Vec<_>, _>>()?;
+    let prefix = text(entry, "Prefix");
+    let access_point = text(entry, "AccessPointArn");
+    let filter = match (prefix, access_point, tags.len()) {
+        (None, None, 0) => None,
+        (Some(prefix), None, 0) => Some(MetricsFilter::Prefix(prefix)),
+        (None, Some(arn), 0) => Some(MetricsFilter::AccessPointArn(arn)),
+        (None, None, 1) => Some(MetricsFilter::Tag(tags.remove(0))),
+        (prefix, access_point, _) => Some(MetricsFilter::And(
+            MetricsAndOperator::builder()
+                .set_prefix(prefix)
+                .set_access_point_arn(access_point)
+                .set_tags(Some(tags))
+                .build(),
+        )),
+    };
+    MetricsConfiguration::builder()
+        .set_id(text(entry, "Id"))
+        .set_filter(filter)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// The intelligent-tiering configuration of one template entry (`Id`, `Status`, `Prefix`,
+/// `TagFilters`, `Tierings: [{AccessTier, Days}]`).
+pub fn intelligent_tiering(entry: &Value) -> Result<IntelligentTieringConfiguration, String> {
+    let mut tags = entries(entry.get("TagFilters"))
+        .into_iter()
+        .map(tag)
+        .collect::<Result<Vec<_>, _>>()?;
+    let prefix = text(entry, "Prefix");
+    let filter = match (prefix, tags.len()) {
+        (None, 0) => None,
+        (Some(prefix), 0) => Some(IntelligentTieringFilter::builder().prefix(prefix).build()),
+        (None, 1) => Some(
+            IntelligentTieringFilter::builder()
+                .tag(tags.remove(0))
+                .build(),
+        ),
+        (prefix, _) => Some(
+            IntelligentTieringFilter::builder()
+                .and(
+                    IntelligentTieringAndOperator::builder()
+                        .set_prefix(prefix)
+                        .set_tags(Some(tags))
+                        .build(),
+                )
+                .build(),
+        ),
+    };
+    let tierings = entries(entry.get("Tierings"))
+        .into_iter()
+        .map(|t| {
+            Tiering::builder()
+                .set_days(
+                    t.get("Days")
+                        .and_then(|d| d.as_i64().or_else(|| d.as_str()?.parse().ok()))
+                        .and_then(|d| i32::try_from(d).ok()),
+                )
+                .set_access_tier(
+                    text(t, "AccessTier").map(|a| IntelligentTieringAccessTier::from(a.as_str())),
+                )
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    IntelligentTieringConfiguration::builder()
+        .set_id(text(entry, "Id"))
+        .set_filter(filter)
+        .set_status(text(entry, "Status").map(|s| IntelligentTieringStatus::from(s.as_str())))
+        .set_tierings(Some(tierings))
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+fn tag_filters(tags: &[Tag]) -> Value {
+    Value::Array(
+        tags.iter()
+            .map(|t| json!({"Key": t.key(), "Value": t.value()}))
+            .collect(),
+    )
+}
+
+/// A metrics configuration in template shape.
+pub fn metrics_shape(configuration: &MetricsConfiguration) -> Value {
+    let mut shape = Map::new();
+    shape.insert("Id".into(), json!(configuration.id()));
+    match configuration.filter() {
+        Some(MetricsFilter::Prefix(prefix)) => {
+            shape.insert("Prefix".into(), json!(prefix));
+        }
+        Some(MetricsFilter::AccessPointArn(arn)) => {
+            shape.insert("AccessPointArn".into(), json!(arn));
+        }
+        Some(MetricsFilter::Tag(t)) => {
+            shape.insert("TagFilters".into(), tag_filters(std::slice::from_ref(t)));
+        }
+        Some(MetricsFilter::And(and)) => {
+            if let Some(prefix) = and.prefix() {
+                shape.insert("Prefix".into(), json!(prefix));
+            }
+            if let Some(arn) = and.access_point_arn() {
+                shape.insert("AccessPointArn".into(), json!(arn));
+            }
+            if !and.tags().is_empty() {
+                shape.insert("TagFilters".into(), tag_filters(and.tags()));
+            }
+        }
+        _ => {}
+    }
+    Value::Object(shape)
+}
+
+/// An intelligent-tiering configuration in template shape.
+pub fn intelligent_tiering_shape(configuration: &IntelligentTieringConfiguration) -> Value {
+    let mut shape = Map::new();
+    shape.insert("Id".into(), json!(configuration.id()));
+    shape.insert("Status".into(), json!(configuration.status().as_str()));
+    if let Some(filter) = configuration.filter() {
+        let (prefix, tags) = match filter.and() {
+            Some(and) => (and.prefix(), and.tags().to_vec()),
+            None => (filter.prefix(), filter.tag().cloned().into_iter().collect()),
+        };
+        if let Some(prefix) = prefix {
+            shape.insert("Prefix".into(), json!(prefix));
+        }
+        if !tags.is_empty() {
+            shape.insert("TagFilters".into(), tag_filters(&tags));
+        }
+    }
+    shape.insert(
+        "Tierings".into(),
+        Value::Array(
+            configuration
+                .tierings()
+                .iter()
+                .map(|t| json!({"AccessTier": t.access_tier().as_str(), "Days": t.days()}))
+                .collect(),
+        ),
+    );
+    Value::Object(shape)
 }
 
 /// One kind of keyed configuration: its property, the S3 form of a template entry, and the
@@ -352,6 +504,213 @@ impl Keyed for Analytics {
     }
 }
 
+/// `MetricsConfigurations`.
+pub struct Metrics;
+
+#[async_trait]
+impl Keyed for Metrics {
+    const PROPERTY: &'static str = "MetricsConfigurations";
+    type Configuration = MetricsConfiguration;
+
+    fn configuration(entry: &Value) -> Result<MetricsConfiguration, String> {
+        metrics(entry)
+    }
+
+    fn id(configuration: &MetricsConfiguration) -> &str {
+        configuration.id()
+    }
+
+    async fn put(
+        client: &Client,
+        bucket: &str,
+        configuration: &MetricsConfiguration,
+        failed: &str,
+    ) -> Result<(), ProviderError> {
+        client
+            .put_bucket_metrics_configuration()
+            .bucket(bucket)
+            .id(configuration.id())
+            .metrics_configuration(configuration.clone())
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| aws_error(failed, e))
+    }
+
+    async fn list(
+        client: &Client,
+        bucket: &str,
+        token: Option<String>,
+        failed: &str,
+    ) -> Result<Page, ProviderError> {
+        let page = client
+            .list_bucket_metrics_configurations()
+            .bucket(bucket)
+            .set_continuation_token(token)
+            .send()
+            .await
+            .map_err(|e| aws_error(failed, e))?;
+        Ok(Page {
+            ids: page
+                .metrics_configuration_list()
+                .iter()
+                .map(|c| c.id().to_string())
+                .collect(),
+            next: page.next_continuation_token().map(str::to_string),
+            truncated: page.is_truncated(),
+        })
+    }
+
+    async fn delete(
+        client: &Client,
+        bucket: &str,
+        id: &str,
+        failed: &str,
+    ) -> Result<(), ProviderError> {
+        client
+            .delete_bucket_metrics_configuration()
+            .bucket(bucket)
+            .id(id)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| aws_error(failed, e))
+    }
+}
+
+/// `IntelligentTieringConfigurations`.
+pub struct IntelligentTiering;
+
+#[async_trait]
+impl Keyed for IntelligentTiering {
+    const PROPERTY: &'static str = "IntelligentTieringConfigurations";
+    type Configuration = IntelligentTieringConfiguration;
+
+    fn configuration(entry: &Value) -> Result<IntelligentTieringConfiguration, String> {
+        intelligent_tiering(entry)
+    }
+
+    fn id(configuration: &IntelligentTieringConfiguration) -> &str {
+        configuration.id()
+    }
+
+    async fn put(
+        client: &Client,
+        bucket: &str,
+        configuration: &IntelligentTieringConfiguration,
+        failed: &str,
+    ) -> Result<(), ProviderError> {
+        client
+            .put_bucket_intelligent_tiering_configuration()
+            .bucket(bucket)
+            .id(configuration.id())
+            .intelligent_tiering_configuration(configuration.clone())
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| aws_error(failed, e))
+    }
+
+    async fn list(
+        client: &Client,
+        bucket: &str,
+        token: Option<String>,
+        failed: &str,
+    ) -> Result<Page, ProviderError> {
+        let page = client
+            .list_bucket_intelligent_tiering_configurations()
+            .bucket(bucket)
+            .set_continuation_token(token)
+            .send()
+            .await
+            .map_err(|e| aws_error(failed, e))?;
+        Ok(Page {
+            ids: page
+                .intelligent_tiering_configuration_list()
+                .iter()
+                .map(|c| c.id().to_string())
+                .collect(),
+            next: page.next_continuation_token().map(str::to_string),
+            truncated: page.is_truncated(),
+        })
+    }
+
+    async fn delete(
+        client: &Client,
+        bucket: &str,
+        id: &str,
+        failed: &str,
+    ) -> Result<(), ProviderError> {
+        client
+            .delete_bucket_intelligent_tiering_configuration()
+            .bucket(bucket)
+            .id(id)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| aws_error(failed, e))
+    }
+}
+
+/// The bucket's metrics and intelligent-tiering configurations in template shape (empty
+/// lists left out), for `read_current_state`.
+pub async fn read_back(
+    client: &Client,
+    bucket: &str,
+    what: &str,
+) -> Result<Map<String, Value>, ProviderError> {
+    let mut properties = Map::new();
+    let (mut metrics, mut tiering) = (Vec::new(), Vec::new());
+    let mut token = None;
+    loop {
+        let page = client
+            .list_bucket_metrics_configurations()
+            .bucket(bucket)
+            .set_continuation_token(token.take())
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: ListBucketMetricsConfigurations"), e))?;
+        metrics.extend(page.metrics_configuration_list().iter().map(metrics_shape));
+        match page.next_continuation_token() {
+            Some(next) if page.is_truncated() == Some(true) => token = Some(next.to_string()),
+            _ => break,
+        }
+    }
+    loop {
+        let page = client
+            .list_bucket_intelligent_tiering_configurations()
+            .bucket(bucket)
+            .set_continuation_token(token.take())
+            .send()
+            .await
+            .map_err(|e| {
+                aws_error(
+                    &format!("{what}: ListBucketIntelligentTieringConfigurations"),
+                    e,
+                )
+            })?;
+        tiering.extend(
+            page.intelligent_tiering_configuration_list()
+                .iter()
+                .map(intelligent_tiering_shape),
+        );
+        match page.next_continuation_token() {
+            Some(next) if page.is_truncated() == Some(true) => token = Some(next.to_string()),
+            _ => break,
+        }
+    }
+    if !metrics.is_empty() {
+        properties.insert("MetricsConfigurations".into(), Value::Array(metrics));
+    }
+    if !tiering.is_empty() {
+        properties.insert(
+            "IntelligentTieringConfigurations".into(),
+            Value::Array(tiering),
+        );
+    }
+    Ok(properties)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,5 +755,40 @@ mod tests {
 
     fn inventory_missing_destination_fails() -> bool {
         inventory(&json!({"Id": "x", "Enabled": true, "IncludedObjectVersions": "All", "ScheduleFrequency": "Daily"})).is_err()
+    }
+
+    #[test]
+    fn metrics_and_intelligent_tiering_entries_round_trip_to_template_shape() {
+        let entry = json!({"Id": "EntireBucket"});
+        let m = metrics(&entry).unwrap();
+        assert!(m.filter().is_none());
+        assert_eq!(metrics_shape(&m), entry);
+        let entry =
+            json!({"Id": "logs", "Prefix": "logs/", "TagFilters": [{"Key": "k", "Value": "v"}]});
+        let m = metrics(&entry).unwrap();
+        assert!(matches!(m.filter(), Some(MetricsFilter::And(_))));
+        assert_eq!(metrics_shape(&m), entry);
+        let m = metrics(&json!({"Id": "p", "Prefix": "a/"})).unwrap();
+        assert_eq!(m.filter(), Some(&MetricsFilter::Prefix("a/".into())));
+        assert!(metrics(&json!({"Prefix": "no id"})).is_err());
+
+        let entry = json!({"Id": "archive", "Status": "Enabled", "Prefix": "old/",
+            "Tierings": [{"AccessTier": "ARCHIVE_ACCESS", "Days": 90},
+                         {"AccessTier": "DEEP_ARCHIVE_ACCESS", "Days": 180}]});
+        let t = intelligent_tiering(&entry).unwrap();
+        assert_eq!(t.status(), &IntelligentTieringStatus::Enabled);
+        assert_eq!(t.tierings().len(), 2);
+        assert_eq!(t.filter().unwrap().prefix(), Some("old/"));
+        assert_eq!(intelligent_tiering_shape(&t), entry);
+        let tagged = json!({"Id": "t", "Status": "Disabled", "TagFilters": [{"Key": "a", "Value": "b"}, {"Key": "c", "Value": "d"}],
+            "Tierings": [{"AccessTier": "ARCHIVE_ACCESS", "Days": 90}]});
+        assert_eq!(
+            intelligent_tiering_shape(&intelligent_tiering(&tagged).unwrap()),
+            tagged
+        );
+        assert!(intelligent_tiering(
+            &json!({"Id": "x", "Status": "Enabled", "Tierings": [{"Days": 90}]})
+        )
+        .is_err());
     }
 }

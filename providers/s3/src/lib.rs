@@ -1,5 +1,5 @@
 //! cdkd's S3 provider plugin: `AWS::S3::Bucket` and `AWS::S3::BucketPolicy` through direct S3
-//! calls (no polling). Properties it does not declare (metrics, intelligent tiering, …) send
+//! calls (no polling). Properties it does not declare (ABAC, S3 metadata tables, …) send
 //! the resource to Cloud Control.
 
 mod bucket;
