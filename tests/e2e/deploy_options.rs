@@ -197,3 +197,55 @@ fn rollback_all_undoes_every_stack_left_with_a_journal() {
         nothing.stderr
     );
 }
+
+#[test]
+fn orphan_of_a_construct_path_forgets_its_resources_and_leaves_them_in_aws() {
+    let world = AppWorld::unedited("annotated", "orphanpath");
+    let app = world.assembly.path().display().to_string();
+    world.deploy(&["WarnedStack"]).success();
+    let url = world.resources("WarnedStack")["Outbox27BBF20A"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let missing = world.cdkd(&["orphan", "-a", &app, "WarnedStack/Nothing", "-f"]);
+    assert_eq!(missing.code, Some(1), "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains(
+            "no resource of stack WarnedStack is under the construct path WarnedStack/Nothing"
+        ),
+        "{}",
+        missing.stderr
+    );
+
+    let forgot = world
+        .cdkd(&["orphan", "-a", &app, "WarnedStack/Outbox", "-f"])
+        .success();
+    assert!(
+        forgot
+            .stdout
+            .contains("Forgot Outbox27BBF20A of WarnedStack"),
+        "{}",
+        forgot.stdout
+    );
+    let record = world
+        .cdkd(&["state", "show", "WarnedStack", "--json"])
+        .success()
+        .json();
+    assert!(
+        record["state"]["resources"].get("Outbox27BBF20A").is_none(),
+        "{record}"
+    );
+    assert_eq!(
+        live(std::slice::from_ref(&url)),
+        [url.clone()],
+        "the queue was deleted"
+    );
+
+    // The stack itself is still recorded; its destroy leaves the forgotten queue alone.
+    world
+        .cdkd(&["destroy", "-a", &app, "WarnedStack", "-f"])
+        .success();
+    assert_eq!(live(std::slice::from_ref(&url)), [url.clone()]);
+    Emulator::shared().boto(&format!("c('sqs').delete_queue(QueueUrl='{url}') and None"));
+}

@@ -144,6 +144,26 @@ fn optional_string(
 }
 
 impl Template {
+    /// The logical ids of the resources a construct path covers (`Stack/Queue` covers
+    /// `Stack/Queue/Resource` and `Stack/Queue/Policy/Resource`), by their `aws:cdk:path`
+    /// metadata, sorted.
+    pub fn resources_under(&self, construct_path: &str) -> Vec<String> {
+        let path = construct_path.trim_end_matches('/');
+        let below = format!("{path}/");
+        self.resources
+            .iter()
+            .filter(|(_, resource)| {
+                resource
+                    .metadata
+                    .as_ref()
+                    .and_then(|m| m.get("aws:cdk:path"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|p| p == path || p.starts_with(&below))
+            })
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
     /// The attributes the template reads with `Fn::GetAtt` (or `${X.Attr}` in `Fn::Sub`),
     /// per logical id: what a provider's answer must hold after a create or update. An
     /// attribute named by `{"Ref": parameter}` is the parameter's value (`parameters`, else its
@@ -458,6 +478,29 @@ fn sub_references(text: &str) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_construct_path_covers_its_resources_and_no_sibling() {
+        let template = Template::parse(&serde_json::json!({"Resources": {
+            "Queue4A7E3555": {"Type": "AWS::SQS::Queue",
+                "Metadata": {"aws:cdk:path": "App/Queue/Resource"}},
+            "QueuePolicy25439813": {"Type": "AWS::SQS::QueuePolicy", "Properties": {"Queues": [], "PolicyDocument": {}},
+                "Metadata": {"aws:cdk:path": "App/Queue/Policy/Resource"}},
+            "QueueTwo": {"Type": "AWS::SQS::Queue",
+                "Metadata": {"aws:cdk:path": "App/QueueTwo/Resource"}},
+            "Bare": {"Type": "AWS::SQS::Queue"}
+        }}))
+        .unwrap();
+        assert_eq!(
+            template.resources_under("App/Queue"),
+            ["Queue4A7E3555", "QueuePolicy25439813"]
+        );
+        assert_eq!(
+            template.resources_under("App/Queue/Policy/"),
+            ["QueuePolicy25439813"]
+        );
+        assert!(template.resources_under("App/Que").is_empty());
+    }
     use serde_json::json;
 
     #[test]

@@ -776,7 +776,8 @@ pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::R
 
 #[derive(Debug, Args)]
 pub struct OrphanArgs {
-    /// Stacks to forget (names or display paths; `*` wildcards).
+    /// Stacks to forget (names or display paths; `*` wildcards), or construct paths
+    /// (`Stack/Construct/Path`) whose resources alone to forget.
     stacks: Vec<String>,
     #[command(flatten)]
     app: AppArgs,
@@ -791,11 +792,53 @@ pub struct OrphanArgs {
 /// `cdkd orphan`: forget the app's stacks (their records), leaving every resource in AWS.
 pub async fn orphan(context: &CommandContext, args: OrphanArgs) -> anyhow::Result<ExitCode> {
     let assembly = load_assembly(context, &args.app).await?;
-    let stacks = select(&assembly, &args.stacks, args.all, true)?;
+    // A name that is no stack but starts with one's display path is a construct path in it.
+    let mut constructs = Vec::new();
+    let mut patterns = Vec::new();
+    for name in &args.stacks {
+        let is_stack = select(&assembly, std::slice::from_ref(name), false, true).is_ok();
+        let owner = (!is_stack)
+            .then(|| {
+                assembly
+                    .stacks
+                    .iter()
+                    .filter(|s| name.starts_with(&format!("{}/", s.display_name)))
+                    .max_by_key(|s| s.display_name.len())
+            })
+            .flatten();
+        match owner {
+            Some(stack) => constructs.push((stack, name.clone())),
+            None => patterns.push(name.clone()),
+        }
+    }
     let store = context.state().await?;
-    for stack in stacks {
+    for (stack, path) in constructs {
         let (_, region) = stack_target(context, stack).await?;
-        super::state::orphan(context, &store, &stack.stack_name, &region, args.force).await?;
+        let template = Template::parse(&stack.template()?)
+            .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
+        let covered = template.resources_under(&path);
+        if covered.is_empty() {
+            anyhow::bail!(
+                "no resource of stack {} is under the construct path {path} (the template's aws:cdk:path metadata names none; `cdkd state resources {}` lists what is recorded)",
+                stack.display_name,
+                stack.stack_name
+            );
+        }
+        super::state::orphan_resources(
+            context,
+            &store,
+            &stack.stack_name,
+            &region,
+            &covered,
+            args.force,
+        )
+        .await?;
+    }
+    if !patterns.is_empty() || args.all {
+        for stack in select(&assembly, &patterns, args.all, true)? {
+            let (_, region) = stack_target(context, stack).await?;
+            super::state::orphan(context, &store, &stack.stack_name, &region, args.force).await?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

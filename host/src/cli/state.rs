@@ -723,6 +723,62 @@ pub(super) async fn orphan(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Forgets some resources of a stack (a construct's): their records go, the resources stay in
+/// AWS. Under the stack's lock, conditional on the record read.
+pub(super) async fn orphan_resources(
+    context: &CommandContext,
+    store: &StateStore,
+    stack: &str,
+    region: &str,
+    logical_ids: &[String],
+    force: bool,
+) -> anyhow::Result<()> {
+    let question = format!(
+        "Forget {} of stack {stack} ({region})? They stay in AWS, no longer managed by cdkd.",
+        logical_ids.join(", ")
+    );
+    if !confirm(&question, force || context.assume_yes())? {
+        println!("Nothing changed.");
+        return Ok(());
+    }
+    let lock = store.locks.acquire(stack, region, "orphan").await?;
+    let result = async {
+        let Some(stored) = store.backend.load(stack, region).await? else {
+            anyhow::bail!(
+                "no state record for stack {stack} in {region} (cdkd state list shows what exists)"
+            );
+        };
+        let mut state = stored.state.clone();
+        let forgotten: Vec<String> = logical_ids
+            .iter()
+            .filter(|id| state.resources.remove(id.as_str()).is_some())
+            .cloned()
+            .collect();
+        if !forgotten.is_empty() {
+            store
+                .backend
+                .save(stack, region, &mut state, Some(&stored))
+                .await?;
+        }
+        anyhow::Ok(forgotten)
+    }
+    .await;
+    lock.release().await;
+    let forgotten = result?;
+    if forgotten.is_empty() {
+        println!(
+            "{stack} ({region}) records none of {}; nothing changed.",
+            logical_ids.join(", ")
+        );
+    } else {
+        println!(
+            "Forgot {} of {stack} ({region}); they are left in AWS untouched. Remove the construct from the app, or the next deploy creates it again (`cdkd import` adopts it back).",
+            forgotten.join(", ")
+        );
+    }
+    Ok(())
+}
+
 async fn migrate(
     context: &CommandContext,
     region: &str,
