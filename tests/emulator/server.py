@@ -222,6 +222,70 @@ def _patch_moto_publish_unchanged():
 
 
 _patch_moto_publish_unchanged()
+
+
+def _patch_moto_apigatewayv2_as_aws():
+    """API Gateway v2 as AWS answers it: UpdateStage (PATCH /v2/apis/{id}/stages/{name}; moto
+    had none), a second stage of one name or a second route of one route key on an API is a
+    ConflictException (moto replaced the stage and added a duplicate route), and a delete of an
+    API or stage that does not exist is a NotFoundException (moto answered 200)."""
+    from moto.apigatewayv2.exceptions import APIGatewayV2Error, ApiNotFound, StageNotFound
+    from moto.apigatewayv2.models import Api, ApiGatewayV2Backend
+    from moto.apigatewayv2.responses import ApiGatewayV2Response
+
+    class Conflict(APIGatewayV2Error):
+        code = 409
+
+        def __init__(self, message):
+            super().__init__("ConflictException", message)
+
+    create_stage, create_route = Api.create_stage, Api.create_route
+
+    def create_stage_once(self, config):
+        if config.get("stageName") in self.stages:
+            raise Conflict(f"Stage already exists: {config.get('stageName')}")
+        return create_stage(self, config)
+
+    def create_route_once(self, *args, **kwargs):
+        key = kwargs.get("route_key")
+        if any(r.route_key == key for r in self.routes.values()):
+            raise Conflict(f"Route with key {key} already exists for this API")
+        return create_route(self, *args, **kwargs)
+
+    def delete_api(self, api_id):
+        if api_id not in self.apis:
+            raise ApiNotFound(api_id)
+        self.apis.pop(api_id)
+
+    def delete_stage(self, stage_name):
+        if stage_name not in self.stages:
+            raise StageNotFound
+        self.stages.pop(stage_name)
+
+    def update_stage(self):
+        import json as _json
+        from urllib.parse import unquote
+        parts = self.path.split("/")
+        api_id, stage_name = parts[-3], unquote(parts[-1])
+        stage = self.apigatewayv2_backend.get_stage(api_id, stage_name)
+        body = _json.loads(self.body or "{}")
+        fields = {"accessLogSettings": "access_log_settings", "autoDeploy": "auto_deploy",
+                  "clientCertificateId": "client_certificate_id", "description": "description",
+                  "defaultRouteSettings": "default_route_settings",
+                  "routeSettings": "route_settings", "stageVariables": "stage_variables"}
+        for key, attribute in fields.items():
+            if key in body:
+                setattr(stage, attribute, body[key])
+        return 200, {}, _json.dumps(stage.to_json())
+
+    Api.create_stage = create_stage_once
+    Api.create_route = create_route_once
+    Api.delete_stage = delete_stage
+    ApiGatewayV2Backend.delete_api = delete_api
+    ApiGatewayV2Response.update_stage = update_stage
+
+
+_patch_moto_apigatewayv2_as_aws()
 config_apis.patch_moto_lambda()
 config_apis.patch_moto_canned_acls()
 

@@ -1,0 +1,137 @@
+//! cdkd's API Gateway v2 provider plugin: the types CDK's `HttpApi` synthesizes
+//! (`AWS::ApiGatewayV2::Api`, `Stage`, `Integration`, `Route`, `Authorizer`) through direct API
+//! Gateway v2 calls. The API's physical id is its id; each child's is `ApiId|ChildId` (the
+//! stage's name, the integration's, route's or authorizer's id), and `Ref` returns the child
+//! part, as CloudFormation's does.
+
+mod api;
+mod authorizer;
+mod integration;
+mod route;
+mod stage;
+
+cdkd_provider_api::export_plugin!(description: "AWS::ApiGatewayV2 HTTP APIs: Api, Stage, Integration, Route and Authorizer through the API Gateway v2 API");
+
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<api::Api>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<stage::Stage>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<integration::Integration>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<route::Route>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<authorizer::Authorizer>);
+
+use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
+use serde_json::{Map, Value};
+
+/// An API Gateway v2 client for the host's endpoint and credentials.
+pub(crate) async fn client(
+    ctx: &PluginContext,
+) -> Result<aws_sdk_apigatewayv2::Client, ProviderError> {
+    let config =
+        aws_sdk_apigatewayv2::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
+            .retry_partition(cdkd_aws_common::retry_partition("cdkd-apigatewayv2"))
+            .build();
+    Ok(aws_sdk_apigatewayv2::Client::from_conf(config))
+}
+
+/// API Gateway v2's own codes: `NotFoundException` for anything missing (an API, a stage, a
+/// route...), `ConflictException` for a stage name or route key the API already has.
+const KINDS: &[(&str, ErrorKind)] = &[
+    ("NotFoundException", ErrorKind::NOT_FOUND),
+    ("ConflictException", ErrorKind::ALREADY_EXISTS),
+    ("BadRequestException", ErrorKind::VALIDATION),
+    ("TooManyRequestsException", ErrorKind::THROTTLED),
+];
+
+/// `err` (from [`aws_error`]) with the kind API Gateway v2's code stands for.
+pub(crate) fn kinds(err: ProviderError) -> ProviderError {
+    cdkd_aws_common::reclassify(err, KINDS)
+}
+
+/// A failed call's error, named by `context`, with API Gateway v2's kinds.
+macro_rules! failed {
+    ($context:expr) => {
+        |e| $crate::kinds(cdkd_aws_common::aws_error(&$context, e))
+    };
+}
+pub(crate) use failed;
+
+/// `Ok(None)` for a "not found" error, the value or the error otherwise.
+pub(crate) fn found<T>(result: Result<T, ProviderError>) -> Result<Option<T>, ProviderError> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
+/// A child's physical id `ApiId|ChildId`, split; a bare child id (an import given only the
+/// child's id) takes the API from the template's `ApiId`.
+pub(crate) fn split_id<'a>(
+    physical_id: &'a str,
+    properties: &'a Map<String, Value>,
+    what: &str,
+) -> Result<(&'a str, &'a str), ProviderError> {
+    if let Some((api, child)) = physical_id.split_once('|') {
+        return Ok((api, child));
+    }
+    match properties.get("ApiId").and_then(Value::as_str) {
+        Some(api) => Ok((api, physical_id)),
+        None => Err(ProviderError::validation(format!(
+            "{what}: physical id {physical_id} is not ApiId|Id and the template gives no ApiId"
+        ))),
+    }
+}
+
+/// The template's `ApiId`, required.
+pub(crate) fn api_id<'a>(
+    properties: &'a Map<String, Value>,
+    what: &str,
+) -> Result<&'a str, ProviderError> {
+    cdkd_aws_common::require_str(properties, "ApiId", what)
+}
+
+/// A template map of strings (`StageVariables`, `Tags`), non-strings left out.
+pub(crate) fn string_map(
+    value: Option<&Value>,
+) -> Option<std::collections::HashMap<String, String>> {
+    value?.as_object().map(|map| {
+        map.iter()
+            .filter_map(|(k, v)| cdkd_aws_common::text(Some(v)).map(|v| (k.clone(), v)))
+            .collect()
+    })
+}
+
+/// Whether `key`'s value differs between two templates (a missing key and `null` alike).
+pub(crate) fn changed(before: &Map<String, Value>, after: &Map<String, Value>, key: &str) -> bool {
+    before.get(key).filter(|v| !v.is_null()) != after.get(key).filter(|v| !v.is_null())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn child_ids_split_and_bare_ones_take_the_templates_api() {
+        let props = json!({"ApiId": "abc"}).as_object().cloned().unwrap();
+        assert_eq!(split_id("a1|r1", &props, "w").unwrap(), ("a1", "r1"));
+        assert_eq!(split_id("r1", &props, "w").unwrap(), ("abc", "r1"));
+        let err = split_id("r1", &Map::new(), "w").unwrap_err();
+        assert_eq!(err.kind, ErrorKind::VALIDATION);
+    }
+
+    #[test]
+    fn codes_get_their_kinds_and_maps_read_as_strings() {
+        assert_eq!(
+            cdkd_aws_common::kind_in(KINDS, "ConflictException"),
+            Some(ErrorKind::ALREADY_EXISTS)
+        );
+        let map = string_map(Some(&json!({"a": "1", "b": 2, "c": {}}))).unwrap();
+        assert_eq!(map.len(), 2);
+        assert_eq!(map["b"], "2");
+        let before = json!({"D": "x", "N": null}).as_object().cloned().unwrap();
+        let after = json!({"D": "x"}).as_object().cloned().unwrap();
+        assert!(!changed(&before, &after, "D"));
+        assert!(!changed(&before, &after, "N"));
+        assert!(changed(&before, &Map::new(), "D"));
+    }
+}
