@@ -84,7 +84,8 @@ impl Drop for Pane {
 
 /// `cdkd args...` as a shell command line with the emulator's environment.
 fn command_line(emulator: &Emulator, args: &[&str]) -> String {
-    let mut line = String::from("env -u CDKD_PLUGINS");
+    // `CI` (set by CI systems) would turn the live view off: these tests are a person's terminal.
+    let mut line = String::from("env -u CDKD_PLUGINS -u CI");
     for (key, value) in emulator.env() {
         line.push_str(&format!(" {key}='{value}'"));
     }
@@ -203,4 +204,43 @@ fn a_terminal_shows_resources_in_flight_with_counts_then_the_summary() {
     let last = frames.last().unwrap();
     assert!(last.contains("EXIT=0"), "the destroy failed:\n{last}");
     assert!(last.contains("50 deleted"), "no summary:\n{last}");
+
+    // `--ci` on the same terminal, slow enough for the view to show without it: event lines
+    // only, and a destroy without --force is refused at once instead of asked.
+    emulator.post("/_emulator/config", &serde_json::json!({"latencyMs": 120}));
+    let pane = Pane::run(&command_line(
+        emulator,
+        &[
+            "--ci",
+            "--no-color",
+            "--state-bucket",
+            &bucket,
+            "deploy",
+            "-a",
+            &app,
+        ],
+    ));
+    let frames = pane.frames_until_exit(Duration::from_secs(180));
+    drop(pane);
+    emulator.post("/_emulator/config", &serde_json::json!({"latencyMs": 0}));
+    let last = frames.last().unwrap();
+    assert!(last.contains("EXIT=0"), "the --ci deploy failed:\n{last}");
+    assert!(
+        frames.iter().all(|f| !f.contains(" in flight, ")),
+        "--ci drew the live view"
+    );
+    let pane = Pane::run(&command_line(
+        emulator,
+        &["--ci", "--state-bucket", &bucket, "destroy", "-a", &app],
+    ));
+    let frames = pane.frames_until_exit(Duration::from_secs(60));
+    drop(pane);
+    let last = frames.last().unwrap();
+    assert!(last.contains("EXIT=1"), "--ci asked or went ahead:\n{last}");
+    assert!(last.contains("cdkd runs as in CI"), "{last}");
+    cdkd_on(
+        emulator,
+        &["--state-bucket", &bucket, "destroy", "-a", &app, "-f"],
+    )
+    .success();
 }

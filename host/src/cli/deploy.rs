@@ -66,6 +66,8 @@ pub enum ProgressArg {
 impl From<ProgressArg> for Progress {
     fn from(arg: ProgressArg) -> Progress {
         match arg {
+            // In CI a live view would only fill logs with redraws.
+            ProgressArg::Auto if super::in_ci() => Progress::Events,
             ProgressArg::Auto => Progress::Auto,
             ProgressArg::Events => Progress::Events,
         }

@@ -71,6 +71,21 @@ struct GlobalArgs {
     /// Answer yes to every confirmation.
     #[arg(long, short = 'y', global = true)]
     yes: bool,
+    /// Run as in CI (default when CI is set): event lines only, never a live view, and a
+    /// confirmation without --yes / --force is refused instead of asked.
+    #[arg(long, global = true)]
+    ci: bool,
+    /// No colours in logs (also when NO_COLOR is set).
+    #[arg(long, global = true)]
+    no_color: bool,
+}
+
+/// `--ci` (or a truthy `CI`), set once at start-up.
+static CI: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Whether cdkd runs as in CI: no live view, no questions.
+pub(crate) fn in_ci() -> bool {
+    *CI.get().unwrap_or(&false)
 }
 
 #[derive(Debug, Subcommand)]
@@ -145,7 +160,15 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    init_logging(cli.global.verbose);
+    let truthy = |name: &str| {
+        std::env::var(name)
+            .is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
+    };
+    let _ = CI.set(cli.global.ci || truthy("CI"));
+    init_logging(
+        cli.global.verbose,
+        !cli.global.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -287,6 +310,9 @@ fn confirm(question: &str, assume_yes: bool) -> anyhow::Result<bool> {
     if assume_yes {
         return Ok(true);
     }
+    if in_ci() {
+        anyhow::bail!("{question} needs confirmation, and cdkd runs as in CI (--ci or CI set), where it never asks; pass --yes (or --force) to go ahead");
+    }
     if !std::io::stdin().is_terminal() {
         anyhow::bail!("{question} needs confirmation, and there is no terminal to ask on; pass --yes to go ahead");
     }
@@ -297,7 +323,7 @@ fn confirm(question: &str, assume_yes: bool) -> anyhow::Result<bool> {
     Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "YES"))
 }
 
-fn init_logging(verbose: bool) {
+fn init_logging(verbose: bool, color: bool) {
     // aws-config warns on every failed IMDS probe; the fallback region makes those harmless.
     let default = if verbose {
         "cdkd=debug,info"
@@ -308,7 +334,7 @@ fn init_logging(verbose: bool) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(color && std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(verbose)
         .without_time()
         .init();

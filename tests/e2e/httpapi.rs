@@ -1,0 +1,342 @@
+//! The apigatewayv2 plugin through `cdkd deploy` with a real CDK app (tests/fixtures/apps/
+//! httpapi.js): an HttpApi with a Lambda integration on two routes, a JWT authorizer on one,
+//! CORS and the `$default` stage; checked in the emulator's API Gateway v2 and in the state file,
+//! through a no-change deploy, an in-place update, a replacement, drift, import and destroy.
+
+use cdkd_tests::{cdkd_on, AppWorld, Emulator};
+use serde_json::{json, Value};
+
+const STACK: &str = "HttpApiStack";
+const API: &str = "ApiF70053CD";
+const STAGE: &str = "ApiDefaultStage189A7074";
+const INTEGRATION: &str = "ApiGETitemsidItemsIntegrationAC680BD4";
+const GET_ROUTE: &str = "ApiGETitemsid0354A0F7";
+const POST_ROUTE: &str = "ApiPOSTitems1297276D";
+const AUTHORIZER: &str = "ApiJwt046D4791";
+
+fn aws(expression: &str) -> Value {
+    Emulator::shared().boto(expression)
+}
+
+fn physical(world: &AppWorld, id: &str) -> String {
+    world.resources(STACK)[id]["physicalId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{id} is not recorded"))
+        .to_string()
+}
+
+fn deploy(world: &AppWorld) -> cdkd_tests::Run {
+    let app = world.assembly.path().display().to_string();
+    world.cdkd(&["deploy", "-a", &app, STACK]).success()
+}
+
+fn call(type_name: &str, operation: &str, physical_id: &str) -> Value {
+    cdkd_on(
+        Emulator::shared(),
+        &[
+            "providers",
+            "call",
+            type_name,
+            operation,
+            "--physical-id",
+            physical_id,
+        ],
+    )
+    .success()
+    .json()
+}
+
+#[test]
+fn an_http_api_with_a_lambda_integration_and_a_jwt_authorizer_deploys_through_the_plugin() {
+    let world = AppWorld::of("httpapi", STACK, "httpapi", |_| {});
+    let first = deploy(&world);
+    assert!(
+        first.stdout.contains("created"),
+        "{}\n{}",
+        first.stdout,
+        first.stderr
+    );
+    let resources = world.resources(STACK);
+    for id in [API, STAGE, INTEGRATION, GET_ROUTE, POST_ROUTE, AUTHORIZER] {
+        assert_eq!(resources[id]["provisionedBy"], "sdk", "{id}: {resources}");
+    }
+    let api = physical(&world, API);
+    assert_eq!(resources[API]["attributes"]["ApiId"], json!(api));
+    assert!(resources[API]["attributes"]["ApiEndpoint"]
+        .as_str()
+        .unwrap()
+        .contains(&api));
+    assert_eq!(physical(&world, STAGE), format!("{api}|$default"));
+    let integration = physical(&world, INTEGRATION);
+    let integration_id = integration.strip_prefix(&format!("{api}|")).unwrap();
+    let authorizer = physical(&world, AUTHORIZER);
+    let authorizer_id = authorizer.strip_prefix(&format!("{api}|")).unwrap();
+
+    // AWS's side: the API with its CORS and the create-token tag, the stage, the integration,
+    // the routes pointing at it (Ref of the integration is its id), the JWT authorizer.
+    let live = aws(&format!("c('apigatewayv2').get_api(ApiId='{api}')"));
+    assert_eq!(live["Name"], "Api");
+    assert_eq!(live["Description"], "items API");
+    assert_eq!(
+        live["CorsConfiguration"]["AllowOrigins"],
+        json!(["https://example.com"])
+    );
+    assert_eq!(live["CorsConfiguration"]["MaxAge"], json!(600));
+    assert!(live["Tags"]["cdkd:create-token"].is_string(), "{live}");
+    let stage = aws(&format!(
+        "c('apigatewayv2').get_stage(ApiId='{api}', StageName='$default')"
+    ));
+    assert_eq!(stage["AutoDeploy"], json!(true));
+    let live_integration = aws(&format!(
+        "c('apigatewayv2').get_integration(ApiId='{api}', IntegrationId='{integration_id}')"
+    ));
+    assert_eq!(live_integration["IntegrationType"], "AWS_PROXY");
+    assert_eq!(live_integration["PayloadFormatVersion"], "2.0");
+    assert!(live_integration["IntegrationUri"]
+        .as_str()
+        .unwrap()
+        .starts_with("arn:aws:lambda:us-east-1:123456789012:function:"));
+    let routes = aws(&format!(
+        "sorted([(r['RouteKey'], r.get('Target'), r.get('AuthorizationType'), r.get('AuthorizerId')) for r in c('apigatewayv2').get_routes(ApiId='{api}')['Items']])"
+    ));
+    let target = format!("integrations/{integration_id}");
+    assert_eq!(
+        routes,
+        json!([
+            ["GET /items/{id}", target, "NONE", null],
+            ["POST /items", target, "JWT", authorizer_id]
+        ])
+    );
+    let jwt = aws(&format!(
+        "c('apigatewayv2').get_authorizer(ApiId='{api}', AuthorizerId='{authorizer_id}')"
+    ));
+    assert_eq!(jwt["AuthorizerType"], "JWT");
+    assert_eq!(
+        jwt["JwtConfiguration"],
+        json!({"Audience": ["items-client"], "Issuer": "https://issuer.example.com"})
+    );
+
+    // A second deploy changes nothing.
+    let again = deploy(&world);
+    assert!(
+        !again.stdout.contains("updated") || again.stdout.contains("0 updated"),
+        "{}",
+        again.stdout
+    );
+    assert!(again.stdout.contains("unchanged"), "{}", again.stdout);
+
+    // In place: the API's description and CORS origins, and the GET route's operation name.
+    world.edit(|t| {
+        t["Resources"][API]["Properties"]["Description"] = json!("items API v2");
+        t["Resources"][API]["Properties"]["CorsConfiguration"]["AllowOrigins"] =
+            json!(["https://shop.example.com"]);
+        t["Resources"][GET_ROUTE]["Properties"]["OperationName"] = json!("getItem");
+    });
+    let updated = deploy(&world);
+    assert!(
+        updated.stdout.contains("2 updated, 0 replaced"),
+        "{}",
+        updated.stdout
+    );
+    assert_eq!(physical(&world, API), api);
+    let live = aws(&format!("c('apigatewayv2').get_api(ApiId='{api}')"));
+    assert_eq!(live["Description"], "items API v2");
+    assert_eq!(
+        live["CorsConfiguration"]["AllowOrigins"],
+        json!(["https://shop.example.com"])
+    );
+    let get_route = physical(&world, GET_ROUTE);
+    let get_route_id = get_route.strip_prefix(&format!("{api}|")).unwrap();
+    assert_eq!(
+        aws(&format!(
+            "c('apigatewayv2').get_route(ApiId='{api}', RouteId='{get_route_id}').get('OperationName')"
+        )),
+        "getItem"
+    );
+
+    // Drift: a description changed outside cdkd is found by the plugin's reader.
+    aws(&format!(
+        "c('apigatewayv2').update_api(ApiId='{api}', Description='changed by hand') and None"
+    ));
+    let drift = world.cdkd(&["drift", STACK]);
+    assert_eq!(drift.code, Some(1), "{}\n{}", drift.stdout, drift.stderr);
+    assert!(
+        drift.stdout.contains(API) && drift.stdout.contains("Description"),
+        "{}",
+        drift.stdout
+    );
+    world.cdkd(&["drift", STACK, "--revert", "--yes"]).success();
+    assert_eq!(
+        aws(&format!(
+            "c('apigatewayv2').get_api(ApiId='{api}')['Description']"
+        )),
+        "items API v2"
+    );
+
+    // Create-only: a new stage name replaces the stage; the old one is deleted.
+    world.edit(|t| {
+        t["Resources"][STAGE]["Properties"]["StageName"] = json!("live");
+    });
+    let replaced = deploy(&world);
+    assert!(replaced.stdout.contains("replaced"), "{}", replaced.stdout);
+    assert_eq!(physical(&world, STAGE), format!("{api}|live"));
+    assert_eq!(
+        aws(&format!(
+            "sorted(s['StageName'] for s in c('apigatewayv2').get_stages(ApiId='{api}')['Items'])"
+        )),
+        json!(["live"])
+    );
+
+    // Destroy leaves neither the API nor anything in it.
+    let app = world.assembly.path().display().to_string();
+    world.cdkd(&["destroy", "-a", &app, STACK, "-f"]).success();
+    assert_eq!(
+        aws(&format!(
+            "[a['ApiId'] for a in c('apigatewayv2').get_apis()['Items'] if a['ApiId'] == '{api}']"
+        )),
+        json!([])
+    );
+}
+
+#[test]
+fn an_api_and_a_route_made_outside_cdkd_are_imported_and_read() {
+    let api = aws(
+        "c('apigatewayv2').create_api(Name='handmade', ProtocolType='HTTP', Description='by boto', Tags={'team': 'web'})['ApiId']",
+    );
+    let api = api.as_str().unwrap();
+    let imported = call("AWS::ApiGatewayV2::Api", "import", api);
+    assert_eq!(imported["physicalId"], json!(api));
+    assert_eq!(imported["attributes"]["ApiId"], json!(api));
+    assert!(imported["attributes"]["ApiEndpoint"]
+        .as_str()
+        .unwrap()
+        .contains(api));
+    let read = call("AWS::ApiGatewayV2::Api", "read_current_state", api);
+    assert_eq!(read["properties"]["Name"], "handmade");
+    assert_eq!(read["properties"]["Description"], "by boto");
+    assert_eq!(read["properties"]["Tags"], json!({"team": "web"}));
+
+    let route = aws(&format!(
+        "c('apigatewayv2').create_route(ApiId='{api}', RouteKey='GET /hand')['RouteId']"
+    ));
+    let composite = format!("{api}|{}", route.as_str().unwrap());
+    let imported = call("AWS::ApiGatewayV2::Route", "import", &composite);
+    assert_eq!(imported["attributes"]["RouteId"], route);
+    let read = call("AWS::ApiGatewayV2::Route", "read_current_state", &composite);
+    assert_eq!(read["properties"]["RouteKey"], "GET /hand");
+    assert_eq!(read["properties"]["ApiId"], json!(api));
+
+    // What does not exist is refused by name.
+    let missing = cdkd_on(
+        Emulator::shared(),
+        &[
+            "providers",
+            "call",
+            "AWS::ApiGatewayV2::Api",
+            "import",
+            "--physical-id",
+            "nosuchapi",
+        ],
+    );
+    assert_ne!(missing.code, Some(0), "{}", missing.stdout);
+    aws(&format!(
+        "c('apigatewayv2').delete_api(ApiId='{api}') and None"
+    ));
+}
+
+fn call_with(type_name: &str, operation: &str, args: &[&str]) -> cdkd_tests::Run {
+    let mut all = vec!["providers", "call", type_name, operation];
+    all.extend_from_slice(args);
+    cdkd_on(Emulator::shared(), &all)
+}
+
+#[test]
+fn what_an_interrupted_create_made_is_found_by_its_token_or_within_its_api() {
+    // The API is tagged with the create's token and found by it; another token finds nothing.
+    let created = call_with(
+        "AWS::ApiGatewayV2::Api",
+        "create",
+        &[
+            "--token",
+            "tok-httpapi-1",
+            "--properties",
+            r#"{"Name": "crashy", "ProtocolType": "HTTP"}"#,
+        ],
+    )
+    .success()
+    .json();
+    let api = created["physicalId"].as_str().unwrap().to_string();
+    let found = call_with(
+        "AWS::ApiGatewayV2::Api",
+        "find_created",
+        &["--token", "tok-httpapi-1"],
+    )
+    .success()
+    .json();
+    assert_eq!(found["physicalId"], json!(api), "{found}");
+    assert_eq!(found["properties"]["Name"], "crashy");
+    assert!(found["properties"].get("Tags").is_none(), "{found}");
+    let none = call_with(
+        "AWS::ApiGatewayV2::Api",
+        "find_created",
+        &["--token", "tok-httpapi-other"],
+    )
+    .success()
+    .json();
+    assert!(none["physicalId"].is_null(), "{none}");
+
+    // A route is found by its key in its API, a stage by its name; a second stage of one name
+    // is refused as AWS refuses it (the emulator's ConflictException).
+    let route_props = json!({"ApiId": api, "RouteKey": "GET /crash"}).to_string();
+    let route = call_with(
+        "AWS::ApiGatewayV2::Route",
+        "create",
+        &["--properties", &route_props],
+    )
+    .success()
+    .json();
+    let found = call_with(
+        "AWS::ApiGatewayV2::Route",
+        "find_created",
+        &["--token", "t", "--properties", &route_props],
+    )
+    .success()
+    .json();
+    assert_eq!(found["physicalId"], route["physicalId"], "{found}");
+    let stage_props =
+        json!({"ApiId": api, "StageName": "$default", "AutoDeploy": true}).to_string();
+    call_with(
+        "AWS::ApiGatewayV2::Stage",
+        "create",
+        &["--properties", &stage_props],
+    )
+    .success();
+    let found = call_with(
+        "AWS::ApiGatewayV2::Stage",
+        "find_created",
+        &["--token", "t", "--properties", &stage_props],
+    )
+    .success()
+    .json();
+    assert_eq!(
+        found["physicalId"],
+        json!(format!("{api}|$default")),
+        "{found}"
+    );
+    assert_eq!(found["properties"]["AutoDeploy"], json!(true));
+    let again = call_with(
+        "AWS::ApiGatewayV2::Stage",
+        "create",
+        &["--properties", &stage_props],
+    );
+    assert_ne!(again.code, Some(0), "{}", again.stdout);
+    assert!(
+        again.stderr.contains("ConflictException") || again.stdout.contains("ConflictException"),
+        "{}\n{}",
+        again.stdout,
+        again.stderr
+    );
+    aws(&format!(
+        "c('apigatewayv2').delete_api(ApiId='{api}') and None"
+    ));
+}
