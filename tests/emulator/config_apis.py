@@ -11,7 +11,8 @@ Lambda (REST-JSON, on the moto function object, so a deleted function takes them
   - Put/Get/DeleteProvisionedConcurrencyConfig
     (`/2019-09-30/functions/{name}/provisioned-concurrency?Qualifier=`): the qualifier must be an
     alias or a published version (not `$LATEST`); the config is `READY` at once (AWS takes
-    minutes); a missing one is 404 `ProvisionedConcurrencyConfigNotFoundException`;
+    minutes); a missing one is 404 `ProvisionedConcurrencyConfigNotFoundException`; deleting the
+    alias deletes its config;
   - `SnapStart` and `ImageConfig` kept by CreateFunction / UpdateFunctionConfiguration and
     answered by GetFunctionConfiguration (moto always answered `SnapStart: None` and ignored
     an `ImageConfig` update); SnapStart on a runtime that does not support it is refused.
@@ -213,6 +214,21 @@ def patch_moto_lambda():
     LambdaFunction.__init__ = init
     LambdaFunction.get_configuration = get_configuration
     LambdaFunction.update_configuration = update_configuration
+
+    # Deleting an alias deletes its provisioned concurrency, as on AWS.
+    from moto.awslambda.models import LambdaBackend
+
+    original_delete_alias = LambdaBackend.delete_alias
+
+    def delete_alias(self, name, function_name):
+        try:
+            fn = self.get_function(function_name)
+            fn.__dict__.get("emu_provisioned", {}).pop(name, None)
+        except Exception:  # an unknown function: moto's own answer
+            pass
+        return original_delete_alias(self, name, function_name)
+
+    LambdaBackend.delete_alias = delete_alias
 
 
 # --- S3 ---------------------------------------------------------------------------------------
