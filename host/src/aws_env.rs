@@ -28,6 +28,9 @@ pub struct AwsOptions {
     pub static_credentials: Option<StaticCredentials>,
     /// Where cached facts and schemas go, instead of [`cache_dir`] (library callers).
     pub cache_dir: Option<PathBuf>,
+    /// `--role-arn` / `CDKD_ROLE_ARN`: calls are made with this role's credentials, assumed
+    /// from the chain's (and refreshed before they expire).
+    pub role_arn: Option<String>,
 }
 
 /// An access key pair given directly.
@@ -80,6 +83,19 @@ impl AwsEnvironment {
             sdk_config = sdk_config
                 .into_builder()
                 .region(Region::from_static(FALLBACK_REGION))
+                .build();
+        }
+        if let Some(role) = &options.role_arn {
+            let assumed = aws_config::sts::AssumeRoleProvider::builder(role)
+                .session_name("cdkd")
+                .configure(&sdk_config)
+                .build()
+                .await;
+            sdk_config = sdk_config
+                .into_builder()
+                .credentials_provider(
+                    aws_credential_types::provider::SharedCredentialsProvider::new(assumed),
+                )
                 .build();
         }
         AwsEnvironment {

@@ -249,3 +249,46 @@ fn orphan_of_a_construct_path_forgets_its_resources_and_leaves_them_in_aws() {
     assert_eq!(live(std::slice::from_ref(&url)), [url.clone()]);
     Emulator::shared().boto(&format!("c('sqs').delete_queue(QueueUrl='{url}') and None"));
 }
+
+#[test]
+fn role_arn_makes_the_resource_calls_and_leaves_the_state_bucket_to_the_caller() {
+    let world = AppWorld::unedited("annotated", "rolearn");
+    let app = world.assembly.path().display().to_string();
+    let caller = "AKIAROLEARNCALLER1";
+    let env = [
+        ("AWS_ACCESS_KEY_ID", caller),
+        ("CDKD_ROLE_ARN", "arn:aws:iam::123456789012:role/deployer"),
+    ];
+    let deployed = world.cdkd_with_env(&["deploy", "-a", &app, "WarnedStack"], &env);
+    assert_eq!(
+        deployed.code,
+        Some(0),
+        "{}\n{}",
+        deployed.stdout,
+        deployed.stderr
+    );
+    let by_caller = Emulator::shared().get(&format!("/_emulator/stats?accessKey={caller}"));
+    let services: Vec<&str> = by_caller
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.split(':').next().unwrap())
+        .collect();
+    // The caller read and wrote the state (S3), assumed the role and asked who it is (STS);
+    // the queue was made by someone else: the role.
+    assert!(services.contains(&"s3"), "{by_caller}");
+    assert!(by_caller.get("sts:AssumeRole").is_some(), "{by_caller}");
+    assert!(
+        !services.contains(&"sqs"),
+        "the caller made the queue: {by_caller}"
+    );
+    let url = world.resources("WarnedStack")["Outbox27BBF20A"]["physicalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(live(std::slice::from_ref(&url)), [url.clone()]);
+    world
+        .cdkd_with_env(&["destroy", "-a", &app, "WarnedStack", "-f"], &env)
+        .success();
+    assert_eq!(live(std::slice::from_ref(&url)), Vec::<String>::new());
+}

@@ -147,7 +147,8 @@ impl History {
         backend: &StateBackend,
         reporter: &Reporter,
     ) -> History {
-        let aws = context.aws().await;
+        // Who ran it is the caller, not the role it deploys with.
+        let aws = context.caller_aws().await;
         let sts = aws_sdk_sts::Client::from_conf(
             aws_sdk_sts::config::Builder::from(aws.sdk_config())
                 .retry_partition(cdkd_aws_common::retry_partition("cdkd-sts"))

@@ -78,6 +78,10 @@ struct GlobalArgs {
     /// No colours in logs (also when NO_COLOR is set).
     #[arg(long, global = true)]
     no_color: bool,
+    /// Make the AWS calls for resources, assets and lookups with this role (assumed with the
+    /// caller's credentials); the state bucket is read and written with the caller's.
+    #[arg(long, global = true, env = "CDKD_ROLE_ARN", value_name = "ARN")]
+    role_arn: Option<String>,
 }
 
 /// `--ci` (or a truthy `CI`), set once at start-up.
@@ -210,6 +214,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let context = CommandContext {
         global: cli.global,
         aws: tokio::sync::OnceCell::new(),
+        caller_aws: tokio::sync::OnceCell::new(),
         account: tokio::sync::OnceCell::new(),
     };
     match cli.command {
@@ -238,6 +243,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 pub struct CommandContext {
     global: GlobalArgs,
     aws: tokio::sync::OnceCell<AwsEnvironment>,
+    caller_aws: tokio::sync::OnceCell<AwsEnvironment>,
     account: tokio::sync::OnceCell<String>,
 }
 
@@ -252,14 +258,31 @@ impl CommandContext {
         }
     }
 
-    /// The AWS environment, resolved once per run.
+    /// The AWS environment for resources, assets and lookups (`--role-arn`'s role when
+    /// given), resolved once per run.
     async fn aws(&self) -> &AwsEnvironment {
+        if self.global.role_arn.is_none() {
+            return self.caller_aws().await;
+        }
         self.aws
+            .get_or_init(|| async {
+                AwsEnvironment::load(&AwsOptions {
+                    role_arn: self.global.role_arn.clone(),
+                    ..self.aws_options()
+                })
+                .await
+            })
+            .await
+    }
+
+    /// The caller's own AWS environment (the SDK's chain): the state bucket's.
+    async fn caller_aws(&self) -> &AwsEnvironment {
+        self.caller_aws
             .get_or_init(|| async { AwsEnvironment::load(&self.aws_options()).await })
             .await
     }
 
-    /// The caller's account id (STS), resolved once per run.
+    /// The account resources go to (the role's with `--role-arn`), resolved once per run.
     async fn account(&self) -> anyhow::Result<String> {
         let aws = self.aws().await;
         Ok(self
@@ -269,9 +292,10 @@ impl CommandContext {
             .clone())
     }
 
-    /// The state bucket, its client and the stack-record store.
+    /// The state bucket, its client and the stack-record store: always with the caller's
+    /// credentials, `--role-arn` or not.
     async fn state(&self) -> anyhow::Result<StateStore> {
-        let aws = self.aws().await;
+        let aws = self.caller_aws().await;
         let choice =
             BucketChoice::from_environment(self.global.state_bucket.clone(), Path::new("cdk.json"));
         let bucket = bucket::resolve(aws, &choice).await?;
