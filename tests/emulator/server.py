@@ -577,6 +577,31 @@ def _delete_network_acl_entry_as_aws(self, network_acl_id, rule_number, egress):
 _Ec2Backend.delete_network_acl_entry = _delete_network_acl_entry_as_aws
 
 from moto.ec2.models.security_groups import SecurityGroupRule as _SecurityGroupRule  # noqa: E402
+from moto.s3.models import S3Backend as _S3Backend  # noqa: E402
+
+# ListObjectVersions with a prefix copies only that prefix's versions: moto deep-copied every
+# version of every key in the bucket on each call (and kept much of it), so a state bucket's
+# growing history of state.json versions made each custom-resource placeholder clean-up slower
+# and the emulator grow by gigabytes over a long soak.
+_moto_list_object_versions = _S3Backend.list_object_versions
+_list_versions_lock = threading.Lock()
+
+
+def _list_object_versions_of_prefix(self, bucket_name, delimiter=None, key_marker=None, max_keys=1000,
+                                    prefix="", version_id_marker=None):
+    keys = self.get_bucket(bucket_name).keys
+    everything = type(keys).iterlists
+    with _list_versions_lock:
+        keys.iterlists = lambda: ((k, v) for k, v in everything(keys) if k.startswith(prefix or ""))
+        try:
+            return _moto_list_object_versions(self, bucket_name, delimiter, key_marker, max_keys, prefix,
+                                              version_id_marker)
+        finally:
+            del keys.iterlists
+
+
+_S3Backend.list_object_versions = _list_object_versions_of_prefix
+
 
 # As AWS: DescribeSecurityGroupRules answers a rule's Description whatever its source (moto
 # answered it only for CIDR sources, so a rule from another group lost its description).

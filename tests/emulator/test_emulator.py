@@ -1888,3 +1888,18 @@ def test_a_version_is_published_again_only_after_a_change(emulator):
 
 def test_inflight_counts_requests_being_answered(emulator):
     assert emulator.get("/_emulator/inflight") == {"inFlight": 0}
+
+
+def test_listing_the_versions_of_a_prefix_reads_only_that_prefix(emulator):
+    s3 = emulator.client("s3")
+    s3.create_bucket(Bucket="versions-of-a-prefix")
+    s3.put_bucket_versioning(Bucket="versions-of-a-prefix", VersioningConfiguration={"Status": "Enabled"})
+    for body in (b"1", b"2", b"3"):
+        s3.put_object(Bucket="versions-of-a-prefix", Key="a/key", Body=body)
+    s3.put_object(Bucket="versions-of-a-prefix", Key="b/key", Body=b"x")
+    s3.delete_object(Bucket="versions-of-a-prefix", Key="b/key")
+    listed = s3.list_object_versions(Bucket="versions-of-a-prefix", Prefix="a/")
+    assert [(v["Key"], v["IsLatest"]) for v in listed["Versions"]] == [("a/key", True), ("a/key", False), ("a/key", False)]
+    assert "DeleteMarkers" not in listed
+    everything = s3.list_object_versions(Bucket="versions-of-a-prefix")
+    assert len(everything["Versions"]) == 4 and len(everything["DeleteMarkers"]) == 1
