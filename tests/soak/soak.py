@@ -76,8 +76,8 @@ class Control:
 
 
 class Cdkd:
-    def __init__(self, binary, app, bucket, work):
-        self.binary, self.app, self.bucket, self.work = binary, app, bucket, work
+    def __init__(self, binary, app, bucket, work, stack=STACK):
+        self.binary, self.app, self.bucket, self.work, self.stack = binary, app, bucket, work, stack
         self.count = 0
         self.running = None
 
@@ -85,7 +85,13 @@ class Cdkd:
         return [self.binary, "--state-bucket", self.bucket, *args]
 
     def deploy_argv(self):
-        return self.argv("deploy", "-a", self.app, STACK)
+        return self.argv("deploy", "-a", self.app, self.stack)
+
+    def destroy_argv(self):
+        return self.argv("destroy", "-a", self.app, self.stack, "-f")
+
+    def force_unlock(self):
+        return self.run("force-unlock", self.argv("force-unlock", self.stack), 60)
 
     def _log(self, label):
         self.count += 1
@@ -136,6 +142,35 @@ class Cdkd:
             finally:
                 self.running = None
         return code, bool(hit), path
+
+    def kill_when(self, label, args, ready, delay, timeout):
+        """Starts `args`, polls `ready()` every 20 ms, SIGKILLs it `delay` seconds after that
+        turns true, waits at most `timeout`. Returns (exit code or 'timeout', seconds from start
+        to ready or None, whether it was still running at the kill, log)."""
+        path = self._log(label)
+        with open(path, "wb") as out:
+            process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.running = process
+            started = time.monotonic()
+            ready_at, hit = None, False
+            try:
+                while process.poll() is None and time.monotonic() < started + timeout:
+                    if ready_at is None and ready():
+                        ready_at = time.monotonic() - started
+                    if ready_at is not None and time.monotonic() >= started + ready_at + delay:
+                        process.send_signal(signal.SIGKILL)
+                        hit = True
+                        break
+                    time.sleep(0.02)
+                try:
+                    code = process.wait(timeout=max(1.0, started + timeout - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+                    code = "timeout"
+            finally:
+                self.running = None
+        return code, ready_at, hit, path
 
     def stop(self):
         if self.running is not None and self.running.poll() is None:
@@ -539,11 +574,11 @@ class Soak:
         return results, skipped
 
 
-def table(results, skipped):
+def table(results, skipped, kinds=("baseline", "faults", "kill", "interrupt")):
     header = ["kind", "rounds", "faults injected", "converged", "duplicates", "leaked", "lost",
               "leaked after destroy", "state keys left"]
     rows = []
-    for kind in ("baseline", "faults", "kill", "interrupt"):
+    for kind in kinds:
         mine = [r for r in results if r.kind == kind]
         if not mine:
             continue
@@ -561,16 +596,17 @@ def table(results, skipped):
     return "\n".join(lines)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(description, kinds):
+    """The options every soak driver takes (soak.sh passes the same ones to each)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--endpoint", required=True)
     parser.add_argument("--cdkd", required=True)
     parser.add_argument("--app", required=True, help="the soak app's cloud assembly")
     parser.add_argument("--bucket", required=True, help="the bootstrapped state bucket")
     parser.add_argument("--work", required=True, help="a folder for cdkd's logs")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each kind")
-    parser.add_argument("--kinds", type=lambda v: set(v.split(",")), default={"faults", "kill", "interrupt"},
-                        help="which kinds of rounds to run (comma-separated; default all three)")
+    parser.add_argument("--kinds", type=lambda v: set(v.split(",")), default=set(kinds),
+                        help=f"which kinds of rounds to run (comma-separated; default {','.join(kinds)})")
     parser.add_argument("--seed", type=int, default=None, help="random delays and fault seeds (default: random)")
     parser.add_argument("--latency-ms", type=float, default=50)
     parser.add_argument("--fault-rate", type=float, default=0.3)
@@ -586,7 +622,11 @@ def main():
     args = parser.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 10**6)
-    soak = Soak(args)
+    return args
+
+
+def run_soak(soak, args, kinds):
+    """Runs a driver's rounds, prints the table; the exit status."""
     built = os.stat(args.cdkd).st_mtime
     try:
         results, skipped = soak.run()
@@ -594,10 +634,11 @@ def main():
         soak.cdkd.stop()
         try:
             soak.control.config(latencyMs=0, faultRate=0)
+            soak.control.clear_faults()
         except Exception:  # noqa: BLE001 - the emulator may be gone
             pass
     log("")
-    log(table(results, skipped))
+    log(table(results, skipped, kinds))
     if os.stat(args.cdkd).st_mtime != built:
         log(f"warning: {args.cdkd} was rebuilt during the soak; later rounds ran the new binary")
     failed = [r for r in results if r.failed]
@@ -607,6 +648,14 @@ def main():
         return 1
     log(f"\nPASS: {len(results)} rounds (seed {args.seed})")
     return 0
+
+
+KINDS = ("faults", "kill", "interrupt")
+
+
+def main():
+    args = arguments(__doc__.splitlines()[0], KINDS)
+    return run_soak(Soak(args), args, ("baseline",) + KINDS)
 
 
 if __name__ == "__main__":
