@@ -66,6 +66,10 @@ fn an_http_api_with_a_lambda_integration_and_a_jwt_authorizer_deploys_through_th
         .as_str()
         .unwrap()
         .contains(&api));
+    assert_eq!(
+        resources[API]["attributes"]["ExecuteApiArn"],
+        json!(format!("arn:aws:execute-api:us-east-1:123456789012:{api}"))
+    );
     assert_eq!(physical(&world, STAGE), format!("{api}|$default"));
     let integration = physical(&world, INTEGRATION);
     let integration_id = integration.strip_prefix(&format!("{api}|")).unwrap();
@@ -211,6 +215,10 @@ fn an_api_and_a_route_made_outside_cdkd_are_imported_and_read() {
         .as_str()
         .unwrap()
         .contains(api));
+    assert_eq!(
+        imported["attributes"]["ExecuteApiArn"],
+        json!(format!("arn:aws:execute-api:us-east-1:123456789012:{api}"))
+    );
     let read = call("AWS::ApiGatewayV2::Api", "read_current_state", api);
     assert_eq!(read["properties"]["Name"], "handmade");
     assert_eq!(read["properties"]["Description"], "by boto");

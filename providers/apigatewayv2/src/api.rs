@@ -17,7 +17,7 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{changed, client, failed, found, string_map};
+use crate::{account, changed, client, failed, found, partition, string_map};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGatewayV2::Api";
@@ -140,14 +140,32 @@ fn template_shape(api: &aws_sdk_apigatewayv2::types::Api) -> Map<String, Value> 
     props
 }
 
-/// `ApiId` and `ApiEndpoint`.
-fn attributes_of(api: &aws_sdk_apigatewayv2::types::Api) -> Map<String, Value> {
+/// The API's `execute-api` ARN (`ExecuteApiArn`), which API Gateway does not return.
+fn execute_api_arn(region: &str, account: &str, id: &str) -> String {
+    format!(
+        "arn:{}:execute-api:{region}:{account}:{id}",
+        partition(region)
+    )
+}
+
+/// `ApiId`, `ApiEndpoint` and `ExecuteApiArn`.
+fn attributes_of(
+    api: &aws_sdk_apigatewayv2::types::Api,
+    region: &str,
+    account: &str,
+) -> Map<String, Value> {
     let mut attributes = Map::new();
     put(&mut attributes, "ApiId", api.api_id().map(Value::from));
     put(
         &mut attributes,
         "ApiEndpoint",
         api.api_endpoint().map(Value::from),
+    );
+    put(
+        &mut attributes,
+        "ExecuteApiArn",
+        api.api_id()
+            .map(|id| json!(execute_api_arn(region, account, id))),
     );
     attributes
 }
@@ -254,8 +272,8 @@ impl ResourceProvider for Api {
         let name = api_name(&request);
         let mut tags: HashMap<String, String> = template_tags(props).into_iter().collect();
         tags.insert(CREATE_TOKEN_TAG.into(), request.client_token.clone());
-        let created = client(ctx)
-            .await?
+        let apigw = client(ctx).await?;
+        let create = apigw
             .create_api()
             .name(&name)
             .protocol_type(protocol.as_str().into())
@@ -272,19 +290,40 @@ impl ResourceProvider for Api {
             .set_api_key_selection_expression(text(props.get("ApiKeySelectionExpression")))
             .set_route_selection_expression(text(props.get("RouteSelectionExpression")))
             .set_tags(Some(tags))
-            .send()
-            .await
-            .map_err(failed!(format!("{what}: CreateApi {name}")))?;
+            .send();
+        // The account (for ExecuteApiArn) is asked at the same time: one round trip's wait.
+        let (created, account) = tokio::join!(create, account(ctx, &what));
+        let created = created.map_err(failed!(format!("{what}: CreateApi {name}")))?;
         let id = created
             .api_id()
             .ok_or_else(|| ProviderError::other(format!("{what}: CreateApi returned no ApiId")))?
             .to_string();
+        // The API exists: a failed account lookup must not leave it unrecorded.
+        let account = match account {
+            Ok(account) => account,
+            Err(err) => {
+                let undone = apigw.delete_api().api_id(&id).send().await.is_ok();
+                let fate = if undone {
+                    "deleted again"
+                } else {
+                    "NOT deleted: delete it by hand"
+                };
+                return Err(ProviderError::new(
+                    err.kind,
+                    format!("{}; the API {id} it had created was {fate}", err.message),
+                ));
+            }
+        };
         let mut attributes = Map::new();
         attributes.insert("ApiId".into(), json!(id));
         put(
             &mut attributes,
             "ApiEndpoint",
             created.api_endpoint().map(Value::from),
+        );
+        attributes.insert(
+            "ExecuteApiArn".into(),
+            json!(execute_api_arn(ctx.region(), &account, &id)),
         );
         Ok(CreateResult {
             physical_id: id,
@@ -395,7 +434,7 @@ impl ResourceProvider for Api {
         }
         Ok(UpdateResult {
             physical_id: id.to_string(),
-            attributes: attributes_of(&api),
+            attributes: attributes_of(&api, ctx.region(), &account(ctx, &what).await?),
             replaced: false,
             ..Default::default()
         })
@@ -492,7 +531,11 @@ impl Readable for Api {
         let api = get_api(&apigw, what, physical_id)
             .await?
             .ok_or_else(|| does_not_exist(what, physical_id, "API Gateway"))?;
-        Ok(attributes_of(&api))
+        Ok(attributes_of(
+            &api,
+            ctx.region(),
+            &account(ctx, what).await?,
+        ))
     }
 }
 
@@ -547,6 +590,18 @@ mod tests {
         );
         let props = json!({"Tags": {"team": "a", CREATE_TOKEN_TAG: "x"}});
         assert_eq!(template_tags(props.as_object().unwrap()).len(), 1);
+    }
+
+    #[test]
+    fn the_execute_api_arn_names_the_partition_region_and_account() {
+        assert_eq!(
+            execute_api_arn("us-east-1", "123456789012", "a1b2"),
+            "arn:aws:execute-api:us-east-1:123456789012:a1b2"
+        );
+        assert_eq!(
+            execute_api_arn("cn-north-1", "1", "x"),
+            "arn:aws-cn:execute-api:cn-north-1:1:x"
+        );
     }
 
     #[test]

@@ -32,6 +32,33 @@ pub(crate) async fn client(
     Ok(aws_sdk_apigatewayv2::Client::from_conf(config))
 }
 
+/// The account the host's credentials belong to (STS GetCallerIdentity), for ARNs API Gateway
+/// does not return (an API's `ExecuteApiArn`).
+pub(crate) async fn account(ctx: &PluginContext, what: &str) -> Result<String, ProviderError> {
+    let config = aws_sdk_sts::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
+        .retry_partition(cdkd_aws_common::retry_partition("cdkd-apigatewayv2-sts"))
+        .build();
+    let identity = aws_sdk_sts::Client::from_conf(config)
+        .get_caller_identity()
+        .send()
+        .await
+        .map_err(|e| cdkd_aws_common::aws_error(&format!("{what}: GetCallerIdentity"), e))?;
+    identity.account().map(ToString::to_string).ok_or_else(|| {
+        ProviderError::other(format!("{what}: GetCallerIdentity returned no account"))
+    })
+}
+
+/// The partition of `region` (`aws-cn` for China, `aws-us-gov` for GovCloud, else `aws`).
+pub(crate) fn partition(region: &str) -> &'static str {
+    if region.starts_with("cn-") {
+        "aws-cn"
+    } else if region.starts_with("us-gov-") {
+        "aws-us-gov"
+    } else {
+        "aws"
+    }
+}
+
 /// API Gateway v2's own codes: `NotFoundException` for anything missing (an API, a stage, a
 /// route...), `ConflictException` for a stage name or route key the API already has.
 const KINDS: &[(&str, ErrorKind)] = &[
@@ -133,5 +160,8 @@ mod tests {
         assert!(!changed(&before, &after, "D"));
         assert!(!changed(&before, &after, "N"));
         assert!(changed(&before, &Map::new(), "D"));
+        assert_eq!(partition("cn-north-1"), "aws-cn");
+        assert_eq!(partition("us-gov-west-1"), "aws-us-gov");
+        assert_eq!(partition("eu-west-1"), "aws");
     }
 }
