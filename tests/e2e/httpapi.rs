@@ -344,6 +344,42 @@ fn what_an_interrupted_create_made_is_found_by_its_token_or_within_its_api() {
         again.stdout,
         again.stderr
     );
+
+    // A stage's access logging is turned off when the template drops it (its own call on AWS).
+    let logged = json!({"ApiId": api, "StageName": "logged", "StageVariables": {"v": "1"}, "AccessLogSettings": {"DestinationArn": "arn:aws:logs:us-east-1:123456789012:log-group:access", "Format": "$context.requestId"}});
+    let stage = call_with(
+        "AWS::ApiGatewayV2::Stage",
+        "create",
+        &["--properties", &logged.to_string()],
+    )
+    .success()
+    .json();
+    let stage = stage["physicalId"].as_str().unwrap().to_string();
+    let read = call("AWS::ApiGatewayV2::Stage", "read_current_state", &stage);
+    assert_eq!(
+        read["properties"]["AccessLogSettings"]["Format"], "$context.requestId",
+        "{read}"
+    );
+    let plain = json!({"ApiId": api, "StageName": "logged"});
+    call_with(
+        "AWS::ApiGatewayV2::Stage",
+        "update",
+        &[
+            "--physical-id",
+            &stage,
+            "--properties",
+            &plain.to_string(),
+            "--previous-properties",
+            &logged.to_string(),
+        ],
+    )
+    .success();
+    let read = call("AWS::ApiGatewayV2::Stage", "read_current_state", &stage);
+    assert!(
+        read["properties"].get("AccessLogSettings").is_none(),
+        "{read}"
+    );
+    assert!(read["properties"].get("StageVariables").is_none(), "{read}");
     aws(&format!(
         "c('apigatewayv2').delete_api(ApiId='{api}') and None"
     ));

@@ -225,8 +225,8 @@ _patch_moto_publish_unchanged()
 
 
 def _patch_moto_apigatewayv2_as_aws():
-    """API Gateway v2 as AWS answers it: UpdateStage (PATCH /v2/apis/{id}/stages/{name}; moto
-    had none), a second stage of one name or a second route of one route key on an API is a
+    """API Gateway v2 as AWS answers it: UpdateStage (PATCH /v2/apis/{id}/stages/{name}) and
+    DeleteAccessLogSettings (moto had neither), a second stage of one name or a second route of one route key on an API is a
     ConflictException (moto replaced the stage and added a duplicate route), and a delete of an
     API or stage that does not exist is a NotFoundException (moto answered 200)."""
     from moto.apigatewayv2.exceptions import APIGatewayV2Error, ApiNotFound, StageNotFound
@@ -278,11 +278,23 @@ def _patch_moto_apigatewayv2_as_aws():
                 setattr(stage, attribute, body[key])
         return 200, {}, _json.dumps(stage.to_json())
 
+    def delete_access_log_settings(self):
+        parts = self.path.split("/")
+        api_id, stage_name = parts[-4], parts[-2]
+        from urllib.parse import unquote
+        self.apigatewayv2_backend.get_stage(api_id, unquote(stage_name)).access_log_settings = None
+        return 204, {}, ""
+
     Api.create_stage = create_stage_once
     Api.create_route = create_route_once
     Api.delete_stage = delete_stage
     ApiGatewayV2Backend.delete_api = delete_api
     ApiGatewayV2Response.update_stage = update_stage
+    ApiGatewayV2Response.delete_access_log_settings = delete_access_log_settings
+    from moto.apigatewayv2 import urls
+    urls.url_paths[
+        "{0}/v2/apis/(?P<api_id>[^/]+)/stages/(?P<stage_name>[^/]+)/accesslogsettings$"
+    ] = ApiGatewayV2Response.dispatch
 
 
 _patch_moto_apigatewayv2_as_aws()

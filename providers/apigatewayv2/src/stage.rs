@@ -148,9 +148,9 @@ impl ResourceProvider for Stage {
             "DefaultRouteSettings",
             "ClientCertificateId",
         ];
+        let apigw = client(ctx).await?;
         if keys.iter().any(|k| changed(before, after, k)) {
-            client(ctx)
-                .await?
+            apigw
                 .update_stage()
                 .api_id(api)
                 .stage_name(name)
@@ -159,12 +159,12 @@ impl ResourceProvider for Stage {
                 .set_stage_variables(Some(
                     string_map(after.get("StageVariables")).unwrap_or_default(),
                 ))
-                .set_access_log_settings(Some(
+                .set_access_log_settings(
                     after
                         .get("AccessLogSettings")
-                        .map(access_log)
-                        .unwrap_or_else(|| AccessLogSettings::builder().build()),
-                ))
+                        .filter(|v| v.is_object())
+                        .map(access_log),
+                )
                 .set_default_route_settings(Some(
                     after
                         .get("DefaultRouteSettings")
@@ -175,6 +175,27 @@ impl ResourceProvider for Stage {
                 .send()
                 .await
                 .map_err(failed!(format!("{what}: UpdateStage {name} in {api}")))?;
+        }
+        // Dropped access logging is turned off with its own call: UpdateStage keeps what it is
+        // not sent.
+        let dropped_logs = before
+            .get("AccessLogSettings")
+            .is_some_and(|v| v.is_object())
+            && !after
+                .get("AccessLogSettings")
+                .is_some_and(|v| v.is_object());
+        if dropped_logs {
+            found(
+                apigw
+                    .delete_access_log_settings()
+                    .api_id(api)
+                    .stage_name(name)
+                    .send()
+                    .await
+                    .map_err(failed!(format!(
+                        "{what}: DeleteAccessLogSettings of {name} in {api}"
+                    ))),
+            )?;
         }
         Ok(UpdateResult {
             physical_id: request.physical_id.clone(),
