@@ -836,7 +836,8 @@ pub async fn orphan(context: &CommandContext, args: OrphanArgs) -> anyhow::Resul
         )
         .await?;
     }
-    if !patterns.is_empty() || args.all {
+    // No name at all is the app's only stack (or a refusal naming the stacks), as elsewhere.
+    if !patterns.is_empty() || args.all || args.stacks.is_empty() {
         for stack in select(&assembly, &patterns, args.all, true)? {
             let (_, region) = stack_target(context, stack).await?;
             super::state::orphan(context, &store, &stack.stack_name, &region, args.force).await?;
