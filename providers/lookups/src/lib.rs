@@ -15,8 +15,9 @@ cdkd_provider_api::export_plugin!(description: "Context lookups: hosted-zone (Ro
 
 cdkd_provider_api::register_provider!(cdkd_aws_common::Answers<Lookups>);
 
-/// The type the lookups are declared on (operations only; its resources are Cloud Control's).
-const DECLARED_ON: &str = "AWS::Route53::HostedZone";
+/// The type the lookups are declared on: a name of cdkd's own, no resource type, so it claims
+/// no type another plugin provisions (`AWS::Route53::HostedZone` is the route53 plugin's).
+const DECLARED_ON: &str = "Cdkd::Lookups::Context";
 
 /// Answers `context_lookup` for the providers above.
 #[derive(Debug, Default)]
