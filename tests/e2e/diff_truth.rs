@@ -140,6 +140,7 @@ no_difference_after_deploy! {
     data_diffs_clean: "data";
     demo_diffs_clean: "demo";
     difftruth_diffs_clean: "difftruth";
+    dns_diffs_clean: "dns";
     drift_diffs_clean: "drift";
     export_diffs_clean: "export" ["HandoverStack", "NetStack"];
     framework_diffs_clean: "framework";
