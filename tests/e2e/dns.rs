@@ -139,6 +139,24 @@ fn a_zone_its_records_and_a_dns_validated_certificate_deploy_through_the_plugins
         json!(["www.cdkd-dns.example.", "A", 60, ["192.0.2.20"], null])
     );
 
+    // In place too: the certificate's tags (everything else about it is create-only).
+    world.edit(|t| {
+        t["Resources"][CERT]["Properties"]["Tags"] = json!([{"Key": "team", "Value": "web"}]);
+    });
+    let retagged = deploy(&world);
+    assert!(
+        retagged.stdout.contains("1 updated, 0 replaced"),
+        "{}",
+        retagged.stdout
+    );
+    assert_eq!(physical(&world, CERT), cert);
+    let tags = aws(&format!(
+        "sorted((t['Key'], t.get('Value')) for t in c('acm').list_tags_for_certificate(CertificateArn='{cert}')['Tags'])"
+    ));
+    assert_eq!(tags[1], json!(["team", "web"]), "{tags}");
+    assert_eq!(tags.as_array().unwrap().len(), 2, "{tags}");
+    assert_eq!(tags[0][0], "cdkd:create-token", "{tags}");
+
     // Drift: a record changed outside cdkd is found by the plugin's reader, and reverted.
     aws(&format!(
         "c('route53').change_resource_record_sets(HostedZoneId='{zone}', ChangeBatch={{'Changes': [{{'Action': 'UPSERT', 'ResourceRecordSet': {{'Name': 'docs.cdkd-dns.example.', 'Type': 'CNAME', 'TTL': 600, 'ResourceRecords': [{{'Value': 'elsewhere.example'}}]}}}}]}}) and None"
@@ -375,4 +393,65 @@ fn record_count(zone: &str, name: &str) -> usize {
         .iter()
         .filter(|r| r[0] == name)
         .count()
+}
+
+#[test]
+fn a_private_zone_follows_its_vpcs_comment_and_tags() {
+    let vpcs = aws(
+        "[c('ec2').create_vpc(CidrBlock='10.%d.0.0/16' % i)['Vpc']['VpcId'] for i in (61, 62)]",
+    );
+    let (a, b) = (vpcs[0].as_str().unwrap(), vpcs[1].as_str().unwrap());
+    let props = format!(
+        r#"{{"Name": "private-dns.internal", "VPCs": [{{"VPCId": "{a}", "VPCRegion": "us-east-1"}}], "HostedZoneConfig": {{"Comment": "one"}}, "HostedZoneTags": [{{"Key": "k", "Value": "1"}}]}}"#
+    );
+    let created = call(
+        "AWS::Route53::HostedZone",
+        "create",
+        &["--properties", &props, "--token", "tok-private-zone-1"],
+    );
+    let zone = created["physicalId"].as_str().unwrap().to_string();
+    assert_eq!(created["attributes"]["Id"], json!(zone));
+    let private = aws(&format!(
+        "(lambda z: [z['HostedZone']['Config']['PrivateZone'], [v['VPCId'] for v in z['VPCs']]])(c('route53').get_hosted_zone(Id='{zone}'))"
+    ));
+    assert_eq!(private, json!([true, [a]]));
+    let after = format!(
+        r#"{{"Name": "private-dns.internal", "VPCs": [{{"VPCId": "{b}", "VPCRegion": "us-east-1"}}], "HostedZoneTags": [{{"Key": "k2", "Value": "2"}}]}}"#
+    );
+    call(
+        "AWS::Route53::HostedZone",
+        "update",
+        &[
+            "--physical-id",
+            &zone,
+            "--properties",
+            &after,
+            "--previous-properties",
+            &props,
+        ],
+    );
+    let read = call(
+        "AWS::Route53::HostedZone",
+        "read_current_state",
+        &["--physical-id", &zone, "--properties", &after],
+    );
+    assert_eq!(
+        read["properties"],
+        json!({
+            "Name": "private-dns.internal",
+            "VPCs": [{"VPCId": b, "VPCRegion": "us-east-1"}],
+            "HostedZoneTags": [{"Key": "k2", "Value": "2"}],
+        })
+    );
+    call(
+        "AWS::Route53::HostedZone",
+        "delete",
+        &["--physical-id", &zone],
+    );
+    let gone = call(
+        "AWS::Route53::HostedZone",
+        "read_current_state",
+        &["--physical-id", &zone],
+    );
+    assert_eq!(gone["properties"], Value::Null);
 }
