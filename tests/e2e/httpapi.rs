@@ -13,6 +13,8 @@ const INTEGRATION: &str = "ApiGETitemsidItemsIntegrationAC680BD4";
 const GET_ROUTE: &str = "ApiGETitemsid0354A0F7";
 const POST_ROUTE: &str = "ApiPOSTitems1297276D";
 const AUTHORIZER: &str = "ApiJwt046D4791";
+const DOMAIN: &str = "Domain66AC69E0";
+const MAPPING: &str = "ApiDefaultStageHttpApiStackDomainundefined58684205";
 
 fn aws(expression: &str) -> Value {
     Emulator::shared().boto(expression)
@@ -57,7 +59,16 @@ fn an_http_api_with_a_lambda_integration_and_a_jwt_authorizer_deploys_through_th
         first.stderr
     );
     let resources = world.resources(STACK);
-    for id in [API, STAGE, INTEGRATION, GET_ROUTE, POST_ROUTE, AUTHORIZER] {
+    for id in [
+        API,
+        STAGE,
+        INTEGRATION,
+        GET_ROUTE,
+        POST_ROUTE,
+        AUTHORIZER,
+        DOMAIN,
+        MAPPING,
+    ] {
         assert_eq!(resources[id]["provisionedBy"], "sdk", "{id}: {resources}");
     }
     let api = physical(&world, API);
@@ -120,6 +131,35 @@ fn an_http_api_with_a_lambda_integration_and_a_jwt_authorizer_deploys_through_th
         json!({"Audience": ["items-client"], "Issuer": "https://issuer.example.com"})
     );
 
+    // The custom domain: its regional endpoint recorded, the mapping to the API's stage.
+    assert_eq!(physical(&world, DOMAIN), "api.example.com");
+    let domain = &resources[DOMAIN]["attributes"];
+    assert!(
+        domain["RegionalDomainName"]
+            .as_str()
+            .unwrap()
+            .ends_with(".execute-api.us-east-1.amazonaws.com"),
+        "{domain}"
+    );
+    assert_eq!(domain["RegionalHostedZoneId"], "Z1UJRXOUMOOFQ8");
+    assert!(domain["DomainNameArn"]
+        .as_str()
+        .unwrap()
+        .ends_with("/domainnames/api.example.com"));
+    let mapping = physical(&world, MAPPING);
+    let mapping_id = mapping
+        .strip_prefix("api.example.com|")
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        resources[MAPPING]["attributes"]["ApiMappingId"],
+        json!(mapping_id)
+    );
+    let mappings = aws(
+        "[(m['ApiId'], m['Stage']) for m in c('apigatewayv2').get_api_mappings(DomainName='api.example.com')['Items']]",
+    );
+    assert_eq!(mappings, json!([[api, "$default"]]));
+
     // A second deploy changes nothing.
     let again = deploy(&world);
     assert!(
@@ -178,8 +218,11 @@ fn an_http_api_with_a_lambda_integration_and_a_jwt_authorizer_deploys_through_th
     );
 
     // Create-only: a new stage name replaces the stage; the old one is deleted.
+    // The mapping names the stage by Ref (the stage name, not the recorded ApiId|name) and
+    // follows it in place.
     world.edit(|t| {
         t["Resources"][STAGE]["Properties"]["StageName"] = json!("live");
+        t["Resources"][MAPPING]["Properties"]["Stage"] = json!({"Ref": STAGE});
     });
     let replaced = deploy(&world);
     assert!(replaced.stdout.contains("replaced"), "{}", replaced.stdout);
@@ -190,6 +233,11 @@ fn an_http_api_with_a_lambda_integration_and_a_jwt_authorizer_deploys_through_th
         )),
         json!(["live"])
     );
+    assert_eq!(physical(&world, MAPPING), mapping);
+    assert_eq!(
+        aws("[m['Stage'] for m in c('apigatewayv2').get_api_mappings(DomainName='api.example.com')['Items']]"),
+        json!(["live"])
+    );
 
     // Destroy leaves neither the API nor anything in it.
     let app = world.assembly.path().display().to_string();
@@ -198,6 +246,10 @@ fn an_http_api_with_a_lambda_integration_and_a_jwt_authorizer_deploys_through_th
         aws(&format!(
             "[a['ApiId'] for a in c('apigatewayv2').get_apis()['Items'] if a['ApiId'] == '{api}']"
         )),
+        json!([])
+    );
+    assert_eq!(
+        aws("[d['DomainName'] for d in c('apigatewayv2').get_domain_names()['Items']]"),
         json!([])
     );
 }

@@ -292,6 +292,78 @@ def _patch_moto_apigatewayv2_as_aws():
     ApiGatewayV2Backend.delete_api = delete_api
     ApiGatewayV2Response.update_stage = update_stage
     ApiGatewayV2Response.delete_access_log_settings = delete_access_log_settings
+    # Custom domain names: the regional endpoint AWS gives each configuration (its
+    # apiGatewayDomainName, hostedZoneId and status; moto echoed the request), tags kept where
+    # TagResource / UntagResource change them, UpdateDomainName and UpdateApiMapping (moto had
+    # neither), and a second mapping of one key on a domain name a ConflictException.
+    import random as _random
+    import string as _string
+    from moto.apigatewayv2.models import DomainName
+    zones = {"us-east-1": "Z1UJRXOUMOOFQ8", "us-east-2": "ZOJJZC49E0EPZ", "us-west-2": "Z2OJLYMUO9EFXC",
+             "eu-west-1": "ZLY8HYME6SFDD", "eu-central-1": "Z1U9ULNL0V5AJ3"}
+    domain_init, domain_json = DomainName.__init__, DomainName.to_json
+
+    def regional(self, configurations):
+        filled = []
+        for config in configurations or [{}]:
+            config = dict(config)
+            region = self.backend_region
+            config.setdefault("endpointType", "REGIONAL")
+            config.setdefault("apiGatewayDomainName", "d-" + "".join(
+                _random.choice(_string.ascii_lowercase + _string.digits) for _ in range(10))
+                + f".execute-api.{region}.amazonaws.com")
+            config.setdefault("hostedZoneId", zones.get(region, "Z1UJRXOUMOOFQ8"))
+            config.setdefault("domainNameStatus", "AVAILABLE")
+            filled.append(config)
+        return filled
+
+    def domain_init_as_aws(self, domain_name, domain_name_configurations, mutual_tls_authentication,
+                           tags, backend):
+        self.backend_region, self.backend = backend.region_name, backend
+        domain_init(self, domain_name, regional(self, domain_name_configurations),
+                    mutual_tls_authentication, tags, backend)
+        backend.tag_resource(self.domain_name_arn, tags)
+
+    def domain_json_as_aws(self):
+        answer = domain_json(self)
+        answer["tags"] = self.backend.get_tags(self.domain_name_arn)
+        return answer
+
+    def update_domain_name(self):
+        import json as _json
+        from urllib.parse import unquote
+        domain = self.apigatewayv2_backend.get_domain_name(unquote(self.path.split("/")[-1]))
+        body = _json.loads(self.body or "{}")
+        if "domainNameConfigurations" in body:
+            domain.domain_name_configurations = regional(domain, body["domainNameConfigurations"])
+        if "mutualTlsAuthentication" in body:
+            domain.mutual_tls_authentication = body["mutualTlsAuthentication"]
+        return 200, {}, _json.dumps(domain.to_json())
+
+    create_mapping = ApiGatewayV2Backend.create_api_mapping
+
+    def create_api_mapping_once(self, api_id, api_mapping_key, domain_name, stage):
+        if any(m.domain_name == domain_name and m.api_mapping_key == api_mapping_key
+               for m in self.api_mappings.values()):
+            raise Conflict(f"ApiMapping key {api_mapping_key!r} already exists for domain name {domain_name}")
+        return create_mapping(self, api_id, api_mapping_key, domain_name, stage)
+
+    def update_api_mapping(self):
+        import json as _json
+        parts = self.path.split("/")
+        mapping = self.apigatewayv2_backend.get_api_mapping(parts[-1], parts[-3])
+        body = _json.loads(self.body or "{}")
+        for key, attribute in {"apiId": "api_id", "apiMappingKey": "api_mapping_key",
+                               "stage": "stage"}.items():
+            if key in body:
+                setattr(mapping, attribute, body[key])
+        return 200, {}, _json.dumps(mapping.to_json())
+
+    DomainName.__init__ = domain_init_as_aws
+    DomainName.to_json = domain_json_as_aws
+    ApiGatewayV2Backend.create_api_mapping = create_api_mapping_once
+    ApiGatewayV2Response.update_domain_name = update_domain_name
+    ApiGatewayV2Response.update_api_mapping = update_api_mapping
     from moto.apigatewayv2 import urls
     urls.url_paths[
         "{0}/v2/apis/(?P<api_id>[^/]+)/stages/(?P<stage_name>[^/]+)/accesslogsettings$"

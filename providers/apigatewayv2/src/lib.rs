@@ -1,22 +1,27 @@
 //! cdkd's API Gateway v2 provider plugin: the types CDK's `HttpApi` synthesizes
-//! (`AWS::ApiGatewayV2::Api`, `Stage`, `Integration`, `Route`, `Authorizer`) through direct API
+//! (`AWS::ApiGatewayV2::Api`, `Stage`, `Integration`, `Route`, `Authorizer`, and a custom
+//! domain's `DomainName` and `ApiMapping`) through direct API
 //! Gateway v2 calls. The API's physical id is its id; each child's is `ApiId|ChildId` (the
 //! stage's name, the integration's, route's or authorizer's id), and `Ref` returns the child
 //! part, as CloudFormation's does.
 
 mod api;
+mod api_mapping;
 mod authorizer;
+mod domain_name;
 mod integration;
 mod route;
 mod stage;
 
-cdkd_provider_api::export_plugin!(description: "AWS::ApiGatewayV2 HTTP APIs: Api, Stage, Integration, Route and Authorizer through the API Gateway v2 API");
+cdkd_provider_api::export_plugin!(description: "AWS::ApiGatewayV2 HTTP APIs: Api, Stage, Integration, Route, Authorizer, DomainName and ApiMapping through the API Gateway v2 API");
 
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<api::Api>);
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<stage::Stage>);
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<integration::Integration>);
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<route::Route>);
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<authorizer::Authorizer>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<domain_name::DomainName>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<api_mapping::ApiMapping>);
 
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 use serde_json::{Map, Value};
