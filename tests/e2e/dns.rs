@@ -316,6 +316,24 @@ fn a_create_repeated_after_a_crash_makes_nothing_twice_and_is_found_by_its_token
         "create",
         &["--properties", &record],
     );
+    // A record addressed by its zone's name lands in the same zone.
+    let by_name = call(
+        "AWS::Route53::RecordSet",
+        "create",
+        &[
+            "--properties",
+            r#"{"HostedZoneName": "crash-dns.example.", "Name": "b.crash-dns.example.", "Type": "TXT", "TTL": 60, "ResourceRecords": ["\"hi\""]}"#,
+        ],
+    );
+    assert_eq!(
+        by_name["physicalId"],
+        json!(format!("{zone}|b.crash-dns.example.|TXT|"))
+    );
+    call(
+        "AWS::Route53::RecordSet",
+        "delete",
+        &["--physical-id", by_name["physicalId"].as_str().unwrap()],
+    );
     let remade = call(
         "AWS::Route53::RecordSet",
         "create",
@@ -454,4 +472,23 @@ fn a_private_zone_follows_its_vpcs_comment_and_tags() {
         &["--physical-id", &zone],
     );
     assert_eq!(gone["properties"], Value::Null);
+}
+
+#[test]
+fn without_the_route53_plugin_the_record_set_group_is_refused_before_anything_is_created() {
+    // Cloud Control cannot create an AWS::Route53::RecordSetGroup (its schema has no read
+    // handler): pre-flight refuses the stack by name before any call.
+    let world = AppWorld::of("dns", STACK, "nogroup", |_| {}).on_cloud_control();
+    let app = world.assembly.path().display().to_string();
+    let refused = world.cdkd(&["deploy", "-a", &app, STACK]);
+    assert_eq!(refused.code, Some(1), "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains(&format!(
+            "{MAIL} (AWS::Route53::RecordSetGroup): no loaded plugin handles this type"
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert!(!refused.stdout.contains("created"), "{}", refused.stdout);
+    assert_eq!(world.state(), Value::Null, "a record was written");
 }

@@ -202,6 +202,8 @@ pub const SERVICE_PLUGINS: &[&str] = &[
     "kinesis",
     "cloudwatch",
     "scheduler",
+    "route53",
+    "acm",
 ];
 
 /// [`test_plugins_file`] with the bundled [`SERVICE_PLUGINS`] disabled, so queues, topics,
