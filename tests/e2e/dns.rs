@@ -64,6 +64,11 @@ fn a_zone_its_records_and_a_dns_validated_certificate_deploy_through_the_plugins
     }
     let zone = physical(&world, ZONE);
     assert_eq!(resources[ZONE]["attributes"]["Id"], json!(zone));
+    assert_eq!(
+        resources[MAIL]["attributes"]["Id"],
+        json!(physical(&world, MAIL))
+    );
+    assert!(physical(&world, MAIL).starts_with("DnsStack-Mail-"));
     assert!(resources[ZONE]["attributes"]["NameServers"]
         .as_array()
         .is_some_and(|s| !s.is_empty()));

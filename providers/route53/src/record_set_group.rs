@@ -50,6 +50,11 @@ fn differs(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
     norm(a) != norm(b)
 }
 
+/// The schema's read-only `Id`: the group's physical id.
+fn id_attribute(id: &str) -> Map<String, Value> {
+    [("Id".to_string(), json!(id))].into_iter().collect()
+}
+
 #[async_trait]
 impl ResourceProvider for RecordSetGroup {
     fn schema(&self) -> ResourceTypeSchema {
@@ -81,8 +86,10 @@ impl ResourceProvider for RecordSetGroup {
             changes,
         )
         .await?;
+        let id = physical_name(&request, 128, false);
         Ok(CreateResult {
-            physical_id: physical_name(&request, 128, false),
+            attributes: id_attribute(&id),
+            physical_id: id,
             ..Default::default()
         })
     }
@@ -121,6 +128,7 @@ impl ResourceProvider for RecordSetGroup {
         )
         .await?;
         Ok(UpdateResult {
+            attributes: id_attribute(&request.physical_id),
             physical_id: request.physical_id,
             replaced: false,
             ..Default::default()
@@ -194,6 +202,15 @@ impl Readable for RecordSetGroup {
         }
         properties.insert("RecordSets".into(), json!(live));
         Ok(Some(properties))
+    }
+
+    async fn attributes(
+        &self,
+        _ctx: &PluginContext,
+        _what: &str,
+        physical_id: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
+        Ok(id_attribute(physical_id))
     }
 }
 
