@@ -402,7 +402,7 @@ fn what_an_interrupted_create_made_is_found_by_its_token_or_within_its_api() {
     );
 
     // A stage's access logging is turned off when the template drops it (its own call on AWS).
-    let logged = json!({"ApiId": api, "StageName": "logged", "StageVariables": {"v": "1"}, "AccessLogSettings": {"DestinationArn": "arn:aws:logs:us-east-1:123456789012:log-group:access", "Format": "$context.requestId"}});
+    let logged = json!({"ApiId": api, "StageName": "logged", "StageVariables": {"v": "1"}, "Tags": {"team": "web"}, "AccessLogSettings": {"DestinationArn": "arn:aws:logs:us-east-1:123456789012:log-group:access", "Format": "$context.requestId"}});
     let stage = call_with(
         "AWS::ApiGatewayV2::Stage",
         "create",
@@ -416,6 +416,7 @@ fn what_an_interrupted_create_made_is_found_by_its_token_or_within_its_api() {
         read["properties"]["AccessLogSettings"]["Format"], "$context.requestId",
         "{read}"
     );
+    assert_eq!(read["properties"]["Tags"], json!({"team": "web"}), "{read}");
     let plain = json!({"ApiId": api, "StageName": "logged"});
     call_with(
         "AWS::ApiGatewayV2::Stage",
@@ -436,6 +437,51 @@ fn what_an_interrupted_create_made_is_found_by_its_token_or_within_its_api() {
         "{read}"
     );
     assert!(read["properties"].get("StageVariables").is_none(), "{read}");
+    assert!(read["properties"].get("Tags").is_none(), "{read}");
+
+    // A domain name is found by its name; its tags change by its ARN.
+    let tagged = json!({"DomainName": "crash.example.com", "DomainNameConfigurations": [{"CertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/c", "EndpointType": "REGIONAL"}], "Tags": {"a": "1"}});
+    call_with(
+        "AWS::ApiGatewayV2::DomainName",
+        "create",
+        &["--properties", &tagged.to_string()],
+    )
+    .success();
+    let found = call_with(
+        "AWS::ApiGatewayV2::DomainName",
+        "find_created",
+        &["--token", "t", "--properties", &tagged.to_string()],
+    )
+    .success()
+    .json();
+    assert_eq!(found["physicalId"], "crash.example.com", "{found}");
+    assert_eq!(found["properties"]["Tags"], json!({"a": "1"}));
+    let retagged = json!({"DomainName": "crash.example.com", "DomainNameConfigurations": [{"CertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/c", "EndpointType": "REGIONAL"}], "Tags": {"b": "2"}});
+    call_with(
+        "AWS::ApiGatewayV2::DomainName",
+        "update",
+        &[
+            "--physical-id",
+            "crash.example.com",
+            "--properties",
+            &retagged.to_string(),
+            "--previous-properties",
+            &tagged.to_string(),
+        ],
+    )
+    .success();
+    let read = call(
+        "AWS::ApiGatewayV2::DomainName",
+        "read_current_state",
+        "crash.example.com",
+    );
+    assert_eq!(read["properties"]["Tags"], json!({"b": "2"}), "{read}");
+    call_with(
+        "AWS::ApiGatewayV2::DomainName",
+        "delete",
+        &["--physical-id", "crash.example.com"],
+    )
+    .success();
     aws(&format!(
         "c('apigatewayv2').delete_api(ApiId='{api}') and None"
     ));

@@ -286,13 +286,32 @@ def _patch_moto_apigatewayv2_as_aws():
         self.apigatewayv2_backend.get_stage(api_id, unquote(stage_name)).access_log_settings = None
         return 204, {}, ""
 
+    from moto.apigatewayv2.models import Stage
+    stage_init, stage_json = Stage.__init__, Stage.to_json
+
+    def stage_arn(stage):
+        return f"arn:aws:apigateway:{stage.api.backend.region_name}::/apis/{stage.api.api_id}/stages/{stage.name}"
+
+    def stage_init_tagged(self, api, config):
+        stage_init(self, api, config)
+        self.api = api
+        api.backend.tag_resource(stage_arn(self), config.get("tags") or {})
+
+    def stage_json_tagged(self):
+        answer = stage_json(self)
+        answer["tags"] = self.api.backend.get_tags(stage_arn(self))
+        return answer
+
+    Stage.__init__ = stage_init_tagged
+    Stage.to_json = stage_json_tagged
     Api.create_stage = create_stage_once
     Api.create_route = create_route_once
     Api.delete_stage = delete_stage
     ApiGatewayV2Backend.delete_api = delete_api
     ApiGatewayV2Response.update_stage = update_stage
     ApiGatewayV2Response.delete_access_log_settings = delete_access_log_settings
-    # Custom domain names: the regional endpoint AWS gives each configuration (its
+    # A stage's tags are the ones TagResource / UntagResource change by the stage's ARN (moto
+    # kept the create's apart). Custom domain names: the regional endpoint AWS gives each configuration (its
     # apiGatewayDomainName, hostedZoneId and status; moto echoed the request), tags kept where
     # TagResource / UntagResource change them, UpdateDomainName and UpdateApiMapping (moto had
     # neither), and a second mapping of one key on a domain name a ConflictException.
@@ -367,6 +386,14 @@ def _patch_moto_apigatewayv2_as_aws():
     from moto.apigatewayv2 import urls
     urls.url_paths[
         "{0}/v2/apis/(?P<api_id>[^/]+)/stages/(?P<stage_name>[^/]+)/accesslogsettings$"
+    ] = ApiGatewayV2Response.dispatch
+    # TagResource / UntagResource / GetTags by a stage's or a domain name's ARN (moto routed
+    # only an API's and a VPC link's).
+    urls.url_paths[
+        "{0}/v2/tags/(?P<resource_arn_pt1>[^/]+)/apis/(?P<resource_arn_pt2>[^/]+)/stages/(?P<resource_arn_pt3>[^/]+)$"
+    ] = ApiGatewayV2Response.dispatch
+    urls.url_paths[
+        "{0}/v2/tags/(?P<resource_arn_pt1>[^/]+)/domainnames/(?P<resource_arn_pt2>[^/]+)$"
     ] = ApiGatewayV2Response.dispatch
 
 

@@ -12,7 +12,19 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{api_id, changed, client, failed, found, split_id, string_map};
+use std::collections::{BTreeMap, HashMap};
+
+use cdkd_aws_common::tag_changes;
+
+use crate::{api_id, changed, client, failed, found, partition, split_id, string_map};
+
+/// The template's `Tags` (a map for this type).
+fn stage_tags(props: &Map<String, Value>) -> BTreeMap<String, String> {
+    string_map(props.get("Tags"))
+        .unwrap_or_default()
+        .into_iter()
+        .collect()
+}
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGatewayV2::Stage";
@@ -84,6 +96,7 @@ impl ResourceProvider for Stage {
                 "AccessLogSettings",
                 "DefaultRouteSettings",
                 "ClientCertificateId",
+                "Tags",
             ])
             .create_only(&["ApiId", "StageName"])
             .read_and_import()
@@ -110,6 +123,7 @@ impl ResourceProvider for Stage {
             .set_auto_deploy(flag(props.get("AutoDeploy")))
             .set_description(text(props.get("Description")))
             .set_stage_variables(string_map(props.get("StageVariables")))
+            .set_tags(string_map(props.get("Tags")).filter(|t| !t.is_empty()))
             .set_access_log_settings(
                 props
                     .get("AccessLogSettings")
@@ -197,6 +211,33 @@ impl ResourceProvider for Stage {
                     ))),
             )?;
         }
+        let (set, removed): (HashMap<String, String>, Vec<String>) =
+            tag_changes(&stage_tags(before), &stage_tags(after));
+        if !set.is_empty() || !removed.is_empty() {
+            let region = ctx.region();
+            let arn = format!(
+                "arn:{}:apigateway:{region}::/apis/{api}/stages/{name}",
+                partition(region)
+            );
+            if !removed.is_empty() {
+                apigw
+                    .untag_resource()
+                    .resource_arn(&arn)
+                    .set_tag_keys(Some(removed))
+                    .send()
+                    .await
+                    .map_err(failed!(format!("{what}: UntagResource {arn}")))?;
+            }
+            if !set.is_empty() {
+                apigw
+                    .tag_resource()
+                    .resource_arn(&arn)
+                    .set_tags(Some(set))
+                    .send()
+                    .await
+                    .map_err(failed!(format!("{what}: TagResource {arn}")))?;
+            }
+        }
         Ok(UpdateResult {
             physical_id: request.physical_id.clone(),
             replaced: false,
@@ -268,6 +309,16 @@ impl Readable for Stage {
             "ClientCertificateId",
             stage.client_certificate_id().map(Value::from),
         );
+        let tags: BTreeMap<&str, &str> = stage
+            .tags()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !k.starts_with("aws:"))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        if !tags.is_empty() {
+            props.insert("Tags".into(), json!(tags));
+        }
         if let Some(vars) = stage.stage_variables().filter(|v| !v.is_empty()) {
             let sorted: std::collections::BTreeMap<_, _> = vars.iter().collect();
             props.insert("StageVariables".into(), json!(sorted));
