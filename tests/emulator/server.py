@@ -226,10 +226,11 @@ _patch_moto_publish_unchanged()
 
 
 def _patch_moto_apigatewayv2_as_aws():
-    """API Gateway v2 as AWS answers it: UpdateStage (PATCH /v2/apis/{id}/stages/{name}) and
-    DeleteAccessLogSettings (moto had neither), a second stage of one name or a second route of one route key on an API is a
-    ConflictException (moto replaced the stage and added a duplicate route), and a delete of an
-    API or stage that does not exist is a NotFoundException (moto answered 200)."""
+    """API Gateway v2 as AWS answers it: UpdateStage (PATCH /v2/apis/{id}/stages/{name}),
+    DeleteAccessLogSettings and GetAuthorizers (moto had none of them), a second stage of one
+    name or a second route of one route key on an API is a ConflictException (moto replaced the
+    stage and added a duplicate route), and a delete of an API or stage that does not exist is a
+    NotFoundException (moto answered 200)."""
     from moto.apigatewayv2.exceptions import APIGatewayV2Error, ApiNotFound, StageNotFound
     from moto.apigatewayv2.models import Api, ApiGatewayV2Backend
     from moto.apigatewayv2.responses import ApiGatewayV2Response
@@ -279,6 +280,11 @@ def _patch_moto_apigatewayv2_as_aws():
                 setattr(stage, attribute, body[key])
         return 200, {}, _json.dumps(stage.to_json())
 
+    def get_authorizers(self):
+        import json as _json
+        api = self.apigatewayv2_backend.get_api(self.path.split("/")[-2])
+        return 200, {}, _json.dumps({"items": [a.to_json() for a in api.authorizers.values()]})
+
     def delete_access_log_settings(self):
         parts = self.path.split("/")
         api_id, stage_name = parts[-4], parts[-2]
@@ -309,6 +315,7 @@ def _patch_moto_apigatewayv2_as_aws():
     Api.delete_stage = delete_stage
     ApiGatewayV2Backend.delete_api = delete_api
     ApiGatewayV2Response.update_stage = update_stage
+    ApiGatewayV2Response.get_authorizers = get_authorizers
     ApiGatewayV2Response.delete_access_log_settings = delete_access_log_settings
     # A stage's tags are the ones TagResource / UntagResource change by the stage's ARN (moto
     # kept the create's apart). Custom domain names: the regional endpoint AWS gives each configuration (its
