@@ -131,6 +131,25 @@ fn drift_is_found_reverted_and_accepted() {
         human.stdout
     );
 
+    // --dry-run says what --revert would do and changes nothing (no confirmation asked).
+    let rehearsed = world.cdkd(&["drift", STACK, "--revert", "--dry-run"]);
+    assert_eq!(
+        rehearsed.code,
+        Some(1),
+        "{}\n{}",
+        rehearsed.stdout,
+        rehearsed.stderr
+    );
+    assert!(
+        rehearsed
+            .stdout
+            .contains(&format!("would revert {STACK}/Queue: VisibilityTimeout")),
+        "{}",
+        rehearsed.stdout
+    );
+    assert!(rehearsed.stdout.contains("(dry run: nothing changed)"));
+    assert_eq!(drift(&world).0, Some(1), "the dry run reverted something");
+
     // --revert puts every setting back in AWS, and the next drift finds nothing.
     let reverted = world.cdkd(&["drift", STACK, "--revert", "--yes"]).success();
     for id in &drifted {

@@ -65,7 +65,10 @@ fn deploys_destroys_and_failures_are_recorded_newest_first_and_pruned() {
     let failed = deploy(&world);
     assert_ne!(failed.code, Some(0), "{}\n{}", failed.stdout, failed.stderr);
     let app = world.assembly.path().display().to_string();
-    world.cdkd(&["destroy", "-a", &app, STACK, "-f"]).success();
+    // `-e` as the CDK CLI takes it: destroy only ever takes the named stacks.
+    world
+        .cdkd(&["destroy", "-a", &app, STACK, "-f", "-e"])
+        .success();
 
     let all = events(&world, &[]);
     let operations: Vec<(&str, &str)> = all

@@ -431,6 +431,10 @@ pub struct DestroyArgs {
     /// Every stack of the app.
     #[arg(long)]
     all: bool,
+    /// Only the named stacks (as `cdk destroy -e`): what destroy always does, it never adds
+    /// the stacks they depend on.
+    #[arg(long, short = 'e')]
+    exclusively: bool,
     /// Do not ask for confirmation.
     #[arg(long, short = 'f')]
     force: bool,
@@ -452,7 +456,12 @@ pub struct DestroyArgs {
 
 pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Result<ExitCode> {
     let assembly = load_assembly(context, &args.app).await?;
-    // Only the named stacks; consumers (by dependency or by reading values) before producers.
+    // Only the named stacks, `-e` or not; consumers (by dependency or by reading values)
+    // before producers.
+    tracing::debug!(
+        exclusively = args.exclusively,
+        "destroy takes only the named stacks"
+    );
     let selected = select(&assembly, &args.stacks, args.all, true)?;
     let waits = read_order(context, &selected).await?;
     let ids: Vec<String> = selected.iter().map(|s| s.id.clone()).collect();

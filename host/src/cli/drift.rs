@@ -32,6 +32,9 @@ pub struct DriftArgs {
     /// `cdkd deploy` creates them again.
     #[arg(long, requires = "revert")]
     recreate_deleted: bool,
+    /// With --accept or --revert: say what each would do, change nothing (no confirmation).
+    #[arg(long)]
+    dry_run: bool,
     /// Resources read (and reverted) at once.
     #[arg(long, default_value_t = 10)]
     concurrency: usize,
@@ -229,9 +232,17 @@ pub async fn run(context: &CommandContext, args: DriftArgs) -> anyhow::Result<Ex
     };
     let engine = reading_engine(&registry, &live, &store, args.json);
     let concurrency = args.concurrency.max(1);
-    if args.accept || args.revert {
+    let (accept, revert) = (args.accept && !args.dry_run, args.revert && !args.dry_run);
+    let rehearsal = args.dry_run.then_some(if args.accept {
+        "accept"
+    } else if args.revert {
+        "revert"
+    } else {
+        ""
+    });
+    if accept || revert {
         let names: Vec<String> = targets.iter().map(|(s, r)| format!("{s} ({r})")).collect();
-        let question = if args.accept {
+        let question = if accept {
             format!(
                 "Write AWS's current values into the records of {}?",
                 names.join(", ")
@@ -250,7 +261,7 @@ pub async fn run(context: &CommandContext, args: DriftArgs) -> anyhow::Result<Ex
     let mut reports = Vec::new();
     let (mut any_drift, mut any_incomplete, mut revert_failed) = (false, false, false);
     for (stack, region) in &targets {
-        if args.accept {
+        if accept {
             let (drift, accepted) = engine.accept_drift(stack, region, concurrency).await?;
             show(&drift, args.json);
             for entry in &accepted {
@@ -265,7 +276,7 @@ pub async fn run(context: &CommandContext, args: DriftArgs) -> anyhow::Result<Ex
                 }
             }
             reports.push(drift);
-        } else if args.revert {
+        } else if revert {
             let (drift, reverted) = engine
                 .revert_drift(stack, region, concurrency, args.recreate_deleted)
                 .await?;
@@ -289,6 +300,9 @@ pub async fn run(context: &CommandContext, args: DriftArgs) -> anyhow::Result<Ex
         } else {
             let drift = engine.detect_drift(stack, region, concurrency).await?;
             show(&drift, args.json);
+            if let Some(verb) = rehearsal.filter(|v| !v.is_empty()) {
+                rehearse(&drift, verb, args.recreate_deleted);
+            }
             any_drift |= drift.drifted();
             any_incomplete |= drift.incomplete();
             reports.push(drift);
@@ -305,6 +319,33 @@ pub async fn run(context: &CommandContext, args: DriftArgs) -> anyhow::Result<Ex
     } else {
         0
     }))
+}
+
+/// What `--accept` / `--revert` would do to each resource that drifted (`--dry-run`).
+fn rehearse(drift: &StackDrift, verb: &str, recreate_deleted: bool) {
+    let stack = &drift.stack;
+    for resource in &drift.resources {
+        let id = &resource.logical_id;
+        match (&resource.status, verb) {
+            (DriftStatus::Drifted(differences), _) => {
+                for difference in differences {
+                    println!(
+                        "  would {verb} {stack}/{id}: {}",
+                        difference.path.join(".")
+                    );
+                }
+            }
+            (DriftStatus::Deleted, "revert") if recreate_deleted => println!(
+                "  would drop the record of {stack}/{id} (deleted outside cdkd) for the next deploy to create it again"
+            ),
+            (DriftStatus::Deleted, "revert") => println!(
+                "  would leave {stack}/{id} deleted (pass --recreate-deleted to have the next deploy create it again)"
+            ),
+            (DriftStatus::Deleted, _) => println!("  {stack}/{id} was deleted outside cdkd"),
+            _ => {}
+        }
+    }
+    println!("  (dry run: nothing changed)");
 }
 
 /// The readable report of one stack (nothing with `--json`: the JSON comes at the end).
