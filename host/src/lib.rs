@@ -1,9 +1,10 @@
 //! cdkd: deploys AWS CDK apps without CloudFormation.
 //!
 //! The library behind the `cdkd` binary. Layers, each using only those to its right:
-//! [`cli`] → [`deployment`] → [`assets`] → [`synthesis`] → [`provisioning`] → [`analyzer`] →
-//! [`state`] → [`aws_facts`] → [`aws_env`]. (`deployment` also uses `provisioning` through its seam,
-//! [`provisioning::operations`]; `synthesis` needs only `analyzer`.)
+//! [`cli`] → [`local`] → [`deployment`] → [`assets`] → [`synthesis`] → [`provisioning`] →
+//! [`analyzer`] → [`state`] → [`aws_facts`] → [`aws_env`]. (`deployment` also uses
+//! `provisioning` through its seam, [`provisioning::operations`]; `synthesis` needs only
+//! `analyzer`.)
 //! Provider plugins are loaded through `cdkd-provider-api`; this crate holds no `unsafe`.
 
 #![forbid(unsafe_code)]
@@ -14,6 +15,7 @@ pub mod aws_env;
 pub mod aws_facts;
 pub mod cli;
 pub mod deployment;
+pub mod local;
 pub mod provisioning;
 pub mod state;
 pub mod synthesis;

@@ -10,6 +10,7 @@ mod events;
 mod export;
 mod force_unlock;
 mod import;
+mod local;
 mod providers;
 mod scrub;
 mod state;
@@ -133,6 +134,9 @@ enum Command {
     PublishAssets(assets::PublishAssetsArgs),
     /// Delete cdkd asset objects and stranded response placeholders no record references.
     Gc(assets::GcArgs),
+    /// Run a stack's Lambda functions and APIs on this machine (`invoke`, `start-api`).
+    #[command(subcommand)]
+    Local(local::LocalCommand),
 }
 
 /// Runs the CLI and turns any error into a message on stderr and exit code 1.
@@ -236,6 +240,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Scrub(args) => scrub::run(&context, args).await,
         Command::PublishAssets(args) => assets::publish(&context, args).await,
         Command::Gc(args) => assets::gc(&context, args).await,
+        Command::Local(command) => local::run(&context, command).await,
     }
 }
 
