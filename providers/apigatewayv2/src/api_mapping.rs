@@ -7,10 +7,10 @@ use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
     ReadCurrentStateRequest, RefValue, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{changed, client, failed, found};
+use crate::{changed, client, failed, found, ChildId};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGatewayV2::ApiMapping";
@@ -18,18 +18,6 @@ const TYPE: &str = "AWS::ApiGatewayV2::ApiMapping";
 /// The `AWS::ApiGatewayV2::ApiMapping` provider.
 #[derive(Default)]
 pub struct ApiMapping;
-
-/// `DomainName|ApiMappingId`, split; a bare mapping id takes the template's `DomainName`.
-fn split<'a>(
-    physical_id: &'a str,
-    props: &'a Map<String, Value>,
-    what: &str,
-) -> Result<(&'a str, &'a str), ProviderError> {
-    if let Some(pair) = physical_id.split_once('|') {
-        return Ok(pair);
-    }
-    Ok((require_str(props, "DomainName", what)?, physical_id))
-}
 
 fn attributes(id: &str) -> Map<String, Value> {
     let mut attributes = Map::new();
@@ -72,7 +60,7 @@ impl ResourceProvider for ApiMapping {
             ProviderError::other(format!("{what}: CreateApiMapping returned no ApiMappingId"))
         })?;
         Ok(CreateResult {
-            physical_id: format!("{domain}|{id}"),
+            physical_id: ChildId::join(domain, id),
             attributes: attributes(id),
             ..Default::default()
         })
@@ -85,7 +73,8 @@ impl ResourceProvider for ApiMapping {
     ) -> Result<UpdateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let (before, after) = (&request.previous_properties, &request.properties);
-        let (domain, id) = split(&request.physical_id, after, &what)?;
+        let ChildId { parent: domain, id } =
+            ChildId::parse(&request.physical_id, after, "DomainName", &what)?;
         if ["ApiId", "Stage", "ApiMappingKey"]
             .iter()
             .any(|k| changed(before, after, k))
@@ -118,7 +107,12 @@ impl ResourceProvider for ApiMapping {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (domain, id) = split(&request.physical_id, &request.properties, &what)?;
+        let ChildId { parent: domain, id } = ChildId::parse(
+            &request.physical_id,
+            &request.properties,
+            "DomainName",
+            &what,
+        )?;
         deleted_unless_failed(
             client(ctx)
                 .await?
@@ -143,7 +137,12 @@ impl Readable for ApiMapping {
         what: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let (domain, id) = split(&request.physical_id, &request.properties, what)?;
+        let ChildId { parent: domain, id } = ChildId::parse(
+            &request.physical_id,
+            &request.properties,
+            "DomainName",
+            what,
+        )?;
         let Some(live) = found(
             client(ctx)
                 .await?
@@ -177,11 +176,8 @@ impl Readable for ApiMapping {
         what: &str,
         physical_id: &str,
     ) -> Result<Map<String, Value>, ProviderError> {
-        let Some((_, id)) = physical_id.split_once('|') else {
-            return Err(ProviderError::validation(format!(
-                "{what}: an import takes DomainName|ApiMappingId, not {physical_id}"
-            )));
-        };
+        let empty = Map::new();
+        let ChildId { id, .. } = ChildId::parse(physical_id, &empty, "DomainName", what)?;
         Ok(attributes(id))
     }
 
@@ -214,18 +210,7 @@ impl Readable for ApiMapping {
             .filter(|m| m.api_mapping_key().unwrap_or_default() == key)
             .filter_map(|m| m.api_mapping_id())
             .collect();
-        match ids.as_slice() {
-            [] => Ok(None),
-            [id] => Ok(Some(format!("{domain}|{id}"))),
-            _ => Err(ProviderError::new(
-                ErrorKind::CONFLICT,
-                format!(
-                    "{what}: {} mappings of key {key:?} on {domain}: {}",
-                    ids.len(),
-                    ids.join(", ")
-                ),
-            )),
-        }
+        ChildId::only(what, &domain, &format!("mappings of key {key:?}"), &ids)
     }
 }
 
@@ -239,8 +224,8 @@ mod tests {
             .as_object()
             .cloned()
             .unwrap();
-        assert_eq!(split("d|m1", &props, "w").unwrap(), ("d", "m1"));
-        assert_eq!(split("m1", &props, "w").unwrap(), ("api.example.com", "m1"));
+        let bare = ChildId::parse("m1", &props, "DomainName", "w").unwrap();
+        assert_eq!(bare.parent, "api.example.com");
         let schema = ApiMapping.schema();
         assert_eq!(schema.find_scope, ["DomainName", "ApiMappingKey"]);
         assert_eq!(schema.composite_id.unwrap().ref_value, RefValue::Segment(1));

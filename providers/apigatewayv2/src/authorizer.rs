@@ -10,10 +10,10 @@ use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
     ReadCurrentStateRequest, RefValue, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{api_id, changed, client, failed, found, split_id};
+use crate::{api_id, changed, client, failed, found, ChildId};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGatewayV2::Authorizer";
@@ -148,7 +148,7 @@ impl ResourceProvider for Authorizer {
             ProviderError::other(format!("{what}: CreateAuthorizer returned no AuthorizerId"))
         })?;
         Ok(CreateResult {
-            physical_id: format!("{api}|{id}"),
+            physical_id: ChildId::join(api, id),
             attributes: attributes(id),
             ..Default::default()
         })
@@ -161,7 +161,8 @@ impl ResourceProvider for Authorizer {
     ) -> Result<UpdateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let (before, after) = (&request.previous_properties, &request.properties);
-        let (api, id) = split_id(&request.physical_id, after, &what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, after, "ApiId", &what)?;
         if SETTINGS.iter().any(|k| changed(before, after, k)) {
             let p = after;
             client(ctx)
@@ -199,7 +200,8 @@ impl ResourceProvider for Authorizer {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (api, id) = split_id(&request.physical_id, &request.properties, &what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, &request.properties, "ApiId", &what)?;
         deleted_unless_failed(
             client(ctx)
                 .await?
@@ -222,7 +224,8 @@ impl Readable for Authorizer {
         what: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let (api, id) = split_id(&request.physical_id, &request.properties, what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, &request.properties, "ApiId", what)?;
         let answer = found(
             client(ctx)
                 .await?
@@ -264,7 +267,7 @@ impl Readable for Authorizer {
         physical_id: &str,
     ) -> Result<Map<String, Value>, ProviderError> {
         let empty = Map::new();
-        let (_, id) = split_id(physical_id, &empty, what)?;
+        let ChildId { id, .. } = ChildId::parse(physical_id, &empty, "ApiId", what)?;
         Ok(attributes(id))
     }
 
@@ -299,18 +302,7 @@ impl Readable for Authorizer {
             .filter(|a| a.name() == Some(name.as_str()))
             .filter_map(|a| a.authorizer_id())
             .collect();
-        match ids.as_slice() {
-            [] => Ok(None),
-            [id] => Ok(Some(format!("{api}|{id}"))),
-            _ => Err(ProviderError::new(
-                ErrorKind::CONFLICT,
-                format!(
-                    "{what}: {} authorizers named {name} in API {api}: {}",
-                    ids.len(),
-                    ids.join(", ")
-                ),
-            )),
-        }
+        ChildId::only(what, &api, &format!("authorizers named {name}"), &ids)
     }
 }
 

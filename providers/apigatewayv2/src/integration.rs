@@ -7,10 +7,10 @@ use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
     ReadCurrentStateRequest, RefValue, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{api_id, changed, client, failed, found, split_id};
+use crate::{api_id, changed, client, failed, found, ChildId};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGatewayV2::Integration";
@@ -135,7 +135,7 @@ impl ResourceProvider for Integration {
             ))
         })?;
         Ok(CreateResult {
-            physical_id: format!("{api}|{id}"),
+            physical_id: ChildId::join(api, id),
             attributes: attributes(id),
             ..Default::default()
         })
@@ -148,7 +148,8 @@ impl ResourceProvider for Integration {
     ) -> Result<UpdateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let (before, after) = (&request.previous_properties, &request.properties);
-        let (api, id) = split_id(&request.physical_id, after, &what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, after, "ApiId", &what)?;
         if SETTINGS.iter().any(|k| changed(before, after, k)) {
             let cleared = |key: &str| changed(before, after, key).then(String::new);
             client(ctx)
@@ -185,7 +186,8 @@ impl ResourceProvider for Integration {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (api, id) = split_id(&request.physical_id, &request.properties, &what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, &request.properties, "ApiId", &what)?;
         deleted_unless_failed(
             client(ctx)
                 .await?
@@ -208,7 +210,8 @@ impl Readable for Integration {
         what: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let (api, id) = split_id(&request.physical_id, &request.properties, what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, &request.properties, "ApiId", what)?;
         let answer = found(
             client(ctx)
                 .await?
@@ -242,7 +245,7 @@ impl Readable for Integration {
         physical_id: &str,
     ) -> Result<Map<String, Value>, ProviderError> {
         let empty = Map::new();
-        let (_, id) = split_id(physical_id, &empty, what)?;
+        let ChildId { id, .. } = ChildId::parse(physical_id, &empty, "ApiId", what)?;
         Ok(attributes(id))
     }
 
@@ -288,18 +291,12 @@ impl Readable for Integration {
                 _ => break,
             }
         }
-        match ids.as_slice() {
-            [] => Ok(None),
-            [id] => Ok(Some(format!("{api}|{id}"))),
-            _ => Err(ProviderError::new(
-                ErrorKind::CONFLICT,
-                format!(
-                    "{what}: {} integrations of type {kind} and that URI in API {api}: {}; cdkd cannot tell which one its create made",
-                    ids.len(),
-                    ids.join(", ")
-                ),
-            )),
-        }
+        ChildId::only(
+            what,
+            &api,
+            &format!("integrations of type {kind} and that URI"),
+            &ids,
+        )
     }
 }
 

@@ -8,10 +8,10 @@ use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
     ReadCurrentStateRequest, RefValue, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{api_id, changed, client, failed, found, split_id};
+use crate::{api_id, changed, client, failed, found, ChildId};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGatewayV2::Route";
@@ -140,7 +140,7 @@ impl ResourceProvider for Route {
             ProviderError::other(format!("{what}: CreateRoute returned no RouteId"))
         })?;
         Ok(CreateResult {
-            physical_id: format!("{api}|{id}"),
+            physical_id: ChildId::join(api, id),
             attributes: attributes(id),
             ..Default::default()
         })
@@ -153,7 +153,8 @@ impl ResourceProvider for Route {
     ) -> Result<UpdateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let (before, after) = (&request.previous_properties, &request.properties);
-        let (api, id) = split_id(&request.physical_id, after, &what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, after, "ApiId", &what)?;
         if SETTINGS.iter().any(|k| changed(before, after, k)) {
             // A dropped target, authorizer or scope list is sent empty: UpdateRoute leaves out
             // what it is not sent.
@@ -200,7 +201,8 @@ impl ResourceProvider for Route {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (api, id) = split_id(&request.physical_id, &request.properties, &what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, &request.properties, "ApiId", &what)?;
         deleted_unless_failed(
             client(ctx)
                 .await?
@@ -223,7 +225,8 @@ impl Readable for Route {
         what: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let (api, id) = split_id(&request.physical_id, &request.properties, what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, &request.properties, "ApiId", what)?;
         let route = found(
             client(ctx)
                 .await?
@@ -255,7 +258,7 @@ impl Readable for Route {
         physical_id: &str,
     ) -> Result<Map<String, Value>, ProviderError> {
         let empty = Map::new();
-        let (_, id) = split_id(physical_id, &empty, what)?;
+        let ChildId { id, .. } = ChildId::parse(physical_id, &empty, "ApiId", what)?;
         Ok(attributes(id))
     }
 
@@ -281,18 +284,7 @@ impl Readable for Route {
             .filter(|r| r.route_key() == Some(key.as_str()))
             .filter_map(|r| r.route_id())
             .collect();
-        match ids.as_slice() {
-            [] => Ok(None),
-            [id] => Ok(Some(format!("{api}|{id}"))),
-            _ => Err(ProviderError::new(
-                ErrorKind::CONFLICT,
-                format!(
-                    "{what}: {} routes of key {key} in API {api}: {}",
-                    ids.len(),
-                    ids.join(", ")
-                ),
-            )),
-        }
+        ChildId::only(what, &api, &format!("routes of key {key}"), &ids)
     }
 }
 

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use cdkd_aws_common::tag_changes;
 
-use crate::{api_id, changed, client, failed, found, partition, split_id, string_map};
+use crate::{api_id, changed, client, failed, found, partition, string_map, ChildId};
 
 /// The template's `Tags` (a map for this type).
 fn stage_tags(props: &Map<String, Value>) -> BTreeMap<String, String> {
@@ -141,7 +141,7 @@ impl ResourceProvider for Stage {
             .await
             .map_err(failed!(format!("{what}: CreateStage {name} in {api}")))?;
         Ok(CreateResult {
-            physical_id: format!("{api}|{name}"),
+            physical_id: ChildId::join(api, name),
             ..Default::default()
         })
     }
@@ -153,7 +153,10 @@ impl ResourceProvider for Stage {
     ) -> Result<UpdateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let (before, after) = (&request.previous_properties, &request.properties);
-        let (api, name) = split_id(&request.physical_id, after, &what)?;
+        let ChildId {
+            parent: api,
+            id: name,
+        } = ChildId::parse(&request.physical_id, after, "ApiId", &what)?;
         let keys = [
             "AutoDeploy",
             "Description",
@@ -251,7 +254,10 @@ impl ResourceProvider for Stage {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (api, name) = split_id(&request.physical_id, &request.properties, &what)?;
+        let ChildId {
+            parent: api,
+            id: name,
+        } = ChildId::parse(&request.physical_id, &request.properties, "ApiId", &what)?;
         deleted_unless_failed(
             client(ctx)
                 .await?
@@ -274,7 +280,10 @@ impl Readable for Stage {
         what: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let (api, name) = split_id(&request.physical_id, &request.properties, what)?;
+        let ChildId {
+            parent: api,
+            id: name,
+        } = ChildId::parse(&request.physical_id, &request.properties, "ApiId", what)?;
         let Some(stage) = found(
             client(ctx)
                 .await?
