@@ -356,301 +356,112 @@ pub async fn apply<K: Keyed>(
     }
 }
 
-/// `InventoryConfigurations`.
-pub struct Inventory;
+/// Declares a [`Keyed`] kind: the four kinds differ only in their S3 operation and field
+/// names, so each is one row of the table below.
+macro_rules! keyed {
+    ($(#[$doc:meta])* $kind:ident: $property:literal, $configuration:ty, $from_template:ident,
+     put $put:ident . $field:ident, list $list:ident . $items:ident, delete $delete:ident) => {
+        $(#[$doc])*
+        pub struct $kind;
 
-#[async_trait]
-impl Keyed for Inventory {
-    const PROPERTY: &'static str = "InventoryConfigurations";
-    type Configuration = InventoryConfiguration;
+        #[async_trait]
+        impl Keyed for $kind {
+            const PROPERTY: &'static str = $property;
+            type Configuration = $configuration;
 
-    fn configuration(entry: &Value) -> Result<InventoryConfiguration, String> {
-        inventory(entry)
-    }
+            fn configuration(entry: &Value) -> Result<$configuration, String> {
+                $from_template(entry)
+            }
 
-    fn id(configuration: &InventoryConfiguration) -> &str {
-        configuration.id()
-    }
+            fn id(configuration: &$configuration) -> &str {
+                configuration.id()
+            }
 
-    async fn put(
-        client: &Client,
-        bucket: &str,
-        configuration: &InventoryConfiguration,
-        failed: &str,
-    ) -> Result<(), ProviderError> {
-        client
-            .put_bucket_inventory_configuration()
-            .bucket(bucket)
-            .id(configuration.id())
-            .inventory_configuration(configuration.clone())
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(failed, e))
-    }
+            async fn put(
+                client: &Client,
+                bucket: &str,
+                configuration: &$configuration,
+                failed: &str,
+            ) -> Result<(), ProviderError> {
+                client
+                    .$put()
+                    .bucket(bucket)
+                    .id(configuration.id())
+                    .$field(configuration.clone())
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| aws_error(failed, e))
+            }
 
-    async fn list(
-        client: &Client,
-        bucket: &str,
-        token: Option<String>,
-        failed: &str,
-    ) -> Result<Page, ProviderError> {
-        let page = client
-            .list_bucket_inventory_configurations()
-            .bucket(bucket)
-            .set_continuation_token(token)
-            .send()
-            .await
-            .map_err(|e| aws_error(failed, e))?;
-        Ok(Page {
-            ids: page
-                .inventory_configuration_list()
-                .iter()
-                .map(|c| c.id().to_string())
-                .collect(),
-            next: page.next_continuation_token().map(str::to_string),
-            truncated: page.is_truncated(),
-        })
-    }
+            async fn list(
+                client: &Client,
+                bucket: &str,
+                token: Option<String>,
+                failed: &str,
+            ) -> Result<Page, ProviderError> {
+                let page = client
+                    .$list()
+                    .bucket(bucket)
+                    .set_continuation_token(token)
+                    .send()
+                    .await
+                    .map_err(|e| aws_error(failed, e))?;
+                Ok(Page {
+                    ids: page.$items().iter().map(|c| c.id().to_string()).collect(),
+                    next: page.next_continuation_token().map(str::to_string),
+                    truncated: page.is_truncated(),
+                })
+            }
 
-    async fn delete(
-        client: &Client,
-        bucket: &str,
-        id: &str,
-        failed: &str,
-    ) -> Result<(), ProviderError> {
-        client
-            .delete_bucket_inventory_configuration()
-            .bucket(bucket)
-            .id(id)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(failed, e))
-    }
+            async fn delete(
+                client: &Client,
+                bucket: &str,
+                id: &str,
+                failed: &str,
+            ) -> Result<(), ProviderError> {
+                client
+                    .$delete()
+                    .bucket(bucket)
+                    .id(id)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| aws_error(failed, e))
+            }
+        }
+    };
 }
 
-/// `AnalyticsConfigurations`.
-pub struct Analytics;
-
-#[async_trait]
-impl Keyed for Analytics {
-    const PROPERTY: &'static str = "AnalyticsConfigurations";
-    type Configuration = AnalyticsConfiguration;
-
-    fn configuration(entry: &Value) -> Result<AnalyticsConfiguration, String> {
-        analytics(entry)
-    }
-
-    fn id(configuration: &AnalyticsConfiguration) -> &str {
-        configuration.id()
-    }
-
-    async fn put(
-        client: &Client,
-        bucket: &str,
-        configuration: &AnalyticsConfiguration,
-        failed: &str,
-    ) -> Result<(), ProviderError> {
-        client
-            .put_bucket_analytics_configuration()
-            .bucket(bucket)
-            .id(configuration.id())
-            .analytics_configuration(configuration.clone())
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(failed, e))
-    }
-
-    async fn list(
-        client: &Client,
-        bucket: &str,
-        token: Option<String>,
-        failed: &str,
-    ) -> Result<Page, ProviderError> {
-        let page = client
-            .list_bucket_analytics_configurations()
-            .bucket(bucket)
-            .set_continuation_token(token)
-            .send()
-            .await
-            .map_err(|e| aws_error(failed, e))?;
-        Ok(Page {
-            ids: page
-                .analytics_configuration_list()
-                .iter()
-                .map(|c| c.id().to_string())
-                .collect(),
-            next: page.next_continuation_token().map(str::to_string),
-            truncated: page.is_truncated(),
-        })
-    }
-
-    async fn delete(
-        client: &Client,
-        bucket: &str,
-        id: &str,
-        failed: &str,
-    ) -> Result<(), ProviderError> {
-        client
-            .delete_bucket_analytics_configuration()
-            .bucket(bucket)
-            .id(id)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(failed, e))
-    }
-}
-
-/// `MetricsConfigurations`.
-pub struct Metrics;
-
-#[async_trait]
-impl Keyed for Metrics {
-    const PROPERTY: &'static str = "MetricsConfigurations";
-    type Configuration = MetricsConfiguration;
-
-    fn configuration(entry: &Value) -> Result<MetricsConfiguration, String> {
-        metrics(entry)
-    }
-
-    fn id(configuration: &MetricsConfiguration) -> &str {
-        configuration.id()
-    }
-
-    async fn put(
-        client: &Client,
-        bucket: &str,
-        configuration: &MetricsConfiguration,
-        failed: &str,
-    ) -> Result<(), ProviderError> {
-        client
-            .put_bucket_metrics_configuration()
-            .bucket(bucket)
-            .id(configuration.id())
-            .metrics_configuration(configuration.clone())
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(failed, e))
-    }
-
-    async fn list(
-        client: &Client,
-        bucket: &str,
-        token: Option<String>,
-        failed: &str,
-    ) -> Result<Page, ProviderError> {
-        let page = client
-            .list_bucket_metrics_configurations()
-            .bucket(bucket)
-            .set_continuation_token(token)
-            .send()
-            .await
-            .map_err(|e| aws_error(failed, e))?;
-        Ok(Page {
-            ids: page
-                .metrics_configuration_list()
-                .iter()
-                .map(|c| c.id().to_string())
-                .collect(),
-            next: page.next_continuation_token().map(str::to_string),
-            truncated: page.is_truncated(),
-        })
-    }
-
-    async fn delete(
-        client: &Client,
-        bucket: &str,
-        id: &str,
-        failed: &str,
-    ) -> Result<(), ProviderError> {
-        client
-            .delete_bucket_metrics_configuration()
-            .bucket(bucket)
-            .id(id)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(failed, e))
-    }
-}
-
-/// `IntelligentTieringConfigurations`.
-pub struct IntelligentTiering;
-
-#[async_trait]
-impl Keyed for IntelligentTiering {
-    const PROPERTY: &'static str = "IntelligentTieringConfigurations";
-    type Configuration = IntelligentTieringConfiguration;
-
-    fn configuration(entry: &Value) -> Result<IntelligentTieringConfiguration, String> {
-        intelligent_tiering(entry)
-    }
-
-    fn id(configuration: &IntelligentTieringConfiguration) -> &str {
-        configuration.id()
-    }
-
-    async fn put(
-        client: &Client,
-        bucket: &str,
-        configuration: &IntelligentTieringConfiguration,
-        failed: &str,
-    ) -> Result<(), ProviderError> {
-        client
-            .put_bucket_intelligent_tiering_configuration()
-            .bucket(bucket)
-            .id(configuration.id())
-            .intelligent_tiering_configuration(configuration.clone())
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(failed, e))
-    }
-
-    async fn list(
-        client: &Client,
-        bucket: &str,
-        token: Option<String>,
-        failed: &str,
-    ) -> Result<Page, ProviderError> {
-        let page = client
-            .list_bucket_intelligent_tiering_configurations()
-            .bucket(bucket)
-            .set_continuation_token(token)
-            .send()
-            .await
-            .map_err(|e| aws_error(failed, e))?;
-        Ok(Page {
-            ids: page
-                .intelligent_tiering_configuration_list()
-                .iter()
-                .map(|c| c.id().to_string())
-                .collect(),
-            next: page.next_continuation_token().map(str::to_string),
-            truncated: page.is_truncated(),
-        })
-    }
-
-    async fn delete(
-        client: &Client,
-        bucket: &str,
-        id: &str,
-        failed: &str,
-    ) -> Result<(), ProviderError> {
-        client
-            .delete_bucket_intelligent_tiering_configuration()
-            .bucket(bucket)
-            .id(id)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(failed, e))
-    }
-}
+keyed!(
+    /// `InventoryConfigurations`.
+    Inventory: "InventoryConfigurations", InventoryConfiguration, inventory,
+    put put_bucket_inventory_configuration.inventory_configuration,
+    list list_bucket_inventory_configurations.inventory_configuration_list,
+    delete delete_bucket_inventory_configuration
+);
+keyed!(
+    /// `AnalyticsConfigurations`.
+    Analytics: "AnalyticsConfigurations", AnalyticsConfiguration, analytics,
+    put put_bucket_analytics_configuration.analytics_configuration,
+    list list_bucket_analytics_configurations.analytics_configuration_list,
+    delete delete_bucket_analytics_configuration
+);
+keyed!(
+    /// `MetricsConfigurations`.
+    Metrics: "MetricsConfigurations", MetricsConfiguration, metrics,
+    put put_bucket_metrics_configuration.metrics_configuration,
+    list list_bucket_metrics_configurations.metrics_configuration_list,
+    delete delete_bucket_metrics_configuration
+);
+keyed!(
+    /// `IntelligentTieringConfigurations`.
+    IntelligentTiering: "IntelligentTieringConfigurations", IntelligentTieringConfiguration,
+    intelligent_tiering,
+    put put_bucket_intelligent_tiering_configuration.intelligent_tiering_configuration,
+    list list_bucket_intelligent_tiering_configurations.intelligent_tiering_configuration_list,
+    delete delete_bucket_intelligent_tiering_configuration
+);
 
 /// The bucket's metrics and intelligent-tiering configurations in template shape (empty
 /// lists left out), for `read_current_state`.
