@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use futures_util::future::{BoxFuture, FutureExt, Shared};
 use serde_json::json;
+use tokio::sync::OnceCell;
 
 use super::table;
 use super::CommandContext;
@@ -136,12 +136,13 @@ fn row(event: &HistoryEvent) -> Vec<String> {
 pub struct History {
     backend: StateBackend,
     reporter: Reporter,
-    who: Shared<BoxFuture<'static, String>>,
+    sts: aws_sdk_sts::Client,
+    who: OnceCell<String>,
 }
 
 impl History {
     /// Starts recording for a command whose engine reports through `reporter` (a
-    /// [`Reporter::recording`] one); asks STS who the caller is meanwhile.
+    /// [`Reporter::recording`] one).
     pub async fn start(
         context: &CommandContext,
         backend: &StateBackend,
@@ -154,27 +155,29 @@ impl History {
                 .retry_partition(cdkd_aws_common::retry_partition("cdkd-sts"))
                 .build(),
         );
-        let lookup = tokio::spawn(async move {
-            sts.get_caller_identity()
-                .send()
-                .await
-                .ok()
-                .and_then(|identity| identity.arn().map(str::to_string))
-        });
-        let who = async move {
-            lookup
-                .await
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| "unknown".into())
-        }
-        .boxed()
-        .shared();
         History {
             backend: backend.clone(),
             reporter: reporter.clone(),
-            who,
+            sts,
+            who: OnceCell::new(),
         }
+    }
+
+    /// The caller's ARN, asked of STS once and only when an event is written: a deploy that
+    /// changes nothing records nothing and so makes no call.
+    async fn who(&self) -> String {
+        self.who
+            .get_or_init(|| async {
+                self.sts
+                    .get_caller_identity()
+                    .send()
+                    .await
+                    .ok()
+                    .and_then(|identity| identity.arn().map(str::to_string))
+                    .unwrap_or_else(|| "unknown".into())
+            })
+            .await
+            .clone()
     }
 
     /// Records that `operation` on `stack` in `region`, started at `started`, ended (`error`:
@@ -205,7 +208,7 @@ impl History {
                 "succeeded"
             }
             .into(),
-            who: self.who.clone().await,
+            who: self.who().await,
             started_at: chrono::Utc::now().timestamp_millis()
                 - i64::try_from(started.elapsed().as_millis()).unwrap_or(0),
             duration_ms: u64::try_from(elapsed.max(Duration::ZERO).as_millis()).unwrap_or(0),
