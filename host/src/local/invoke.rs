@@ -167,7 +167,10 @@ impl LocalInvoker {
         }
         // The endpoint the SDK in the function uses: the real one, or AWS_ENDPOINT_URL's.
         for (name, value) in std::env::vars() {
-            if name.starts_with("AWS_ENDPOINT_URL") || name.starts_with("AWS_USE_") {
+            if name.starts_with("AWS_ENDPOINT_URL")
+                || name.starts_with("AWS_USE_")
+                || name.starts_with("AWS_SDK_")
+            {
                 all.insert(name, value);
             }
         }
