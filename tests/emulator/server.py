@@ -87,6 +87,7 @@ import dns_services  # noqa: E402,F401  (Route 53 and ACM as AWS has them: Calle
 import apigateway_rest  # noqa: E402,F401  (API Gateway REST APIs as AWS answers them: conflicts, not-found, patch operations, tags by ARN)
 import config_apis  # noqa: E402  (Lambda and S3 configuration APIs moto lacks)
 import elbv2_service  # noqa: E402,F401  (ELBv2 as AWS has it: provisioning, duplicate names and ports, Lambda target permissions)
+import cloudfront_service  # noqa: E402,F401  (CloudFront as AWS has it: distributions InProgress then Deployed, ETags, policies, functions)
 from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402
 
