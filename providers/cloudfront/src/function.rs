@@ -10,19 +10,18 @@ use aws_sdk_cloudfront::primitives::Blob;
 use aws_sdk_cloudfront::types::{
     FunctionConfig, FunctionStage, KeyValueStoreAssociation, KeyValueStoreAssociations,
 };
-use cdkd_aws_common::{generated_name, tag_map_without_token, template_tags, Readable, TypeSchema};
+use cdkd_aws_common::{
+    created_name, generated_name, tag_map_without_token, template_tags, Readable, TypeSchema,
+};
 use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
+    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
 use crate::named_config::{objects, s, Shape};
-use crate::{
-    built, client, etag, failed, find_request, found_answer, live_tags, sdk_tags, set_tags,
-    unsupported,
-};
+use crate::{built, client, etag, failed, live_tags, sdk_tags, set_tags};
 
 const TYPE: &str = "AWS::CloudFront::Function";
 
@@ -431,44 +430,6 @@ impl ResourceProvider for Function {
                 .map_err(failed!(format!("{what}: DeleteFunction {name}"))),
         )
     }
-
-    /// `find_created`: the function of the template's (or the generated) name.
-    async fn invoke_other(
-        &self,
-        ctx: &PluginContext,
-        name: &str,
-        request: Value,
-    ) -> Result<Value, ProviderError> {
-        if name != operation::FIND_CREATED {
-            return Err(unsupported(TYPE, name));
-        }
-        let request = find_request(TYPE, request, false)?;
-        let what = format!("{TYPE} {}", request.logical_id);
-        let wanted = cdkd_aws_common::string(request.properties.get("Name")).or_else(|| {
-            (!request.stack_name.is_empty() && !request.token.is_empty()).then(|| {
-                generated_name(
-                    &request.stack_name,
-                    &request.logical_id,
-                    &request.token,
-                    MAX_NAME,
-                    false,
-                    "",
-                )
-            })
-        });
-        let Some(wanted) = wanted else {
-            return found_answer(None, None);
-        };
-        let cf = client(ctx).await?;
-        match describe(&cf, &what, &wanted).await? {
-            Some(live) => {
-                let tags = live_tags(&cf, &what, &live.arn).await?;
-                let properties = properties(&live, &wanted, &tags, &request.properties);
-                found_answer(Some(live.arn), Some(properties))
-            }
-            None => found_answer(None, None),
-        }
-    }
 }
 
 #[async_trait]
@@ -486,6 +447,20 @@ impl Readable for Function {
         };
         let tags = live_tags(&cf, what, &live.arn).await?;
         Ok(Some(properties(&live, name, &tags, &request.properties)))
+    }
+
+    /// The ARN of the function of the template's (or the generated) name; the host then reads it.
+    async fn created_id(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &FindCreatedRequest,
+    ) -> Result<Option<String>, ProviderError> {
+        let Some(name) = created_name(request, Some("Name"), MAX_NAME, false) else {
+            return Ok(None);
+        };
+        let cf = client(ctx).await?;
+        Ok(describe(&cf, what, &name).await?.map(|live| live.arn))
     }
 
     async fn attributes(

@@ -6,18 +6,19 @@
 //! crash the resource is found by its name (the template's, else one generated from the create's
 //! token); a create answered "already exists" adopts the resource of that name only when its
 //! configuration is the one asked for (a retried create whose first answer was lost).
+//! `find_created` is [`cdkd_aws_common::Reads`]'s, through [`Readable::created_id`].
 
 use std::marker::PhantomData;
 
-use cdkd_aws_common::{generated_name, Readable, TypeSchema};
+use cdkd_aws_common::{created_name, generated_name, Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
+    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{client, config_name, find_request, found_answer, unsupported};
+use crate::{client, config_name};
 
 /// What CloudFront answers for one resource: its config, last change and ETag.
 pub(crate) struct Live<C> {
@@ -238,41 +239,6 @@ impl<T: NamedConfig> ResourceProvider for Named<T> {
         };
         cdkd_aws_common::deleted_unless_failed(T::delete(&cf, &what, id, &live.etag).await)
     }
-
-    /// `find_created`: the resource of the template's (or the generated) name.
-    async fn invoke_other(
-        &self,
-        ctx: &PluginContext,
-        name: &str,
-        request: Value,
-    ) -> Result<Value, ProviderError> {
-        if name != operation::FIND_CREATED {
-            return Err(unsupported(T::TYPE, name));
-        }
-        let request = find_request(T::TYPE, request, false)?;
-        let what = what::<T>(&request.logical_id);
-        let wanted = config_name(&request.properties, T::CONFIG).or_else(|| {
-            (!request.stack_name.is_empty() && !request.token.is_empty()).then(|| {
-                generated_name(
-                    &request.stack_name,
-                    &request.logical_id,
-                    &request.token,
-                    T::MAX_NAME,
-                    false,
-                    "",
-                )
-            })
-        });
-        let Some(wanted) = wanted else {
-            return found_answer(None, None);
-        };
-        let cf = client(ctx).await?;
-        let Some(id) = T::find(&cf, &what, &wanted).await? else {
-            return found_answer(None, None);
-        };
-        let live = T::get(&cf, &what, &id).await?;
-        found_answer(Some(id), live.map(|l| properties::<T>(&l.config)))
-    }
 }
 
 #[async_trait]
@@ -287,6 +253,21 @@ impl<T: NamedConfig> Readable for Named<T> {
         Ok(T::get(&cf, what, &request.physical_id)
             .await?
             .map(|live| properties::<T>(&live.config)))
+    }
+
+    /// The id of the resource of the template's (or the generated) name: the host then reads it.
+    async fn created_id(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &FindCreatedRequest,
+    ) -> Result<Option<String>, ProviderError> {
+        let wanted = config_name(&request.properties, T::CONFIG)
+            .or_else(|| created_name(request, None, T::MAX_NAME, false));
+        let Some(wanted) = wanted else {
+            return Ok(None);
+        };
+        T::find(&client(ctx).await?, what, &wanted).await
     }
 
     async fn attributes(
