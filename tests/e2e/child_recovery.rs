@@ -8,9 +8,6 @@
 //! something cannot be checked; destroy leaves none.
 //! One test per binary: the counts are the emulator's, which no other test here touches.
 
-use std::process::Stdio;
-use std::time::{Duration, Instant};
-
 use cdkd_tests::{workspace_root, AppWorld, Emulator};
 use serde_json::{json, Value};
 
@@ -49,41 +46,13 @@ fn creates() -> u64 {
     .sum()
 }
 
-/// Waits until the emulator has answered what a killed process had sent (it adds latency
-/// before it answers, and a loaded machine answers slowly), as a person's force-unlock would
-/// come later.
-fn settle() {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Emulator::shared().get("/_emulator/inflight")["inFlight"] != json!(0) {
-        assert!(Instant::now() < deadline, "the emulator is still answering");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn children_made_by_a_killed_deploy_are_found_in_their_parents() {
     let zero = children();
     for (round, kill_after) in [3u64, 6, 9, 12].into_iter().enumerate() {
         let world = AppWorld::of("children", STACK, &format!("children{round}"), |_| {});
         let app = world.assembly.path().display().to_string();
-        Emulator::shared().delete("/_emulator/stats");
-        let mut child = world
-            .command(&["deploy", "-a", &app])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(90);
-        while creates() < kill_after {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("round {round}: the deploy ended ({status}) before it was killed");
-            }
-            assert!(Instant::now() < deadline, "round {round}: too few creates");
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        child.kill().unwrap();
-        child.wait().unwrap();
-        settle();
+        world.kill_after(&["deploy", "-a", &app], kill_after, creates);
 
         world.cdkd(&["force-unlock", STACK]).success();
         let resumed = world.cdkd(&["deploy", "-a", &app]);

@@ -9,7 +9,6 @@
 //! Every other round also kills the destroy part-way; the next destroy finishes it.
 //! One test per binary: the counts are the emulator's, which no other test here touches.
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use cdkd_tests::{AppWorld, Emulator};
@@ -92,26 +91,7 @@ fn a_vpc_deploy_killed_part_way_converges_and_a_stuck_delete_names_its_dependant
     for (round, kill_after) in [2u64, 4, 7, 11, 15, 20].into_iter().enumerate() {
         let world = AppWorld::of("vpc", STACK, &format!("crash{round}"), |_| {});
         let app = world.assembly.path().display().to_string();
-        Emulator::shared().delete("/_emulator/stats");
-        let mut child = world
-            .command(&["deploy", "-a", &app])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while ec2_creates() < kill_after {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("round {round}: the deploy ended ({status}) before it was killed");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "round {round}: too few EC2 creates"
-            );
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        child.kill().unwrap();
-        child.wait().unwrap();
+        world.kill_after(&["deploy", "-a", &app], kill_after, ec2_creates);
 
         world.cdkd(&["force-unlock", STACK]).success();
         let resumed = world.cdkd(&["deploy", "-a", &app]);
@@ -163,26 +143,11 @@ fn a_vpc_deploy_killed_part_way_converges_and_a_stuck_delete_names_its_dependant
         }
         if round % 2 == 1 {
             // A destroy killed part-way: the next one, after force-unlock, finishes it.
-            Emulator::shared().delete("/_emulator/stats");
-            let mut child = world
-                .command(&["destroy", "-a", &app, "-f"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while ec2_deletes() < kill_after.min(12) {
-                if let Ok(Some(status)) = child.try_wait() {
-                    panic!("round {round}: the destroy ended ({status}) before it was killed");
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "round {round}: too few EC2 deletes"
-                );
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            child.kill().unwrap();
-            child.wait().unwrap();
+            world.kill_after(
+                &["destroy", "-a", &app, "-f"],
+                kill_after.min(12),
+                ec2_deletes,
+            );
             world.cdkd(&["force-unlock", STACK]).success();
         }
         world.cdkd(&["destroy", "-a", &app, "-f"]).success();

@@ -5,9 +5,6 @@
 //! that something cannot be checked; destroy leaves none.
 //! One test per binary: the counts are the emulator's, which no other test here touches.
 
-use std::process::Stdio;
-use std::time::{Duration, Instant};
-
 use cdkd_tests::{AppWorld, Emulator};
 use serde_json::{json, Value};
 
@@ -37,41 +34,13 @@ fn creates() -> u64 {
         .sum()
 }
 
-fn settle() {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Emulator::shared().get("/_emulator/inflight")["inFlight"] != json!(0) {
-        assert!(Instant::now() < deadline, "the emulator is still answering");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn an_http_api_made_by_a_killed_deploy_is_found_by_its_tag_and_its_children_in_it() {
     let zero = made();
     for (round, kill_after) in [1u64, 2, 4, 6].into_iter().enumerate() {
         let world = AppWorld::of("httpapi", STACK, &format!("httpapi{round}"), |_| {});
         let app = world.assembly.path().display().to_string();
-        Emulator::shared().delete("/_emulator/stats");
-        let mut child = world
-            .command(&["deploy", "-a", &app])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(90);
-        while creates() < kill_after {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!(
-                    "round {round}: the deploy ended ({status}) before it was killed; stats {}",
-                    Emulator::shared().get("/_emulator/stats")
-                );
-            }
-            assert!(Instant::now() < deadline, "round {round}: too few creates");
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        child.kill().unwrap();
-        child.wait().unwrap();
-        settle();
+        world.kill_after(&["deploy", "-a", &app], kill_after, creates);
 
         world.cdkd(&["force-unlock", STACK]).success();
         let resumed = world.cdkd(&["deploy", "-a", &app]);

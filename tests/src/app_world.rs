@@ -128,6 +128,37 @@ impl AppWorld {
         command.output().unwrap().into()
     }
 
+    /// Runs `cdkd <args>` and `kill -9`s it once `progress` (a count of the emulator's calls
+    /// since its stats were cleared here) reaches `calls`, then waits until the emulator has
+    /// answered what it had in flight. Panics if the command ends first or `progress` stalls.
+    pub fn kill_after(&self, args: &[&str], calls: u64, progress: impl Fn() -> u64) {
+        let emulator = Emulator::shared();
+        emulator.delete("/_emulator/stats");
+        let mut child = self
+            .command(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        while progress() < calls {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "cdkd {args:?} ended ({status}) before {calls} calls; stats {}",
+                    emulator.get("/_emulator/stats")
+                );
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "cdkd {args:?}: fewer than {calls} calls in 90 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        emulator.settle();
+    }
+
     /// `cdkd deploy -a <this world's assembly>` with `extra` arguments.
     pub fn deploy(&self, extra: &[&str]) -> Run {
         let app = self.assembly.path().display().to_string();

@@ -107,6 +107,20 @@ impl Emulator {
             .unwrap_or_default()
     }
 
+    /// Waits until the emulator has answered everything sent to it (it adds latency before it
+    /// answers, and a loaded machine answers slowly): what a killed process had in flight has
+    /// then landed, as it would have by the time a person runs force-unlock.
+    pub fn settle(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while self.get("/_emulator/inflight")["inFlight"] != serde_json::json!(0) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the emulator is still answering"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// DELETEs a control path (`/_emulator/stats` clears the counts).
     pub fn delete(&self, path: &str) -> Value {
         http("DELETE", &format!("{}{path}", self.endpoint), None)
