@@ -237,7 +237,7 @@ fn the_storage_bucket_and_policy_go_through_the_s3_plugin() {
 }
 
 #[test]
-fn deleting_a_non_empty_bucket_says_so() {
+fn a_non_empty_bucket_is_refused_unless_cdk_marked_it_for_emptying() {
     let world = World::new();
     world.deploy().success();
     let name = world.record("Data666C94C7")["physicalId"]
@@ -251,11 +251,30 @@ fn deleting_a_non_empty_bucket_says_so() {
     let refused = world.cdkd(&["destroy", "-a", &app, "-f"]);
     assert_eq!(refused.code, Some(1));
     assert!(
-        refused
-            .stderr
-            .contains(&format!("bucket {name} is not empty; empty it first")),
+        refused.stderr.contains(&format!(
+            "bucket {name} is not empty, and CloudFormation (like cdkd) deletes only empty buckets"
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("autoDeleteObjects"),
         "{}",
         refused.stderr
     );
     assert!(bucket_exists(&name));
+
+    // CDK's autoDeleteObjects tag: objects written after its handler emptied the bucket (access
+    // logs) are deleted again, versions included, and the delete goes through.
+    s3(&format!(
+        "c('s3').put_bucket_tagging(Bucket='{name}', Tagging={{'TagSet': [{{'Key': 'aws-cdk:auto-delete-objects', 'Value': 'true'}}]}}) and None"
+    ));
+    s3(&format!(
+        "[c('s3').put_object(Bucket='{name}', Key=f'logs/{{i}}', Body=b'x')['ETag'] for i in range(3)]"
+    ));
+    world.cdkd(&["destroy", "-a", &app, "-f"]).success();
+    assert!(
+        !bucket_exists(&name),
+        "the tagged bucket survived its destroy"
+    );
 }

@@ -23,6 +23,7 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
+use crate::auto_delete;
 use crate::invalid;
 use crate::keyed_configurations::{self, Analytics, IntelligentTiering, Inventory, Metrics};
 
@@ -884,30 +885,37 @@ impl ResourceProvider for Bucket {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        match crate::client(ctx)
-            .await?
-            .delete_bucket()
-            .bucket(&request.physical_id)
-            .send()
-            .await
-        {
-            Ok(_) => Ok(DeleteResult::Deleted),
-            Err(err) => {
-                let err = aws_error(
-                    &format!("{what}: DeleteBucket {}", request.physical_id),
-                    err,
-                );
-                match err.kind {
-                    ErrorKind::NOT_FOUND => Ok(DeleteResult::Deleted),
-                    ErrorKind::CONFLICT => Err(ProviderError::new(
-                        ErrorKind::CONFLICT,
-                        format!("{what}: bucket {} is not empty; empty it first (CDK's autoDeleteObjects does that through a custom resource, which cdkd does not run yet)", request.physical_id),
-                    )
-                    .with_aws_code("BucketNotEmpty")),
-                    _ => Err(err),
+        let bucket = request.physical_id.as_str();
+        let client = crate::client(ctx).await?;
+        // A logging bucket can be written to between an emptying and the delete: a few rounds.
+        for _ in 0..5 {
+            let err = match client.delete_bucket().bucket(bucket).send().await {
+                Ok(_) => return Ok(DeleteResult::Deleted),
+                Err(err) => aws_error(&format!("{what}: DeleteBucket {bucket}"), err),
+            };
+            match err.kind {
+                ErrorKind::NOT_FOUND => return Ok(DeleteResult::Deleted),
+                ErrorKind::CONFLICT => {
+                    if !auto_delete::marked(&client, bucket, &what).await? {
+                        return Err(ProviderError::new(
+                            ErrorKind::CONFLICT,
+                            format!("{what}: bucket {bucket} is not empty, and CloudFormation (like cdkd) deletes only empty buckets; empty it (`aws s3 rm s3://{bucket} --recursive`, and its old versions if versioned), or give it `autoDeleteObjects: true` in the app, then delete again"),
+                        )
+                        .with_aws_code("BucketNotEmpty"));
+                    }
+                    let removed = auto_delete::empty(&client, bucket, &what).await?;
+                    tracing::info!(
+                        "{what}: {removed} object versions written after autoDeleteObjects emptied {bucket} were deleted"
+                    );
                 }
+                _ => return Err(err),
             }
         }
+        Err(ProviderError::new(
+            ErrorKind::CONFLICT,
+            format!("{what}: bucket {bucket} ({}) filled up again after each of 5 emptyings; stop what writes to it (access logs, load balancer logs) and delete again", auto_delete::TAG),
+        )
+        .with_aws_code("BucketNotEmpty"))
     }
 
     async fn get_attribute(

@@ -2,6 +2,7 @@
 //! calls (no polling). Properties it does not declare (ABAC, S3 metadata tables, …) send
 //! the resource to Cloud Control.
 
+mod auto_delete;
 mod bucket;
 mod bucket_policy;
 mod keyed_configurations;
