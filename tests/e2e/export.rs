@@ -821,3 +821,39 @@ fn a_child_with_nothing_for_phase_two_is_flipped_out_of_import_complete_before_n
     );
     assert_eq!(world.cdkd(&["state", "list"]).success().stdout, "");
 }
+
+#[test]
+fn stack_region_picks_the_record_of_a_stack_deployed_elsewhere() {
+    bootstrapped();
+    let world = AppWorld::without_assets("export", "HandoverStack", "export-region");
+    let app = world.assembly.path().display().to_string();
+    let in_ireland = [("AWS_REGION", "eu-west-1")];
+    world
+        .cdkd_with_env(&["deploy", "HandoverStack", "-a", &app], &in_ireland)
+        .success();
+
+    // The default region (us-east-1) has no record of it.
+    let here = export(&world, "HandoverStack", &["--dry-run"]);
+    assert_ne!(here.code, Some(0), "{}", here.stdout);
+    assert!(here.stderr.contains("us-east-1"), "{}", here.stderr);
+
+    let there = export(
+        &world,
+        "HandoverStack",
+        &["--dry-run", "--stack-region", "eu-west-1"],
+    )
+    .success();
+    assert!(
+        there.stdout.contains("Export HandoverStack (eu-west-1)"),
+        "{}",
+        there.stdout
+    );
+    assert!(
+        there.stdout.contains("InboxA8E05DC3 (AWS::SQS::Queue)"),
+        "{}",
+        there.stdout
+    );
+    world
+        .cdkd_with_env(&["destroy", "HandoverStack", "-a", &app, "-f"], &in_ireland)
+        .success();
+}

@@ -58,6 +58,10 @@ pub struct ExportArgs {
     /// Go ahead with `-c` context overrides (they are not saved for later `cdk deploy`s).
     #[arg(long)]
     accept_transient_context: bool,
+    /// The region whose state record is exported (and where the CloudFormation stack is
+    /// made), for a stack cdkd deployed in several regions.
+    #[arg(long, value_name = "REGION")]
+    stack_region: Option<String>,
 }
 
 fn key_values(items: &[String], flag: &str) -> anyhow::Result<BTreeMap<String, String>> {
@@ -107,7 +111,16 @@ async fn source(context: &CommandContext, args: &ExportArgs) -> anyhow::Result<S
     let [stack] = stacks.as_slice() else {
         anyhow::bail!("cdkd export hands one stack at a time to CloudFormation; name it");
     };
-    let (_, region) = stack_target(context, stack).await?;
+    let (_, mut region) = stack_target(context, stack).await?;
+    if let Some(wanted) = &args.stack_region {
+        match &stack.environment.region {
+            Some(fixed) if fixed != wanted => anyhow::bail!(
+                "stack {} is deployed to {fixed} (its environment in the app), not --stack-region {wanted}; drop --stack-region, or export the app's stack for that region",
+                stack.display_name
+            ),
+            _ => region = wanted.clone(),
+        }
+    }
     let body = stack
         .template()
         .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
@@ -158,7 +171,7 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
     let Source {
         stack,
         display,
-        region,
+        mut region,
         file,
         folder,
         others,
@@ -166,6 +179,13 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
     let cfn_stack = args.cfn_stack_name.clone().unwrap_or_else(|| stack.clone());
     let aws = context.aws().await;
     let store = context.state().await?;
+    if args.template.is_some() {
+        // A template file says nothing of where the stack lives: its one record's region, or
+        // the one --stack-region names.
+        region = store
+            .stack_region(&stack, args.stack_region.as_deref(), &region)
+            .await?;
+    }
     let state = super::state::load(&store, &stack, &region).await?;
 
     // Planning: state, the templates and the registry; no AWS write and no lock yet.
