@@ -406,6 +406,139 @@ mod tests {
         assert_ne!(request_id(), id);
     }
 
+    fn function(dir: &Path, runtime: &str, handler: &str, timeout: u64) -> LocalFunction {
+        LocalFunction {
+            logical_id: "Fn1".into(),
+            path: "S/Fn".into(),
+            runtime: runtime.into(),
+            handler: handler.into(),
+            code: Code::Folder(dir.to_path_buf()),
+            timeout,
+            memory: 256,
+            layers: vec![],
+            external_layers: vec![],
+            environment: Default::default(),
+            function_name: None,
+            image: false,
+        }
+    }
+
+    fn aws() -> AwsVariables {
+        AwsVariables {
+            region: "eu-west-1".into(),
+            account: "123456789012".into(),
+            credentials: vec![],
+        }
+    }
+
+    fn run(dir: &Path, runtime: &str, handler: &str, timeout: u64) -> Invocation {
+        let variables = BTreeMap::from([("GREETING".to_string(), "hi".to_string())]);
+        let invoker = LocalInvoker::new(
+            function(dir, runtime, handler, timeout),
+            variables,
+            "my-fn".into(),
+            &aws(),
+        )
+        .unwrap();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(invoker.invoke(&serde_json::json!({"n": 2}), "  "))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_node_handler_runs_with_its_event_context_and_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("index.js"),
+            r#"
+exports.ok = async (event, context) => ({
+  n: event.n * 2, name: context.functionName, arn: context.invokedFunctionArn,
+  memory: context.memoryLimitInMB, greeting: process.env.GREETING, region: process.env.AWS_REGION,
+  remaining: context.getRemainingTimeInMillis() > 0,
+});
+exports.callback = (event, context, done) => { setTimeout(() => done(null, 'later'), 10); };
+exports.boom = async () => { throw new TypeError('bad input'); };
+exports.slow = () => new Promise(() => setInterval(() => {}, 1000));
+"#,
+        )
+        .unwrap();
+        let ok = run(dir.path(), "nodejs20.x", "index.ok", 3);
+        assert!(!ok.error, "{}", ok.payload);
+        let result: serde_json::Value = serde_json::from_str(&ok.payload).unwrap();
+        assert_eq!(
+            result,
+            serde_json::json!({
+                "n": 4, "name": "my-fn", "arn": "arn:aws:lambda:eu-west-1:123456789012:function:my-fn",
+                "memory": "256", "greeting": "hi", "region": "eu-west-1", "remaining": true,
+            })
+        );
+        assert_eq!(
+            run(dir.path(), "nodejs20.x", "index.callback", 3).payload,
+            "\"later\""
+        );
+        let boom = run(dir.path(), "nodejs20.x", "index.boom", 3);
+        assert!(boom.error);
+        let error: serde_json::Value = serde_json::from_str(&boom.payload).unwrap();
+        assert_eq!(error["errorType"], "TypeError");
+        assert_eq!(error["errorMessage"], "bad input");
+        let slow = run(dir.path(), "nodejs20.x", "index.slow", 1);
+        assert!(slow.error);
+        assert!(
+            slow.payload.contains("Task timed out after 1.00 seconds"),
+            "{}",
+            slow.payload
+        );
+        let missing = run(dir.path(), "nodejs20.x", "index.nothing", 3);
+        assert!(
+            missing.payload.contains("Runtime.HandlerNotFound"),
+            "{}",
+            missing.payload
+        );
+    }
+
+    #[test]
+    fn a_python_handler_runs_and_its_errors_are_lambdas() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("pkg")).unwrap();
+        std::fs::write(
+            dir.path().join("pkg/app.py"),
+            "import os, time\n\
+             def ok(event, context):\n    return {'n': event['n'] + 1, 'name': context.function_name, 'greeting': os.environ['GREETING']}\n\
+             def boom(event, context):\n    raise ValueError('no')\n\
+             def slow(event, context):\n    time.sleep(30)\n",
+        )
+        .unwrap();
+        let ok = run(dir.path(), "python3.11", "pkg/app.ok", 3);
+        assert!(!ok.error, "{}", ok.payload);
+        let result: serde_json::Value = serde_json::from_str(&ok.payload).unwrap();
+        assert_eq!(
+            result,
+            serde_json::json!({"n": 3, "name": "my-fn", "greeting": "hi"})
+        );
+        let boom = run(dir.path(), "python3.11", "pkg/app.boom", 3);
+        let error: serde_json::Value = serde_json::from_str(&boom.payload).unwrap();
+        assert!(boom.error);
+        assert_eq!(
+            (error["errorType"].as_str(), error["errorMessage"].as_str()),
+            (Some("ValueError"), Some("no"))
+        );
+        let slow = run(dir.path(), "python3.11", "pkg/app.slow", 1);
+        assert!(
+            slow.payload.contains("Task timed out after 1.00 seconds"),
+            "{}",
+            slow.payload
+        );
+        let missing = run(dir.path(), "python3.11", "nomodule.x", 3);
+        assert!(
+            missing.payload.contains("Runtime.ImportModuleError"),
+            "{}",
+            missing.payload
+        );
+    }
+
     #[test]
     fn a_folder_fingerprint_changes_when_a_file_does() {
         let dir = tempfile::tempdir().unwrap();
