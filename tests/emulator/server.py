@@ -85,6 +85,7 @@ import rpcv2_cbor  # noqa: E402
 import timing  # noqa: E402  (EMU_PROFILE=aws: AWS's timing, off by default)
 import dns_services  # noqa: E402,F401  (Route 53 and ACM as AWS has them: CallerReference, query logging, DNS validation)
 import apigateway_rest  # noqa: E402,F401  (API Gateway REST APIs as AWS answers them: conflicts, not-found, patch operations, tags by ARN)
+import ecs_service  # noqa: E402,F401  (ECS services roll out and drain over time, clientToken, target groups on a load balancer; see the module)
 import config_apis  # noqa: E402  (Lambda and S3 configuration APIs moto lacks)
 import elbv2_service  # noqa: E402,F401  (ELBv2 as AWS has it: provisioning, duplicate names and ports, Lambda target permissions)
 import cloudfront_service  # noqa: E402,F401  (CloudFront as AWS has it: distributions InProgress then Deployed, ETags, policies, functions)
