@@ -243,35 +243,16 @@ def describe_tags(self, resource_arns):
 _Backend.describe_tags = describe_tags
 
 
-# The functions Lambda made, by ARN: the backend the Lambda API answers from is not always the
-# one `lambda_backends` hands out here, so the function objects are kept as they are made.
-_FUNCTIONS = {}
+def _may_invoke(account_id, region, function_arn):
+    """Whether the function's resource policy lets ELBv2 invoke it."""
+    # moto's own lookup: with Docker off (server.py) the functions live in its "simple"
+    # Lambda backend, not in `lambda_backends`.
+    from moto.awslambda.utils import get_backend
 
-
-def _remember_functions():
-    from moto.awslambda.models import LambdaBackend
-
-    create = LambdaBackend.create_function
-
-    def create_function(self, spec):
-        fn = create(self, spec)
-        _FUNCTIONS[fn.function_arn] = fn
-        return fn
-
-    LambdaBackend.create_function = create_function
-
-
-_remember_functions()
-
-
-def _may_invoke(function_arn):
-    """Whether the function's resource policy lets ELBv2 invoke it (a qualified ARN's function)."""
-    fn = _FUNCTIONS.get(function_arn) or _FUNCTIONS.get(function_arn.rsplit(":", 1)[0])
-    if fn is None:
-        return False
     try:
-        statements = fn.policy.get_policy()["Policy"]["Statement"]
-    except Exception:  # noqa: BLE001  (no policy: nobody may invoke it)
+        answer = json.loads(get_backend(account_id, region).get_policy(function_arn))
+        statements = json.loads(answer["Policy"])["Statement"]
+    except Exception:  # noqa: BLE001  (no function, or no policy: nobody may invoke it)
         return False
     return any(
         "elasticloadbalancing.amazonaws.com" in json.dumps(s.get("Principal"))
@@ -290,7 +271,7 @@ def register_targets(self, target_group_arn, instances):
         if len(ids) > 1:
             raise _Refused("TooManyTargets", "A Lambda target group can have only one target")
         for target in instances:
-            if not _may_invoke(target["Id"]):
+            if not _may_invoke(self.account_id, self.region_name, target["Id"]):
                 raise _Refused(
                     "AccessDenied",
                     f"elasticloadbalancing principal does not have permission to invoke {target['Id']} from target group {target_group_arn}",
