@@ -303,6 +303,32 @@ fn a_lambda_rest_api_with_a_custom_domain_and_a_usage_plan_deploys_through_the_p
         "a no-change deploy called {services:?}: {calls}"
     );
 
+    // The API answers: the emulator serves the deployed stage (apigateway_rest.py), the
+    // `{proxy+}` method runs the function through its Lambda proxy integration, and the POST
+    // needs the usage plan's key.
+    let base = format!(
+        "{}/apigateway_us-east-1/restapis/{api}/prod/_user_request_",
+        Emulator::shared().endpoint()
+    );
+    assert_eq!(
+        aws(&format!(
+            "(lambda r: [r.status_code, r.json()])(__import__('requests').get('{base}/shop/7'))"
+        )),
+        json!([200, {"path": "/shop/7", "method": "GET"}])
+    );
+    assert_eq!(
+        aws(&format!(
+            "__import__('requests').post('{base}/items', data='{{}}').status_code"
+        )),
+        json!(403)
+    );
+    assert_eq!(
+        aws(&format!(
+            "(lambda r: [r.status_code, r.json()])(__import__('requests').post('{base}/items', data='{{}}', headers={{'x-api-key': '{value}'}}))"
+        )),
+        json!([200, {"path": "/items", "method": "POST"}])
+    );
+
     // In place: the API's description and binary media types, the plan's throttle.
     world.edit(|t| {
         t["Resources"][API]["Properties"]["Description"] = json!("items REST API v2");

@@ -519,3 +519,122 @@ APIGatewayResponse.get_tags = _get_tags
 APIGatewayResponse.tag_resource = _tag_resource
 APIGatewayResponse.untag_resource = _untag_resource
 _urls.url_paths["{0}/tags/(?P<resourceArn>.+)$"] = APIGatewayResponse.dispatch
+
+# --- invoking a deployed stage ---------------------------------------------------------------
+# AWS serves a stage at https://{api}.execute-api.{region}.amazonaws.com/{stage}/{path}. moto
+# answers stage URLs only inside its Python decorator (and no AWS_PROXY integration at all), so
+# the emulator serves them at /apigateway_{region}/restapis/{api}/{stage}/_user_request_/{path}
+# (the path names the service and region, as moto's own self-calls do): the method of the
+# resource whose path matches (a literal part before a {param}, a {param} before a {greedy+}),
+# or ANY; a method that requires an API key needs an enabled key of a usage plan on the stage in
+# `x-api-key` (else 403); a Lambda proxy integration invokes its function through the emulator's
+# own Lambda Invoke with API Gateway's proxy event (version 1.0) and answers what it returns (502
+# when it fails or answers something else). Not modelled: the deployment's snapshot (the API's
+# current methods answer), authorizers, request validation, other integration types.
+
+import base64 as _base64
+import re as _re
+import uuid as _uuid
+
+
+def _match(api, path):
+    """The resource of `api` that serves `path`, with its path parameters."""
+    wanted = [p for p in path.split("/") if p]
+    best = None
+    for resource in api.resources.values():
+        parts = [p for p in resource.get_path().split("/") if p]
+        params, score, ok = {}, [], True
+        for i, part in enumerate(parts):
+            if part.startswith("{") and part.endswith("+}"):
+                if i >= len(wanted) or i != len(parts) - 1:
+                    ok = False
+                    break
+                params[part[1:-2]] = "/".join(wanted[i:])
+                score.append(0)
+                break
+            if i >= len(wanted):
+                ok = False
+                break
+            if part.startswith("{") and part.endswith("}"):
+                params[part[1:-1]] = wanted[i]
+                score.append(1)
+            elif part == wanted[i]:
+                score.append(2)
+            else:
+                ok = False
+                break
+        else:
+            ok = ok and len(parts) == len(wanted)
+        if ok and (best is None or score > best[0]):
+            best = (score, resource, params)
+    return (best[1], best[2]) if best else (None, None)
+
+
+def _json_answer(status, message):
+    return status, {"Content-Type": "application/json"}, json.dumps({"message": message})
+
+
+def _invoke_stage(request, full_url, headers):
+    from moto.apigateway.models import apigateway_backends
+    from moto.core import DEFAULT_ACCOUNT_ID
+    match = _re.match(r"^/apigateway_([^/]+)/restapis/([^/]+)/([^/]+)/_user_request_(/.*)?$",
+                      request.path)
+    region, api_id, stage_name, path = match.group(1), match.group(2), match.group(3), match.group(4) or "/"
+    backend = apigateway_backends[DEFAULT_ACCOUNT_ID][region]
+    api = backend.apis.get(api_id)
+    if api is None or stage_name not in api.stages:
+        return _json_answer(403, "Forbidden")
+    stage = api.stages[stage_name]
+    resource, params = _match(api, path)
+    if resource is None:
+        return _json_answer(403, "Missing Authentication Token")
+    method = resource.resource_methods.get(request.method) or resource.resource_methods.get("ANY")
+    if method is None:
+        return _json_answer(403, "Missing Authentication Token")
+    if method.api_key_required:
+        given = request.headers.get("x-api-key")
+        usable = {
+            key_id for plan in backend.usage_plans.values()
+            if any(s.get("apiId") == api_id and s.get("stage") == stage_name for s in plan.api_stages)
+            for key_id in backend.usage_plan_keys.get(plan.id, {})
+        }
+        if not any(k.value == given and k.enabled and k.id in usable for k in backend.keys.values()):
+            return _json_answer(403, "Forbidden")
+    integration = method.method_integration
+    if integration is None or integration.integration_type != "AWS_PROXY" or ":lambda:path/" not in (integration.uri or ""):
+        return _json_answer(500, "Internal server error")
+    function = integration.uri.split("/functions/", 1)[1].rsplit("/invocations", 1)[0]
+    body = request.get_data(as_text=True) if request.get_data() else None
+    query = {k: v[-1] for k, v in request.args.lists()} or None
+    event = {
+        "resource": resource.get_path(), "path": path, "httpMethod": request.method,
+        "headers": dict(request.headers), "multiValueHeaders": {k: [v] for k, v in request.headers.items()},
+        "queryStringParameters": query,
+        "multiValueQueryStringParameters": {k: v for k, v in request.args.lists()} or None,
+        "pathParameters": params or None, "stageVariables": stage.variables or None,
+        "requestContext": {
+            "resourceId": resource.id, "resourcePath": resource.get_path(), "httpMethod": request.method,
+            "path": f"/{stage_name}{path}", "stage": stage_name, "apiId": api_id,
+            "accountId": DEFAULT_ACCOUNT_ID, "requestId": str(_uuid.uuid4()),
+            "identity": {"sourceIp": request.remote_addr or "127.0.0.1"},
+        },
+        "body": body, "isBase64Encoded": False,
+    }
+    import boto3
+    lam = boto3.client("lambda", endpoint_url=f"http://{request.host}", region_name=region,
+                       aws_access_key_id="testing", aws_secret_access_key="testing")
+    answer = lam.invoke(FunctionName=function, Payload=json.dumps(event).encode())
+    if answer.get("FunctionError"):
+        return _json_answer(502, "Internal server error")
+    try:
+        result = json.loads(answer["Payload"].read() or b"null")
+        status = int(result["statusCode"])
+    except (ValueError, TypeError, KeyError):
+        return _json_answer(502, "Internal server error")
+    out = result.get("body") or ""
+    if result.get("isBase64Encoded"):
+        out = _base64.b64decode(out)
+    return status, dict(result.get("headers") or {}), out
+
+
+_urls.url_paths[r"{0}/apigateway_(?P<region>[^/]+)/restapis/(?P<api>[^/]+)/(?P<stage>[^/]+)/_user_request_(?P<path>.*)$"] = _invoke_stage

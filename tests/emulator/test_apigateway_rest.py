@@ -158,3 +158,67 @@ def test_deleting_a_missing_usage_plan_is_not_found(emulator):
     apigw.delete_usage_plan(usagePlanId=plan)
     with pytest.raises(apigw.exceptions.NotFoundException):
         apigw.delete_usage_plan(usagePlanId=plan)
+
+
+def _python_function(emulator, name):
+    import io
+    import zipfile
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as z:
+        z.writestr("index.py", (
+            "import json\n"
+            "def handler(event, context):\n"
+            "    return {'statusCode': 201, 'headers': {'x-from': 'lambda'}, 'body': json.dumps({\n"
+            "        'path': event['path'], 'method': event['httpMethod'], 'resource': event['resource'],\n"
+            "        'params': event['pathParameters'], 'query': event['queryStringParameters'],\n"
+            "        'stage': event['requestContext']['stage'], 'vars': event['stageVariables'], 'body': event['body']})}\n"))
+    iam = emulator.client("iam")
+    role = iam.create_role(RoleName=f"{name}-role", AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"},
+                                                "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+    return emulator.client("lambda").create_function(
+        FunctionName=name, Runtime="python3.12", Role=role, Handler="index.handler",
+        Code={"ZipFile": code.getvalue()})["FunctionArn"]
+
+
+def test_a_deployed_stage_answers_through_its_lambda_proxy_integration(emulator):
+    import urllib.error
+    import urllib.request
+    apigw = emulator.client("apigateway")
+    fn = _python_function(emulator, "proxy-target")
+    uri = f"arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/{fn}/invocations"
+    api, root = _api(apigw)
+    items = apigw.create_resource(restApiId=api, parentId=root, pathPart="items")["id"]
+    item = apigw.create_resource(restApiId=api, parentId=items, pathPart="{id}")["id"]
+    proxy = apigw.create_resource(restApiId=api, parentId=root, pathPart="{proxy+}")["id"]
+    for resource, verb, keyed in ((item, "GET", False), (proxy, "ANY", False), (items, "POST", True)):
+        apigw.put_method(restApiId=api, resourceId=resource, httpMethod=verb, authorizationType="NONE",
+                         apiKeyRequired=keyed)
+        apigw.put_integration(restApiId=api, resourceId=resource, httpMethod=verb, type="AWS_PROXY",
+                              integrationHttpMethod="POST", uri=uri)
+    deployment = apigw.create_deployment(restApiId=api)["id"]
+    apigw.create_stage(restApiId=api, stageName="prod", deploymentId=deployment, variables={"mode": "live"})
+    base = f"{emulator.endpoint}/apigateway_us-east-1/restapis/{api}/prod/_user_request_"
+
+    def send(path, method="GET", body=None, headers=None):
+        request = urllib.request.Request(base + path, data=body, method=method, headers=headers or {})
+        try:
+            with urllib.request.urlopen(request) as answer:
+                return answer.status, dict(answer.headers), json.loads(answer.read())
+        except urllib.error.HTTPError as err:
+            return err.code, dict(err.headers), json.loads(err.read())
+
+    status, headers, body = send("/items/42?q=1")
+    assert status == 201 and headers.get("x-from") == "lambda", (status, body)
+    assert body == {"path": "/items/42", "method": "GET", "resource": "/items/{id}", "params": {"id": "42"},
+                    "query": {"q": "1"}, "stage": "prod", "vars": {"mode": "live"}, "body": None}
+    status, _, body = send("/a/b", method="DELETE")
+    assert (status, body["resource"], body["params"]) == (201, "/{proxy+}", {"proxy": "a/b"})
+    # The POST needs an API key of a usage plan on the stage.
+    assert send("/items", method="POST", body=b"{}")[0] == 403
+    key = apigw.create_api_key(name="proxy-key", enabled=True)
+    plan = apigw.create_usage_plan(name="proxy-plan", apiStages=[{"apiId": api, "stage": "prod"}])["id"]
+    apigw.create_usage_plan_key(usagePlanId=plan, keyId=key["id"], keyType="API_KEY")
+    status, _, body = send("/items", method="POST", body=b'{"name": "x"}', headers={"x-api-key": key["value"]})
+    assert (status, body["body"]) == (201, '{"name": "x"}')
+    assert send("/", method="GET")[0] == 403
