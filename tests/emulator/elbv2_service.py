@@ -280,3 +280,54 @@ def register_targets(self, target_group_arn, instances):
 
 
 _Backend.register_targets = register_targets
+
+
+# A listener's certificates as AWS keeps them: its default certificate (the one CreateListener
+# and ModifyListener set, the only one DescribeListeners answers) and the extra ones
+# AddListenerCertificates adds, which ModifyListener leaves alone. moto kept one list for both:
+# DescribeListeners answered the extra ones too, and ModifyListener dropped them.
+
+
+def _listener(self, arn):
+    return self.describe_listeners(load_balancer_arn=None, listener_arns=[arn])[0]
+
+
+def add_listener_certificates(self, arn, certificates):
+    listener = _listener(self, arn)
+    extra = listener.__dict__.setdefault("_emu_extra_certificates", [])
+    for certificate in certificates:
+        wanted = certificate["CertificateArn"]
+        if wanted not in extra and wanted not in listener.certificates:
+            extra.append(wanted)
+    if len(extra) > 25:
+        from moto.elbv2.exceptions import TooManyCertificatesError
+
+        raise TooManyCertificatesError()
+    return listener.certificates[:1] + extra
+
+
+def describe_listener_certificates(self, arn):
+    listener = _listener(self, arn)
+    return listener.certificates[:1] + listener.__dict__.get("_emu_extra_certificates", [])
+
+
+def remove_listener_certificates(self, arn, certificates):
+    listener = _listener(self, arn)
+    gone = {c["CertificateArn"] for c in certificates}
+    extra = listener.__dict__.get("_emu_extra_certificates", [])
+    listener._emu_extra_certificates = [c for c in extra if c not in gone]
+
+
+_modify_listener = _Backend.modify_listener
+
+
+def modify_listener(self, arn, *args, **kwargs):
+    listener = _modify_listener(self, arn, *args, **kwargs)
+    listener.certificates = listener.certificates[:1]
+    return listener
+
+
+_Backend.add_listener_certificates = add_listener_certificates
+_Backend.describe_listener_certificates = describe_listener_certificates
+_Backend.remove_listener_certificates = remove_listener_certificates
+_Backend.modify_listener = modify_listener

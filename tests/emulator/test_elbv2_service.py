@@ -142,3 +142,23 @@ def test_a_lambda_target_needs_the_functions_permission(emulator):
     with pytest.raises(elb.exceptions.ClientError) as refused:
         elb.register_targets(TargetGroupArn=tg, Targets=[{"Id": fn + "-other"}])
     assert refused.value.response["Error"]["Code"] == "TooManyTargets"
+
+
+def test_extra_certificates_stay_apart_from_the_default_one(emulator):
+    _, subnets, group = _network(emulator)
+    elb, acm = emulator.client("elbv2"), emulator.client("acm")
+    main, extra, other = (acm.request_certificate(DomainName=f"{n}.example.com")["CertificateArn"] for n in ("main", "extra", "other"))
+    lb = elb.create_load_balancer(Name="certs", Subnets=subnets, SecurityGroups=[group])["LoadBalancers"][0]["LoadBalancerArn"]
+    listener = elb.create_listener(LoadBalancerArn=lb, Protocol="HTTPS", Port=443, Certificates=[{"CertificateArn": main}],
+                                   DefaultActions=_fixed())["Listeners"][0]["ListenerArn"]
+    elb.add_listener_certificates(ListenerArn=listener, Certificates=[{"CertificateArn": extra}])
+    elb.add_listener_certificates(ListenerArn=listener, Certificates=[{"CertificateArn": extra}])
+    described = lambda: elb.describe_listeners(ListenerArns=[listener])["Listeners"][0]["Certificates"]  # noqa: E731
+    listed = lambda: sorted((c["CertificateArn"], c["IsDefault"]) for c in elb.describe_listener_certificates(ListenerArn=listener)["Certificates"])  # noqa: E731
+    assert [c["CertificateArn"] for c in described()] == [main]
+    assert listed() == sorted([(main, True), (extra, False)])
+    elb.modify_listener(ListenerArn=listener, Certificates=[{"CertificateArn": other}], DefaultActions=_fixed("503"))
+    assert [c["CertificateArn"] for c in described()] == [other]
+    assert listed() == sorted([(other, True), (extra, False)])
+    elb.remove_listener_certificates(ListenerArn=listener, Certificates=[{"CertificateArn": extra}])
+    assert listed() == [(other, True)]
