@@ -2,6 +2,8 @@
 # Prints the plugin boundary's figures from a release build: load/init time, FFI round trip,
 # .so sizes (debug and release), and cdkd's start-up time and peak memory.
 set -euo pipefail
+# Scripted runs have no terminal to approve IAM and security-group changes on (--require-approval).
+export CDKD_REQUIRE_APPROVAL=never
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 cargo build --release -p cdkd -p cdkd-provider-example-echo -p cdkd-test-faults -p cdkd-provider-s3 -p cdkd-provider-iam -p cdkd-provider-lambda

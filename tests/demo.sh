@@ -4,6 +4,8 @@
 # table through Cloud Control, and an Acme::Echo::Thing through the example plugin), shows the
 # state record, changes nothing on a second deploy, and destroys it all.
 set -euo pipefail
+# Scripted runs have no terminal to approve IAM and security-group changes on (--require-approval).
+export CDKD_REQUIRE_APPROVAL=never
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 cargo build --workspace --quiet

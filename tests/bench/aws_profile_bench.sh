@@ -8,6 +8,8 @@
 # deploy returned before the table was usable).
 # Usage: aws_profile_bench.sh [release|debug] (default debug; build the workspace first).
 set -euo pipefail
+# Scripted runs have no terminal to approve IAM and security-group changes on (--require-approval).
+export CDKD_REQUIRE_APPROVAL=never
 export EMU_PROFILE=aws EMU_TIME_SCALE=${EMU_TIME_SCALE:-0.1} EMU_LATENCY_MS=0
 source "$(dirname "$0")/emulator.sh"
 profile=${1:-debug}

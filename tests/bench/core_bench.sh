@@ -6,6 +6,8 @@
 # has an SDK plugin). Exit 1 when any Cloud Control request was made.
 # Usage: core_bench.sh [release|debug] (default release; build the workspace first).
 set -euo pipefail
+# Scripted runs have no terminal to approve IAM and security-group changes on (--require-approval).
+export CDKD_REQUIRE_APPROVAL=never
 source "$(dirname "$0")/emulator.sh"
 profile=${1:-release}
 cdkd="$repo/target/$profile/cdkd"

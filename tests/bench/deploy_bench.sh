@@ -5,6 +5,8 @@
 # peak RSS; then the host CPU time of a no-change deploy of 1000 resources.
 # Needs the release build (tests/bench.sh builds it) and aws-cdk-lib (tests/fixtures/apps).
 set -euo pipefail
+# Scripted runs have no terminal to approve IAM and security-group changes on (--require-approval).
+export CDKD_REQUIRE_APPROVAL=never
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 cdkd="$repo/target/release/cdkd"

@@ -4,6 +4,8 @@
 # every request after 50 ms: wall time and the requests it made, by service, and the phases'
 # share. Usage: export_bench.sh [release|debug] (default release; build the workspace first).
 set -euo pipefail
+# Scripted runs have no terminal to approve IAM and security-group changes on (--require-approval).
+export CDKD_REQUIRE_APPROVAL=never
 source "$(dirname "$0")/emulator.sh"
 profile=${1:-release}
 cdkd="$repo/target/$profile/cdkd"

@@ -5,6 +5,8 @@
 # and API calls of a deploy with and without the capture, and the wall time of `cdkd drift`.
 # Usage: observe_bench.sh [release|debug] (default release; tests/bench.sh builds it).
 set -euo pipefail
+# Scripted runs have no terminal to approve IAM and security-group changes on (--require-approval).
+export CDKD_REQUIRE_APPROVAL=never
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 profile=${1:-release}

@@ -5,6 +5,8 @@
 # emulator (real ones take seconds), so its figures are a best case for Cloud Control.
 # Usage: provider_bench.sh [debug|release] (the cdkd and plugin builds to use; default release).
 set -euo pipefail
+# Scripted runs have no terminal to approve IAM and security-group changes on (--require-approval).
+export CDKD_REQUIRE_APPROVAL=never
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 profile=${1:-release}

@@ -5,6 +5,8 @@
 # cache: DescribeType calls and wall time. Uses target/release/cdkd when built (tests/bench.sh),
 # else target/debug/cdkd.
 set -euo pipefail
+# Scripted runs have no terminal to approve IAM and security-group changes on (--require-approval).
+export CDKD_REQUIRE_APPROVAL=never
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 cdkd="$repo/target/release/cdkd"

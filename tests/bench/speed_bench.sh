@@ -8,6 +8,8 @@
 # Each line prints the figure, the target or bound, and PASS/MISS.
 # Usage: speed_bench.sh [release|debug] (default release; `cargo build --release --workspace`).
 set -euo pipefail
+# Scripted runs have no terminal to approve IAM and security-group changes on (--require-approval).
+export CDKD_REQUIRE_APPROVAL=never
 source "$(dirname "$0")/emulator.sh"
 profile=${1:-release}
 cdkd="$repo/target/$profile/cdkd"

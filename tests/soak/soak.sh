@@ -9,6 +9,8 @@
 #     and then the VPC soak with --vpc-rounds (default 1); --app vpc runs ROUNDS of each VPC kind.
 # Needs the debug build (cargo build --workspace) and the emulator's venv (tests/emulator/setup.sh).
 set -euo pipefail
+# Scripted runs have no terminal to approve IAM and security-group changes on (--require-approval).
+export CDKD_REQUIRE_APPROVAL=never
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 rounds=3

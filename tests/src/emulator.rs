@@ -135,6 +135,9 @@ impl Emulator {
             ("AWS_REGION", "us-east-1".into()),
             ("AWS_EC2_METADATA_DISABLED", "true".into()),
             ("CDKD_S3_FORCE_PATH_STYLE", "true".into()),
+            // Not on a terminal: a deploy that adds a role would be refused for want of
+            // approval. The approval tests ask for their level with --require-approval.
+            ("CDKD_REQUIRE_APPROVAL", "never".into()),
             // No user plugins file of whoever runs the tests is layered over the bundled one.
             (
                 "XDG_CONFIG_HOME",

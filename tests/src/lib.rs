@@ -8,6 +8,7 @@
 pub mod app_world;
 pub mod emulator;
 pub mod state_world;
+pub mod terminal;
 
 pub use app_world::{copy_dir, AppWorld};
 pub use emulator::Emulator;
@@ -311,6 +312,7 @@ pub fn cdkd_with_env(plugins: Option<&Path>, args: &[&str], env: &[(&str, &str)]
         .env("AWS_SECRET_ACCESS_KEY", "testing")
         .env("AWS_REGION", "us-east-1")
         .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("CDKD_REQUIRE_APPROVAL", "never")
         // No user plugins file of whoever runs the tests.
         .env("XDG_CONFIG_HOME", target_dir().join("test-config"));
     if let Some(plugins) = plugins {

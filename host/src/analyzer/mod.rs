@@ -10,4 +10,5 @@ pub mod drift;
 pub mod intrinsics;
 pub mod plan;
 pub mod ref_values;
+pub mod security;
 pub mod template;

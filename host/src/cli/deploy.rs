@@ -11,8 +11,10 @@ use clap::Args;
 use serde_json::Value;
 
 use super::app::{load_assembly, stack_target, AppArgs};
+use super::approval::TerminalApprover;
 use super::events::History;
 use super::{confirm, CommandContext};
+use crate::analyzer::security::RequireApproval;
 use crate::analyzer::template::Template;
 use crate::deployment::deploy::{DeployOptions, RememberedDeploys};
 use crate::deployment::destroy::{DestroyOptions, RollbackOutcome};
@@ -182,6 +184,16 @@ pub struct DeployArgs {
     /// Deploy stacks despite synthesis errors.
     #[arg(long)]
     ignore_errors: bool,
+    /// When to ask before deploying security-sensitive changes: `never`, `any-change` (any
+    /// IAM statement, managed policy or security-group rule added or removed) or `broadening`
+    /// (one added). Without a terminal to ask on, such a deploy is refused.
+    #[arg(
+        long,
+        value_name = "LEVEL",
+        env = "CDKD_REQUIRE_APPROVAL",
+        default_value = "broadening"
+    )]
+    require_approval: RequireApproval,
 }
 
 pub(super) fn parameters(items: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
@@ -301,6 +313,8 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
             context.aws().await,
             &store.bucket.name,
         )),
+        require_approval: args.require_approval,
+        approver: Some(std::sync::Arc::new(TerminalApprover::default())),
     };
     let parameters = parameters(&args.parameters)?;
     let aws = context.aws().await;

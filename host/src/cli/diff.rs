@@ -13,6 +13,7 @@ use crate::analyzer::intrinsics::{contains_unknown, is_unknown};
 use crate::analyzer::plan::StackPlan;
 use crate::analyzer::template::Template;
 use crate::deployment::external::StateSnapshot;
+use crate::analyzer::security::SecurityChanges;
 use crate::deployment::planning::{plan_tree, PlannedTree};
 use crate::deployment::prepare::Preparation;
 use crate::provisioning::providers::LiveProviders;
@@ -76,7 +77,7 @@ fn render(value: &Value) -> String {
 
 /// Prints a stack's changes, then those of the nested stacks its deploy would deploy.
 fn print_tree(title: &str, tree: &PlannedTree, palette: &Palette) {
-    print_stack(title, &tree.region, &tree.plan, palette);
+    print_stack(title, &tree.region, &tree.plan, &tree.security, palette);
     for (logical_id, child) in &tree.nested {
         print_tree(
             &format!("{title} > nested stack {logical_id}"),
@@ -86,7 +87,13 @@ fn print_tree(title: &str, tree: &PlannedTree, palette: &Palette) {
     }
 }
 
-fn print_stack(name: &str, region: &str, plan: &StackPlan, palette: &Palette) {
+fn print_stack(
+    name: &str,
+    region: &str,
+    plan: &StackPlan,
+    security: &SecurityChanges,
+    palette: &Palette,
+) {
     println!("Stack {name} ({region})");
     let changes: Vec<&ResourceChange> = plan
         .changes
@@ -97,6 +104,10 @@ fn print_stack(name: &str, region: &str, plan: &StackPlan, palette: &Palette) {
         println!("There were no differences");
         println!();
         return;
+    }
+    // As the CDK CLI: what widens or narrows access first, then the resources.
+    if !security.is_empty() {
+        print!("{}", super::approval::tables(security));
     }
     println!("Resources");
     for change in changes {

@@ -1,6 +1,7 @@
 //! The command line: parsing, logging set-up and dispatch to one module per command group.
 
 mod app;
+mod approval;
 mod assets;
 mod bootstrap;
 mod deploy;

@@ -18,6 +18,7 @@ use super::deploy::StackInput;
 use super::external::{SnapshotLookups, StateSnapshot};
 use crate::analyzer::diff::Action;
 use crate::analyzer::plan::{plan, StackPlan};
+use crate::analyzer::security::SecurityChanges;
 use crate::provisioning::create_only::{registry_types, KnownCreateOnly};
 use crate::provisioning::operations::ProviderSource;
 use crate::provisioning::registry::Registry;
@@ -74,6 +75,8 @@ pub struct PlannedTree {
     pub plan: StackPlan,
     /// The nested stacks to create or update, by the logical id of their resource.
     pub nested: BTreeMap<String, PlannedTree>,
+    /// The IAM and security-group changes of its plan (what `--require-approval` asks about).
+    pub security: SecurityChanges,
 }
 
 impl PlannedTree {
@@ -111,6 +114,7 @@ pub fn plan_tree<'a>(
         Ok(PlannedTree {
             stack_name: context.stack_name.clone(),
             region: context.region.clone(),
+            security: SecurityChanges::of(&planned, recorded),
             plan: planned,
             nested,
         })

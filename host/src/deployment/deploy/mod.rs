@@ -31,6 +31,7 @@ use super::planning::plan_stack;
 use super::secrets::RunSecrets;
 use crate::analyzer::diff::Action;
 use crate::analyzer::plan::{StackContext, StackPlan};
+use crate::analyzer::security::{RequireApproval, SecurityChanges};
 use crate::analyzer::template::Template;
 use crate::provisioning::cloud_control::has_attribute;
 use crate::provisioning::concurrency::{service_of, Concurrency, Lanes};
@@ -61,6 +62,23 @@ pub struct DeployOptions {
     pub capture_observed: bool,
     /// What this machine deployed last (none: always try the no-change fast path).
     pub remembered: Option<RememberedDeploys>,
+    /// Which security-sensitive changes need the user's approval (`--require-approval`).
+    pub require_approval: RequireApproval,
+    /// Who is asked (none: a change that needs approval is refused).
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+/// Asks whether a stack's security-sensitive changes may be deployed.
+#[async_trait::async_trait]
+pub trait Approver: Send + Sync + std::fmt::Debug {
+    /// `Ok(true)` to go ahead, `Ok(false)` when the answer was no, `Err(why)` when there is no
+    /// one to ask.
+    async fn approve(
+        &self,
+        stack: &str,
+        level: RequireApproval,
+        changes: &SecurityChanges,
+    ) -> Result<bool, String>;
 }
 
 impl Default for DeployOptions {
@@ -74,6 +92,8 @@ impl Default for DeployOptions {
             recreate: BTreeMap::new(),
             capture_observed: true,
             remembered: None,
+            require_approval: RequireApproval::Never,
+            approver: None,
         }
     }
 }
@@ -277,6 +297,10 @@ impl Engine<'_> {
             }
         }
 
+        // Security-sensitive changes wait for approval, before anything changes.
+        self.approved(stack, &planned, recorded.as_ref(), options)
+            .await?;
+
         // The providers of what will be routed, recorded or reconciled.
         let pending = journal_found
             .as_ref()
@@ -413,6 +437,40 @@ impl Engine<'_> {
     ) -> anyhow::Result<StackPlan> {
         let planned = plan_stack(self.registry, self.providers, input, snapshot, recorded).await?;
         Ok(planned.0)
+    }
+
+    /// Refuses the deploy unless its security-sensitive changes are approved, when
+    /// `--require-approval`'s level asks for it.
+    async fn approved(
+        &self,
+        stack: &str,
+        planned: &StackPlan,
+        recorded: Option<&StackState>,
+        options: &DeployOptions,
+    ) -> Result<(), DeployFailed> {
+        let level = options.require_approval;
+        if level == RequireApproval::Never {
+            return Ok(());
+        }
+        let changes = SecurityChanges::of(planned, recorded);
+        if !level.needed_for(&changes) {
+            return Ok(());
+        }
+        let answer = match &options.approver {
+            Some(approver) => approver.approve(stack, level, &changes).await,
+            None => Err("there is no one to ask".into()),
+        };
+        match answer {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(DeployFailed(format!(
+                "stack {stack}: its security-sensitive changes were not approved; nothing was changed"
+            ))),
+            Err(why) => Err(DeployFailed(format!(
+                "stack {stack} has security-sensitive changes ({}) that --require-approval {} asks to confirm, and {why}; nothing was changed. Review them with `cdkd diff {stack}`, then deploy with --require-approval never (or CDKD_REQUIRE_APPROVAL=never)",
+                changes.counts(),
+                level.as_str()
+            ))),
+        }
     }
 
     /// Where each planned resource goes (pre-flight routing), or every refusal.
