@@ -32,7 +32,7 @@ use crate::synthesis::order::{ordered, run_dependencies, Placed};
 use crate::synthesis::selection::select;
 
 /// Installs the Ctrl-C / SIGTERM handling and returns the stop signal.
-fn stop_signal(what: &'static str) -> tokio::sync::watch::Receiver<bool> {
+pub(super) fn stop_signal(what: &'static str) -> tokio::sync::watch::Receiver<bool> {
     let (sender, receiver) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         let mut terminate =
@@ -120,7 +120,7 @@ impl CfnFallbackArgs {
     }
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct DeployArgs {
     /// Stacks to deploy (names or display paths; `*` wildcards).
     stacks: Vec<String>,
@@ -238,7 +238,25 @@ async fn read_order(
     Ok(RunOrder { waits, templates })
 }
 
+impl DeployArgs {
+    /// The cloud assembly folder `-a` names, if it names one (not a command).
+    pub(super) fn app_folder(&self) -> Option<std::path::PathBuf> {
+        let app = self.app.app.as_deref()?;
+        let path = std::path::Path::new(app);
+        path.is_dir().then(|| path.to_path_buf())
+    }
+}
+
 pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Result<ExitCode> {
+    deploy_until(context, args, stop_signal("deploy")).await
+}
+
+/// `cdkd deploy` stopped by `stop` (Ctrl-C: the command's own, or `cdkd watch`'s).
+pub(super) async fn deploy_until(
+    context: &CommandContext,
+    args: DeployArgs,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<ExitCode> {
     let assembly = load_assembly(context, &args.app).await?;
     let stacks = select(&assembly, &args.stacks, args.all, args.exclusively)?;
     let (shown, refusal) = annotations::check(
@@ -328,7 +346,7 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
         store: std::sync::Arc::new(store.backend.clone()),
         locks: &store.locks,
         reporter: Reporter::new(args.json, args.progress.into()).recording(),
-        stop: stop_signal("deploy"),
+        stop,
     };
     let history = History::start(context, &store.backend, &engine.reporter).await;
     let tasks: Vec<Task> = stacks

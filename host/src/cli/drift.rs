@@ -137,7 +137,7 @@ impl RecordSelection {
 struct Recorded {
     store: StateStore,
     targets: Vec<(String, String)>,
-    registry: crate::provisioning::registry::Registry,
+    registry: std::sync::Arc<crate::provisioning::registry::Registry>,
 }
 
 async fn recorded(

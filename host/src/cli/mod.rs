@@ -17,6 +17,7 @@ mod scrub;
 mod state;
 mod synth;
 mod table;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -115,6 +116,8 @@ enum Command {
     Diff(diff::DiffArgs),
     /// Deploy the app's stacks.
     Deploy(deploy::DeployArgs),
+    /// Deploy, then deploy again whenever a file of the app changes.
+    Watch(watch::WatchArgs),
     /// Compare what AWS holds with the recorded resources; accept or revert what drifted.
     Drift(drift::DriftArgs),
     /// Adopt existing AWS resources into a stack's state record.
@@ -221,6 +224,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         aws: tokio::sync::OnceCell::new(),
         caller_aws: tokio::sync::OnceCell::new(),
         account: tokio::sync::OnceCell::new(),
+        registry: std::sync::OnceLock::new(),
     };
     match cli.command {
         Command::Providers(command) => providers::run(&context, command).await,
@@ -231,6 +235,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::List(args) => synth::run_list(&context, args).await,
         Command::Diff(args) => diff::run(&context, args).await,
         Command::Deploy(args) => deploy::deploy(&context, args).await,
+        Command::Watch(args) => watch::run(&context, args).await,
         Command::Drift(args) => drift::run(&context, args).await,
         Command::Import(args) => import::run(&context, args).await,
         Command::Export(args) => export::run(&context, args).await,
@@ -251,6 +256,7 @@ pub struct CommandContext {
     aws: tokio::sync::OnceCell<AwsEnvironment>,
     caller_aws: tokio::sync::OnceCell<AwsEnvironment>,
     account: tokio::sync::OnceCell<String>,
+    registry: std::sync::OnceLock<Result<std::sync::Arc<Registry>, String>>,
 }
 
 impl CommandContext {
@@ -321,16 +327,22 @@ impl CommandContext {
         self.global.yes
     }
 
-    /// Loads the registry from the plugins file the flags and environment select.
-    fn registry(&self) -> anyhow::Result<Registry> {
-        let env = std::env::var_os("CDKD_PLUGINS")
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from);
-        let file = PluginsFile::load(self.global.plugins.as_deref(), env.as_deref())?;
-        if file.source == PluginsFileSource::None {
-            tracing::debug!("no plugins.toml found; every AWS type goes to Cloud Control");
-        }
-        Ok(Registry::load(file))
+    /// The registry of the plugins file the flags and environment select, loaded once per
+    /// process: a plugin library is initialised once, so `cdkd watch`'s deploys and a
+    /// synthesis's lookups share it with the command.
+    fn registry(&self) -> anyhow::Result<std::sync::Arc<Registry>> {
+        let loaded = self.registry.get_or_init(|| {
+            let env = std::env::var_os("CDKD_PLUGINS")
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from);
+            let file = PluginsFile::load(self.global.plugins.as_deref(), env.as_deref())
+                .map_err(|err| format!("{err:#}"))?;
+            if file.source == PluginsFileSource::None {
+                tracing::debug!("no plugins.toml found; every AWS type goes to Cloud Control");
+            }
+            Ok(std::sync::Arc::new(Registry::load(file)))
+        });
+        loaded.clone().map_err(anyhow::Error::msg)
     }
 }
 

@@ -478,7 +478,7 @@ async fn show(
     let mut doc = show_json(store, stack, region, nested).await?;
     let registry = context.registry().ok();
     mask_sensitive(&mut doc, &|resource_type| {
-        sensitive_attributes(registry.as_ref(), resource_type)
+        sensitive_attributes(registry.as_deref(), resource_type)
     });
     if as_json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
