@@ -65,6 +65,19 @@ fn a_load_balanced_fargate_service_with_its_ecr_image_deploys_through_the_plugin
     for id in [REPO, CLUSTER, TASK, SERVICE] {
         assert_eq!(resources[id]["provisionedBy"], "sdk", "{id}: {resources}");
     }
+    // Every type of the app is on a plugin (the ALB, target group and listener on elbv2's):
+    // none went to Cloud Control.
+    let on_cloud_control: Vec<&String> = resources
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r["provisionedBy"] != "sdk")
+        .map(|(id, _)| id)
+        .collect();
+    assert!(
+        on_cloud_control.is_empty(),
+        "not on a plugin: {on_cloud_control:?}"
+    );
     let calls = Emulator::shared().get(&format!("/_emulator/stats?accessKey={key}"));
     assert!(
         calls.get("ecs:CreateService").is_some() && calls.get("ecr:CreateRepository").is_some(),
