@@ -335,7 +335,6 @@ async fn invoke(context: &CommandContext, args: InvokeArgs) -> anyhow::Result<Ex
     let event = read_event(args.event.as_deref())?;
     let assembly = load_assembly(context, &args.run.app).await?;
     let stack = owner(&assembly, &args.function)?;
-    let prepared = prepare(context, &args.run, &assembly, stack).await?;
     let short = args
         .function
         .strip_prefix(&format!("{}/", stack.display_name))
@@ -344,7 +343,15 @@ async fn invoke(context: &CommandContext, args: InvokeArgs) -> anyhow::Result<Ex
                 .strip_prefix(&format!("{}/", stack.stack_name))
         })
         .unwrap_or(&args.function);
-    let logical_id = function::find(&prepared.template, &stack.display_name, short)?;
+    // The function is found before any AWS call: a typo is answered at once.
+    let template = Template::parse(&stack.template()?)
+        .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
+    let logical_id = function::find(&template, &stack.display_name, short)?;
+    if !args.run.container {
+        let found = function::read(&template, &assembly.dir, &logical_id)?;
+        crate::local::runtime::Runtime::of(&found.runtime, found.image, &found.label())?;
+    }
+    let prepared = prepare(context, &args.run, &assembly, stack).await?;
     let runner = prepared.runner(&logical_id)?;
     let outcome = runner.invoke(&event, "").await?;
     let mut stdout = std::io::stdout();
@@ -453,7 +460,18 @@ async fn start_api(context: &CommandContext, args: StartApiArgs) -> anyhow::Resu
         fingerprints: Mutex::new(BTreeMap::new()),
     });
     server::serve(served, listeners, async {
-        let _ = tokio::signal::ctrl_c().await;
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = terminate => {}
+        }
     })
     .await;
     eprintln!("Stopped.");
