@@ -30,7 +30,6 @@ import json
 from urllib.parse import unquote
 
 from moto.apigateway import models as _models
-from moto.apigateway import urls as _urls
 from moto.apigateway.exceptions import (
     BadRequestException,
     ConflictException,
@@ -50,6 +49,19 @@ REGIONAL_ZONES = {
 }
 # CloudFront's, for an edge-optimized name.
 CLOUDFRONT_ZONE = "Z2FDTNDATAQYW2"
+
+
+def _route(pattern, handler):
+    """Serves `pattern` (a moto URL pattern) with `handler`. moto.apigateway.urls copies
+    moto.apigatewayv2.urls' routes when it is first imported (both APIs sign as `apigateway`, so
+    one app serves both), which must stay after server.py has added its API Gateway v2 routes:
+    the route goes into v2's table, and into v1's too if that is already built."""
+    import sys
+    from moto.apigatewayv2 import urls as v2_urls
+    v2_urls.url_paths[pattern] = handler
+    v1_urls = sys.modules.get("moto.apigateway.urls")
+    if v1_urls is not None:
+        v1_urls.url_paths[pattern] = handler
 
 
 def _unescape(segment):
@@ -518,7 +530,7 @@ def _untag_resource(self):
 APIGatewayResponse.get_tags = _get_tags
 APIGatewayResponse.tag_resource = _tag_resource
 APIGatewayResponse.untag_resource = _untag_resource
-_urls.url_paths["{0}/tags/(?P<resourceArn>.+)$"] = APIGatewayResponse.dispatch
+_route("{0}/tags/(?P<resourceArn>.+)$", APIGatewayResponse.dispatch)
 
 # --- invoking a deployed stage ---------------------------------------------------------------
 # AWS serves a stage at https://{api}.execute-api.{region}.amazonaws.com/{stage}/{path}. moto
@@ -637,4 +649,5 @@ def _invoke_stage(request, full_url, headers):
     return status, dict(result.get("headers") or {}), out
 
 
-_urls.url_paths[r"{0}/apigateway_(?P<region>[^/]+)/restapis/(?P<api>[^/]+)/(?P<stage>[^/]+)/_user_request_(?P<path>.*)$"] = _invoke_stage
+_route(r"{0}/apigateway_(?P<region>[^/]+)/restapis/(?P<api>[^/]+)/(?P<stage>[^/]+)/_user_request_(?P<path>.*)$",
+       _invoke_stage)
