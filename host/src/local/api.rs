@@ -1066,6 +1066,71 @@ mod tests {
     }
 
     #[test]
+    fn nested_rest_resources_other_integrations_and_named_http_stages() {
+        let template = Template::parse(&json!({
+            "Resources": {
+                "Fn": {"Type": FUNCTION_TYPE, "Properties": {}},
+                "Api": {"Type": "AWS::ApiGateway::RestApi", "Properties": {}},
+                "Items": {"Type": "AWS::ApiGateway::Resource", "Properties": {
+                    "RestApiId": {"Ref": "Api"}, "PathPart": "items",
+                    "ParentId": {"Fn::GetAtt": ["Api", "RootResourceId"]}}},
+                "Item": {"Type": "AWS::ApiGateway::Resource", "Properties": {
+                    "RestApiId": {"Ref": "Api"}, "PathPart": "{id}", "ParentId": {"Ref": "Items"}}},
+                "GetItem": {"Type": "AWS::ApiGateway::Method", "Properties": {
+                    "RestApiId": {"Ref": "Api"}, "ResourceId": {"Ref": "Item"}, "HttpMethod": "GET",
+                    "Integration": {"Type": "AWS_PROXY", "Uri": {"Fn::Join": ["", [
+                        "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/",
+                        {"Fn::GetAtt": ["Fn", "Arn"]}, "/invocations"]]}}}},
+                "Options": {"Type": "AWS::ApiGateway::Method", "Properties": {
+                    "RestApiId": {"Ref": "Api"}, "ResourceId": {"Ref": "Items"}, "HttpMethod": "OPTIONS",
+                    "Integration": {"Type": "MOCK"}}},
+                "Stage": {"Type": "AWS::ApiGateway::Stage", "Properties": {
+                    "RestApiId": {"Ref": "Api"}, "StageName": "v1"}},
+                "Http": {"Type": "AWS::ApiGatewayV2::Api", "Properties": {"ProtocolType": "HTTP"}},
+                "Ws": {"Type": "AWS::ApiGatewayV2::Api", "Properties": {"ProtocolType": "WEBSOCKET"}},
+                "Integ": {"Type": "AWS::ApiGatewayV2::Integration", "Properties": {
+                    "ApiId": {"Ref": "Http"}, "IntegrationType": "AWS_PROXY",
+                    "IntegrationUri": {"Fn::GetAtt": ["Fn", "Arn"]}, "PayloadFormatVersion": "2.0"}},
+                "Default": {"Type": "AWS::ApiGatewayV2::Route", "Properties": {
+                    "ApiId": {"Ref": "Http"}, "RouteKey": "$default",
+                    "Target": {"Fn::Join": ["", ["integrations/", {"Ref": "Integ"}]]}}},
+                "DevStage": {"Type": "AWS::ApiGatewayV2::Stage", "Properties": {
+                    "ApiId": {"Ref": "Http"}, "StageName": "dev", "StageVariables": {"mode": "test"}}}
+            }
+        }))
+        .unwrap();
+        let found = apis(&template);
+        assert_eq!(found.len(), 2, "the WebSocket API is not served: {found:?}");
+        let rest = &found[0];
+        assert_eq!(rest.stage, "v1");
+        assert_eq!(rest.routes[0].path, "/items");
+        assert_eq!(
+            rest.routes[0].target,
+            Target::Unsupported("a MOCK integration".into())
+        );
+        assert_eq!(rest.routes[1].path, "/items/{id}");
+        let m = rest.route("GET", "/v1/items/9").unwrap();
+        assert_eq!(m.parameters["id"], "9");
+        assert!(rest.route("POST", "/v1/items/9").is_none());
+        let http = &found[1];
+        assert_eq!(
+            (http.stage.as_str(), http.prefix()),
+            ("dev", "/dev".to_string())
+        );
+        let m = http.route("DELETE", "/dev/any/path").unwrap();
+        assert_eq!(m.route.path, "$default");
+        let e = event(&request("DELETE", "/dev/any/path", ""), &m, &context(http));
+        assert_eq!(e["routeKey"], "$default");
+        assert_eq!(e["rawPath"], "/dev/any/path");
+        assert_eq!(e["stageVariables"], json!({"mode": "test"}));
+        assert_eq!(e["requestContext"]["stage"], "dev");
+        assert!(
+            http.route("GET", "/any/path").is_none(),
+            "outside the stage"
+        );
+    }
+
+    #[test]
     fn percent_decoding_handles_plus_and_bad_escapes() {
         assert_eq!(percent_decode("a%20b+c", true), "a b c");
         assert_eq!(percent_decode("a+b", false), "a+b");
