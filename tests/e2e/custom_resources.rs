@@ -210,6 +210,31 @@ fn a_lambda_backed_custom_resource_lives_as_in_cloudformation() {
 }
 
 #[test]
+fn a_placeholder_purge_that_cannot_list_versions_warns_naming_the_two_grants() {
+    let world = World::new();
+    // The state bucket refuses version listings (an older four-action policy); the deploy
+    // still succeeds, and says what survives and which grants are missing.
+    Emulator::shared().faults(json!([{"service": "s3", "method": "GET",
+        "queryContains": "versions", "pathContains": world.bucket,
+        "status": 403, "code": "AccessDenied", "message": "Access Denied"}]));
+    let deployed = world.deploy();
+    Emulator::shared().faults(json!([]));
+    let deployed = deployed.success();
+    let warning = deployed
+        .stderr
+        .lines()
+        .find(|l| l.contains("custom-resource-responses/"))
+        .unwrap_or_else(|| panic!("no purge warning:\n{}", deployed.stderr));
+    assert!(
+        warning
+            .contains("Grant s3:ListBucketVersions and s3:DeleteObjectVersion on the state bucket"),
+        "{warning}"
+    );
+    assert!(warning.contains("a custom-resource response"), "{warning}");
+    world.cdkd(&["destroy", "-a", &world.app(), "-f"]).success();
+}
+
+#[test]
 fn a_failing_handler_fails_the_deploy_with_its_reason_and_is_rolled_back() {
     let world = World::new();
     world.edit(|t| t["Resources"]["Echo"]["Properties"]["Fail"] = json!("true"));

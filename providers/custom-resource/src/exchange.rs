@@ -481,7 +481,16 @@ impl<'a> Exchange<'a> {
                     .filter(|(_, id)| Some(id.as_str()) != keep)
                     .collect()
             }
-            Err(_) => Vec::new(),
+            Err(err) => {
+                // The purge fails soft (the deploy goes on) but says what survives and which
+                // two grants it needs, worded as every other state-bucket purge warning.
+                tracing::warn!(
+                    "Could not purge noncurrent versions of 1 key(s) in s3://{}. Their previous versions survive and remain readable via GetObject with a VersionId (a custom-resource response, whose `Data` holds whatever the handler returned, secrets included). Grant s3:ListBucketVersions and s3:DeleteObjectVersion on the state bucket, or purge the key(s) by hand. Failures: {key} ({}: s3:ListBucketVersions)",
+                    self.bucket.name,
+                    cdkd_aws_common::error_line(err)
+                );
+                Vec::new()
+            }
         };
         versions.sort_by_key(|(latest, _)| *latest);
         let mut versions: Vec<Option<String>> =
@@ -499,8 +508,13 @@ impl<'a> Exchange<'a> {
                 .send()
                 .await;
             if let Err(err) = deleted {
+                let grant = if version.is_some() {
+                    " (deleting a version needs s3:DeleteObjectVersion on the state bucket)"
+                } else {
+                    ""
+                };
                 tracing::warn!(
-                    "could not delete {key} (version {}) from the state bucket: {}; `cdkd gc` collects it",
+                    "could not delete {key} (version {}) from the state bucket: {}{grant}; `cdkd gc` collects it",
                     version.as_deref().unwrap_or("current"),
                     cdkd_aws_common::error_line(&err)
                 );
