@@ -105,6 +105,28 @@ impl AwsEnvironment {
         }
     }
 
+    /// This environment with `role`'s credentials, assumed from this one's (lazily, on the
+    /// first call, and refreshed before they expire): a cross-account read.
+    pub async fn assuming(&self, role: &str) -> AwsEnvironment {
+        let assumed = aws_config::sts::AssumeRoleProvider::builder(role)
+            .session_name("cdkd-cross-account")
+            .configure(&self.sdk_config)
+            .build()
+            .await;
+        AwsEnvironment {
+            sdk_config: self
+                .sdk_config
+                .clone()
+                .into_builder()
+                .credentials_provider(
+                    aws_credential_types::provider::SharedCredentialsProvider::new(assumed),
+                )
+                .build(),
+            s3_force_path_style: self.s3_force_path_style,
+            cache_dir: self.cache_dir.clone(),
+        }
+    }
+
     /// The SDK configuration, for the host's own clients.
     pub fn sdk_config(&self) -> &SdkConfig {
         &self.sdk_config

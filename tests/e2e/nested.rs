@@ -49,6 +49,8 @@ fn a_nested_stack_deploys_updates_and_is_destroyed_with_its_parent() {
     );
     assert_eq!(child["parentRegion"], "us-east-1");
     let nested = resource_of_type(&parent, "AWS::CloudFormation::Stack");
+    // cdkd's own provider, not Cloud Control: recorded `sdk`, as every v7+ row is.
+    assert_eq!(nested["provisionedBy"], "sdk");
     assert_eq!(
         nested["physicalId"],
         json!(format!(

@@ -22,6 +22,13 @@ pub trait ExternalValues {
     fn import_value(&self, export_name: &str) -> Lookup;
     /// `Fn::GetStackOutput` (`region` defaults to the consumer's).
     fn stack_output(&self, stack: &str, region: &str, output: &str) -> Lookup;
+    /// `Fn::GetStackOutput` with `RoleArn` (another account's stack).
+    fn stack_output_as(&self, role_arn: &str, stack: &str, region: &str, output: &str) -> Lookup {
+        let _ = (stack, region, output);
+        Lookup::Missing(format!(
+            "cross-account Fn::GetStackOutput (RoleArn {role_arn}) is not read here"
+        ))
+    }
     /// `Fn::GetAZs`.
     fn availability_zones(&self, region: &str) -> Lookup;
 }
@@ -157,6 +164,18 @@ impl Environment for PlanEnvironment<'_> {
     fn stack_output(&self, stack: &str, region: Option<&str>, output: &str) -> Lookup {
         self.external
             .stack_output(stack, region.unwrap_or(&self.context.region), output)
+    }
+
+    fn stack_output_as(
+        &self,
+        role_arn: &str,
+        stack: &str,
+        region: Option<&str>,
+        output: &str,
+    ) -> Lookup {
+        let region = region.unwrap_or(&self.context.region);
+        self.external
+            .stack_output_as(role_arn, stack, region, output)
     }
 
     fn availability_zones(&self, region: &str) -> Lookup {

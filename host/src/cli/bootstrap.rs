@@ -10,6 +10,7 @@ use crate::assets::images;
 use crate::state::bootstrap::{self, AssetStorage, BootstrapPlan};
 use crate::state::bucket::{self, BucketChoice};
 use crate::state::keys::StateKeys;
+use crate::state::StateError;
 
 #[derive(Debug, Args)]
 pub struct BootstrapArgs {
@@ -55,25 +56,23 @@ pub async fn run(context: &CommandContext, args: BootstrapArgs) -> anyhow::Resul
         }
         let keys = StateKeys::new(&context.global.state_prefix);
         let client = bucket::state_bucket_client(aws, &state_bucket).await;
-        let marker = bootstrap::read_marker(&client, &state_bucket, &region)
-            .await
-            .ok()
-            .flatten();
+        let ecr = images::ecr_client(aws, &region);
+        // The repository goes after the asset bucket and before the marker, which is last.
         let report = bootstrap::teardown(
             &client,
             &state_bucket,
             &region,
             &keys,
             args.include_state_bucket,
+            |repository| async move {
+                images::delete_repository(&ecr, &repository)
+                    .await
+                    .map_err(|err| StateError::Aws(format!("{err:#}")))
+            },
         )
         .await?;
-        // The repository goes once the teardown is past its refusals (a crash in between
-        // leaves an empty repository, which a new bootstrap adopts).
-        if let Some(marker) = &marker {
-            let ecr = images::ecr_client(aws, &region);
-            if images::delete_repository(&ecr, &marker.container_repo).await? {
-                println!("Deleted container repository {}.", marker.container_repo);
-            }
+        if let Some(repository) = &report.container_repo {
+            println!("Deleted container repository {repository}.");
         }
         match &report.asset_bucket {
             Some(name) => println!("Deleted asset bucket {name}."),

@@ -79,8 +79,9 @@ impl From<ProgressArg> for Progress {
 /// `--no-cfn-fallback`, shared by `deploy` and `diff`.
 #[derive(Debug, Clone, Copy, Args)]
 pub struct CfnFallbackArgs {
-    /// Read `Fn::GetStackOutput` values from cdkd state only: do not fall back to the outputs
-    /// of a CloudFormation stack (`DescribeStacks`) for a producer cdkd has no state for.
+    /// Read `Fn::GetStackOutput` and `Fn::ImportValue` values from cdkd state only: do not
+    /// fall back to the outputs of a CloudFormation stack (`DescribeStacks`) or to
+    /// CloudFormation's exports (`ListExports`) for a producer cdkd has no state for.
     #[arg(long)]
     pub no_cfn_fallback: bool,
 }
@@ -94,15 +95,27 @@ impl CfnFallbackArgs {
         snapshot: &mut StateSnapshot,
         consumers: &[(&crate::synthesis::assembly::StackArtifact, &Template)],
     ) -> anyhow::Result<()> {
-        if self.no_cfn_fallback {
-            return Ok(());
-        }
         let aws = context.aws().await;
         let fallback = aws.region();
         let regions: Vec<String> = consumers
             .iter()
             .map(|(stack, _)| stack.environment.region.clone().unwrap_or(fallback.clone()))
             .collect();
+        // Cross-account `Fn::GetStackOutput` (RoleArn) reads cdkd state in the other account,
+        // fallback or not.
+        snapshot
+            .read_cross_account(
+                aws,
+                &crate::state::keys::StateKeys::new(&context.global.state_prefix),
+                consumers
+                    .iter()
+                    .zip(&regions)
+                    .map(|((_, template), region)| (*template, region.as_str())),
+            )
+            .await;
+        if self.no_cfn_fallback {
+            return Ok(());
+        }
         let in_run: BTreeSet<String> = consumers
             .iter()
             .map(|(stack, _)| stack.stack_name.clone())
@@ -238,6 +251,43 @@ async fn read_order(
     Ok(RunOrder { waits, templates })
 }
 
+/// Warns, before `--recreate-via-cc-api` / `--recreate-via-sdk-provider` re-creates a
+/// resource under a new physical id, which downstream stacks read the stack's outputs (their
+/// `imports` and `outputReads`): they keep the old values until they are deployed again.
+async fn warn_recreate_consumers(
+    context: &CommandContext,
+    store: &crate::state::store::StateStore,
+    stacks: &[&crate::synthesis::assembly::StackArtifact],
+    waits: &RunOrder,
+    recreate: &BTreeMap<String, crate::state::schema::ProvisionedBy>,
+) -> anyhow::Result<()> {
+    let records = StateSnapshot::load(&store.backend).await?;
+    let fallback = context.aws().await.region();
+    for stack in stacks {
+        let template = &waits.templates[&stack.id];
+        let ids: Vec<&str> = (recreate.keys())
+            .filter(|id| template.resources.contains_key(*id))
+            .map(String::as_str)
+            .collect();
+        if ids.is_empty() {
+            continue;
+        }
+        let region = stack.environment.region.clone().unwrap_or(fallback.clone());
+        let rows =
+            crate::deployment::external::downstream_consumers(&records, &stack.stack_name, &region);
+        if !rows.is_empty() {
+            tracing::warn!(
+                "re-creating {} in {} ({region}) gives it a new physical id; these downstream stacks read {}'s outputs and keep the old values until they are deployed again:\n  - {}\nRe-deploy them after this deploy.",
+                ids.join(", "),
+                stack.stack_name,
+                stack.stack_name,
+                rows.join("\n  - ")
+            );
+        }
+    }
+    Ok(())
+}
+
 impl DeployArgs {
     /// The cloud assembly folder `-a` names, if it names one (not a command).
     pub(super) fn app_folder(&self) -> Option<std::path::PathBuf> {
@@ -295,7 +345,19 @@ pub(super) async fn deploy_until(
     let waits = read_order(context, &stacks).await?;
     let cross_stack = (waits.templates.values()).any(|t| !t.stack_reads().is_empty());
     let mut snapshot = if cross_stack {
-        StateSnapshot::load(&store.backend).await?
+        // Only the records the templates name (an export's producer through the exports
+        // index), unless a read cannot be followed that way.
+        let fallback = context.aws().await.region();
+        if (waits.templates.values()).any(crate::deployment::external::needs_every_record) {
+            StateSnapshot::load(&store.backend).await?
+        } else {
+            let reads = stacks.iter().flat_map(|stack| {
+                let region = stack.environment.region.clone().unwrap_or(fallback.clone());
+                (waits.templates[&stack.id].stack_reads().into_iter())
+                    .map(move |read| (read, region.clone()))
+            });
+            StateSnapshot::load_for(&store.backend, reads).await?
+        }
     } else {
         StateSnapshot::default()
     };
@@ -334,6 +396,9 @@ pub(super) async fn deploy_until(
         require_approval: args.require_approval,
         approver: Some(std::sync::Arc::new(TerminalApprover::default())),
     };
+    if !options.recreate.is_empty() {
+        warn_recreate_consumers(context, &store, &stacks, &waits, &options.recreate).await?;
+    }
     let parameters = parameters(&args.parameters)?;
     let aws = context.aws().await;
     let live = LiveProviders {

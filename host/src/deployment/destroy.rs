@@ -2,8 +2,9 @@
 //! replaying its rollback journal (`cdkd rollback`).
 //!
 //! Destroy deletes in reverse dependency order, keeps resources whose `DeletionPolicy` is
-//! `Retain`/`RetainExceptOnCreate`, trims the record after each delete (outputs cleared,
-//! imports and outputReads dropped), deletes the record and journal on full success, and
+//! `Retain`/`RetainExceptOnCreate` (their rows stay in every intermediate and partial-failure
+//! snapshot), trims the record after each delete (outputs cleared, imports and outputReads
+//! dropped), deletes the record and journal on full success, and
 //! refuses a producer that live consumers still import from.
 
 use std::collections::BTreeMap;
@@ -24,6 +25,7 @@ use super::nested::{NestedStacks, WithNested};
 use super::reconcile;
 use super::report::Summary;
 use super::revert::revert_operations;
+use super::secrets::replay_refusal;
 use crate::provisioning::concurrency::{Concurrency, Lanes};
 use crate::provisioning::operations::{owner_types, ProviderSet};
 use crate::state::schema::ResourceState;
@@ -236,7 +238,11 @@ impl Engine<'_> {
                     }
                 }
                 ledger.change(|s| {
-                    s.resources.remove(&logical_id);
+                    // A retained row stays in every snapshot until the record itself is
+                    // deleted, so a destroy that stops part-way still knows what it kept.
+                    if !retained {
+                        s.resources.remove(&logical_id);
+                    }
                     // A partly destroyed stack advertises nothing.
                     s.outputs = Map::new();
                     s.imports = None;
@@ -244,7 +250,9 @@ impl Engine<'_> {
                 });
                 summary.lock().unwrap().deleted += 1;
                 let action = match (retained, snapshot) {
-                    (true, _) => "kept in AWS (DeletionPolicy), removed from state".to_string(),
+                    (true, _) => {
+                        "kept in AWS (DeletionPolicy); its row goes with the record".to_string()
+                    }
                     (false, Some(snapshot)) => format!("deleted ({snapshot})"),
                     (false, None) => "deleted".to_string(),
                 };
@@ -278,6 +286,7 @@ impl Engine<'_> {
         if complete {
             drop(saver);
             ledger.delete().await?;
+            self.store.withdraw_exports(stack, region).await;
             match left.filter(|j| !j.pending_creates.is_empty()) {
                 // Intents that could not be checked stay, so nothing is forgotten silently.
                 Some(mut kept) => {
@@ -403,9 +412,22 @@ impl Engine<'_> {
                 break;
             }
             if revert_failed {
+                let mut unreverted = Vec::new();
                 for failed in segment.failed_operations.drain(..) {
-                    if let Some(before) = failed.before {
+                    if let Some(before) = failed.before.clone() {
                         let id = failed.logical_id.clone();
+                        if let Some(refusal) = replay_refusal(&id, &before.properties) {
+                            self.reporter.resource(
+                                stack,
+                                &id,
+                                &failed.resource_type,
+                                &format!("not reverted: {refusal}"),
+                                None,
+                            );
+                            unreverted.push(failed);
+                            partial = true;
+                            continue;
+                        }
                         let result = providers
                             .for_record(&before)
                             .update(
@@ -439,10 +461,17 @@ impl Engine<'_> {
                                     &format!("could not revert the failed operation: {err}"),
                                     None,
                                 );
+                                unreverted.push(failed);
                                 partial = true;
                             }
                         }
                     }
+                }
+                // What could not be reverted stays in the journal for the next attempt.
+                if !unreverted.is_empty() {
+                    segment.failed_operations = unreverted;
+                    journal.segments.push(segment);
+                    break;
                 }
             }
             // Only the newest segment is replayed per run, except clean auto-rollback markers.

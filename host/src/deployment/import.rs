@@ -345,6 +345,10 @@ impl Engine<'_> {
             }
             record.properties =
                 recorded_properties(&resolved.properties[logical_id], live.as_ref());
+            inherit_attributes(
+                record,
+                (recorded.as_ref()).and_then(|s| s.resources.get(logical_id)),
+            );
             state.resources.insert(logical_id.clone(), record.clone());
         }
         for (logical_id, (record, _)) in &records {
@@ -402,6 +406,21 @@ impl Engine<'_> {
         }
         Ok(resolved)
     }
+}
+
+/// A provider's import that reports no attributes (none, or `{}`) keeps the map already in
+/// state, but only when the resource is re-imported at the same physical id: a logical id
+/// repointed at another resource never inherits the old one's attributes.
+fn inherit_attributes(record: &mut ResourceState, previous: Option<&ResourceState>) {
+    if record.attributes.as_ref().is_some_and(|a| !a.is_empty()) {
+        return;
+    }
+    record.attributes = Some(
+        previous
+            .filter(|p| p.physical_id == record.physical_id)
+            .and_then(|p| p.attributes.clone())
+            .unwrap_or_default(),
+    );
 }
 
 /// An adopted resource's record and what AWS reports of it.
@@ -586,6 +605,39 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn an_import_without_attributes_keeps_the_map_only_at_the_same_physical_id() {
+        let row = |id: &str, attributes: Option<Value>| ResourceState {
+            physical_id: id.into(),
+            resource_type: "AWS::SQS::Queue".into(),
+            properties: Map::new(),
+            observed_properties: None,
+            attributes: attributes.map(|a| a.as_object().unwrap().clone()),
+            dependencies: None,
+            metadata: None,
+            deletion_policy: None,
+            update_replace_policy: None,
+            provisioned_by: None,
+            extra: Map::new(),
+        };
+        let previous = row("q1", Some(json!({"Arn": "arn:q1"})));
+        for reported in [None, Some(json!({}))] {
+            let mut same = row("q1", reported);
+            inherit_attributes(&mut same, Some(&previous));
+            assert_eq!(same.attributes.unwrap()["Arn"], json!("arn:q1"));
+        }
+        let mut repointed = row("q2", Some(json!({})));
+        inherit_attributes(&mut repointed, Some(&previous));
+        assert_eq!(repointed.attributes, Some(Map::new()));
+        let mut fresh = row("q1", None);
+        inherit_attributes(&mut fresh, None);
+        assert_eq!(fresh.attributes, Some(Map::new()));
+        // What the provider reports wins.
+        let mut reported = row("q1", Some(json!({"Arn": "arn:new"})));
+        inherit_attributes(&mut reported, Some(&previous));
+        assert_eq!(reported.attributes.unwrap()["Arn"], json!("arn:new"));
+    }
 
     #[test]
     fn aws_values_win_for_declared_keys_and_unknowns_are_left_out() {

@@ -7,6 +7,7 @@ use super::deletes::delete_record;
 use super::journal::{Operation, OperationKind};
 use super::ledger::Ledger;
 use super::report::Reporter;
+use super::secrets::replay_refusal;
 use crate::provisioning::operations::ProviderSet;
 
 /// Undoes completed operations, newest first; returns those that could not be undone (the
@@ -86,6 +87,9 @@ async fn revert_one(
                 .before
                 .clone()
                 .ok_or("no record of the previous properties")?;
+            if let Some(refusal) = replay_refusal(id, &before.properties) {
+                return Err(refusal);
+            }
             let restored = providers
                 .for_record(after)
                 .update(

@@ -37,6 +37,32 @@ pub fn mask_as_recorded(recorded: &Value, observed: &mut Value) {
     }
 }
 
+/// The first JSON path in `properties` whose whole value is the mask, if any.
+pub fn mask_path(properties: &Map<String, Value>) -> Option<String> {
+    fn walk(value: &Value, path: String) -> Option<String> {
+        match value {
+            Value::String(text) if text == MASK => Some(path),
+            Value::Array(items) => (items.iter().enumerate())
+                .find_map(|(at, item)| walk(item, format!("{path}[{at}]"))),
+            Value::Object(object) => {
+                (object.iter()).find_map(|(key, item)| walk(item, format!("{path}.{key}")))
+            }
+            _ => None,
+        }
+    }
+    (properties.iter()).find_map(|(key, value)| walk(value, key.clone()))
+}
+
+/// Why a recorded baseline that holds the mask cannot be replayed (`cdkd rollback`, its
+/// `--revert-failed`), or `None` when it holds none.
+pub fn replay_refusal(logical_id: &str, properties: &Map<String, Value>) -> Option<String> {
+    mask_path(properties).map(|path| {
+        format!(
+            "{logical_id}'s recorded previous properties hold the NoEcho mask ({MASK}) at {path}, and cdkd does not send the mask to AWS; force the custom resource that produced it to update (change one of its properties) and re-deploy to restore {path}: a plain re-deploy leaves it unchanged, so its handler does not run and the mask stays"
+        )
+    })
+}
+
 /// `live` with the mask wherever `record` holds it (in its properties or its baseline).
 pub fn masked_like(
     record: &crate::state::schema::ResourceState,
@@ -157,6 +183,24 @@ mod tests {
             secrets.mask(&consumer),
             json!({"Value": MASK, "Nested": [MASK, "other"], "Embedded": "x-s3cr3t"})
         );
+    }
+
+    #[test]
+    fn a_baseline_holding_the_mask_is_not_replayed() {
+        let clean = json!({"Name": "n", "Tags": [{"Key": "k", "Value": "v"}]});
+        assert_eq!(replay_refusal("Db", clean.as_object().unwrap()), None);
+        let masked = json!({"Name": "n", "Config": {"Tokens": ["a", MASK]}});
+        let refusal = replay_refusal("Db", masked.as_object().unwrap()).unwrap();
+        assert!(
+            refusal.starts_with(
+                "Db's recorded previous properties hold the NoEcho mask (***) at Config.Tokens[1]"
+            ),
+            "{refusal}"
+        );
+        assert!(refusal.contains("force the custom resource"), "{refusal}");
+        // Embedded in a longer string it is not the mask (the spec's known bound).
+        let embedded = json!({"Name": "x-***"});
+        assert_eq!(mask_path(embedded.as_object().unwrap()), None);
     }
 
     #[test]

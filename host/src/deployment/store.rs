@@ -6,6 +6,7 @@ use async_trait::async_trait;
 
 use super::journal::Journal;
 use crate::state::backend::{StateBackend, StoredState};
+use crate::state::exports_index;
 use crate::state::lock::{LockHandle, LockManager};
 use crate::state::purge::{
     delete_versions, list_versions, purge_and_report, PurgeLogLevel, PurgedObject, Versions,
@@ -43,11 +44,23 @@ pub trait RecordStore: Send + Sync {
 
     /// Forgets a stack whose resources now belong to someone else (`cdkd state orphan`, an
     /// export): its journal and then its record go, the resources stay. Journal first: a
-    /// failure part way leaves the record, so the same command can run again.
+    /// failure part way leaves the record, so the same command can run again. Its exports
+    /// leave the exports index too.
     async fn forget(&self, stack: &str, region: &str) -> Result<(), StateError> {
         self.remove_journal(stack, region).await?;
-        self.delete(stack, region).await
+        self.delete(stack, region).await?;
+        self.withdraw_exports(stack, region).await;
+        Ok(())
     }
+
+    /// Writes a deployed record's exports into its region's exports index and warns about a
+    /// name another stack exported until now. Never fails: the index is a derived view that
+    /// a reader rebuilds from the records.
+    async fn publish_exports(&self, _state: &StackState) {}
+
+    /// Takes a stack's exports out of its region's exports index (a clean destroy). Never
+    /// fails, as [`RecordStore::publish_exports`].
+    async fn withdraw_exports(&self, _stack: &str, _region: &str) {}
 }
 
 #[async_trait]
@@ -68,6 +81,29 @@ impl RecordStore for StateBackend {
 
     async fn delete(&self, stack: &str, region: &str) -> Result<(), StateError> {
         StateBackend::delete(self, stack, region).await
+    }
+
+    async fn publish_exports(&self, state: &StackState) {
+        match exports_index::publish(self, state).await {
+            Ok(warnings) => {
+                for warning in warnings {
+                    tracing::warn!("{warning}");
+                }
+            }
+            Err(err) => tracing::warn!(
+                "could not update the exports index of {}: {err}; Fn::ImportValue still finds the exports of {} by reading every record",
+                state.region.as_deref().unwrap_or("?"),
+                state.stack_name
+            ),
+        }
+    }
+
+    async fn withdraw_exports(&self, stack: &str, region: &str) {
+        if let Err(err) = exports_index::withdraw(self, stack, region).await {
+            tracing::warn!(
+                "could not take {stack}'s exports out of the exports index of {region}: {err}; a reader finds the entries stale and rebuilds the index"
+            );
+        }
     }
 
     async fn read_journal(&self, stack: &str, region: &str) -> Result<Option<Journal>, StateError> {

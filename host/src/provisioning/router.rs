@@ -39,9 +39,11 @@ impl Decision {
     /// What the state record says.
     pub fn provisioned_by(&self) -> Option<ProvisionedBy> {
         match self {
-            Decision::Plugin(_) => Some(ProvisionedBy::Sdk),
+            // A nested stack is cdkd's own provider, not Cloud Control: recorded `sdk`, as the
+            // spec has it, so the field is always written.
+            Decision::Plugin(_) | Decision::NestedStack => Some(ProvisionedBy::Sdk),
             Decision::CloudControl(_) => Some(ProvisionedBy::CcApi),
-            Decision::Refuse(_) | Decision::NestedStack => None,
+            Decision::Refuse(_) => None,
         }
     }
 }
@@ -182,5 +184,14 @@ mod tests {
             )]
         );
         assert!(AllowedDrops::parse(&["Bucket".into()]).is_err());
+    }
+
+    #[test]
+    fn a_nested_stack_row_is_recorded_sdk() {
+        assert_eq!(
+            Decision::NestedStack.provisioned_by(),
+            Some(ProvisionedBy::Sdk)
+        );
+        assert_eq!(Decision::Refuse("no".into()).provisioned_by(), None);
     }
 }

@@ -1,8 +1,10 @@
 //! `cdkd bootstrap`: the state bucket, the region's asset bucket, and the marker written last.
 //!
 //! Every step is idempotent, so a re-run repairs a half-finished bootstrap. `--destroy` tears
-//! down in reverse: the asset bucket, then the marker, then (only when asked, and only when no
-//! stack record remains) the state bucket.
+//! down in reverse: the asset bucket and the container repository, then the marker (last, so a
+//! teardown that stops part-way leaves the marker naming what is still there, and a re-run
+//! finishes it), then (only when asked, and only when no stack record remains) the state
+//! bucket.
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{
@@ -392,21 +394,29 @@ pub async fn delete_bucket_completely(client: &Client, bucket: &str) -> Result<b
 pub struct TeardownReport {
     /// The asset bucket, when it existed.
     pub asset_bucket: Option<String>,
+    /// The container repository deleted (`None` when it was already gone).
+    pub container_repo: Option<String>,
     /// Whether a marker was removed.
     pub marker: bool,
     /// Whether the state bucket was removed.
     pub state_bucket: bool,
 }
 
-/// Tears a region's bootstrap down: asset bucket, then marker, then (when asked, and only
-/// when it holds no stack record) the state bucket.
-pub async fn teardown(
+/// Tears a region's bootstrap down: asset bucket, then the container repository (through
+/// `delete_repository`, which says whether it deleted one), then the marker, then (when asked,
+/// and only when it holds no stack record) the state bucket.
+pub async fn teardown<F, Fut>(
     client: &Client,
     state_bucket: &str,
     region: &str,
     keys: &StateKeys,
     include_state_bucket: bool,
-) -> Result<TeardownReport, StateError> {
+    delete_repository: F,
+) -> Result<TeardownReport, StateError>
+where
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = Result<bool, StateError>>,
+{
     if include_state_bucket {
         // Refuse before touching anything, so a refused teardown leaves the region usable.
         let backend = super::backend::StateBackend::new(client.clone(), state_bucket, keys.clone());
@@ -436,6 +446,9 @@ pub async fn teardown(
     if let Some(marker) = &marker {
         if delete_bucket_completely(client, &marker.asset_bucket).await? {
             report.asset_bucket = Some(marker.asset_bucket.clone());
+        }
+        if delete_repository(marker.container_repo.clone()).await? {
+            report.container_repo = Some(marker.container_repo.clone());
         }
         let key = bootstrap_marker(region);
         client

@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 use super::keys::StateKeys;
 use super::purge::{
     delete_versions, list_noncurrent_versions, log_report, purge_and_report, PurgeFailure,
-    PurgeLogLevel, PurgeReport, PurgedObject,
+    PurgeLogLevel, PurgedObject,
 };
 use super::s3_error::S3Failure;
 use super::schema::{now_millis, LockInfo};
@@ -128,6 +128,9 @@ pub enum ReleaseOutcome {
 
 struct Held {
     etag: String,
+    /// The versions of the lock key this process wrote (its acquire and each renewal), oldest
+    /// first: the release purges them, so a run leaves none of its heartbeats behind.
+    written: Vec<String>,
     body: Vec<u8>,
     deadline: i64,
     lost: bool,
@@ -313,6 +316,7 @@ impl LockManager {
             ttl: self.config.ttl,
             held: Mutex::new(Held {
                 etag,
+                written: Vec::new(),
                 body,
                 deadline: info.expires_at_millis().unwrap_or_default(),
                 lost: false,
@@ -354,14 +358,18 @@ impl LockManager {
             .send()
             .await;
         match put {
-            Ok(output) => Ok(Some(self.hold(
-                key,
-                stack,
-                region,
-                info,
-                body,
-                output.e_tag().unwrap_or_default().to_string(),
-            ))),
+            Ok(output) => {
+                let handle = self.hold(
+                    key,
+                    stack,
+                    region,
+                    info,
+                    body,
+                    output.e_tag().unwrap_or_default().to_string(),
+                );
+                handle.wrote(output.version_id());
+                Ok(Some(handle))
+            }
             Err(err) => {
                 let failure = S3Failure::from_sdk(&err);
                 if failure.is_precondition_failed() {
@@ -570,6 +578,8 @@ async fn renew_once(shared: &Shared) -> bool {
         Ok(output) => {
             let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
             held.etag = output.e_tag().unwrap_or_default().to_string();
+            held.written
+                .extend(output.version_id().map(ToString::to_string));
             held.body = body;
             held.deadline = deadline;
             true
@@ -619,6 +629,15 @@ async fn renew_once(shared: &Shared) -> bool {
 }
 
 impl LockHandle {
+    /// Notes a version of the lock key this process wrote.
+    fn wrote(&self, version: Option<&str>) {
+        if let Some(version) = version {
+            (self.shared.held.lock().unwrap_or_else(|e| e.into_inner()))
+                .written
+                .push(version.to_string());
+        }
+    }
+
     /// The lock's key.
     pub fn key(&self) -> &str {
         &self.shared.key
@@ -689,9 +708,19 @@ impl LockHandle {
             let _ = renewer.await;
         }
         let shared = &self.shared;
-        let (etag, lost) = {
+        let (etag, lost, mut written) = {
             let held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
-            (held.etag.clone(), held.lost)
+            (held.etag.clone(), held.lost, held.written.clone())
+        };
+        // The newest version this run wrote is the current one until the delete lands; the
+        // older ones are noncurrent already and go alongside it.
+        let newest = written.pop();
+        let identifier = |version: &str| {
+            aws_sdk_s3::types::ObjectIdentifier::builder()
+                .key(&shared.key)
+                .version_id(version)
+                .build()
+                .expect("key and version are set")
         };
         if lost {
             tracing::warn!(
@@ -717,14 +746,20 @@ impl LockHandle {
                 }),
                 None => Ok(Vec::new()),
             };
+            let mut own: Vec<_> = written.iter().map(|v| identifier(v)).collect();
             let report = match listed {
-                Ok(doomed) => {
+                Ok(mut doomed) => {
+                    // A renewal before the listing ran makes the acquire's version one it lists.
+                    own.retain(|o| !doomed.iter().any(|d| d.version_id() == o.version_id()));
+                    doomed.append(&mut own);
                     delete_versions(&shared.client, &shared.bucket, &shared.key, &doomed).await
                 }
-                Err(failure) => PurgeReport {
-                    removed: 0,
-                    failures: vec![failure],
-                },
+                Err(failure) => {
+                    let mut report =
+                        delete_versions(&shared.client, &shared.bucket, &shared.key, &own).await;
+                    report.failures.push(failure);
+                    report
+                }
             };
             log_report(
                 &shared.bucket,
@@ -752,6 +787,24 @@ impl LockHandle {
             }
         };
         let (outcome, ()) = tokio::join!(delete, purge);
+        // Once the delete marker is current, the last heartbeat is noncurrent too. Only after
+        // our own delete: deleting the current version would bring the one before it back.
+        if let (ReleaseOutcome::Released, Some(newest)) = (&outcome, newest) {
+            let report = delete_versions(
+                &shared.client,
+                &shared.bucket,
+                &shared.key,
+                &[identifier(&newest)],
+            )
+            .await;
+            log_report(
+                &shared.bucket,
+                &shared.key,
+                PurgedObject::Lock,
+                PurgeLogLevel::Debug,
+                &report,
+            );
+        }
         outcome
     }
 }

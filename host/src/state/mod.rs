@@ -3,12 +3,13 @@
 //! Follows the project's state-management specification (kept outside this repository;
 //! docs/state.md is the user's summary): schema v9 with in-memory upgrades from v1 (`upgrade`),
 //! the region-scoped key layout (`keys`), optimistic writes (`backend`), the renewed stack lock
-//! (`lock`), noncurrent-version purges (`purge`), bucket resolution (`bucket`) and
-//! `cdkd bootstrap` (`bootstrap`). It knows nothing of templates or providers.
+//! (`lock`), noncurrent-version purges (`purge`), bucket resolution (`bucket`), the exports
+//! index (`exports_index`) and `cdkd bootstrap` (`bootstrap`). It knows nothing of templates or providers.
 
 pub mod backend;
 pub mod bootstrap;
 pub mod bucket;
+pub mod exports_index;
 pub mod history;
 pub mod keys;
 pub mod lock;

@@ -59,6 +59,18 @@ impl Environment for FakeEnv {
             region.unwrap_or(self.region)
         )))
     }
+    fn stack_output_as(
+        &self,
+        role_arn: &str,
+        stack: &str,
+        region: Option<&str>,
+        output: &str,
+    ) -> Lookup {
+        Lookup::Known(json!(format!(
+            "{role_arn}:{stack}/{}/{output}",
+            region.unwrap_or(self.region)
+        )))
+    }
     fn availability_zones(&self, region: &str) -> Lookup {
         Lookup::Known(json!([
             format!("{region}a"),
@@ -316,6 +328,15 @@ fn cross_stack_mappings_encoding_azs_and_cidr() {
         .unwrap_err()
         .message
         .contains("literal"));
+    // A literal RoleArn reads through the role (the other account's stack).
+    assert_eq!(
+        resolve(
+            json!({"Fn::GetStackOutput": {"StackName": "P", "OutputName": "O",
+            "RoleArn": "arn:aws:iam::222222222222:role/Reader"}})
+        )
+        .unwrap(),
+        json!("arn:aws:iam::222222222222:role/Reader:P/us-east-1/O")
+    );
     assert_eq!(
         resolve(json!({"Fn::FindInMap": ["Regions", {"Ref": "AWS::Region"}, "Ami"]})).unwrap(),
         json!("ami-1")

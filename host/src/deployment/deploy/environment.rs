@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 use super::run::RunRecord;
 use crate::analyzer::intrinsics::{Environment, Lookup};
 use crate::analyzer::plan::StackContext;
-use crate::deployment::external::{SnapshotLookups, StateSnapshot};
+use crate::deployment::external::{
+    cross_account_output, missing_export, SnapshotLookups, StateSnapshot,
+};
 use crate::deployment::ledger::Ledger;
 use crate::deployment::secrets::{RunSecrets, MASK};
 
@@ -113,10 +115,37 @@ impl Environment for LiveEnvironment<'_> {
                 let producer = producer.to_string();
                 self.unmasked(&producer, &self.context.region, export_name, value.clone())
             }
-            None => Lookup::Missing(format!(
-                "no deployed stack in {} exports {export_name}; deploy the producer first",
-                self.context.region
-            )),
+            // A CloudFormation export is not written down: cdkd never destroys its producer.
+            None => {
+                match (self.snapshot).cloudformation_export(&self.context.region, export_name) {
+                    Some(value) => Lookup::Known(value.clone()),
+                    None => Lookup::Missing(missing_export(
+                        self.snapshot,
+                        &self.context.region,
+                        export_name,
+                    )),
+                }
+            }
+        }
+    }
+
+    fn stack_output_as(
+        &self,
+        role_arn: &str,
+        stack: &str,
+        region: Option<&str>,
+        output: &str,
+    ) -> Lookup {
+        // Not written down in outputReads (the spec defers cross-account reads to a later
+        // schema with the producer's account).
+        let region = region.unwrap_or(&self.context.region);
+        match cross_account_output(self.snapshot, role_arn, stack, region, output) {
+            Lookup::Known(value) if value.as_str() == Some(MASK) && !self.for_outputs => {
+                Lookup::Missing(format!(
+                    "output {output} of stack {stack} ({region}, read through {role_arn}) is a NoEcho secret that state keeps only as its mask; stop marking that response NoEcho"
+                ))
+            }
+            other => other,
         }
     }
 
@@ -128,7 +157,11 @@ impl Environment for LiveEnvironment<'_> {
         };
         let found =
             crate::analyzer::plan::ExternalValues::stack_output(&lookups, stack, region, output);
-        if matches!(found, Lookup::Known(_)) {
+        // Only a read served from a cdkd record is written down: a producer read from
+        // CloudFormation is never re-created by cdkd, so no consumer warning needs it.
+        let from_record = (self.snapshot.record(stack, region))
+            .is_some_and(|state| state.outputs.contains_key(output));
+        if matches!(found, Lookup::Known(_)) && from_record {
             self.run
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())

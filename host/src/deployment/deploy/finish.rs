@@ -55,7 +55,10 @@ impl StackRun<'_> {
                 store.write_journal(&left).await
             }
         };
-        let (saved, cleaned) = tokio::join!(self.ledger.flush(), cleanup);
+        // The exports index beside the save: a derived view, never failing the deploy.
+        let published = self.ledger.snapshot();
+        let publish = store.publish_exports(&published);
+        let (saved, cleaned, ()) = tokio::join!(self.ledger.flush(), cleanup, publish);
         saved?;
         cleaned?;
         let summary = self.record().summary.clone();

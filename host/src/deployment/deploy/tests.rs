@@ -390,6 +390,30 @@ async fn another_stacks_output_is_read_from_the_snapshot_and_recorded() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_read_answered_by_cloudformation_is_not_recorded() {
+    use crate::deployment::external::CloudFormationStack;
+    let world = World::new();
+    let mut snapshot = StateSnapshot::default();
+    snapshot.keep_cloudformation(
+        "Exported",
+        REGION,
+        CloudFormationStack::Outputs([("Name".to_string(), json!("from-cfn"))].into()),
+    );
+    let template = json!({"Resources": {"Reader": {"Type": "AWS::SNS::Topic", "Properties": {
+        "DisplayName": {"Fn::GetStackOutput": {"StackName": "Exported", "OutputName": "Name"}}}}}});
+    world
+        .deploy_with(&template, &snapshot, &DeployOptions::default())
+        .await
+        .unwrap();
+    let record = world.record();
+    assert_eq!(
+        record.resources["Reader"].properties["DisplayName"],
+        json!("from-cfn")
+    );
+    assert_eq!(record.output_reads, None);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_missing_producer_fails_before_any_call() {
     let world = World::new();
     let template = json!({"Resources": {"Reader": {"Type": "AWS::SNS::Topic", "Properties": {
@@ -525,6 +549,53 @@ async fn a_type_without_a_snapshot_path_is_refused_before_any_change() {
         .unwrap();
     assert!(world.calls_of("snapshot").is_empty());
     assert!(world.cloud.live().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_partial_destroy_keeps_retained_rows_until_the_record_goes() {
+    let world = World::new();
+    let mut first = app();
+    first["Resources"]["Logs"]["DeletionPolicy"] = json!("Retain");
+    world
+        .deploy(&first, &DeployOptions::default())
+        .await
+        .unwrap();
+    // The topic fails to delete: the queue it reads stays too, and the retained log group's
+    // row stays in the preserved record although its turn came.
+    world.cloud.fail("Topic", "Throttled");
+    let engine = world.engine();
+    engine
+        .destroy(
+            STACK,
+            REGION,
+            &Default::default(),
+            &StateSnapshot::default(),
+            Default::default(),
+        )
+        .await
+        .unwrap_err();
+    let kept = world.record();
+    assert!(
+        kept.resources.contains_key("Logs"),
+        "{:?}",
+        kept.resources.keys()
+    );
+    assert!(kept.resources.contains_key("Topic"));
+    assert!(kept.outputs.is_empty());
+    assert!(world.calls_of("delete").iter().all(|id| id != "Logs"));
+    world.cloud.heal("Topic");
+    engine
+        .destroy(
+            STACK,
+            REGION,
+            &Default::default(),
+            &StateSnapshot::default(),
+            Default::default(),
+        )
+        .await
+        .unwrap();
+    assert!(world.store.record(STACK, REGION).is_none());
+    assert_eq!(world.cloud.live().len(), 1, "the log group stays in AWS");
 }
 
 #[tokio::test(start_paused = true)]

@@ -77,7 +77,10 @@ pub async fn record_intents(
         let previous = recorded.and_then(|s| s.resources.get(logical_id));
         let (Some(resource), Some(layer)) = (
             input.template.resources.get(logical_id),
-            decisions.get(logical_id).and_then(Decision::provisioned_by),
+            // A nested stack's create is its child's deploy, which keeps its own journal.
+            (decisions.get(logical_id))
+                .filter(|d| !matches!(d, Decision::NestedStack))
+                .and_then(Decision::provisioned_by),
         ) else {
             continue;
         };
