@@ -11,6 +11,8 @@
 //!   --migrate-from-cloudformation`); a plain deploy of it is not what it is for;
 //! - `export`'s `ReaderStack` reads `HandoverStack` through CloudFormation after an export: only
 //!   `HandoverStack` and `NetStack` are deployed here;
+//! - `annotated`: its subject is the refusal of a stack with an error annotation
+//!   (tests/e2e/deploy_options.rs);
 //! - the lookup apps (`lookup`, `lookups`) are synthesized by `tests/e2e/analysis.rs` at run time
 //!   (they have no folder under tests/fixtures/cdk.out).
 
@@ -70,6 +72,25 @@ fn set_up(fixture: &str) {
     }
 }
 
+/// What a fixture's copy needs before its deploy: `alb` names its listener certificates by
+/// placeholder, replaced by certificates imported into the emulator's ACM (as tests/e2e/alb.rs).
+fn prepare(fixture: &str, world: &AppWorld) {
+    if fixture != "alb" {
+        return;
+    }
+    let setup = workspace_root().join("tests/fixtures/apps/alb-certs.py");
+    let arns = Emulator::shared().boto(&format!(
+        "__import__('runpy').run_path('{}', init_globals={{'c': c}})['RESULT']",
+        setup.display()
+    ));
+    let path = world.assembly.path().join("AlbStack.template.json");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    for (placeholder, arn) in arns.as_object().unwrap() {
+        text = text.replace(placeholder.as_str(), arn.as_str().unwrap());
+    }
+    std::fs::write(&path, text).unwrap();
+}
+
 fn run(world: &AppWorld, args: &[&str], env: &[(String, String)]) -> Run {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     world.cdkd_with_env(args, &env)
@@ -87,6 +108,7 @@ fn diff(world: &AppWorld, stacks: &[&str], env: &[(String, String)]) -> Run {
 fn deploy_then_no_difference(fixture: &str, stacks: &[&str]) {
     set_up(fixture);
     let world = AppWorld::unedited(fixture, &format!("dt-{fixture}"));
+    prepare(fixture, &world);
     let scratch = tempfile::tempdir().unwrap();
     let env = env_for(fixture, scratch.path());
     let app = world.assembly.path().display().to_string();
@@ -130,6 +152,7 @@ macro_rules! no_difference_after_deploy {
 }
 
 no_difference_after_deploy! {
+    alb_diffs_clean: "alb";
     app_diffs_clean: "app";
     autodelete_diffs_clean: "autodelete";
     children_diffs_clean: "children";
@@ -143,14 +166,18 @@ no_difference_after_deploy! {
     dns_diffs_clean: "dns";
     drift_diffs_clean: "drift";
     export_diffs_clean: "export" ["HandoverStack", "NetStack"];
+    fargate_diffs_clean: "fargate";
     framework_diffs_clean: "framework";
+    httpapi_diffs_clean: "httpapi";
     integration_diffs_clean: "integration";
+    local_diffs_clean: "local";
     messaging_diffs_clean: "messaging";
     nested_diffs_clean: "nested";
     nested3_diffs_clean: "nested3";
     noecho_diffs_clean: "noecho";
     notifications_diffs_clean: "notifications";
     ordering_diffs_clean: "ordering";
+    restapi_diffs_clean: "restapi";
     secrets_diffs_clean: "secrets";
     snapshots_diffs_clean: "snapshots";
     snsbacked_diffs_clean: "snsbacked";
@@ -159,6 +186,7 @@ no_difference_after_deploy! {
     storage_diffs_clean: "storage";
     vpc_diffs_clean: "vpc";
     vpcsoak_diffs_clean: "vpcsoak";
+    website_diffs_clean: "website";
     workflows_diffs_clean: "workflows";
 }
 
