@@ -37,7 +37,10 @@ fn runtime_env() -> Vec<(&'static str, String)> {
                 .display()
                 .to_string(),
         ),
-        ("AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED", "true".into()),
+        (
+            "AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED",
+            "true".into(),
+        ),
     ]
 }
 
@@ -102,19 +105,32 @@ fn functions_and_apis_run_locally_wired_to_the_deployed_stack() {
     let node_event = event_file(events.path(), "node.json", &json!({"name": "node-event"}));
     let node = local(
         &world,
-        &["invoke", "LocalStack/NodeFn", "--from-state", "--event", &node_event],
+        &[
+            "invoke",
+            "LocalStack/NodeFn",
+            "--from-state",
+            "--event",
+            &node_event,
+        ],
         &[],
     )
     .success();
-    let result: Value = serde_json::from_str(node.stdout.trim()).unwrap_or_else(|err| {
-        panic!("{err}: {}\n{}", node.stdout, node.stderr)
-    });
+    let result: Value = serde_json::from_str(node.stdout.trim())
+        .unwrap_or_else(|err| panic!("{err}: {}\n{}", node.stdout, node.stderr));
     assert_eq!(result["greeting"], "hello, node-event, from the layer");
     assert_eq!(result["style"], "plain");
     assert!(result["messageId"].is_string(), "{result}");
     assert!(node.stderr.contains("START RequestId: "), "{}", node.stderr);
-    assert!(node.stderr.contains("REPORT RequestId: "), "{}", node.stderr);
-    assert!(node.stderr.contains("INFO\tnode handler called"), "{}", node.stderr);
+    assert!(
+        node.stderr.contains("REPORT RequestId: "),
+        "{}",
+        node.stderr
+    );
+    assert!(
+        node.stderr.contains("INFO\tnode handler called"),
+        "{}",
+        node.stderr
+    );
     assert!(!node.stderr.contains("left empty"), "{}", node.stderr);
 
     // The Python function, from stdin, with QUEUE_ARN (Fn::GetAtt) from state.
@@ -148,23 +164,39 @@ fn functions_and_apis_run_locally_wired_to_the_deployed_stack() {
     let result: Value = serde_json::from_str(python.stdout.trim()).unwrap();
     assert_eq!(result["greeting"], "hello, python-event, from the layer");
     assert_eq!(result["queueArn"], queue_arn);
-    assert!(python.stderr.contains("python handler called"), "{}", python.stderr);
+    assert!(
+        python.stderr.contains("python handler called"),
+        "{}",
+        python.stderr
+    );
 
     // Both messages reached the emulator's queue.
-    let bodies = wait_for("both messages in the queue", Duration::from_secs(20), || {
-        let received = aws(&format!(
+    let bodies = wait_for(
+        "both messages in the queue",
+        Duration::from_secs(20),
+        || {
+            let received = aws(&format!(
             "[m['Body'] for m in c('sqs').receive_message(QueueUrl='{queue_url}', MaxNumberOfMessages=10, VisibilityTimeout=0).get('Messages', [])]"
         ));
-        let bodies: Vec<Value> = received
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|b| serde_json::from_str(b.as_str().unwrap()).unwrap())
-            .collect();
-        (bodies.len() >= 2).then_some(bodies)
-    });
-    assert!(bodies.contains(&json!({"from": "node", "greeting": "hello, node-event, from the layer"})), "{bodies:?}");
-    assert!(bodies.contains(&json!({"from": "python", "greeting": "hello, python-event, from the layer"})), "{bodies:?}");
+            let bodies: Vec<Value> = received
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| serde_json::from_str(b.as_str().unwrap()).unwrap())
+                .collect();
+            (bodies.len() >= 2).then_some(bodies)
+        },
+    );
+    assert!(
+        bodies.contains(&json!({"from": "node", "greeting": "hello, node-event, from the layer"})),
+        "{bodies:?}"
+    );
+    assert!(
+        bodies.contains(
+            &json!({"from": "python", "greeting": "hello, python-event, from the layer"})
+        ),
+        "{bodies:?}"
+    );
 
     // Without --from-state the queue URL is named and left empty; --env-override applies; the
     // function's own failure is its payload and exit code 1.
@@ -175,12 +207,26 @@ fn functions_and_apis_run_locally_wired_to_the_deployed_stack() {
     );
     let offline = local(
         &world,
-        &["invoke", "LocalStack/NodeFn", "--env-override", &overrides, "--event", &node_event],
+        &[
+            "invoke",
+            "LocalStack/NodeFn",
+            "--env-override",
+            &overrides,
+            "--event",
+            &node_event,
+        ],
         &[],
     );
-    assert_eq!(offline.code, Some(1), "{}\n{}", offline.stdout, offline.stderr);
+    assert_eq!(
+        offline.code,
+        Some(1),
+        "{}\n{}",
+        offline.stdout,
+        offline.stderr
+    );
     assert!(
-        offline.stderr.contains("QUEUE_URL is left empty") && offline.stderr.contains("--from-state"),
+        offline.stderr.contains("QUEUE_URL is left empty")
+            && offline.stderr.contains("--from-state"),
         "{}",
         offline.stderr
     );
@@ -244,7 +290,11 @@ fn functions_and_apis_run_locally_wired_to_the_deployed_stack() {
             .unwrap();
         let port = || {
             line.split("http://127.0.0.1:").nth(1).map(|rest| {
-                rest.split(['/', ' ']).next().unwrap().parse::<u16>().unwrap()
+                rest.split(['/', ' '])
+                    .next()
+                    .unwrap()
+                    .parse::<u16>()
+                    .unwrap()
             })
         };
         if line.starts_with("LocalStack/RestApi (REST API, stage prod)") {
@@ -299,7 +349,11 @@ fn functions_and_apis_run_locally_wired_to_the_deployed_stack() {
     // The function's code folder changes: the next request runs the new code.
     let handler = world.assembly.path().join(NODE_ASSET).join("index.js");
     let code = std::fs::read_to_string(&handler).unwrap();
-    std::fs::write(&handler, code.replace("runtime: 'node'", "runtime: 'node-edited'")).unwrap();
+    std::fs::write(
+        &handler,
+        code.replace("runtime: 'node'", "runtime: 'node-edited'"),
+    )
+    .unwrap();
     let (status, _, body) = http(rest_port, "GET", "/prod/again", "");
     assert_eq!(status, 200, "{body}");
     let edited: Value = serde_json::from_str(&body).unwrap();
@@ -315,5 +369,8 @@ fn functions_and_apis_run_locally_wired_to_the_deployed_stack() {
         .unwrap();
     let _ = server.wait();
     assert!(stderr.contains("Reloaded LocalStack/NodeFn"), "{stderr}");
-    assert!(stderr.contains("GET /items/42?x=1 -> LocalStack/PyFn (200)"), "{stderr}");
+    assert!(
+        stderr.contains("GET /items/42?x=1 -> LocalStack/PyFn (200)"),
+        "{stderr}"
+    );
 }

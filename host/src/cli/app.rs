@@ -37,7 +37,9 @@ struct Lookups<'a> {
     context: &'a CommandContext,
     aws: crate::aws_env::AwsEnvironment,
     /// Loaded at the first lookup that needs a plugin, once for the whole synthesis.
-    registry: std::sync::OnceLock<Result<std::sync::Arc<crate::provisioning::registry::Registry>, String>>,
+    registry: std::sync::OnceLock<
+        Result<std::sync::Arc<crate::provisioning::registry::Registry>, String>,
+    >,
 }
 
 #[async_trait::async_trait]
