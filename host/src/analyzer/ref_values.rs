@@ -22,6 +22,8 @@ impl RefValues {
             ("AWS::Route53::RecordSet", RefValue::Segment(1)),
             ("AWS::S3Tables::Namespace", RefValue::Segment(-1)),
             ("AWS::S3Tables::Table", RefValue::Segment(-1)),
+            // Cloud Control's id is `<serviceArn>|<cluster>`; the plugin's, the bare ARN.
+            ("AWS::ECS::Service", RefValue::Segment(0)),
             ("AWS::AppSync::ApiKey", RefValue::Attribute("Arn".into())),
             (
                 "AWS::AppSync::DataSource",
@@ -76,6 +78,12 @@ mod tests {
             "www.example.com."
         );
         assert_eq!(values.value("AWS::Glue::Table", "db|tbl", None), "tbl");
+        let service = "arn:aws:ecs:us-east-1:123456789012:service/prod/web";
+        assert_eq!(
+            values.value("AWS::ECS::Service", &format!("{service}|prod"), None),
+            service
+        );
+        assert_eq!(values.value("AWS::ECS::Service", service, None), service);
         assert_eq!(
             values.value("AWS::EC2::VPCGatewayAttachment", "igw-1|vpc-1", None),
             "igw-1|vpc-1"

@@ -193,6 +193,12 @@ impl Engine<'_> {
             }
         }
 
+        // An id given in a looser form the spec accepts is recorded in the provider's form.
+        for (logical_id, physical_id) in wanted.iter_mut() {
+            if let Some(id) = accepted_id(&template.resources[logical_id].kind, physical_id) {
+                *physical_id = id;
+            }
+        }
         let mut derived = Vec::new();
         for (logical_id, physical_id) in &wanted {
             let kind = &template.resources[logical_id].kind;
@@ -408,6 +414,24 @@ impl Engine<'_> {
     }
 }
 
+/// The stored form of an id `--resource` may give in another shape (the spec's composite-id
+/// table): an `AWS::ECS::Service` as `<clusterArn>|<serviceName>` is its service ARN,
+/// `arn:<partition>:ecs:<region>:<account>:service/<cluster>/<service>`. `None`: keep it.
+pub fn accepted_id(kind: &str, physical_id: &str) -> Option<String> {
+    if kind != "AWS::ECS::Service" {
+        return None;
+    }
+    let (cluster_arn, service) = physical_id.split_once('|')?;
+    let (prefix, cluster) = cluster_arn.split_once(":cluster/")?;
+    let valid = prefix.starts_with("arn:")
+        && prefix.split(':').nth(2) == Some("ecs")
+        && !cluster.is_empty()
+        && !cluster.contains('/')
+        && !service.is_empty()
+        && !service.contains(['|', '/']);
+    valid.then(|| format!("{prefix}:service/{cluster}/{service}"))
+}
+
 /// A provider's import that reports no attributes (none, or `{}`) keeps the map already in
 /// state, but only when the resource is re-imported at the same physical id: a logical id
 /// repointed at another resource never inherits the old one's attributes.
@@ -605,6 +629,33 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn an_ecs_service_is_accepted_as_cluster_arn_and_service_name() {
+        let kind = "AWS::ECS::Service";
+        assert_eq!(
+            accepted_id(kind, "arn:aws:ecs:us-east-1:123456789012:cluster/prod|web").as_deref(),
+            Some("arn:aws:ecs:us-east-1:123456789012:service/prod/web")
+        );
+        assert_eq!(
+            accepted_id(kind, "arn:aws-cn:ecs:cn-north-1:123456789012:cluster/c|s").as_deref(),
+            Some("arn:aws-cn:ecs:cn-north-1:123456789012:service/c/s")
+        );
+        // The service ARN itself, and shapes that are not a cluster ARN and a name, stay.
+        for kept in [
+            "arn:aws:ecs:us-east-1:123456789012:service/prod/web",
+            "prod|web",
+            "arn:aws:ecs:us-east-1:123456789012:cluster/prod|",
+            "arn:aws:ecs:us-east-1:123456789012:cluster/prod|a|b",
+            "arn:aws:s3:::cluster/prod|web",
+        ] {
+            assert_eq!(accepted_id(kind, kept), None, "{kept}");
+        }
+        assert_eq!(
+            accepted_id("AWS::Glue::Table", "arn:aws:ecs:r:a:cluster/c|s"),
+            None
+        );
+    }
 
     #[test]
     fn an_import_without_attributes_keeps_the_map_only_at_the_same_physical_id() {
