@@ -1,0 +1,1096 @@
+//! `AWS::Cognito::UserPool`: physical id (and `Ref`) is the pool's id; attributes `Arn`,
+//! `ProviderName`, `ProviderURL` and `UserPoolId`. Cognito's `UpdateUserPool` resets every
+//! setting it is not given, so an update sends the whole template (and the pool's create-token
+//! tag) again. A pool with `DeletionProtection: ACTIVE` is refused on delete, as under
+//! CloudFormation.
+
+use std::collections::{BTreeMap, HashMap};
+
+use aws_sdk_cognitoidentityprovider::types::{
+    AccountRecoverySettingType, AdminCreateUserConfigType, AliasAttributeType, AttributeDataType,
+    AuthFactorType, DefaultEmailOptionType, DeletionProtectionType, EmailConfigurationType,
+    EmailMfaConfigType, EmailSendingAccountType, MessageTemplateType,
+    NumberAttributeConstraintsType, PasswordPolicyType, RecoveryOptionNameType, RecoveryOptionType,
+    SchemaAttributeType, SignInPolicyType, SoftwareTokenMfaConfigType,
+    StringAttributeConstraintsType, UserPoolMfaType, UserPoolPolicyType, UserPoolTierType,
+    UserPoolType, UsernameAttributeType, UsernameConfigurationType,
+    VerificationMessageTemplateType, VerifiedAttributeType,
+};
+use cdkd_aws_common::{
+    deleted_unless_failed, does_not_exist, flag, found, generated_name, int, put, string, strings,
+    Readable, TypeSchema,
+};
+use cdkd_provider_api::protocol::{
+    CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
+    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult, CREATE_TOKEN_TAG,
+};
+use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use serde_json::{json, Map, Value};
+
+use crate::{failed, idp};
+
+/// The CloudFormation type name.
+const TYPE: &str = "AWS::Cognito::UserPool";
+
+/// The longest user pool name Cognito takes.
+const MAX_NAME: usize = 128;
+
+/// The `AWS::Cognito::UserPool` provider.
+#[derive(Default)]
+pub struct UserPool;
+
+/// The name a create with `token` gives the pool: the template's, else CloudFormation's shape.
+fn pool_name(
+    properties: &Map<String, Value>,
+    stack: &str,
+    logical_id: &str,
+    token: &str,
+) -> String {
+    string(properties.get("UserPoolName"))
+        .unwrap_or_else(|| generated_name(stack, logical_id, token, MAX_NAME, false, ""))
+}
+
+/// Whether `key`'s value differs between two templates (a missing key and `null` alike).
+fn changed(before: &Map<String, Value>, after: &Map<String, Value>, key: &str) -> bool {
+    before.get(key).filter(|v| !v.is_null()) != after.get(key).filter(|v| !v.is_null())
+}
+
+/// A template's `UserPoolTags` (a `{key: value}` map) by key.
+fn pool_tags(properties: &Map<String, Value>) -> BTreeMap<String, String> {
+    properties
+        .get("UserPoolTags")
+        .and_then(Value::as_object)
+        .map(|tags| {
+            tags.iter()
+                .filter(|(k, _)| k.as_str() != CREATE_TOKEN_TAG)
+                .filter_map(|(k, v)| Some((k.clone(), cdkd_aws_common::text(Some(v))?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `Policies` as Cognito's.
+fn policies(value: Option<&Value>) -> Option<UserPoolPolicyType> {
+    let value = value.filter(|v| v.is_object())?;
+    let password = value
+        .get("PasswordPolicy")
+        .filter(|v| v.is_object())
+        .map(|p| {
+            PasswordPolicyType::builder()
+                .set_minimum_length(int(p.get("MinimumLength")))
+                .set_require_uppercase(flag(p.get("RequireUppercase")))
+                .set_require_lowercase(flag(p.get("RequireLowercase")))
+                .set_require_numbers(flag(p.get("RequireNumbers")))
+                .set_require_symbols(flag(p.get("RequireSymbols")))
+                .set_password_history_size(int(p.get("PasswordHistorySize")))
+                .set_temporary_password_validity_days(int(p.get("TemporaryPasswordValidityDays")))
+                .build()
+        });
+    let sign_in = value
+        .get("SignInPolicy")
+        .filter(|v| v.is_object())
+        .map(|s| {
+            SignInPolicyType::builder()
+                .set_allowed_first_auth_factors(
+                    strings(s.get("AllowedFirstAuthFactors"))
+                        .map(|f| f.iter().map(|f| AuthFactorType::from(f.as_str())).collect()),
+                )
+                .build()
+        });
+    Some(
+        UserPoolPolicyType::builder()
+            .set_password_policy(password)
+            .set_sign_in_policy(sign_in)
+            .build(),
+    )
+}
+
+/// One `Schema` entry as Cognito's attribute.
+fn schema_attribute(item: &Value) -> SchemaAttributeType {
+    SchemaAttributeType::builder()
+        .set_name(string(item.get("Name")))
+        .set_attribute_data_type(
+            string(item.get("AttributeDataType")).map(|t| AttributeDataType::from(t.as_str())),
+        )
+        .set_developer_only_attribute(flag(item.get("DeveloperOnlyAttribute")))
+        .set_mutable(flag(item.get("Mutable")))
+        .set_required(flag(item.get("Required")))
+        .set_number_attribute_constraints(
+            item.get("NumberAttributeConstraints")
+                .filter(|v| v.is_object())
+                .map(|c| {
+                    NumberAttributeConstraintsType::builder()
+                        .set_min_value(cdkd_aws_common::text(c.get("MinValue")))
+                        .set_max_value(cdkd_aws_common::text(c.get("MaxValue")))
+                        .build()
+                }),
+        )
+        .set_string_attribute_constraints(
+            item.get("StringAttributeConstraints")
+                .filter(|v| v.is_object())
+                .map(|c| {
+                    StringAttributeConstraintsType::builder()
+                        .set_min_length(cdkd_aws_common::text(c.get("MinLength")))
+                        .set_max_length(cdkd_aws_common::text(c.get("MaxLength")))
+                        .build()
+                }),
+        )
+        .build()
+}
+
+/// The template's `Schema` entries.
+fn schema(value: Option<&Value>) -> Option<Vec<SchemaAttributeType>> {
+    value?
+        .as_array()
+        .map(|items| items.iter().map(schema_attribute).collect())
+}
+
+/// `AccountRecoverySetting` as Cognito's; a mechanism without a name or priority is refused.
+fn recovery(
+    value: Option<&Value>,
+    what: &str,
+) -> Result<Option<AccountRecoverySettingType>, ProviderError> {
+    let Some(value) = value.filter(|v| v.is_object()) else {
+        return Ok(None);
+    };
+    let mechanisms = value
+        .get("RecoveryMechanisms")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .map(|m| {
+                    RecoveryOptionType::builder()
+                        .set_name(
+                            string(m.get("Name")).map(|n| RecoveryOptionNameType::from(n.as_str())),
+                        )
+                        .set_priority(int(m.get("Priority")))
+                        .build()
+                        .map_err(|e| {
+                            ProviderError::validation(format!(
+                                "{what}: AccountRecoverySetting.RecoveryMechanisms: {e}"
+                            ))
+                        })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?;
+    Ok(Some(
+        AccountRecoverySettingType::builder()
+            .set_recovery_mechanisms(mechanisms)
+            .build(),
+    ))
+}
+
+/// `AdminCreateUserConfig` as Cognito's.
+fn admin_create(value: Option<&Value>) -> Option<AdminCreateUserConfigType> {
+    let value = value.filter(|v| v.is_object())?;
+    Some(
+        AdminCreateUserConfigType::builder()
+            .set_allow_admin_create_user_only(flag(value.get("AllowAdminCreateUserOnly")))
+            .set_unused_account_validity_days(int(value.get("UnusedAccountValidityDays")))
+            .set_invite_message_template(
+                value
+                    .get("InviteMessageTemplate")
+                    .filter(|v| v.is_object())
+                    .map(|t| {
+                        MessageTemplateType::builder()
+                            .set_email_message(string(t.get("EmailMessage")))
+                            .set_email_subject(string(t.get("EmailSubject")))
+                            .set_sms_message(string(t.get("SMSMessage")))
+                            .build()
+                    }),
+            )
+            .build(),
+    )
+}
+
+/// `EmailConfiguration` as Cognito's.
+fn email(value: Option<&Value>) -> Option<EmailConfigurationType> {
+    let value = value.filter(|v| v.is_object())?;
+    Some(
+        EmailConfigurationType::builder()
+            .set_source_arn(string(value.get("SourceArn")))
+            .set_reply_to_email_address(string(value.get("ReplyToEmailAddress")))
+            .set_email_sending_account(
+                string(value.get("EmailSendingAccount"))
+                    .map(|a| EmailSendingAccountType::from(a.as_str())),
+            )
+            .set_from(string(value.get("From")))
+            .set_configuration_set(string(value.get("ConfigurationSet")))
+            .build(),
+    )
+}
+
+/// `VerificationMessageTemplate` as Cognito's.
+fn verification(value: Option<&Value>) -> Option<VerificationMessageTemplateType> {
+    let value = value.filter(|v| v.is_object())?;
+    Some(
+        VerificationMessageTemplateType::builder()
+            .set_sms_message(string(value.get("SmsMessage")))
+            .set_email_message(string(value.get("EmailMessage")))
+            .set_email_subject(string(value.get("EmailSubject")))
+            .set_email_message_by_link(string(value.get("EmailMessageByLink")))
+            .set_email_subject_by_link(string(value.get("EmailSubjectByLink")))
+            .set_default_email_option(
+                string(value.get("DefaultEmailOption"))
+                    .map(|o| DefaultEmailOptionType::from(o.as_str())),
+            )
+            .build(),
+    )
+}
+
+/// `UsernameConfiguration` as Cognito's.
+fn username_configuration(
+    value: Option<&Value>,
+    what: &str,
+) -> Result<Option<UsernameConfigurationType>, ProviderError> {
+    let Some(value) = value.filter(|v| v.is_object()) else {
+        return Ok(None);
+    };
+    UsernameConfigurationType::builder()
+        .set_case_sensitive(flag(value.get("CaseSensitive")).or(Some(true)))
+        .build()
+        .map(Some)
+        .map_err(|e| ProviderError::validation(format!("{what}: UsernameConfiguration: {e}")))
+}
+
+/// The template's `MfaConfiguration` (Cognito's default `OFF` when absent).
+fn mfa(properties: &Map<String, Value>) -> UserPoolMfaType {
+    UserPoolMfaType::from(
+        string(properties.get("MfaConfiguration"))
+            .unwrap_or_else(|| "OFF".into())
+            .as_str(),
+    )
+}
+
+/// The attributes of the pool `id` in `region`.
+fn attributes_of(region: &str, id: &str, arn: Option<&str>) -> Map<String, Value> {
+    let mut attributes = Map::new();
+    attributes.insert("UserPoolId".into(), json!(id));
+    attributes.insert(
+        "ProviderName".into(),
+        json!(format!("cognito-idp.{region}.amazonaws.com/{id}")),
+    );
+    attributes.insert(
+        "ProviderURL".into(),
+        json!(format!("https://cognito-idp.{region}.amazonaws.com/{id}")),
+    );
+    put(&mut attributes, "Arn", arn.map(Value::from));
+    attributes
+}
+
+/// The pool `id`; `None` when it does not exist.
+async fn describe(
+    cognito: &aws_sdk_cognitoidentityprovider::Client,
+    what: &str,
+    id: &str,
+) -> Result<Option<UserPoolType>, ProviderError> {
+    let answer = found(
+        cognito
+            .describe_user_pool()
+            .user_pool_id(id)
+            .send()
+            .await
+            .map_err(failed!(format!("{what}: DescribeUserPool {id}"))),
+    )?;
+    Ok(answer.and_then(|a| a.user_pool().cloned()))
+}
+
+/// Sets the pool's MFA mode and factors when the template asks for more than Cognito's `OFF`
+/// (a create or update cannot turn MFA on before the factors are enabled).
+async fn apply_mfa(
+    cognito: &aws_sdk_cognitoidentityprovider::Client,
+    what: &str,
+    id: &str,
+    properties: &Map<String, Value>,
+) -> Result<(), ProviderError> {
+    let enabled = strings(properties.get("EnabledMfas")).unwrap_or_default();
+    if mfa(properties) == UserPoolMfaType::Off && enabled.is_empty() {
+        return Ok(());
+    }
+    let has = |factor: &str| enabled.iter().any(|f| f == factor);
+    cognito
+        .set_user_pool_mfa_config()
+        .user_pool_id(id)
+        .mfa_configuration(mfa(properties))
+        .software_token_mfa_configuration(
+            SoftwareTokenMfaConfigType::builder()
+                .enabled(has("SOFTWARE_TOKEN_MFA"))
+                .build(),
+        )
+        .set_email_mfa_configuration(
+            has("EMAIL_OTP").then(|| EmailMfaConfigType::builder().build()),
+        )
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(failed!(format!("{what}: SetUserPoolMfaConfig {id}")))
+}
+
+/// The live pool's settings in template shape.
+fn template_shape(pool: &UserPoolType) -> Map<String, Value> {
+    let mut props = Map::new();
+    put(&mut props, "UserPoolName", pool.name().map(Value::from));
+    put(
+        &mut props,
+        "Policies",
+        pool.policies().map(|p| {
+            let mut shape = Map::new();
+            put(
+                &mut shape,
+                "PasswordPolicy",
+                p.password_policy().map(|pp| {
+                    let mut policy = Map::new();
+                    put(&mut policy, "MinimumLength", pp.minimum_length().map(Value::from));
+                    policy.insert("RequireUppercase".into(), json!(pp.require_uppercase()));
+                    policy.insert("RequireLowercase".into(), json!(pp.require_lowercase()));
+                    policy.insert("RequireNumbers".into(), json!(pp.require_numbers()));
+                    policy.insert("RequireSymbols".into(), json!(pp.require_symbols()));
+                    put(
+                        &mut policy,
+                        "PasswordHistorySize",
+                        pp.password_history_size().map(Value::from),
+                    );
+                    policy.insert(
+                        "TemporaryPasswordValidityDays".into(),
+                        json!(pp.temporary_password_validity_days()),
+                    );
+                    Value::Object(policy)
+                }),
+            );
+            put(
+                &mut shape,
+                "SignInPolicy",
+                p.sign_in_policy().map(|s| {
+                    json!({"AllowedFirstAuthFactors": s.allowed_first_auth_factors().iter().map(|f| f.as_str()).collect::<Vec<_>>()})
+                }),
+            );
+            Value::Object(shape)
+        }),
+    );
+    let schema: Vec<Value> = pool
+        .schema_attributes()
+        .iter()
+        .map(|a| {
+            let mut item = Map::new();
+            put(&mut item, "Name", a.name().map(Value::from));
+            put(
+                &mut item,
+                "AttributeDataType",
+                a.attribute_data_type().map(|t| json!(t.as_str())),
+            );
+            put(
+                &mut item,
+                "DeveloperOnlyAttribute",
+                a.developer_only_attribute().map(Value::from),
+            );
+            put(&mut item, "Mutable", a.mutable().map(Value::from));
+            put(&mut item, "Required", a.required().map(Value::from));
+            put(
+                &mut item,
+                "NumberAttributeConstraints",
+                a.number_attribute_constraints().map(|c| {
+                    let mut shape = Map::new();
+                    put(&mut shape, "MinValue", c.min_value().map(Value::from));
+                    put(&mut shape, "MaxValue", c.max_value().map(Value::from));
+                    Value::Object(shape)
+                }),
+            );
+            put(
+                &mut item,
+                "StringAttributeConstraints",
+                a.string_attribute_constraints().map(|c| {
+                    let mut shape = Map::new();
+                    put(&mut shape, "MinLength", c.min_length().map(Value::from));
+                    put(&mut shape, "MaxLength", c.max_length().map(Value::from));
+                    Value::Object(shape)
+                }),
+            );
+            Value::Object(item)
+        })
+        .collect();
+    if !schema.is_empty() {
+        props.insert("Schema".into(), Value::Array(schema));
+    }
+    let list = |items: Vec<&str>| (!items.is_empty()).then(|| json!(items));
+    put(
+        &mut props,
+        "AutoVerifiedAttributes",
+        list(
+            pool.auto_verified_attributes()
+                .iter()
+                .map(|a| a.as_str())
+                .collect(),
+        ),
+    );
+    put(
+        &mut props,
+        "AliasAttributes",
+        list(pool.alias_attributes().iter().map(|a| a.as_str()).collect()),
+    );
+    put(
+        &mut props,
+        "UsernameAttributes",
+        list(
+            pool.username_attributes()
+                .iter()
+                .map(|a| a.as_str())
+                .collect(),
+        ),
+    );
+    put(
+        &mut props,
+        "AccountRecoverySetting",
+        pool.account_recovery_setting().map(|r| {
+            json!({"RecoveryMechanisms": r.recovery_mechanisms().iter().map(|m| json!({"Name": m.name().as_str(), "Priority": m.priority()})).collect::<Vec<_>>()})
+        }),
+    );
+    put(
+        &mut props,
+        "AdminCreateUserConfig",
+        pool.admin_create_user_config().map(|c| {
+            let mut shape = Map::new();
+            shape.insert(
+                "AllowAdminCreateUserOnly".into(),
+                json!(c.allow_admin_create_user_only()),
+            );
+            shape.insert(
+                "UnusedAccountValidityDays".into(),
+                json!(c.unused_account_validity_days()),
+            );
+            put(
+                &mut shape,
+                "InviteMessageTemplate",
+                c.invite_message_template().map(|t| {
+                    let mut template = Map::new();
+                    put(
+                        &mut template,
+                        "EmailMessage",
+                        t.email_message().map(Value::from),
+                    );
+                    put(
+                        &mut template,
+                        "EmailSubject",
+                        t.email_subject().map(Value::from),
+                    );
+                    put(
+                        &mut template,
+                        "SMSMessage",
+                        t.sms_message().map(Value::from),
+                    );
+                    Value::Object(template)
+                }),
+            );
+            Value::Object(shape)
+        }),
+    );
+    put(
+        &mut props,
+        "EmailConfiguration",
+        pool.email_configuration().map(|e| {
+            let mut shape = Map::new();
+            put(&mut shape, "SourceArn", e.source_arn().map(Value::from));
+            put(
+                &mut shape,
+                "ReplyToEmailAddress",
+                e.reply_to_email_address().map(Value::from),
+            );
+            put(
+                &mut shape,
+                "EmailSendingAccount",
+                e.email_sending_account().map(|a| json!(a.as_str())),
+            );
+            put(&mut shape, "From", e.from().map(Value::from));
+            put(
+                &mut shape,
+                "ConfigurationSet",
+                e.configuration_set().map(Value::from),
+            );
+            Value::Object(shape)
+        }),
+    );
+    put(
+        &mut props,
+        "VerificationMessageTemplate",
+        pool.verification_message_template().map(|t| {
+            let mut shape = Map::new();
+            put(&mut shape, "SmsMessage", t.sms_message().map(Value::from));
+            put(
+                &mut shape,
+                "EmailMessage",
+                t.email_message().map(Value::from),
+            );
+            put(
+                &mut shape,
+                "EmailSubject",
+                t.email_subject().map(Value::from),
+            );
+            put(
+                &mut shape,
+                "EmailMessageByLink",
+                t.email_message_by_link().map(Value::from),
+            );
+            put(
+                &mut shape,
+                "EmailSubjectByLink",
+                t.email_subject_by_link().map(Value::from),
+            );
+            put(
+                &mut shape,
+                "DefaultEmailOption",
+                t.default_email_option().map(|o| json!(o.as_str())),
+            );
+            Value::Object(shape)
+        }),
+    );
+    for (key, value) in [
+        (
+            "EmailVerificationMessage",
+            pool.email_verification_message(),
+        ),
+        (
+            "EmailVerificationSubject",
+            pool.email_verification_subject(),
+        ),
+        ("SmsVerificationMessage", pool.sms_verification_message()),
+        (
+            "SmsAuthenticationMessage",
+            pool.sms_authentication_message(),
+        ),
+    ] {
+        put(&mut props, key, value.map(Value::from));
+    }
+    put(
+        &mut props,
+        "MfaConfiguration",
+        pool.mfa_configuration().map(|m| json!(m.as_str())),
+    );
+    put(
+        &mut props,
+        "DeletionProtection",
+        pool.deletion_protection().map(|d| json!(d.as_str())),
+    );
+    put(
+        &mut props,
+        "UsernameConfiguration",
+        pool.username_configuration()
+            .map(|c| json!({"CaseSensitive": c.case_sensitive()})),
+    );
+    put(
+        &mut props,
+        "UserPoolTier",
+        pool.user_pool_tier().map(|t| json!(t.as_str())),
+    );
+    let tags: Map<String, Value> = pool
+        .user_pool_tags()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.as_str() != CREATE_TOKEN_TAG && !k.starts_with("aws:"))
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    if !tags.is_empty() {
+        props.insert("UserPoolTags".into(), Value::Object(tags));
+    }
+    props
+}
+
+/// The ids of pools named `name` carrying the create token `token`.
+async fn tagged(
+    cognito: &aws_sdk_cognitoidentityprovider::Client,
+    what: &str,
+    name: &str,
+    token: &str,
+) -> Result<Vec<String>, ProviderError> {
+    let mut named = Vec::new();
+    let mut next: Option<String> = None;
+    loop {
+        let page = cognito
+            .list_user_pools()
+            .max_results(60)
+            .set_next_token(next.take())
+            .send()
+            .await
+            .map_err(failed!(format!("{what}: ListUserPools")))?;
+        named.extend(
+            page.user_pools()
+                .iter()
+                .filter(|p| p.name() == Some(name))
+                .filter_map(|p| p.id().map(ToString::to_string)),
+        );
+        match page.next_token() {
+            Some(t) if !t.is_empty() => next = Some(t.to_string()),
+            _ => break,
+        }
+    }
+    let mut ids = Vec::new();
+    for id in named {
+        if let Some(pool) = describe(cognito, what, &id).await? {
+            let carries = pool
+                .user_pool_tags()
+                .and_then(|t| t.get(CREATE_TOKEN_TAG))
+                .is_some_and(|t| t == token);
+            if carries {
+                ids.push(id);
+            }
+        }
+    }
+    Ok(ids)
+}
+
+#[async_trait]
+impl ResourceProvider for UserPool {
+    fn schema(&self) -> ResourceTypeSchema {
+        TypeSchema::builder(TYPE)
+            .handles(&[
+                "UserPoolName",
+                "Policies",
+                "Schema",
+                "AutoVerifiedAttributes",
+                "UsernameAttributes",
+                "AliasAttributes",
+                "AccountRecoverySetting",
+                "AdminCreateUserConfig",
+                "EmailConfiguration",
+                "VerificationMessageTemplate",
+                "EmailVerificationMessage",
+                "EmailVerificationSubject",
+                "SmsVerificationMessage",
+                "SmsAuthenticationMessage",
+                "MfaConfiguration",
+                "EnabledMfas",
+                "DeletionProtection",
+                "UsernameConfiguration",
+                "UserPoolTier",
+                "UserPoolTags",
+            ])
+            // Cognito has no call that changes these after the create (CloudFormation
+            // replaces the pool too).
+            .create_only(&[
+                "UsernameAttributes",
+                "AliasAttributes",
+                "UsernameConfiguration",
+            ])
+            .read_and_import()
+            .finds_created_in(&["UserPoolName"])
+            .build()
+    }
+
+    async fn create(
+        &self,
+        ctx: &PluginContext,
+        request: CreateRequest,
+    ) -> Result<CreateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let props = &request.properties;
+        let name = pool_name(
+            props,
+            &request.stack_name,
+            &request.logical_id,
+            &request.client_token,
+        );
+        let mut tags: HashMap<String, String> = pool_tags(props).into_iter().collect();
+        if !request.client_token.is_empty() {
+            tags.insert(CREATE_TOKEN_TAG.into(), request.client_token.clone());
+        }
+        let cognito = idp(ctx).await?;
+        let created = cognito
+            .create_user_pool()
+            .pool_name(&name)
+            .set_policies(policies(props.get("Policies")))
+            .set_schema(schema(props.get("Schema")))
+            .set_auto_verified_attributes(strings(props.get("AutoVerifiedAttributes")).map(|a| {
+                a.iter()
+                    .map(|a| VerifiedAttributeType::from(a.as_str()))
+                    .collect()
+            }))
+            .set_alias_attributes(strings(props.get("AliasAttributes")).map(|a| {
+                a.iter()
+                    .map(|a| AliasAttributeType::from(a.as_str()))
+                    .collect()
+            }))
+            .set_username_attributes(strings(props.get("UsernameAttributes")).map(|a| {
+                a.iter()
+                    .map(|a| UsernameAttributeType::from(a.as_str()))
+                    .collect()
+            }))
+            .set_account_recovery_setting(recovery(props.get("AccountRecoverySetting"), &what)?)
+            .set_admin_create_user_config(admin_create(props.get("AdminCreateUserConfig")))
+            .set_email_configuration(email(props.get("EmailConfiguration")))
+            .set_verification_message_template(verification(
+                props.get("VerificationMessageTemplate"),
+            ))
+            .set_email_verification_message(string(props.get("EmailVerificationMessage")))
+            .set_email_verification_subject(string(props.get("EmailVerificationSubject")))
+            .set_sms_verification_message(string(props.get("SmsVerificationMessage")))
+            .set_sms_authentication_message(string(props.get("SmsAuthenticationMessage")))
+            .set_deletion_protection(
+                string(props.get("DeletionProtection"))
+                    .map(|d| DeletionProtectionType::from(d.as_str())),
+            )
+            .set_username_configuration(username_configuration(
+                props.get("UsernameConfiguration"),
+                &what,
+            )?)
+            .set_user_pool_tier(
+                string(props.get("UserPoolTier")).map(|t| UserPoolTierType::from(t.as_str())),
+            )
+            .set_user_pool_tags(Some(tags).filter(|t| !t.is_empty()))
+            .send()
+            .await
+            .map_err(failed!(format!("{what}: CreateUserPool {name}")))?;
+        let pool = created.user_pool().cloned().ok_or_else(|| {
+            ProviderError::other(format!("{what}: CreateUserPool returned no user pool"))
+        })?;
+        let id = pool.id().unwrap_or_default().to_string();
+        // The pool exists: a refused MFA setting must not leave it unrecorded.
+        if let Err(err) = apply_mfa(&cognito, &what, &id, props).await {
+            let undone = cognito
+                .delete_user_pool()
+                .user_pool_id(&id)
+                .send()
+                .await
+                .is_ok();
+            let fate = if undone {
+                "deleted again"
+            } else {
+                "NOT deleted: delete it by hand (aws cognito-idp delete-user-pool)"
+            };
+            return Err(ProviderError::new(
+                err.kind,
+                format!(
+                    "{}; the user pool {id} it had created was {fate}",
+                    err.message
+                ),
+            ));
+        }
+        Ok(CreateResult {
+            attributes: attributes_of(ctx.region(), &id, pool.arn()),
+            physical_id: id,
+            ..Default::default()
+        })
+    }
+
+    async fn update(
+        &self,
+        ctx: &PluginContext,
+        request: UpdateRequest,
+    ) -> Result<UpdateResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let (before, after, id) = (
+            &request.previous_properties,
+            &request.properties,
+            request.physical_id.as_str(),
+        );
+        let cognito = idp(ctx).await?;
+        let live = describe(&cognito, &what, id)
+            .await?
+            .ok_or_else(|| does_not_exist(&what, id, "Cognito"))?;
+        if changed(before, after, "Schema") {
+            let old: Vec<String> = schema(before.get("Schema"))
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|a| a.name().map(ToString::to_string))
+                .collect();
+            let (added, kept): (Vec<_>, Vec<_>) = schema(after.get("Schema"))
+                .unwrap_or_default()
+                .into_iter()
+                .partition(|a| !old.iter().any(|o| Some(o.as_str()) == a.name()));
+            let before_kept: Vec<SchemaAttributeType> = schema(before.get("Schema"))
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|a| kept.iter().any(|k| k.name() == a.name()))
+                .collect();
+            if kept.len() != old.len() || kept != before_kept {
+                return Err(ProviderError::validation(format!(
+                    "{what}: Schema: Cognito can only add attributes to a user pool's schema, never change or remove one (CloudFormation fails the same update); keep the existing attributes as they are, or rename the pool's logical id to replace it"
+                )));
+            }
+            if !added.is_empty() {
+                cognito
+                    .add_custom_attributes()
+                    .user_pool_id(id)
+                    .set_custom_attributes(Some(added))
+                    .send()
+                    .await
+                    .map_err(failed!(format!("{what}: AddCustomAttributes {id}")))?;
+            }
+        }
+        if changed(before, after, "MfaConfiguration") || changed(before, after, "EnabledMfas") {
+            apply_mfa(&cognito, &what, id, after).await?;
+        }
+        // UpdateUserPool resets what it is not given: the whole template goes, and the
+        // create-token tag stays.
+        let mut tags: HashMap<String, String> = pool_tags(after).into_iter().collect();
+        if let Some(token) = live.user_pool_tags().and_then(|t| t.get(CREATE_TOKEN_TAG)) {
+            tags.insert(CREATE_TOKEN_TAG.into(), token.clone());
+        }
+        cognito
+            .update_user_pool()
+            .user_pool_id(id)
+            .set_pool_name(
+                string(after.get("UserPoolName")).or_else(|| live.name().map(ToString::to_string)),
+            )
+            .set_policies(policies(after.get("Policies")))
+            .set_auto_verified_attributes(strings(after.get("AutoVerifiedAttributes")).map(|a| {
+                a.iter()
+                    .map(|a| VerifiedAttributeType::from(a.as_str()))
+                    .collect()
+            }))
+            .set_account_recovery_setting(recovery(after.get("AccountRecoverySetting"), &what)?)
+            .set_admin_create_user_config(admin_create(after.get("AdminCreateUserConfig")))
+            .set_email_configuration(email(after.get("EmailConfiguration")))
+            .set_verification_message_template(verification(
+                after.get("VerificationMessageTemplate"),
+            ))
+            .set_email_verification_message(string(after.get("EmailVerificationMessage")))
+            .set_email_verification_subject(string(after.get("EmailVerificationSubject")))
+            .set_sms_verification_message(string(after.get("SmsVerificationMessage")))
+            .set_sms_authentication_message(string(after.get("SmsAuthenticationMessage")))
+            .mfa_configuration(mfa(after))
+            .deletion_protection(DeletionProtectionType::from(
+                string(after.get("DeletionProtection"))
+                    .unwrap_or_else(|| "INACTIVE".into())
+                    .as_str(),
+            ))
+            .set_user_pool_tier(
+                string(after.get("UserPoolTier")).map(|t| UserPoolTierType::from(t.as_str())),
+            )
+            .set_user_pool_tags(Some(tags))
+            .send()
+            .await
+            .map_err(failed!(format!("{what}: UpdateUserPool {id}")))?;
+        Ok(UpdateResult {
+            physical_id: id.to_string(),
+            attributes: attributes_of(ctx.region(), id, live.arn()),
+            ..Default::default()
+        })
+    }
+
+    /// Cognito refuses to delete a pool whose deletion protection is on, as CloudFormation
+    /// does; the error says how to turn it off.
+    async fn delete(
+        &self,
+        ctx: &PluginContext,
+        request: DeleteRequest,
+    ) -> Result<DeleteResult, ProviderError> {
+        let what = format!("{TYPE} {}", request.logical_id);
+        let id = &request.physical_id;
+        let result = idp(ctx)
+            .await?
+            .delete_user_pool()
+            .user_pool_id(id)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(failed!(format!("{what}: DeleteUserPool {id}")));
+        if let Err(err) = &result {
+            if err.kind != ErrorKind::NOT_FOUND
+                && string(request.properties.get("DeletionProtection")).as_deref() == Some("ACTIVE")
+            {
+                return Err(ProviderError::new(
+                    ErrorKind::CONFLICT,
+                    format!(
+                        "{}; the user pool {id} has DeletionProtection ACTIVE: set it to INACTIVE (CDK: deletionProtection: false) and deploy, then destroy again",
+                        err.message
+                    ),
+                ));
+            }
+        }
+        deleted_unless_failed(result)
+    }
+}
+
+#[async_trait]
+impl Readable for UserPool {
+    async fn read(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &ReadCurrentStateRequest,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        let cognito = idp(ctx).await?;
+        let Some(pool) = describe(&cognito, what, &request.physical_id).await? else {
+            return Ok(None);
+        };
+        let mut props = template_shape(&pool);
+        // Write-only in CloudFormation's schema: what the template says stands.
+        put(
+            &mut props,
+            "EnabledMfas",
+            request.properties.get("EnabledMfas").cloned(),
+        );
+        Ok(Some(props))
+    }
+
+    async fn attributes(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        physical_id: &str,
+    ) -> Result<Map<String, Value>, ProviderError> {
+        let cognito = idp(ctx).await?;
+        let pool = describe(&cognito, what, physical_id)
+            .await?
+            .ok_or_else(|| does_not_exist(what, physical_id, "Cognito"))?;
+        Ok(attributes_of(ctx.region(), physical_id, pool.arn()))
+    }
+
+    /// The pool named as the create named it and carrying its token; more than one is refused
+    /// (cdkd cannot tell which its create made).
+    async fn created_id(
+        &self,
+        ctx: &PluginContext,
+        what: &str,
+        request: &FindCreatedRequest,
+    ) -> Result<Option<String>, ProviderError> {
+        if request.token.is_empty() {
+            return Err(ProviderError::validation(format!(
+                "{what}: find_created needs the create's token"
+            )));
+        }
+        let name = pool_name(
+            &request.properties,
+            &request.stack_name,
+            &request.logical_id,
+            &request.token,
+        );
+        let cognito = idp(ctx).await?;
+        let mut ids = tagged(&cognito, what, &name, &request.token).await?;
+        if ids.len() > 1 {
+            return Err(ProviderError::new(
+                ErrorKind::CONFLICT,
+                format!(
+                    "{what}: {} user pools named {name} carry the create token {CREATE_TOKEN_TAG}={}: {}; cdkd cannot tell which one its create made (delete the extra ones, or import the right one)",
+                    ids.len(),
+                    request.token,
+                    ids.join(", ")
+                ),
+            ));
+        }
+        Ok(ids.pop())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn a_generated_name_is_fixed_by_the_token_and_a_given_one_wins() {
+        let empty = Map::new();
+        let a = pool_name(&empty, "Shop", "Pool1234", "t1");
+        assert!(a.starts_with("Shop-Pool1234-"), "{a}");
+        assert_eq!(a, pool_name(&empty, "Shop", "Pool1234", "t1"));
+        assert_ne!(a, pool_name(&empty, "Shop", "Pool1234", "t2"));
+        let given = props(json!({"UserPoolName": "users"}));
+        assert_eq!(pool_name(&given, "Shop", "Pool1234", "t1"), "users");
+    }
+
+    #[test]
+    fn the_token_tag_is_never_a_template_tag() {
+        let template = props(json!({"UserPoolTags": {"team": "a", CREATE_TOKEN_TAG: "forged"}}));
+        assert_eq!(
+            pool_tags(&template),
+            BTreeMap::from([("team".to_string(), "a".to_string())])
+        );
+    }
+
+    #[test]
+    fn cdk_settings_convert_to_cognito_and_back() {
+        let template = props(json!({
+            "Policies": {"PasswordPolicy": {"MinimumLength": 8, "RequireLowercase": true, "RequireNumbers": true, "RequireSymbols": true, "RequireUppercase": true, "TemporaryPasswordValidityDays": 7}},
+            "Schema": [{"Name": "tier", "AttributeDataType": "String", "Mutable": "true", "StringAttributeConstraints": {"MinLength": "1", "MaxLength": 10}}],
+            "AccountRecoverySetting": {"RecoveryMechanisms": [{"Name": "verified_email", "Priority": 1}]},
+            "AdminCreateUserConfig": {"AllowAdminCreateUserOnly": true, "InviteMessageTemplate": {"SMSMessage": "hi {username} {####}"}},
+            "EmailConfiguration": {"EmailSendingAccount": "COGNITO_DEFAULT"},
+            "VerificationMessageTemplate": {"DefaultEmailOption": "CONFIRM_WITH_CODE", "EmailMessage": "code {####}"},
+        }));
+        let pool = UserPoolType::builder()
+            .id("us-east-1_abc")
+            .name("users")
+            .set_policies(policies(template.get("Policies")))
+            .set_schema_attributes(schema(template.get("Schema")))
+            .set_account_recovery_setting(
+                recovery(template.get("AccountRecoverySetting"), "w").unwrap(),
+            )
+            .set_admin_create_user_config(admin_create(template.get("AdminCreateUserConfig")))
+            .set_email_configuration(email(template.get("EmailConfiguration")))
+            .set_verification_message_template(verification(
+                template.get("VerificationMessageTemplate"),
+            ))
+            .mfa_configuration(UserPoolMfaType::Off)
+            .deletion_protection(DeletionProtectionType::Inactive)
+            .user_pool_tags("team", "a")
+            .user_pool_tags(CREATE_TOKEN_TAG, "t1")
+            .build();
+        let shape = template_shape(&pool);
+        assert_eq!(shape["UserPoolName"], json!("users"));
+        assert_eq!(
+            shape["Policies"]["PasswordPolicy"],
+            json!({"MinimumLength": 8, "RequireLowercase": true, "RequireNumbers": true, "RequireSymbols": true, "RequireUppercase": true, "TemporaryPasswordValidityDays": 7})
+        );
+        assert_eq!(
+            shape["Schema"],
+            json!([{"Name": "tier", "AttributeDataType": "String", "Mutable": true, "StringAttributeConstraints": {"MinLength": "1", "MaxLength": "10"}}])
+        );
+        assert_eq!(
+            shape["AccountRecoverySetting"],
+            json!({"RecoveryMechanisms": [{"Name": "verified_email", "Priority": 1}]})
+        );
+        assert_eq!(
+            shape["AdminCreateUserConfig"],
+            json!({"AllowAdminCreateUserOnly": true, "UnusedAccountValidityDays": 0, "InviteMessageTemplate": {"SMSMessage": "hi {username} {####}"}})
+        );
+        assert_eq!(
+            shape["EmailConfiguration"],
+            json!({"EmailSendingAccount": "COGNITO_DEFAULT"})
+        );
+        assert_eq!(
+            shape["VerificationMessageTemplate"],
+            json!({"DefaultEmailOption": "CONFIRM_WITH_CODE", "EmailMessage": "code {####}"})
+        );
+        assert_eq!(shape["MfaConfiguration"], json!("OFF"));
+        assert_eq!(shape["DeletionProtection"], json!("INACTIVE"));
+        assert_eq!(shape["UserPoolTags"], json!({"team": "a"}));
+    }
+
+    #[test]
+    fn a_recovery_mechanism_without_a_priority_is_refused_by_name() {
+        let err = recovery(
+            Some(&json!({"RecoveryMechanisms": [{"Name": "verified_email"}]})),
+            "AWS::Cognito::UserPool Pool",
+        )
+        .unwrap_err();
+        assert!(
+            err.message.contains("Pool: AccountRecoverySetting"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn attributes_name_the_pool_in_its_region() {
+        let attributes = attributes_of("eu-west-1", "eu-west-1_x", Some("arn:p"));
+        assert_eq!(
+            Value::Object(attributes),
+            json!({"UserPoolId": "eu-west-1_x", "Arn": "arn:p", "ProviderName": "cognito-idp.eu-west-1.amazonaws.com/eu-west-1_x", "ProviderURL": "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_x"})
+        );
+    }
+
+    #[test]
+    fn the_schema_declares_the_find_scope_and_replacements() {
+        let schema = UserPool.schema();
+        assert_eq!(schema.find_scope, vec!["UserPoolName".to_string()]);
+        assert!(schema
+            .create_only_properties
+            .contains(&"UsernameAttributes".to_string()));
+        assert!(!schema
+            .create_only_properties
+            .contains(&"Schema".to_string()));
+    }
+}
