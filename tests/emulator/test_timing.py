@@ -8,10 +8,10 @@ import botocore.exceptions
 import pytest
 
 SCALE = 0.01  # AWS's timing in a hundredth of the time: DynamoDB's 7 s ACTIVE in 70 ms
-# The tests that look at a state in between lengthen it to WINDOW (at SCALE: 1 s), so that a
+# The tests that look at a state in between lengthen it to WINDOW (at SCALE: 3 s), so that a
 # slow machine (and botocore's first load of an operation's model, ~0.5 s on a busy one) still
 # sees it.
-WINDOW = 100000
+WINDOW = 300000
 
 
 @pytest.fixture()
