@@ -1,3 +1,75 @@
-//! cdkd's autoscaling provider plugin: EC2 Auto Scaling groups and Application Auto Scaling targets and policies.
+//! cdkd's Auto Scaling provider plugin: EC2 Auto Scaling groups through direct Auto Scaling
+//! calls. A group's physical id and `Ref` is its name, which cdkd chooses before the create
+//! (the template's, or `{stack}-{logicalId}-{suffix}` as CloudFormation generates), so the run
+//! after a crash finds it by name.
 
-cdkd_provider_api::export_plugin!(description: "EC2 Auto Scaling groups and Application Auto Scaling targets and policies");
+mod group;
+
+cdkd_provider_api::export_plugin!(description: "AWS::AutoScaling::AutoScalingGroup through the EC2 Auto Scaling API");
+
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<group::Group>);
+
+use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
+
+/// An EC2 Auto Scaling client for the host's endpoint and credentials.
+pub(crate) async fn client(
+    ctx: &PluginContext,
+) -> Result<aws_sdk_autoscaling::Client, ProviderError> {
+    let config =
+        aws_sdk_autoscaling::config::Builder::from(&cdkd_aws_common::sdk_config(ctx).await?)
+            .retry_partition(cdkd_aws_common::retry_partition("cdkd-autoscaling"))
+            .build();
+    Ok(aws_sdk_autoscaling::Client::from_conf(config))
+}
+
+/// Auto Scaling's own error codes the shared table does not know or reads otherwise.
+pub(crate) const KINDS: &[(&str, ErrorKind)] = &[
+    ("AlreadyExists", ErrorKind::ALREADY_EXISTS),
+    ("ResourceInUse", ErrorKind::CONFLICT),
+    ("ScalingActivityInProgress", ErrorKind::CONFLICT),
+    ("ResourceContention", ErrorKind::THROTTLED),
+    ("LimitExceeded", ErrorKind::VALIDATION),
+    ("ServiceLinkedRoleFailure", ErrorKind::VALIDATION),
+];
+
+/// A failed call's error, named by `context`, with Auto Scaling's kinds. Auto Scaling answers
+/// a missing group, policy or hook with `ValidationError` and a message saying it was not
+/// found (there is no NotFound code): that one is read as NOT_FOUND.
+macro_rules! failed {
+    ($context:expr) => {
+        |e| $crate::not_found_by_message(cdkd_aws_common::aws_error_in(&$context, e, $crate::KINDS))
+    };
+}
+pub(crate) use failed;
+
+/// A `ValidationError` whose message says the thing was not found, as NOT_FOUND.
+pub(crate) fn not_found_by_message(mut err: ProviderError) -> ProviderError {
+    let message = err.message.as_str().to_ascii_lowercase();
+    if err.aws_code() == Some("ValidationError")
+        && (message.contains("not found") || message.contains("does not exist"))
+    {
+        err.kind = ErrorKind::NOT_FOUND;
+    }
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_validation_error_saying_not_found_is_not_found() {
+        let err = ProviderError::validation(
+            "AWS::AutoScaling::AutoScalingGroup G: AutoScalingGroup name not found - null",
+        )
+        .with_aws_code("ValidationError");
+        assert_eq!(not_found_by_message(err).kind, ErrorKind::NOT_FOUND);
+        let err = ProviderError::validation("x: MinSize must be less than MaxSize")
+            .with_aws_code("ValidationError");
+        assert_eq!(not_found_by_message(err).kind, ErrorKind::VALIDATION);
+        assert_eq!(
+            cdkd_aws_common::kind_in(KINDS, "AlreadyExists"),
+            Some(ErrorKind::ALREADY_EXISTS)
+        );
+    }
+}
