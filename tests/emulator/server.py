@@ -90,6 +90,7 @@ import config_apis  # noqa: E402  (Lambda and S3 configuration APIs moto lacks)
 import elbv2_service  # noqa: E402,F401  (ELBv2 as AWS has it: provisioning, duplicate names and ports, Lambda target permissions)
 import cloudfront_service  # noqa: E402,F401  (CloudFront as AWS has it: distributions InProgress then Deployed, ETags, policies, functions)
 import waf_service  # noqa: E402,F401  (WAFv2 as AWS has it: updates replace, associated ACLs refuse delete, one ACL per resource)
+import autoscaling_service  # noqa: E402,F401  (EC2 Auto Scaling as AWS has it: AlreadyExists on a name in use, ResourceInUse on a delete with instances without ForceDelete)
 from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402
 

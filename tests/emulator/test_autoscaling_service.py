@@ -1,0 +1,50 @@
+"""EC2 Auto Scaling as AWS has it (autoscaling_service.py), through the running emulator."""
+
+import pytest
+from botocore.exceptions import ClientError
+
+
+def _group(emulator, name):
+    ec2 = emulator.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.1.0/24")["Subnet"]["SubnetId"]
+    ami = ec2.describe_images()["Images"][0]["ImageId"]
+    template = ec2.create_launch_template(
+        LaunchTemplateName=f"{name}-lt", LaunchTemplateData={"ImageId": ami, "InstanceType": "t3.micro"}
+    )["LaunchTemplate"]["LaunchTemplateId"]
+    settings = dict(
+        AutoScalingGroupName=name,
+        MinSize=1,
+        MaxSize=2,
+        LaunchTemplate={"LaunchTemplateId": template, "Version": "1"},
+        VPCZoneIdentifier=subnet,
+    )
+    emulator.client("autoscaling").create_auto_scaling_group(**settings)
+    return settings
+
+
+def test_a_name_in_use_is_refused_with_already_exists(emulator):
+    asg = emulator.client("autoscaling")
+    settings = _group(emulator, "dup")
+    with pytest.raises(ClientError) as refused:
+        asg.create_auto_scaling_group(**settings)
+    assert refused.value.response["Error"]["Code"] == "AlreadyExists"
+    asg.delete_auto_scaling_group(AutoScalingGroupName="dup", ForceDelete=True)
+
+
+def test_a_group_with_instances_is_deleted_only_when_forced(emulator):
+    asg = emulator.client("autoscaling")
+    _group(emulator, "busy")
+    with pytest.raises(ClientError) as refused:
+        asg.delete_auto_scaling_group(AutoScalingGroupName="busy")
+    assert refused.value.response["Error"]["Code"] == "ResourceInUse"
+    assert asg.describe_auto_scaling_groups(AutoScalingGroupNames=["busy"])["AutoScalingGroups"]
+    asg.delete_auto_scaling_group(AutoScalingGroupName="busy", ForceDelete=True)
+    assert not asg.describe_auto_scaling_groups(AutoScalingGroupNames=["busy"])["AutoScalingGroups"]
+
+
+def test_a_missing_group_is_a_validation_error_saying_not_found(emulator):
+    with pytest.raises(ClientError) as refused:
+        emulator.client("autoscaling").delete_auto_scaling_group(AutoScalingGroupName="missing", ForceDelete=True)
+    assert refused.value.response["Error"]["Code"] == "ValidationError"
+    assert "not found" in refused.value.response["Error"]["Message"]
