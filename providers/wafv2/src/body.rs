@@ -122,12 +122,13 @@ pub(crate) fn to_api(value: &Value) -> Value {
 }
 
 /// WAF's JSON in template shape: a `SearchString` decoded to its text when it is UTF-8, else
-/// kept as `SearchStringBase64`.
+/// kept as `SearchStringBase64`; a member WAF answers as `null` (an unset option) left out, as
+/// the template leaves it out.
 pub(crate) fn from_api(value: &Value) -> Value {
     match value {
         Value::Object(map) => {
             let mut out = Map::new();
-            for (key, item) in map {
+            for (key, item) in map.iter().filter(|(_, v)| !v.is_null()) {
                 match (key.as_str(), item) {
                     ("SearchString", Value::String(encoded)) => {
                         match base64::decode(encoded)
@@ -184,5 +185,9 @@ mod tests {
         let raw = json!([{"SearchStringBase64": "/w=="}]);
         assert_eq!(to_api(&raw), json!([{"SearchString": "/w=="}]));
         assert_eq!(from_api(&to_api(&raw)), raw);
+        assert_eq!(
+            from_api(&json!({"Name": "r", "RuleLabels": null, "Action": {"Block": {}}})),
+            json!({"Name": "r", "Action": {"Block": {}}})
+        );
     }
 }

@@ -126,7 +126,14 @@ fn template_shape(acl: &Value, scope: &str) -> Map<String, Value> {
     let mut props = Map::new();
     props.insert("Scope".into(), json!(scope));
     put(&mut props, "Name", acl.get("Name").cloned());
-    put(&mut props, "Description", acl.get("Description").cloned());
+    // WAF answers "" for no description; the template leaves it out.
+    put(
+        &mut props,
+        "Description",
+        acl.get("Description")
+            .filter(|d| d.as_str() != Some(""))
+            .cloned(),
+    );
     for key in JSON_MEMBERS {
         let value = acl.get(*key).filter(|v| match v {
             Value::Null => false,
