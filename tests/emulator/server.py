@@ -91,6 +91,7 @@ import elbv2_service  # noqa: E402,F401  (ELBv2 as AWS has it: provisioning, dup
 import cloudfront_service  # noqa: E402,F401  (CloudFront as AWS has it: distributions InProgress then Deployed, ETags, policies, functions)
 import waf_service  # noqa: E402,F401  (WAFv2 as AWS has it: updates replace, associated ACLs refuse delete, one ACL per resource)
 import autoscaling_service  # noqa: E402,F401  (EC2 Auto Scaling as AWS has it: AlreadyExists on a name in use, ResourceInUse on a delete with instances without ForceDelete)
+import cognito_service  # noqa: E402,F401  (Cognito user pool domains as AWS has them: a domain in use or a second one of a kind on a pool refused)
 from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402
 

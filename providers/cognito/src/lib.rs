@@ -2,15 +2,20 @@
 //! calls. A user pool's physical id (and `Ref`) is the id Cognito gives it; its create carries
 //! cdkd's create-token tag in `UserPoolTags`, so the run after a crash finds it by its name and
 //! that tag. A client's id is `UserPoolId|ClientId`, found after a crash by its name in its
-//! pool; its secret is a sensitive attribute, never stored in plaintext.
+//! pool; its secret is a sensitive attribute, never stored in plaintext. A domain's id is the
+//! domain itself; an identity pool's is its id, found like a user pool by name and token tag.
 
+mod identity_pool;
 mod user_pool;
 mod user_pool_client;
+mod user_pool_domain;
 
-cdkd_provider_api::export_plugin!(description: "AWS::Cognito::UserPool and UserPoolClient through the Cognito user pool API");
+cdkd_provider_api::export_plugin!(description: "AWS::Cognito::UserPool, UserPoolClient, UserPoolDomain and IdentityPool through the Cognito APIs");
 
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<user_pool::UserPool>);
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<user_pool_client::UserPoolClient>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<user_pool_domain::UserPoolDomain>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<identity_pool::IdentityPool>);
 
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
