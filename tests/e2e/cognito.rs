@@ -241,3 +241,127 @@ fn a_user_pool_with_a_client_a_domain_and_an_identity_pool_deploys_through_the_p
         json!([])
     );
 }
+
+fn call_with(type_name: &str, operation: &str, args: &[&str]) -> cdkd_tests::Run {
+    let mut all = vec!["providers", "call", type_name, operation];
+    all.extend_from_slice(args);
+    cdkd_on(Emulator::shared(), &all)
+}
+
+#[test]
+fn what_an_interrupted_create_made_is_found_by_its_token_its_name_or_its_pool() {
+    // A user pool with a generated name carries the token and is found by name and token;
+    // another token finds nothing.
+    let common = ["--stack-name", "Crash", "--logical-id", "Pool"];
+    let mut args = common.to_vec();
+    args.extend(["--token", "tok-pool-1", "--properties", "{}"]);
+    let created = call_with("AWS::Cognito::UserPool", "create", &args)
+        .success()
+        .json();
+    let pool = created["physicalId"].as_str().unwrap().to_string();
+    let mut args = common.to_vec();
+    args.extend(["--token", "tok-pool-1"]);
+    let found = call_with("AWS::Cognito::UserPool", "find_created", &args)
+        .success()
+        .json();
+    assert_eq!(found["physicalId"], json!(pool), "{found}");
+    assert!(found["properties"].get("UserPoolTags").is_none(), "{found}");
+    let mut args = common.to_vec();
+    args.extend(["--token", "tok-pool-2"]);
+    let none = call_with("AWS::Cognito::UserPool", "find_created", &args)
+        .success()
+        .json();
+    assert!(none["physicalId"].is_null(), "{none}");
+
+    // A client is found by its generated name in its pool; a domain by its name.
+    let client_props = json!({"UserPoolId": pool}).to_string();
+    let client_args = [
+        "--stack-name",
+        "Crash",
+        "--logical-id",
+        "Client",
+        "--token",
+        "tok-client-1",
+        "--properties",
+        &client_props,
+    ];
+    let client = call_with("AWS::Cognito::UserPoolClient", "create", &client_args)
+        .success()
+        .json();
+    assert!(client["physicalId"]
+        .as_str()
+        .unwrap()
+        .starts_with(&format!("{pool}|")));
+    let found = call_with("AWS::Cognito::UserPoolClient", "find_created", &client_args)
+        .success()
+        .json();
+    assert_eq!(found["physicalId"], client["physicalId"], "{found}");
+    let domain_props = json!({"UserPoolId": pool, "Domain": "cdkd-crash-prefix"}).to_string();
+    call_with(
+        "AWS::Cognito::UserPoolDomain",
+        "create",
+        &["--properties", &domain_props],
+    )
+    .success();
+    let found = call_with(
+        "AWS::Cognito::UserPoolDomain",
+        "find_created",
+        &["--token", "t", "--properties", &domain_props],
+    )
+    .success()
+    .json();
+    assert_eq!(found["physicalId"], "cdkd-crash-prefix", "{found}");
+    // A second create of the domain is refused as AWS refuses it.
+    let again = call_with(
+        "AWS::Cognito::UserPoolDomain",
+        "create",
+        &["--properties", &domain_props],
+    );
+    assert_ne!(again.code, Some(0), "{}", again.stdout);
+
+    // An identity pool is found by its name and token.
+    let identity_args = [
+        "--stack-name",
+        "Crash",
+        "--logical-id",
+        "Ids",
+        "--token",
+        "tok-ids-1",
+        "--properties",
+        r#"{"AllowUnauthenticatedIdentities": false}"#,
+    ];
+    let ids = call_with("AWS::Cognito::IdentityPool", "create", &identity_args)
+        .success()
+        .json();
+    let found = call_with("AWS::Cognito::IdentityPool", "find_created", &identity_args)
+        .success()
+        .json();
+    assert_eq!(found["physicalId"], ids["physicalId"], "{found}");
+
+    // Deletes of what is already gone are deletes.
+    for (type_name, id) in [
+        ("AWS::Cognito::UserPoolDomain", "cdkd-crash-prefix"),
+        ("AWS::Cognito::UserPoolDomain", "cdkd-crash-prefix"),
+        (
+            "AWS::Cognito::IdentityPool",
+            ids["physicalId"].as_str().unwrap(),
+        ),
+        (
+            "AWS::Cognito::UserPoolClient",
+            client["physicalId"].as_str().unwrap(),
+        ),
+        (
+            "AWS::Cognito::UserPoolClient",
+            client["physicalId"].as_str().unwrap(),
+        ),
+        ("AWS::Cognito::UserPool", &pool),
+        ("AWS::Cognito::UserPool", &pool),
+    ] {
+        call_with(
+            type_name,
+            "delete",
+            &["--physical-id", id, "--properties", &domain_props],
+        )
+        .success();
+    }
+}
