@@ -11,6 +11,16 @@ const STACK: &str = "WafMapStack";
 const ACL: &str = "Acl";
 const ASSOCIATION: &str = "AclAssociation";
 
+/// The emulator's call counts are shared by the tests of this binary: the one counting WAF
+/// calls must not see another test's, so the tests run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn aws(expression: &str) -> Value {
     Emulator::shared().boto(expression)
 }
@@ -57,6 +67,7 @@ fn acl_protecting(resource: &str) -> Value {
 
 #[test]
 fn a_web_acl_protecting_a_rest_api_stage_deploys_through_the_plugin() {
+    let _serial = serial();
     let world = AppWorld::of("wafmap", STACK, "wafmap", |_| {});
     let first = deploy(&world);
     assert!(
@@ -216,6 +227,7 @@ fn call_with(type_name: &str, operation: &str, args: &[&str]) -> cdkd_tests::Run
 
 #[test]
 fn a_web_acl_and_association_made_outside_cdkd_are_imported_and_read() {
+    let _serial = serial();
     let made = aws(
         "c('wafv2').create_web_acl(Name='handmade-acl', Scope='REGIONAL', DefaultAction={'Block': {}}, VisibilityConfig={'SampledRequestsEnabled': False, 'CloudWatchMetricsEnabled': False, 'MetricName': 'h'}, Rules=[{'Name': 'bad', 'Priority': 0, 'Action': {'Block': {}}, 'Statement': {'ByteMatchStatement': {'SearchString': b'admin', 'FieldToMatch': {'UriPath': {}}, 'PositionalConstraint': 'CONTAINS', 'TextTransformations': [{'Priority': 0, 'Type': 'NONE'}]}}, 'VisibilityConfig': {'SampledRequestsEnabled': False, 'CloudWatchMetricsEnabled': False, 'MetricName': 'bad'}}], Tags=[{'Key': 'team', 'Value': 'ops'}])['Summary']",
     );
@@ -275,4 +287,107 @@ fn a_web_acl_and_association_made_outside_cdkd_are_imported_and_read() {
     aws(&format!(
         "c('wafv2').disassociate_web_acl(ResourceArn='{resource}') and None"
     ));
+}
+
+#[test]
+fn what_an_interrupted_create_made_is_found_by_its_name_in_its_scope() {
+    let _serial = serial();
+    // A web ACL whose name the create generated from its token is found by that name among the
+    // web ACLs of its scope; another token finds nothing.
+    let props = json!({
+        "Scope": "REGIONAL",
+        "DefaultAction": {"Allow": {}},
+        "VisibilityConfig": {"SampledRequestsEnabled": false, "CloudWatchMetricsEnabled": false, "MetricName": "crashy"},
+    })
+    .to_string();
+    let create_args = [
+        "--logical-id",
+        "Guard",
+        "--stack-name",
+        "Crashy",
+        "--token",
+        "tok-waf-1",
+        "--properties",
+        &props,
+    ];
+    let created = call_with("AWS::WAFv2::WebACL", "create", &create_args)
+        .success()
+        .json();
+    let id = created["physicalId"].as_str().unwrap().to_string();
+    assert!(
+        id.starts_with("Crashy-Guard-") && id.ends_with("|REGIONAL"),
+        "{id}"
+    );
+    let found = call_with("AWS::WAFv2::WebACL", "find_created", &create_args)
+        .success()
+        .json();
+    assert_eq!(found["physicalId"], json!(id), "{found}");
+    let other = call_with(
+        "AWS::WAFv2::WebACL",
+        "find_created",
+        &[
+            "--logical-id",
+            "Guard",
+            "--stack-name",
+            "Crashy",
+            "--token",
+            "tok-waf-other",
+            "--properties",
+            &props,
+        ],
+    )
+    .success()
+    .json();
+    assert!(other["physicalId"].is_null(), "{other}");
+    // The same create again makes no second web ACL: WAF refuses the taken name.
+    let again = call_with("AWS::WAFv2::WebACL", "create", &create_args);
+    assert_ne!(again.code, Some(0), "{}", again.stdout);
+    let name = id.split('|').next().unwrap().to_string();
+    assert_eq!(
+        aws(&format!(
+            "len([a for a in c('wafv2').list_web_acls(Scope='REGIONAL')['WebACLs'] if a['Name'] == '{name}'])"
+        )),
+        json!(1)
+    );
+
+    // An association created twice is one association with one id.
+    let arn = aws("c('wafv2').list_web_acls(Scope='REGIONAL')['WebACLs']")
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["Name"] == json!(name))
+        .unwrap()["ARN"]
+        .clone();
+    let resource = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/crashy/1";
+    let association = json!({"ResourceArn": resource, "WebACLArn": arn}).to_string();
+    let first = call_with(
+        "AWS::WAFv2::WebACLAssociation",
+        "create",
+        &["--properties", &association],
+    )
+    .success()
+    .json();
+    let second = call_with(
+        "AWS::WAFv2::WebACLAssociation",
+        "create",
+        &["--properties", &association],
+    )
+    .success()
+    .json();
+    assert_eq!(first["physicalId"], second["physicalId"]);
+    assert_eq!(acl_protecting(resource), arn);
+    // Deleting it twice: the second finds nothing to delete, which is success.
+    let association_id = first["physicalId"].as_str().unwrap().to_string();
+    for _ in 0..2 {
+        call_with(
+            "AWS::WAFv2::WebACLAssociation",
+            "delete",
+            &["--physical-id", &association_id],
+        )
+        .success();
+    }
+    assert_eq!(acl_protecting(resource), Value::Null);
+    for _ in 0..2 {
+        call_with("AWS::WAFv2::WebACL", "delete", &["--physical-id", &id]).success();
+    }
 }
