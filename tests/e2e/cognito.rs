@@ -114,6 +114,11 @@ fn a_user_pool_with_a_client_a_domain_and_an_identity_pool_deploys_through_the_p
     );
     assert!(!first.stdout.contains(&secret) && !first.stderr.contains(&secret));
 
+    // Nothing drifts right after the deploy: what Cognito fills in (standard attributes,
+    // defaults) is not reported as a change.
+    let clean = world.cdkd(&["drift", STACK]);
+    assert_eq!(clean.code, Some(0), "{}\n{}", clean.stdout, clean.stderr);
+
     // A second deploy changes nothing.
     let again = deploy(&world);
     assert!(again.stdout.contains("unchanged"), "{}", again.stdout);
@@ -165,6 +170,16 @@ fn a_user_pool_with_a_client_a_domain_and_an_identity_pool_deploys_through_the_p
         drift.stdout.contains(POOL) && drift.stdout.contains("Policies"),
         "{}",
         drift.stdout
+    );
+
+    world.cdkd(&["drift", STACK, "--revert", "--yes"]).success();
+    let clean = world.cdkd(&["drift", STACK]);
+    assert_eq!(clean.code, Some(0), "{}\n{}", clean.stdout, clean.stderr);
+    assert_eq!(
+        aws(&format!(
+            "c('cognito-idp').describe_user_pool(UserPoolId='{pool}')['UserPool']['Policies']['PasswordPolicy']['MinimumLength']"
+        )),
+        json!(12)
     );
 
     // Create-only: a client without a secret replaces the client; the old one is deleted and
