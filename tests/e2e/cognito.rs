@@ -132,6 +132,10 @@ fn a_user_pool_with_a_client_a_domain_and_an_identity_pool_deploys_through_the_p
     world.edit(|t| {
         t["Resources"][POOL]["Properties"]["Policies"]["PasswordPolicy"]["MinimumLength"] =
             json!(12);
+        t["Resources"][POOL]["Properties"]["Schema"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"Name": "plan", "AttributeDataType": "String", "Mutable": true}));
         t["Resources"][CLIENT]["Properties"]["CallbackURLs"] =
             json!(["https://shop.example.com/callback"]);
     });
@@ -148,6 +152,13 @@ fn a_user_pool_with_a_client_a_domain_and_an_identity_pool_deploys_through_the_p
         )),
         json!(12)
     );
+    // A schema attribute added in the template is added to the pool (Cognito only adds).
+    assert!(aws(&format!(
+        "[a['Name'] for a in c('cognito-idp').describe_user_pool(UserPoolId='{pool}')['UserPool']['SchemaAttributes']]"
+    ))
+    .as_array()
+    .unwrap()
+    .contains(&json!("custom:plan")));
     // The update sent the whole pool again and kept the token tag.
     assert!(aws(&format!(
         "c('cognito-idp').describe_user_pool(UserPoolId='{pool}')['UserPool']['UserPoolTags']"
