@@ -4,12 +4,16 @@
   moto replaced the existing group (and its instances) without a word.
 - DeleteAutoScalingGroup of a group that still has instances is refused with ResourceInUse
   unless it asks for ForceDelete, as on AWS; moto scaled the group to zero and deleted it.
+- An instance's primary network interface made at launch (as every instance a group launches
+  has) is deleted when the instance terminates, as on AWS (DeleteOnTermination defaults to true
+  for it); moto kept it, so the subnets and security group of a deleted group stayed in use.
 
 Remaining differences are listed in docs/testing.md."""
 
 from moto.autoscaling import models as autoscaling_models
 from moto.autoscaling import responses as autoscaling_responses
 from moto.autoscaling.exceptions import AutoscalingClientError
+from moto.ec2.models import instances as ec2_instances
 
 
 class AlreadyExistsError(AutoscalingClientError):
@@ -52,3 +56,15 @@ def _delete_auto_scaling_group(self):
 
 
 _Response.delete_auto_scaling_group = _delete_auto_scaling_group
+
+_original_terminate = ec2_instances.Instance.terminate
+
+
+def _terminate(self):
+    for nic in self.nics.values():
+        if getattr(nic, "description", None) == "Primary network interface":
+            nic.delete_on_termination = True
+    return _original_terminate(self)
+
+
+ec2_instances.Instance.terminate = _terminate

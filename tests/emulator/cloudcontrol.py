@@ -37,6 +37,7 @@ ATTRIBUTE_CANDIDATES = [
     "StreamArn", "LogGroupName", "RoleId", "GroupId", "VpcId", "KeyId", "DomainName",
     "RegionalDomainName", "WebsiteURL", "Endpoint.Address", "Endpoint.Port", "ProviderName",
     "DBClusterArn", "DBClusterResourceId", "ReadEndpoint.Address",
+    "LatestVersionNumber", "DefaultVersionNumber",  # a launch template's, for an Auto Scaling group
 ]
 
 # The primary identifier property of each type (its registry schema's `primaryIdentifier`), for

@@ -48,3 +48,15 @@ def test_a_missing_group_is_a_validation_error_saying_not_found(emulator):
         emulator.client("autoscaling").delete_auto_scaling_group(AutoScalingGroupName="missing", ForceDelete=True)
     assert refused.value.response["Error"]["Code"] == "ValidationError"
     assert "not found" in refused.value.response["Error"]["Message"]
+
+
+def test_a_forced_delete_frees_the_subnet_of_its_instances(emulator):
+    asg = emulator.client("autoscaling")
+    settings = _group(emulator, "freed")
+    ec2 = emulator.client("ec2")
+    subnet = settings["VPCZoneIdentifier"]
+    in_subnet = lambda: ec2.describe_network_interfaces(Filters=[{"Name": "subnet-id", "Values": [subnet]}])["NetworkInterfaces"]  # noqa: E731
+    assert len(in_subnet()) == 1
+    asg.delete_auto_scaling_group(AutoScalingGroupName="freed", ForceDelete=True)
+    assert in_subnet() == []
+    ec2.delete_subnet(SubnetId=subnet)

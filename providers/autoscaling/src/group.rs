@@ -39,12 +39,16 @@ fn changed(before: &Map<String, Value>, after: &Map<String, Value>, key: &str) -
 }
 
 /// The template's `LaunchTemplate` (`LaunchTemplateId` or `LaunchTemplateName`, `Version`).
+/// Auto Scaling refuses both at once, and a read (a drift revert's properties) answers both:
+/// the id wins.
 fn launch_template(value: Option<&Value>) -> Option<LaunchTemplateSpecification> {
     let value = value.filter(|v| v.is_object())?;
+    let id = string(value.get("LaunchTemplateId"));
+    let name = string(value.get("LaunchTemplateName")).filter(|_| id.is_none());
     Some(
         LaunchTemplateSpecification::builder()
-            .set_launch_template_id(string(value.get("LaunchTemplateId")))
-            .set_launch_template_name(string(value.get("LaunchTemplateName")))
+            .set_launch_template_id(id)
+            .set_launch_template_name(name)
             .set_version(text(value.get("Version")))
             .build(),
     )
@@ -706,6 +710,14 @@ mod tests {
         let spec = launch_template(template.get("LaunchTemplate")).unwrap();
         assert_eq!(spec.launch_template_id(), Some("lt-1"));
         assert_eq!(spec.version(), Some("2"));
+        let both = json!({"LaunchTemplateId": "lt-1", "LaunchTemplateName": "web", "Version": "1"});
+        let spec = launch_template(Some(&both)).unwrap();
+        assert_eq!(
+            (spec.launch_template_id(), spec.launch_template_name()),
+            (Some("lt-1"), None)
+        );
+        let by_name = launch_template(Some(&json!({"LaunchTemplateName": "web"}))).unwrap();
+        assert_eq!(by_name.launch_template_name(), Some("web"));
         assert_eq!(
             zone_identifier(template.get("VPCZoneIdentifier")).unwrap(),
             "subnet-a,subnet-b"
