@@ -264,6 +264,27 @@ fn mfa(properties: &Map<String, Value>) -> UserPoolMfaType {
     )
 }
 
+/// The `Schema` attributes `after` adds to `before`; a change or removal of an existing one is
+/// refused by name (Cognito only adds attributes, and CloudFormation fails the same update).
+fn schema_additions(
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+    what: &str,
+) -> Result<Vec<SchemaAttributeType>, ProviderError> {
+    let old = schema(before.get("Schema")).unwrap_or_default();
+    let (added, kept): (Vec<_>, Vec<_>) = schema(after.get("Schema"))
+        .unwrap_or_default()
+        .into_iter()
+        .partition(|a| !old.iter().any(|o| o.name() == a.name()));
+    let unchanged = old.iter().all(|o| kept.iter().any(|k| k == o));
+    if kept.len() != old.len() || !unchanged {
+        return Err(ProviderError::validation(format!(
+            "{what}: Schema: Cognito can only add attributes to a user pool's schema, never change or remove one (CloudFormation fails the same update); keep the existing attributes as they are, or change the pool's logical id to replace it"
+        )));
+    }
+    Ok(added)
+}
+
 /// The attributes of the pool `id` in `region`.
 fn attributes_of(region: &str, id: &str, arn: Option<&str>) -> Map<String, Value> {
     let mut attributes = Map::new();
@@ -787,25 +808,7 @@ impl ResourceProvider for UserPool {
             .await?
             .ok_or_else(|| does_not_exist(&what, id, "Cognito"))?;
         if changed(before, after, "Schema") {
-            let old: Vec<String> = schema(before.get("Schema"))
-                .unwrap_or_default()
-                .iter()
-                .filter_map(|a| a.name().map(ToString::to_string))
-                .collect();
-            let (added, kept): (Vec<_>, Vec<_>) = schema(after.get("Schema"))
-                .unwrap_or_default()
-                .into_iter()
-                .partition(|a| !old.iter().any(|o| Some(o.as_str()) == a.name()));
-            let before_kept: Vec<SchemaAttributeType> = schema(before.get("Schema"))
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|a| kept.iter().any(|k| k.name() == a.name()))
-                .collect();
-            if kept.len() != old.len() || kept != before_kept {
-                return Err(ProviderError::validation(format!(
-                    "{what}: Schema: Cognito can only add attributes to a user pool's schema, never change or remove one (CloudFormation fails the same update); keep the existing attributes as they are, or rename the pool's logical id to replace it"
-                )));
-            }
+            let added = schema_additions(before, after, &what)?;
             if !added.is_empty() {
                 cognito
                     .add_custom_attributes()
@@ -1080,6 +1083,24 @@ mod tests {
             Value::Object(attributes),
             json!({"UserPoolId": "eu-west-1_x", "Arn": "arn:p", "ProviderName": "cognito-idp.eu-west-1.amazonaws.com/eu-west-1_x", "ProviderURL": "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_x"})
         );
+    }
+
+    #[test]
+    fn a_schema_update_only_adds_attributes() {
+        let before = props(json!({"Schema": [{"Name": "tier", "AttributeDataType": "String"}]}));
+        let added = props(
+            json!({"Schema": [{"Name": "tier", "AttributeDataType": "String"}, {"Name": "plan", "AttributeDataType": "Number"}]}),
+        );
+        let names: Vec<_> = schema_additions(&before, &added, "w")
+            .unwrap()
+            .iter()
+            .map(|a| a.name().unwrap().to_string())
+            .collect();
+        assert_eq!(names, vec!["plan".to_string()]);
+        let changed = props(json!({"Schema": [{"Name": "tier", "AttributeDataType": "Number"}]}));
+        let err = schema_additions(&before, &changed, "AWS::Cognito::UserPool Pool").unwrap_err();
+        assert!(err.message.contains("Pool: Schema"), "{}", err.message);
+        assert!(schema_additions(&before, &Map::new(), "w").is_err());
     }
 
     #[test]
