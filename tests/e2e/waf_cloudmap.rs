@@ -391,3 +391,159 @@ fn what_an_interrupted_create_made_is_found_by_its_name_in_its_scope() {
         call_with("AWS::WAFv2::WebACL", "delete", &["--physical-id", &id]).success();
     }
 }
+
+#[test]
+fn cloud_map_namespaces_wait_for_their_operations_and_are_created_once() {
+    let _serial = serial();
+    // An HTTP namespace: the create waits for its operation (the emulator answers SUBMITTED
+    // first), carries a CreatorRequestId from the token, so the same create again answers the
+    // same namespace, and the run after a crash finds it by that id.
+    let props = json!({"Name": "wafmap-http", "Description": "first", "Tags": [{"Key": "team", "Value": "map"}]})
+        .to_string();
+    let create_args = [
+        "--logical-id",
+        "Http",
+        "--stack-name",
+        "Crashy",
+        "--token",
+        "tok-map-1",
+        "--properties",
+        &props,
+    ];
+    let created = call_with(
+        "AWS::ServiceDiscovery::HttpNamespace",
+        "create",
+        &create_args,
+    )
+    .success()
+    .json();
+    let id = created["physicalId"].as_str().unwrap().to_string();
+    assert!(id.starts_with("ns-"), "{created}");
+    assert_eq!(created["attributes"]["Id"], json!(id));
+    assert!(
+        created["attributes"]["Arn"]
+            .as_str()
+            .unwrap()
+            .ends_with(&id),
+        "{created}"
+    );
+    assert_eq!(
+        aws(&format!(
+            "c('servicediscovery').get_namespace(Id='{id}')['Namespace']['Description']"
+        )),
+        "first"
+    );
+    let again = call_with(
+        "AWS::ServiceDiscovery::HttpNamespace",
+        "create",
+        &create_args,
+    )
+    .success()
+    .json();
+    assert_eq!(again["physicalId"], json!(id));
+    assert_eq!(
+        aws("len([n for n in c('servicediscovery').list_namespaces()['Namespaces'] if n['Name'] == 'wafmap-http'])"),
+        json!(1)
+    );
+    let found = call_with(
+        "AWS::ServiceDiscovery::HttpNamespace",
+        "find_created",
+        &create_args,
+    )
+    .success()
+    .json();
+    assert_eq!(found["physicalId"], json!(id), "{found}");
+    let other = call_with(
+        "AWS::ServiceDiscovery::HttpNamespace",
+        "find_created",
+        &[
+            "--logical-id",
+            "Http",
+            "--stack-name",
+            "Crashy",
+            "--token",
+            "tok-map-other",
+            "--properties",
+            &props,
+        ],
+    )
+    .success()
+    .json();
+    assert!(other["physicalId"].is_null(), "{other}");
+
+    // Update in place: the description (an operation waited for) and the tags.
+    let updated_props =
+        json!({"Name": "wafmap-http", "Description": "second", "Tags": [{"Key": "team", "Value": "mesh"}]})
+            .to_string();
+    call_with(
+        "AWS::ServiceDiscovery::HttpNamespace",
+        "update",
+        &[
+            "--physical-id",
+            &id,
+            "--previous-properties",
+            &props,
+            "--properties",
+            &updated_props,
+        ],
+    )
+    .success();
+    let read = call_with(
+        "AWS::ServiceDiscovery::HttpNamespace",
+        "read_current_state",
+        &["--physical-id", &id],
+    )
+    .success()
+    .json();
+    assert_eq!(
+        read["properties"],
+        json!({"Name": "wafmap-http", "Description": "second", "Tags": [{"Key": "team", "Value": "mesh"}]})
+    );
+
+    // A private DNS namespace in a VPC: its hosted zone id is an attribute, its SOA TTL read back.
+    let vpc = aws("c('ec2').create_vpc(CidrBlock='10.7.0.0/16')['Vpc']['VpcId']");
+    let private_props = json!({
+        "Name": "wafmap.internal", "Vpc": vpc,
+        "Properties": {"DnsProperties": {"SOA": {"TTL": 60}}}
+    })
+    .to_string();
+    let private = call_with(
+        "AWS::ServiceDiscovery::PrivateDnsNamespace",
+        "create",
+        &["--logical-id", "Private", "--properties", &private_props],
+    )
+    .success()
+    .json();
+    let private_id = private["physicalId"].as_str().unwrap().to_string();
+    assert!(
+        private["attributes"]["HostedZoneId"].is_string(),
+        "{private}"
+    );
+    let read = call_with(
+        "AWS::ServiceDiscovery::PrivateDnsNamespace",
+        "read_current_state",
+        &["--physical-id", &private_id, "--properties", &private_props],
+    )
+    .success()
+    .json();
+    assert_eq!(read["properties"]["Name"], "wafmap.internal");
+    assert_eq!(read["properties"]["Vpc"], vpc);
+    assert_eq!(
+        read["properties"]["Properties"],
+        json!({"DnsProperties": {"SOA": {"TTL": 60}}})
+    );
+
+    // Deleting twice: the second finds nothing, which is success; nothing is left.
+    for (kind, ns) in [
+        ("AWS::ServiceDiscovery::HttpNamespace", &id),
+        ("AWS::ServiceDiscovery::PrivateDnsNamespace", &private_id),
+    ] {
+        for _ in 0..2 {
+            call_with(kind, "delete", &["--physical-id", ns]).success();
+        }
+    }
+    assert_eq!(
+        aws("[n['Name'] for n in c('servicediscovery').list_namespaces()['Namespaces'] if n['Name'].startswith('wafmap')]"),
+        json!([])
+    );
+}

@@ -90,6 +90,7 @@ import config_apis  # noqa: E402  (Lambda and S3 configuration APIs moto lacks)
 import elbv2_service  # noqa: E402,F401  (ELBv2 as AWS has it: provisioning, duplicate names and ports, Lambda target permissions)
 import cloudfront_service  # noqa: E402,F401  (CloudFront as AWS has it: distributions InProgress then Deployed, ETags, policies, functions)
 import waf_service  # noqa: E402,F401  (WAFv2 as AWS has it: updates replace, associated ACLs refuse delete, one ACL per resource)
+import cloudmap_service  # noqa: E402,F401  (Cloud Map as AWS has it: operations take time, CreatorRequestId idempotency, names unique, namespaces with services refuse delete)
 import autoscaling_service  # noqa: E402,F401  (EC2 Auto Scaling as AWS has it: AlreadyExists on a name in use, ResourceInUse on a delete with instances without ForceDelete)
 import cognito_service  # noqa: E402,F401  (Cognito user pool domains as AWS has them: a domain in use or a second one of a kind on a pool refused)
 from moto.core.config import default_user_config  # noqa: E402
