@@ -156,6 +156,7 @@ no_difference_after_deploy! {
     app_diffs_clean: "app";
     autodelete_diffs_clean: "autodelete";
     children_diffs_clean: "children";
+    cognito_diffs_clean: "cognito";
     container_diffs_clean: "container";
     core_diffs_clean: "core";
     cross_diffs_clean: "cross";
@@ -186,6 +187,7 @@ no_difference_after_deploy! {
     storage_diffs_clean: "storage";
     vpc_diffs_clean: "vpc";
     vpcsoak_diffs_clean: "vpcsoak";
+    wafmap_diffs_clean: "wafmap";
     website_diffs_clean: "website";
     workflows_diffs_clean: "workflows";
 }
