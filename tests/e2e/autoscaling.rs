@@ -1,6 +1,7 @@
 //! The autoscaling plugin through `cdkd deploy` with a real CDK app
 //! (tests/fixtures/apps/asg.js): an AutoScalingGroup from a launch template in a VPC's private
-//! subnets behind an application load balancer's listener; checked in the emulator's Auto
+//! subnets behind an application load balancer's listener, with a target-tracking scaling
+//! policy; checked in the emulator's Auto
 //! Scaling and in the state file, through a no-change deploy, an in-place update, drift, a
 //! replacement, import and destroy.
 
@@ -11,6 +12,7 @@ const STACK: &str = "AsgStack";
 const ASG: &str = "AsgASGD1D7B4E2";
 const TEMPLATE: &str = "Template576A9730";
 const GROUP: &str = "LBHttpAsgGroup22BDA1E2";
+const POLICY: &str = "AsgScalingPolicyCpu89550E50";
 
 fn aws(expression: &str) -> Value {
     Emulator::shared().boto(expression)
@@ -32,6 +34,13 @@ fn deploy(world: &AppWorld) -> cdkd_tests::Run {
 fn group(name: &str) -> Value {
     aws(&format!(
         "(c('autoscaling').describe_auto_scaling_groups(AutoScalingGroupNames=['{name}'])['AutoScalingGroups'] or [None])[0]"
+    ))
+}
+
+/// The scaling policies of group `name`.
+fn policies(name: &str) -> Value {
+    aws(&format!(
+        "c('autoscaling').describe_policies(AutoScalingGroupName='{name}')['ScalingPolicies']"
     ))
 }
 
@@ -91,21 +100,44 @@ fn an_auto_scaling_group_behind_a_load_balancer_deploys_through_the_plugin() {
     assert_eq!(live["TargetGroupARNs"], json!([physical(&world, GROUP)]));
     assert_eq!(live["Instances"].as_array().unwrap().len(), 1, "{live}");
 
+    // The target-tracking policy: its ARN the physical id, its generated name and ARN recorded
+    // for GetAtt, CPU at 50 % in the group.
+    let policy = physical(&world, POLICY);
+    let live_policy = policies(&name);
+    assert_eq!(live_policy.as_array().unwrap().len(), 1, "{live_policy}");
+    let live_policy = &live_policy[0];
+    assert_eq!(live_policy["PolicyARN"], json!(policy));
+    assert_eq!(live_policy["PolicyType"], "TargetTrackingScaling");
+    assert_eq!(
+        live_policy["TargetTrackingConfiguration"]["TargetValue"],
+        json!(50.0)
+    );
+    let policy_name = live_policy["PolicyName"].as_str().unwrap();
+    assert!(
+        policy_name.starts_with("AsgStack-AsgScalingPolicyCpu89550E50-"),
+        "{policy_name}"
+    );
+    let attributes = &resources[POLICY]["attributes"];
+    assert_eq!(attributes["Arn"], json!(policy));
+    assert_eq!(attributes["PolicyName"], json!(policy_name));
+
     // A second deploy changes nothing and makes no Auto Scaling call.
     Emulator::shared().delete("/_emulator/stats");
     let again = deploy(&world);
     assert!(again.stdout.contains("unchanged"), "{}", again.stdout);
     assert_eq!(autoscaling_calls(), Vec::<String>::new());
 
-    // In place: the maximum size and a tag propagated to instances.
+    // In place: the maximum size and a tag propagated to instances; the policy's target.
     world.edit(|t| {
+        t["Resources"][POLICY]["Properties"]["TargetTrackingConfiguration"]["TargetValue"] =
+            json!(60);
         t["Resources"][ASG]["Properties"]["MaxSize"] = json!("4");
         t["Resources"][ASG]["Properties"]["Tags"] =
             json!([{"Key": "team", "Value": "web", "PropagateAtLaunch": true}]);
     });
     let updated = deploy(&world);
     assert!(
-        updated.stdout.contains("1 updated, 0 replaced"),
+        updated.stdout.contains("2 updated, 0 replaced"),
         "{}\n{}",
         updated.stdout,
         updated.stderr
@@ -115,6 +147,11 @@ fn an_auto_scaling_group_behind_a_load_balancer_deploys_through_the_plugin() {
     assert_eq!(live["MaxSize"], json!(4), "{live}");
     assert_eq!(live["Tags"][0]["Key"], "team", "{live}");
     assert_eq!(live["Tags"][0]["PropagateAtLaunch"], true, "{live}");
+    assert_eq!(physical(&world, POLICY), policy);
+    assert_eq!(
+        policies(&name)[0]["TargetTrackingConfiguration"]["TargetValue"],
+        json!(60.0)
+    );
 
     // Drift: the maximum size changed outside cdkd is found by the plugin's reader, and
     // reverted.
@@ -133,7 +170,8 @@ fn an_auto_scaling_group_behind_a_load_balancer_deploys_through_the_plugin() {
     assert_eq!(clean.code, Some(0), "{}\n{}", clean.stdout, clean.stderr);
     assert_eq!(group(&name)["MaxSize"], json!(4));
 
-    // Create-only: a name replaces the group; the old one is deleted with its instance.
+    // Create-only: a name replaces the group, and its policy (whose group is create-only) with
+    // it; the old group is deleted with its instance.
     world.edit(|t| {
         t["Resources"][ASG]["Properties"]["AutoScalingGroupName"] = json!("asg-web-v2");
     });
@@ -147,11 +185,15 @@ fn an_auto_scaling_group_behind_a_load_balancer_deploys_through_the_plugin() {
     assert_eq!(physical(&world, ASG), "asg-web-v2");
     assert_eq!(group("asg-web-v2")["MaxSize"], json!(4));
     assert_eq!(group(&name), Value::Null);
+    let new_policy = physical(&world, POLICY);
+    assert_ne!(new_policy, policy);
+    assert_eq!(policies("asg-web-v2")[0]["PolicyARN"], json!(new_policy));
 
     // Destroy leaves no group of the stack (the forced delete took its instance).
     let app = world.assembly.path().display().to_string();
     world.cdkd(&["destroy", "-a", &app, STACK, "-f"]).success();
     assert_eq!(group("asg-web-v2"), Value::Null);
+    assert_eq!(policies("asg-web-v2"), json!([]));
 }
 
 fn call_with(type_name: &str, operation: &str, args: &[&str]) -> cdkd_tests::Run {

@@ -4,6 +4,8 @@
   moto replaced the existing group (and its instances) without a word.
 - DeleteAutoScalingGroup of a group that still has instances is refused with ResourceInUse
   unless it asks for ForceDelete, as on AWS; moto scaled the group to zero and deleted it.
+- PutScalingPolicy answers the policy's ARN as `PolicyARN`, AWS's member name; moto answered
+  `PolicyArn`, which the SDKs do not read.
 - An instance's primary network interface made at launch (as every instance a group launches
   has) is deleted when the instance terminates, as on AWS (DeleteOnTermination defaults to true
   for it); moto kept it, so the subnets and security group of a deleted group stayed in use.
@@ -13,6 +15,7 @@ Remaining differences are listed in docs/testing.md."""
 from moto.autoscaling import models as autoscaling_models
 from moto.autoscaling import responses as autoscaling_responses
 from moto.autoscaling.exceptions import AutoscalingClientError
+from moto.core.responses import ActionResult
 from moto.ec2.models import instances as ec2_instances
 
 
@@ -68,3 +71,14 @@ def _terminate(self):
 
 
 ec2_instances.Instance.terminate = _terminate
+
+_original_put_policy = _Response.put_scaling_policy
+
+
+def _put_scaling_policy(self):
+    _original_put_policy(self)
+    policy = self.autoscaling_backend.policies[self._get_param("PolicyName")]
+    return ActionResult({"PolicyARN": policy.arn, "Alarms": []})
+
+
+_Response.put_scaling_policy = _put_scaling_policy

@@ -60,3 +60,17 @@ def test_a_forced_delete_frees_the_subnet_of_its_instances(emulator):
     asg.delete_auto_scaling_group(AutoScalingGroupName="freed", ForceDelete=True)
     assert in_subnet() == []
     ec2.delete_subnet(SubnetId=subnet)
+
+
+def test_put_scaling_policy_answers_the_policy_arn(emulator):
+    asg = emulator.client("autoscaling")
+    _group(emulator, "scaled")
+    answer = asg.put_scaling_policy(
+        AutoScalingGroupName="scaled",
+        PolicyName="cpu",
+        PolicyType="TargetTrackingScaling",
+        TargetTrackingConfiguration={"PredefinedMetricSpecification": {"PredefinedMetricType": "ASGAverageCPUUtilization"}, "TargetValue": 50},
+    )
+    arn = asg.describe_policies(AutoScalingGroupName="scaled")["ScalingPolicies"][0]["PolicyARN"]
+    assert answer["PolicyARN"] == arn
+    asg.delete_auto_scaling_group(AutoScalingGroupName="scaled", ForceDelete=True)

@@ -1,13 +1,16 @@
 //! cdkd's Auto Scaling provider plugin: EC2 Auto Scaling groups through direct Auto Scaling
 //! calls. A group's physical id and `Ref` is its name, which cdkd chooses before the create
 //! (the template's, or `{stack}-{logicalId}-{suffix}` as CloudFormation generates), so the run
-//! after a crash finds it by name.
+//! after a crash finds it by name; a scaling policy (physical id its ARN) is found by its
+//! generated name in its group.
 
 mod group;
+mod scaling_policy;
 
-cdkd_provider_api::export_plugin!(description: "AWS::AutoScaling::AutoScalingGroup through the EC2 Auto Scaling API");
+cdkd_provider_api::export_plugin!(description: "AWS::AutoScaling::AutoScalingGroup and ScalingPolicy through the EC2 Auto Scaling API");
 
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<group::Group>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<scaling_policy::ScalingPolicy>);
 
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
