@@ -1,7 +1,7 @@
 //! The autoscaling plugin through `cdkd deploy` with a real CDK app
 //! (tests/fixtures/apps/asg.js): an AutoScalingGroup from a launch template in a VPC's private
 //! subnets behind an application load balancer's listener, with a target-tracking scaling
-//! policy; checked in the emulator's Auto
+//! policy and a lifecycle hook; checked in the emulator's Auto
 //! Scaling and in the state file, through a no-change deploy, an in-place update, drift, a
 //! replacement, import and destroy.
 
@@ -13,6 +13,7 @@ const ASG: &str = "AsgASGD1D7B4E2";
 const TEMPLATE: &str = "Template576A9730";
 const GROUP: &str = "LBHttpAsgGroup22BDA1E2";
 const POLICY: &str = "AsgScalingPolicyCpu89550E50";
+const HOOK: &str = "AsgLifecycleHookDrainF37A0330";
 
 fn aws(expression: &str) -> Value {
     Emulator::shared().boto(expression)
@@ -120,6 +121,24 @@ fn an_auto_scaling_group_behind_a_load_balancer_deploys_through_the_plugin() {
     let attributes = &resources[POLICY]["attributes"];
     assert_eq!(attributes["Arn"], json!(policy));
     assert_eq!(attributes["PolicyName"], json!(policy_name));
+
+    // The termination hook: its generated name the physical id, found in the group.
+    let hook = physical(&world, HOOK);
+    assert!(
+        hook.starts_with("AsgStack-AsgLifecycleHookDrainF37A0330-"),
+        "{hook}"
+    );
+    let hooks = aws(&format!(
+        "c('autoscaling').describe_lifecycle_hooks(AutoScalingGroupName='{name}')['LifecycleHooks']"
+    ));
+    assert_eq!(hooks.as_array().unwrap().len(), 1, "{hooks}");
+    assert_eq!(hooks[0]["LifecycleHookName"], json!(hook));
+    assert_eq!(
+        hooks[0]["LifecycleTransition"],
+        "autoscaling:EC2_INSTANCE_TERMINATING"
+    );
+    assert_eq!(hooks[0]["DefaultResult"], "CONTINUE");
+    assert_eq!(hooks[0]["HeartbeatTimeout"], json!(300));
 
     // A second deploy changes nothing and makes no Auto Scaling call.
     Emulator::shared().delete("/_emulator/stats");

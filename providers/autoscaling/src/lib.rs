@@ -2,15 +2,17 @@
 //! calls. A group's physical id and `Ref` is its name, which cdkd chooses before the create
 //! (the template's, or `{stack}-{logicalId}-{suffix}` as CloudFormation generates), so the run
 //! after a crash finds it by name; a scaling policy (physical id its ARN) is found by its
-//! generated name in its group.
+//! generated name in its group, a lifecycle hook (physical id its name) by name in its group.
 
 mod group;
+mod lifecycle_hook;
 mod scaling_policy;
 
-cdkd_provider_api::export_plugin!(description: "AWS::AutoScaling::AutoScalingGroup and ScalingPolicy through the EC2 Auto Scaling API");
+cdkd_provider_api::export_plugin!(description: "AWS::AutoScaling::AutoScalingGroup, ScalingPolicy and LifecycleHook through the EC2 Auto Scaling API");
 
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<group::Group>);
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<scaling_policy::ScalingPolicy>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<lifecycle_hook::LifecycleHook>);
 
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
