@@ -263,3 +263,32 @@ fn a_group_made_outside_cdkd_is_imported_and_read() {
     assert_ne!(missing.code, Some(0), "{}", missing.stdout);
     aws("c('autoscaling').delete_auto_scaling_group(AutoScalingGroupName='handmade-asg', ForceDelete=True) and None");
 }
+
+#[test]
+fn a_launch_configuration_made_outside_cdkd_is_imported_and_read() {
+    aws("c('autoscaling').create_launch_configuration(LaunchConfigurationName='handmade-lc', ImageId=c('ec2').describe_images()['Images'][0]['ImageId'], InstanceType='t3.micro', InstanceMonitoring={'Enabled': False}) and None");
+    let imported = call_with(
+        "AWS::AutoScaling::LaunchConfiguration",
+        "import",
+        &["--physical-id", "handmade-lc"],
+    )
+    .success()
+    .json();
+    assert_eq!(imported["physicalId"], json!("handmade-lc"), "{imported}");
+    let read = call_with(
+        "AWS::AutoScaling::LaunchConfiguration",
+        "read_current_state",
+        &["--physical-id", "handmade-lc"],
+    )
+    .success()
+    .json();
+    assert_eq!(read["properties"]["InstanceType"], "t3.micro", "{read}");
+    assert_eq!(read["properties"]["InstanceMonitoring"], false, "{read}");
+    let missing = call_with(
+        "AWS::AutoScaling::LaunchConfiguration",
+        "import",
+        &["--physical-id", "no-such-lc"],
+    );
+    assert_ne!(missing.code, Some(0), "{}", missing.stdout);
+    aws("c('autoscaling').delete_launch_configuration(LaunchConfigurationName='handmade-lc') and None");
+}

@@ -1,18 +1,22 @@
 //! cdkd's Auto Scaling provider plugin: EC2 Auto Scaling groups through direct Auto Scaling
-//! calls. A group's physical id and `Ref` is its name, which cdkd chooses before the create
+//! calls. A group's (and a launch configuration's) physical id and `Ref` is its name, which cdkd chooses before the create
 //! (the template's, or `{stack}-{logicalId}-{suffix}` as CloudFormation generates), so the run
 //! after a crash finds it by name; a scaling policy (physical id its ARN) is found by its
 //! generated name in its group, a lifecycle hook (physical id its name) by name in its group.
 
 mod group;
+mod launch_configuration;
 mod lifecycle_hook;
 mod scaling_policy;
 
-cdkd_provider_api::export_plugin!(description: "AWS::AutoScaling::AutoScalingGroup, ScalingPolicy and LifecycleHook through the EC2 Auto Scaling API");
+cdkd_provider_api::export_plugin!(description: "AWS::AutoScaling::AutoScalingGroup, LaunchConfiguration, ScalingPolicy and LifecycleHook through the EC2 Auto Scaling API");
 
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<group::Group>);
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<scaling_policy::ScalingPolicy>);
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<lifecycle_hook::LifecycleHook>);
+cdkd_provider_api::register_provider!(
+    cdkd_aws_common::Reads<launch_configuration::LaunchConfiguration>
+);
 
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
