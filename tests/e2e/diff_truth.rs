@@ -154,6 +154,7 @@ macro_rules! no_difference_after_deploy {
 no_difference_after_deploy! {
     alb_diffs_clean: "alb";
     app_diffs_clean: "app";
+    asg_diffs_clean: "asg";
     autodelete_diffs_clean: "autodelete";
     children_diffs_clean: "children";
     cognito_diffs_clean: "cognito";
