@@ -107,6 +107,9 @@ impl AppWorld {
             .current_dir(workspace_root())
             .args(["--state-bucket", &self.bucket])
             .args(args)
+            // Runs as on a developer's machine whether or not the tests run in CI: a test that
+            // wants CI's behaviour sets `CI` itself.
+            .env_remove("CI")
             .env("CDKD_PLUGINS", &self.plugins)
             .env("CDKD_ECHO_DIR", self.echo.path());
         for (key, value) in Emulator::shared().env() {
