@@ -11,6 +11,13 @@ depends on it.
   it).
 - DeleteNamespace of a namespace that still holds services is refused with ResourceInUse
   (moto deleted it and left the services).
+- CreateService in a namespace that does not exist is refused with NamespaceNotFound, a second
+  service of a name already used in the namespace with ServiceAlreadyExists, and a create
+  repeated with a `CreatorRequestId` already used answers the first create's service (moto
+  made a service each time, in any namespace id).
+- DeleteService of a service that does not exist is ServiceNotFound, of one with registered
+  instances ResourceInUse (moto answered success and dropped the instances).
+- ListServices applies its `NAMESPACE_ID` filter (moto listed every service).
 
 Remaining differences are listed in docs/testing.md."""
 
@@ -19,6 +26,7 @@ import time
 
 from moto.core.exceptions import JsonRESTError
 from moto.servicediscovery import models as _models
+from moto.servicediscovery import responses as _responses
 
 
 def _operation_seconds():
@@ -83,3 +91,60 @@ def _delete_namespace(self, namespace_id):
 
 
 _models.ServiceDiscoveryBackend.delete_namespace = _delete_namespace
+
+
+_moto_create_service = _models.ServiceDiscoveryBackend.create_service
+
+
+def _create_service(self, name, namespace_id, creator_request_id, *args, **kwargs):
+    # The namespace may come inside DnsConfig (the older spelling).
+    dns_config = kwargs.get("dns_config") or {}
+    namespace_id = namespace_id or dns_config.get("NamespaceId")
+    if namespace_id not in self.namespaces:
+        raise JsonRESTError("NamespaceNotFound", f"Namespace {namespace_id} not found.")
+    by_request = self.__dict__.setdefault("_cdkd_services_by_request", {})
+    if creator_request_id and creator_request_id in by_request:
+        service = self.services.get(by_request[creator_request_id])
+        if service is not None and service.name == name and service.namespace_id == namespace_id:
+            return service
+    existing = next(
+        (s for s in self.services.values() if s.namespace_id == namespace_id and s.name == name),
+        None,
+    )
+    if existing is not None:
+        raise JsonRESTError(
+            "ServiceAlreadyExists",
+            f"Service {name} already exists in namespace {namespace_id}: {existing.id}.",
+        )
+    service = _moto_create_service(self, name, namespace_id, creator_request_id, *args, **kwargs)
+    if creator_request_id:
+        by_request[creator_request_id] = service.id
+    return service
+
+
+_models.ServiceDiscoveryBackend.create_service = _create_service
+
+
+def _delete_service(self, service_id):
+    service = self.get_service(service_id)
+    if service.instances:
+        raise JsonRESTError("ResourceInUse", f"Service {service_id} has registered instances.")
+    self.services.pop(service_id, None)
+
+
+_models.ServiceDiscoveryBackend.delete_service = _delete_service
+
+
+def _list_services(self):
+    import json
+
+    params = json.loads(self.body or "{}")
+    services = list(self.servicediscovery_backend.list_services())
+    for f in params.get("Filters") or []:
+        if f.get("Name") == "NAMESPACE_ID":
+            values = set(f.get("Values") or [])
+            services = [s for s in services if s.namespace_id in values]
+    return json.dumps({"Services": [s.to_json() for s in services]})
+
+
+_responses.ServiceDiscoveryResponse.list_services = _list_services

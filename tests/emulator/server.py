@@ -93,6 +93,7 @@ import waf_service  # noqa: E402,F401  (WAFv2 as AWS has it: updates replace, as
 import cloudmap_service  # noqa: E402,F401  (Cloud Map as AWS has it: operations take time, CreatorRequestId idempotency, names unique, namespaces with services refuse delete)
 import autoscaling_service  # noqa: E402,F401  (EC2 Auto Scaling as AWS has it: AlreadyExists on a name in use, ResourceInUse on a delete with instances without ForceDelete)
 import cognito_service  # noqa: E402,F401  (Cognito user pool domains as AWS has them: a domain in use or a second one of a kind on a pool refused)
+import appautoscaling_service  # noqa: E402,F401  (Application Auto Scaling as AWS has it: targets need their resource, policies their target, deregister takes policies along, tags)
 from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402
 
