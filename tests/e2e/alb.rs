@@ -18,6 +18,15 @@ const OLD_RULE: &str = "LBHttpOldRuleE62D62C8";
 const EXTRA_CERT: &str = "LBHttpsExtra1548F9839";
 const HANDLER: &str = "Handler886CB40B";
 
+// The tests count the emulator's ELBv2 calls, which every test in this binary makes: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn aws(expression: &str) -> Value {
     Emulator::shared().boto(expression)
 }
@@ -72,6 +81,7 @@ fn set_ready_after(ms: u64) {
 
 #[test]
 fn an_application_load_balancer_with_a_lambda_target_deploys_through_the_plugin() {
+    let _serial = serial();
     let world = world_with_certificates();
     // The load balancer stays `provisioning` for the whole deploy: the deploy must not wait for
     // `active` (a listener and a target group can use a provisioning load balancer).
@@ -334,6 +344,7 @@ fn network() -> (String, String, String) {
 
 #[test]
 fn a_load_balancer_and_target_group_made_outside_cdkd_are_imported_and_read() {
+    let _serial = serial();
     let (vpc, a, b) = network();
     let lb = aws(&format!(
         "c('elbv2').create_load_balancer(Name='handmade-lb', Subnets=['{a}', '{b}'], Tags=[{{'Key': 'team', 'Value': 'ops'}}])['LoadBalancers'][0]['LoadBalancerArn']"
@@ -397,6 +408,7 @@ fn a_load_balancer_and_target_group_made_outside_cdkd_are_imported_and_read() {
 
 #[test]
 fn what_an_interrupted_create_made_is_found_by_its_name_or_in_its_parent() {
+    let _serial = serial();
     let (vpc, a, b) = network();
     // A load balancer whose name the create generated from its token is found by that name;
     // another token finds nothing.
