@@ -3,13 +3,19 @@
 //! (the template's, or `{stack}-{logicalId}-{suffix}` as CloudFormation generates), so the run
 //! after a crash finds it by name; a scaling policy (physical id its ARN) is found by its
 //! generated name in its group, a lifecycle hook (physical id its name) by name in its group.
+//! Application Auto Scaling's scalable target (physical id and `Ref`
+//! `resourceId|scalableDimension|serviceNamespace`, as CloudFormation has it) and scaling
+//! policy (physical id and `Ref` its ARN) are made by upserts keyed by what the template names,
+//! so a repeated create makes the same target or policy.
 
+mod app_policy;
+mod app_target;
 mod group;
 mod launch_configuration;
 mod lifecycle_hook;
 mod scaling_policy;
 
-cdkd_provider_api::export_plugin!(description: "AWS::AutoScaling::AutoScalingGroup, LaunchConfiguration, ScalingPolicy and LifecycleHook through the EC2 Auto Scaling API");
+cdkd_provider_api::export_plugin!(description: "AWS::AutoScaling::AutoScalingGroup, LaunchConfiguration, ScalingPolicy and LifecycleHook through the EC2 Auto Scaling API; AWS::ApplicationAutoScaling::ScalableTarget and ScalingPolicy through the Application Auto Scaling API");
 
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<group::Group>);
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<scaling_policy::ScalingPolicy>);
@@ -17,6 +23,8 @@ cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<lifecycle_hook::Lif
 cdkd_provider_api::register_provider!(
     cdkd_aws_common::Reads<launch_configuration::LaunchConfiguration>
 );
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<app_target::ScalableTarget>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<app_policy::ScalingPolicy>);
 
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
@@ -30,6 +38,38 @@ pub(crate) async fn client(
             .build();
     Ok(aws_sdk_autoscaling::Client::from_conf(config))
 }
+
+/// An Application Auto Scaling client for the host's endpoint and credentials.
+pub(crate) async fn app_client(
+    ctx: &PluginContext,
+) -> Result<aws_sdk_applicationautoscaling::Client, ProviderError> {
+    let config = aws_sdk_applicationautoscaling::config::Builder::from(
+        &cdkd_aws_common::sdk_config(ctx).await?,
+    )
+    .retry_partition(cdkd_aws_common::retry_partition(
+        "cdkd-applicationautoscaling",
+    ))
+    .build();
+    Ok(aws_sdk_applicationautoscaling::Client::from_conf(config))
+}
+
+/// Application Auto Scaling's own error codes. A concurrent update of the same target is
+/// retried as a throttle (AWS asks callers to retry it).
+pub(crate) const APP_KINDS: &[(&str, ErrorKind)] = &[
+    ("ObjectNotFoundException", ErrorKind::NOT_FOUND),
+    ("ConcurrentUpdateException", ErrorKind::THROTTLED),
+    ("FailedResourceAccessException", ErrorKind::VALIDATION),
+    ("LimitExceededException", ErrorKind::VALIDATION),
+    ("TooManyTagsException", ErrorKind::VALIDATION),
+];
+
+/// A failed Application Auto Scaling call's error, named by `context`.
+macro_rules! app_failed {
+    ($context:expr) => {
+        |e| cdkd_aws_common::aws_error_in(&$context, e, $crate::APP_KINDS)
+    };
+}
+pub(crate) use app_failed;
 
 /// Auto Scaling's own error codes the shared table does not know or reads otherwise.
 pub(crate) const KINDS: &[(&str, ErrorKind)] = &[

@@ -3,11 +3,14 @@
 //! through direct Cloud Map calls. A namespace's physical id (and `Ref`) is its id. Its create,
 //! update and delete are asynchronous operations the plugin waits for (GetOperation until
 //! `SUCCESS`); the create carries a `CreatorRequestId` from cdkd's create token, so a retried
-//! create makes nothing twice and the run after a crash finds the namespace by it.
+//! create makes nothing twice and the run after a crash finds the namespace by it. A service
+//! (`AWS::ServiceDiscovery::Service`, physical id its id) is created at once with a
+//! `CreatorRequestId` from the token too, and found by its name in its namespace and that id.
 
 mod namespace;
+mod service;
 
-cdkd_provider_api::export_plugin!(description: "AWS::ServiceDiscovery HttpNamespace, PrivateDnsNamespace and PublicDnsNamespace through the Cloud Map API");
+cdkd_provider_api::export_plugin!(description: "AWS::ServiceDiscovery HttpNamespace, PrivateDnsNamespace, PublicDnsNamespace and Service through the Cloud Map API");
 
 cdkd_provider_api::register_provider!(
     cdkd_aws_common::Reads<namespace::Namespace<namespace::Http>>
@@ -18,6 +21,7 @@ cdkd_provider_api::register_provider!(
 cdkd_provider_api::register_provider!(
     cdkd_aws_common::Reads<namespace::Namespace<namespace::PublicDns>>
 );
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<service::Service>);
 
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 

@@ -91,7 +91,11 @@ fn soa_ttl(properties: &Map<String, Value>) -> Option<i64> {
         .or_else(|| ttl.as_str().and_then(|s| s.parse().ok()))
 }
 
-fn sd_tags(tags: &BTreeMap<String, String>, what: &str) -> Result<Vec<Tag>, ProviderError> {
+/// Tags as Cloud Map's, each named by `what` when one cannot be built.
+pub(crate) fn sd_tags(
+    tags: &BTreeMap<String, String>,
+    what: &str,
+) -> Result<Vec<Tag>, ProviderError> {
     tags.iter()
         .map(|(k, v)| {
             Tag::builder()
@@ -103,11 +107,12 @@ fn sd_tags(tags: &BTreeMap<String, String>, what: &str) -> Result<Vec<Tag>, Prov
         .collect()
 }
 
-/// Waits for operation `id` to succeed; the id of the namespace it targets.
-async fn wait_for(
+/// Waits for operation `id` to succeed; the id of the `target` (namespace or service) it names.
+pub(crate) async fn wait_for(
     sd: &aws_sdk_servicediscovery::Client,
     what: &str,
     id: &str,
+    target: OperationTargetType,
 ) -> Result<Option<String>, ProviderError> {
     let done = poll(OPERATION_PATIENCE, || async {
         let answer = sd
@@ -121,9 +126,7 @@ async fn wait_for(
         };
         match op.status() {
             Some(OperationStatus::Success) => {
-                Ok(Some(op.targets().and_then(|t| {
-                    t.get(&OperationTargetType::Namespace).cloned()
-                })))
+                Ok(Some(op.targets().and_then(|t| t.get(&target).cloned())))
             }
             Some(OperationStatus::Fail) => Err(ProviderError::new(
                 ErrorKind::VALIDATION,
@@ -290,11 +293,13 @@ impl<K: Kind> ResourceProvider for Namespace<K> {
         let operation_id = operation_id.ok_or_else(|| {
             ProviderError::other(format!("{what}: the create answered no OperationId"))
         })?;
-        let id = wait_for(&sd, &what, &operation_id).await?.ok_or_else(|| {
-            ProviderError::other(format!(
-                "{what}: operation {operation_id} succeeded without naming its namespace"
-            ))
-        })?;
+        let id = wait_for(&sd, &what, &operation_id, OperationTargetType::Namespace)
+            .await?
+            .ok_or_else(|| {
+                ProviderError::other(format!(
+                    "{what}: operation {operation_id} succeeded without naming its namespace"
+                ))
+            })?;
         let attributes = Self::attributes_or_gone(&sd, &what, &id).await?;
         Ok(CreateResult {
             physical_id: id,
@@ -390,7 +395,7 @@ impl<K: Kind> ResourceProvider for Namespace<K> {
                     .map(ToString::to_string)
             };
             if let Some(operation_id) = answer {
-                wait_for(&sd, &what, &operation_id).await?;
+                wait_for(&sd, &what, &operation_id, OperationTargetType::Namespace).await?;
             }
         }
         let attributes = Self::attributes_or_gone(&sd, &what, id).await?;
@@ -438,7 +443,7 @@ impl<K: Kind> ResourceProvider for Namespace<K> {
                 .await
                 .map_err(failed!(format!("{what}: DeleteNamespace {id}")))?;
             if let Some(operation_id) = answer.operation_id() {
-                wait_for(&sd, &what, operation_id).await?;
+                wait_for(&sd, &what, operation_id, OperationTargetType::Namespace).await?;
             }
             Ok(())
         }
