@@ -1,8 +1,9 @@
-//! The autoscaling plugin through `cdkd deploy` with a real CDK app
-//! (tests/fixtures/apps/asg.js): an AutoScalingGroup from a launch template in a VPC's private
-//! subnets behind an application load balancer's listener, with a target-tracking scaling
-//! policy and a lifecycle hook; checked in the emulator's Auto
-//! Scaling and in the state file, through a no-change deploy, an in-place update, drift, a
+//! The autoscaling plugin through `cdkd deploy` with real CDK apps: tests/fixtures/apps/asg.js
+//! (an AutoScalingGroup from a launch template in a VPC's private subnets behind an application
+//! load balancer's listener, with a target-tracking scaling policy and a lifecycle hook) and
+//! tests/fixtures/apps/appscaling.js (a DynamoDB table's capacities under Application Auto
+//! Scaling: scalable targets, target-tracking and step policies, a scheduled action); checked in
+//! the emulator and in the state file, through a no-change deploy, an in-place update, drift, a
 //! replacement, import and destroy.
 
 use cdkd_tests::{cdkd_on, AppWorld, Emulator};
@@ -14,6 +15,16 @@ const TEMPLATE: &str = "Template576A9730";
 const GROUP: &str = "LBHttpAsgGroup22BDA1E2";
 const POLICY: &str = "AsgScalingPolicyCpu89550E50";
 const HOOK: &str = "AsgLifecycleHookDrainF37A0330";
+
+/// The emulator's call counts are shared by the tests of this binary: a test counting calls
+/// must not see another's, so the tests run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 fn aws(expression: &str) -> Value {
     Emulator::shared().boto(expression)
@@ -59,6 +70,7 @@ fn autoscaling_calls() -> Vec<String> {
 
 #[test]
 fn an_auto_scaling_group_behind_a_load_balancer_deploys_through_the_plugin() {
+    let _serial = serial();
     let world = AppWorld::of("asg", STACK, "asg", |_| {});
     let first = deploy(&world);
     assert!(
@@ -223,6 +235,7 @@ fn call_with(type_name: &str, operation: &str, args: &[&str]) -> cdkd_tests::Run
 
 #[test]
 fn a_group_made_outside_cdkd_is_imported_and_read() {
+    let _serial = serial();
     let made = aws(
         "(lambda e: (lambda v: (lambda s: e.create_launch_template(LaunchTemplateName='handmade-lt', LaunchTemplateData={'ImageId': e.describe_images()['Images'][0]['ImageId'], 'InstanceType': 't3.micro'})['LaunchTemplate']['LaunchTemplateId'] + ' ' + s)(e.create_subnet(VpcId=v, CidrBlock='10.8.1.0/24')['Subnet']['SubnetId']))(e.create_vpc(CidrBlock='10.8.0.0/16')['Vpc']['VpcId']))(c('ec2'))",
     );
@@ -266,6 +279,7 @@ fn a_group_made_outside_cdkd_is_imported_and_read() {
 
 #[test]
 fn a_launch_configuration_made_outside_cdkd_is_imported_and_read() {
+    let _serial = serial();
     aws("c('autoscaling').create_launch_configuration(LaunchConfigurationName='handmade-lc', ImageId=c('ec2').describe_images()['Images'][0]['ImageId'], InstanceType='t3.micro', InstanceMonitoring={'Enabled': False}) and None");
     let imported = call_with(
         "AWS::AutoScaling::LaunchConfiguration",
@@ -291,4 +305,357 @@ fn a_launch_configuration_made_outside_cdkd_is_imported_and_read() {
     );
     assert_ne!(missing.code, Some(0), "{}", missing.stdout);
     aws("c('autoscaling').delete_launch_configuration(LaunchConfigurationName='handmade-lc') and None");
+}
+
+const APP_STACK: &str = "AppScalingStack";
+const TABLE: &str = "OrdersA9B65338";
+const READ_TARGET: &str = "OrdersReadScalingTarget32EBA317";
+const READ_POLICY: &str = "OrdersReadScalingTargetTracking6B8F4E06";
+const WRITE_TARGET: &str = "OrdersWriteScalingTarget2A2748FC";
+const WRITE_POLICY: &str = "OrdersWriteScalingTargetTrackingB551FBE5";
+const INDEX_TARGET: &str = "IndexWrites0BB41F43";
+const LOWER_POLICY: &str = "IndexWritesIndexWriteStepsLowerPolicy99BFF696";
+const UPPER_POLICY: &str = "IndexWritesIndexWriteStepsUpperPolicyBFD9B4C1";
+const READS: &str = "dynamodb:table:ReadCapacityUnits";
+const WRITES: &str = "dynamodb:table:WriteCapacityUnits";
+
+fn app_physical(world: &AppWorld, id: &str) -> String {
+    world.resources(APP_STACK)[id]["physicalId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{id} is not recorded"))
+        .to_string()
+}
+
+fn deploy_app(world: &AppWorld) -> cdkd_tests::Run {
+    let app = world.assembly.path().display().to_string();
+    world.cdkd(&["deploy", "-a", &app, APP_STACK]).success()
+}
+
+/// The live scalable target of `resource` and `dimension` (null when none is registered).
+fn scalable_target(resource: &str, dimension: &str) -> Value {
+    aws(&format!(
+        "([t for t in c('application-autoscaling').describe_scalable_targets(ServiceNamespace='dynamodb', ResourceIds=['{resource}'])['ScalableTargets'] if t['ScalableDimension'] == '{dimension}'] or [None])[0]"
+    ))
+}
+
+/// The live Application Auto Scaling policy of ARN `arn` (null when there is none).
+fn app_policy(arn: &str) -> Value {
+    aws(&format!(
+        "([p for p in c('application-autoscaling').describe_scaling_policies(ServiceNamespace='dynamodb')['ScalingPolicies'] if p['PolicyARN'] == '{arn}'] or [None])[0]"
+    ))
+}
+
+#[test]
+fn a_tables_application_auto_scaling_deploys_through_the_plugin() {
+    let _serial = serial();
+    let world = AppWorld::of("appscaling", APP_STACK, "appscaling", |_| {});
+    let first = deploy_app(&world);
+    assert!(
+        first.stdout.contains("created"),
+        "{}\n{}",
+        first.stdout,
+        first.stderr
+    );
+    let resources = world.resources(APP_STACK);
+    for id in [
+        READ_TARGET,
+        READ_POLICY,
+        WRITE_TARGET,
+        WRITE_POLICY,
+        INDEX_TARGET,
+        LOWER_POLICY,
+        UPPER_POLICY,
+    ] {
+        assert_eq!(resources[id]["provisionedBy"], "sdk", "{id}: {resources}");
+    }
+
+    // The targets: CloudFormation's resourceId|scalableDimension|serviceNamespace, recorded as
+    // their Id too; capacities and the write target's scheduled action as written.
+    let table = app_physical(&world, TABLE);
+    let resource = format!("table/{table}");
+    let read_target = app_physical(&world, READ_TARGET);
+    assert_eq!(read_target, format!("{resource}|{READS}|dynamodb"));
+    assert_eq!(
+        resources[READ_TARGET]["attributes"]["Id"],
+        json!(read_target)
+    );
+    let live = scalable_target(&resource, READS);
+    assert_eq!(
+        (live["MinCapacity"].clone(), live["MaxCapacity"].clone()),
+        (json!(2), json!(20)),
+        "{live}"
+    );
+    let writes = scalable_target(&resource, WRITES);
+    assert_eq!(
+        (writes["MinCapacity"].clone(), writes["MaxCapacity"].clone()),
+        (json!(2), json!(10)),
+        "{writes}"
+    );
+    assert_eq!(
+        app_physical(&world, INDEX_TARGET),
+        format!("{resource}/index/byOwner|dynamodb:index:WriteCapacityUnits|dynamodb")
+    );
+    let actions = aws(&format!(
+        "[(a['ScheduledActionName'], a['Schedule'], a['ScalableTargetAction']) for a in c('application-autoscaling').describe_scheduled_actions(ServiceNamespace='dynamodb', ResourceId='{resource}')['ScheduledActions']]"
+    ));
+    assert_eq!(
+        actions,
+        json!([["MorningRush", "cron(0 8 * * ? *)", {"MinCapacity": 5}]])
+    );
+
+    // The policies: their ARNs, target tracking on each table target, two step policies on the
+    // index's.
+    let read_policy = app_physical(&world, READ_POLICY);
+    assert_eq!(
+        resources[READ_POLICY]["attributes"]["Arn"],
+        json!(read_policy)
+    );
+    let live = app_policy(&read_policy);
+    assert_eq!(
+        live["TargetTrackingScalingPolicyConfiguration"],
+        json!({"TargetValue": 70.0, "PredefinedMetricSpecification": {"PredefinedMetricType": "DynamoDBReadCapacityUtilization"}})
+    );
+    assert_eq!(
+        app_policy(&app_physical(&world, WRITE_POLICY))["TargetTrackingScalingPolicyConfiguration"]
+            ["ScaleInCooldown"],
+        120
+    );
+    let upper = app_policy(&app_physical(&world, UPPER_POLICY));
+    assert_eq!(upper["PolicyType"], "StepScaling");
+    assert_eq!(
+        upper["StepScalingPolicyConfiguration"]["StepAdjustments"]
+            .as_array()
+            .map(Vec::len),
+        Some(2),
+        "{upper}"
+    );
+
+    // No drift right after the deploy, and a second deploy changes nothing and makes no
+    // Application Auto Scaling call.
+    let clean = world.cdkd(&["drift", APP_STACK]);
+    assert_eq!(clean.code, Some(0), "{}\n{}", clean.stdout, clean.stderr);
+    Emulator::shared().delete("/_emulator/stats");
+    let again = deploy_app(&world);
+    assert!(again.stdout.contains("unchanged"), "{}", again.stdout);
+    assert_eq!(
+        Emulator::shared().calls("application-autoscaling:"),
+        Vec::<String>::new()
+    );
+
+    // In place: the read target's maximum, the read policy's target value (its ARN kept), the
+    // scheduled action's capacity.
+    world.edit(|t| {
+        t["Resources"][READ_TARGET]["Properties"]["MaxCapacity"] = json!(40);
+        t["Resources"][READ_POLICY]["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+            ["TargetValue"] = json!(50);
+        t["Resources"][WRITE_TARGET]["Properties"]["ScheduledActions"][0]["ScalableTargetAction"]
+            ["MinCapacity"] = json!(6);
+    });
+    let updated = deploy_app(&world);
+    assert!(
+        updated.stdout.contains("3 updated, 0 replaced"),
+        "{}\n{}",
+        updated.stdout,
+        updated.stderr
+    );
+    assert_eq!(app_physical(&world, READ_TARGET), read_target);
+    assert_eq!(app_physical(&world, READ_POLICY), read_policy);
+    assert_eq!(scalable_target(&resource, READS)["MaxCapacity"], 40);
+    assert_eq!(
+        app_policy(&read_policy)["TargetTrackingScalingPolicyConfiguration"]["TargetValue"],
+        50.0
+    );
+    assert_eq!(
+        aws(&format!(
+            "[a['ScalableTargetAction'] for a in c('application-autoscaling').describe_scheduled_actions(ServiceNamespace='dynamodb', ResourceId='{resource}')['ScheduledActions']]"
+        )),
+        json!([{"MinCapacity": 6}])
+    );
+
+    // Drift: the read target's maximum and the read policy's target value changed outside cdkd
+    // are found by the plugin's readers, and reverted.
+    aws(&format!(
+        "(lambda a: a.register_scalable_target(ServiceNamespace='dynamodb', ResourceId='{resource}', ScalableDimension='{READS}', MaxCapacity=99) and a.put_scaling_policy(PolicyName=[p for p in a.describe_scaling_policies(ServiceNamespace='dynamodb')['ScalingPolicies'] if p['PolicyARN'] == '{read_policy}'][0]['PolicyName'], ServiceNamespace='dynamodb', ResourceId='{resource}', ScalableDimension='{READS}', PolicyType='TargetTrackingScaling', TargetTrackingScalingPolicyConfiguration={{'TargetValue': 90.0, 'PredefinedMetricSpecification': {{'PredefinedMetricType': 'DynamoDBReadCapacityUtilization'}}}}) and None)(c('application-autoscaling'))"
+    ));
+    let drift = world.cdkd(&["drift", APP_STACK]);
+    assert_eq!(drift.code, Some(1), "{}\n{}", drift.stdout, drift.stderr);
+    for expected in [READ_TARGET, "MaxCapacity", READ_POLICY, "TargetValue"] {
+        assert!(
+            drift.stdout.contains(expected),
+            "{expected}: {}",
+            drift.stdout
+        );
+    }
+    world
+        .cdkd(&["drift", APP_STACK, "--revert", "--yes"])
+        .success();
+    let clean = world.cdkd(&["drift", APP_STACK]);
+    assert_eq!(clean.code, Some(0), "{}\n{}", clean.stdout, clean.stderr);
+    assert_eq!(scalable_target(&resource, READS)["MaxCapacity"], 40);
+
+    // Create-only: a new policy name replaces the policy (a new ARN), the old one is gone.
+    world.edit(|t| {
+        t["Resources"][READ_POLICY]["Properties"]["PolicyName"] = json!("orders-reads-v2");
+    });
+    let replaced = deploy_app(&world);
+    assert!(
+        replaced.stdout.contains("replaced"),
+        "{}\n{}",
+        replaced.stdout,
+        replaced.stderr
+    );
+    let new_policy = app_physical(&world, READ_POLICY);
+    assert!(
+        new_policy.ends_with(":policyName/orders-reads-v2"),
+        "{new_policy}"
+    );
+    assert_eq!(app_policy(&new_policy)["PolicyName"], "orders-reads-v2");
+    assert_eq!(app_policy(&read_policy), Value::Null);
+
+    // Destroy leaves no scalable target and no policy.
+    let app = world.assembly.path().display().to_string();
+    world
+        .cdkd(&["destroy", "-a", &app, APP_STACK, "-f"])
+        .success();
+    assert_eq!(
+        aws(&format!(
+            "[t['ResourceId'] for t in c('application-autoscaling').describe_scalable_targets(ServiceNamespace='dynamodb')['ScalableTargets'] if t['ResourceId'].startswith('{resource}')]"
+        )),
+        json!([])
+    );
+    assert_eq!(
+        aws(&format!(
+            "[p['PolicyName'] for p in c('application-autoscaling').describe_scaling_policies(ServiceNamespace='dynamodb')['ScalingPolicies'] if p['ResourceId'].startswith('{resource}')]"
+        )),
+        json!([])
+    );
+}
+
+#[test]
+fn a_scalable_target_and_policy_made_outside_cdkd_are_imported_read_and_created_once() {
+    let _serial = serial();
+    aws("c('dynamodb').create_table(TableName='handmade-orders', KeySchema=[{'AttributeName': 'pk', 'KeyType': 'HASH'}], AttributeDefinitions=[{'AttributeName': 'pk', 'AttributeType': 'S'}], ProvisionedThroughput={'ReadCapacityUnits': 1, 'WriteCapacityUnits': 1}) and None");
+    aws(&format!("c('application-autoscaling').register_scalable_target(ServiceNamespace='dynamodb', ResourceId='table/handmade-orders', ScalableDimension='{READS}', MinCapacity=1, MaxCapacity=4, Tags={{'team': 'ops'}}) and None"));
+    let arn = aws(&format!("c('application-autoscaling').put_scaling_policy(PolicyName='handmade-steps', ServiceNamespace='dynamodb', ResourceId='table/handmade-orders', ScalableDimension='{READS}', PolicyType='StepScaling', StepScalingPolicyConfiguration={{'AdjustmentType': 'ChangeInCapacity', 'StepAdjustments': [{{'MetricIntervalLowerBound': 0.0, 'ScalingAdjustment': 1}}]}})['PolicyARN']"));
+    let arn = arn.as_str().unwrap().to_string();
+    let target_id = format!("table/handmade-orders|{READS}|dynamodb");
+
+    // Import and read: the target in template shape with its tags, the policy with its target
+    // named by the three properties (it was made without a ScalingTargetId).
+    let imported = call_with(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        "import",
+        &["--physical-id", &target_id],
+    )
+    .success()
+    .json();
+    assert_eq!(imported["attributes"]["Id"], json!(target_id), "{imported}");
+    let read = call_with(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        "read_current_state",
+        &["--physical-id", &target_id],
+    )
+    .success()
+    .json();
+    assert_eq!(
+        read["properties"],
+        json!({
+            "ResourceId": "table/handmade-orders",
+            "ScalableDimension": READS,
+            "ServiceNamespace": "dynamodb",
+            "MinCapacity": 1,
+            "MaxCapacity": 4,
+            "Tags": [{"Key": "team", "Value": "ops"}],
+        })
+    );
+    let imported = call_with(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        "import",
+        &["--physical-id", &arn],
+    )
+    .success()
+    .json();
+    assert_eq!(imported["attributes"]["Arn"], json!(arn), "{imported}");
+    let read = call_with(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        "read_current_state",
+        &["--physical-id", &arn],
+    )
+    .success()
+    .json();
+    assert_eq!(
+        read["properties"],
+        json!({
+            "PolicyName": "handmade-steps",
+            "PolicyType": "StepScaling",
+            "ResourceId": "table/handmade-orders",
+            "ScalableDimension": READS,
+            "ServiceNamespace": "dynamodb",
+            "StepScalingPolicyConfiguration": {"AdjustmentType": "ChangeInCapacity", "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}]},
+        })
+    );
+    for (kind, id) in [
+        (
+            "AWS::ApplicationAutoScaling::ScalableTarget",
+            "table/nosuch|dynamodb:table:ReadCapacityUnits|dynamodb",
+        ),
+        (
+            "AWS::ApplicationAutoScaling::ScalingPolicy",
+            "arn:aws:autoscaling:us-east-1:123456789012:scalingPolicy:0:resource/dynamodb/table/nosuch:policyName/nope",
+        ),
+    ] {
+        let missing = call_with(kind, "import", &["--physical-id", id]);
+        assert_ne!(missing.code, Some(0), "{kind}: {}", missing.stdout);
+    }
+
+    // A policy created twice (the create repeated after a crash) is one policy with one ARN.
+    let props = json!({
+        "PolicyName": "handmade-tracking",
+        "PolicyType": "TargetTrackingScaling",
+        "ScalingTargetId": target_id,
+        "TargetTrackingScalingPolicyConfiguration": {"TargetValue": 65, "PredefinedMetricSpecification": {"PredefinedMetricType": "DynamoDBReadCapacityUtilization"}},
+    })
+    .to_string();
+    let first = call_with(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        "create",
+        &["--properties", &props],
+    )
+    .success()
+    .json();
+    let second = call_with(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        "create",
+        &["--properties", &props],
+    )
+    .success()
+    .json();
+    assert_eq!(first["physicalId"], second["physicalId"]);
+    assert_eq!(
+        aws("len([p for p in c('application-autoscaling').describe_scaling_policies(ServiceNamespace='dynamodb', ResourceId='table/handmade-orders')['ScalingPolicies'] if p['PolicyName'] == 'handmade-tracking'])"),
+        json!(1)
+    );
+
+    // Deletes: the policy twice (the second finds nothing, which is success), then the target,
+    // which takes the hand-made policy with it, twice.
+    let policy = first["physicalId"].as_str().unwrap().to_string();
+    for _ in 0..2 {
+        call_with(
+            "AWS::ApplicationAutoScaling::ScalingPolicy",
+            "delete",
+            &["--physical-id", &policy],
+        )
+        .success();
+    }
+    for _ in 0..2 {
+        call_with(
+            "AWS::ApplicationAutoScaling::ScalableTarget",
+            "delete",
+            &["--physical-id", &target_id],
+        )
+        .success();
+    }
+    assert_eq!(app_policy(&arn), Value::Null);
+    assert_eq!(scalable_target("table/handmade-orders", READS), Value::Null);
+    aws("c('dynamodb').delete_table(TableName='handmade-orders') and None");
 }
