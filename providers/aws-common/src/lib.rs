@@ -10,10 +10,15 @@
 //! - [`tag_map`], [`tag_changes`], [`template_tags`]: template tags and their changes;
 //! - [`poll`] and [`retry_while`]: waiting for AWS to settle;
 //! - [`TypeSchema`]: declaring a type; [`Readable`] and [`Reads`]: reading it once for drift and
-//!   import.
+//!   import;
+//! - [`ChildId`]: a child's `ParentId|ChildId` physical id;
+//! - [`find_created_request`], [`one_tagged`] and friends: finding what a crashed create made by
+//!   its create-token tag.
 //!
 //! Not for: anything specific to one service.
 
+mod child_id;
+mod find_tagged;
 #[cfg(feature = "plugin")]
 mod operation_only;
 #[cfg(feature = "plugin")]
@@ -21,6 +26,10 @@ mod readable;
 mod schema;
 mod tags;
 mod wait;
+pub use child_id::ChildId;
+pub use find_tagged::{
+    all_pages, carries_token, find_created_answer, find_created_request, one_tagged,
+};
 #[cfg(feature = "plugin")]
 pub use operation_only::{Answers, OperationOnly};
 #[cfg(feature = "plugin")]
