@@ -3,13 +3,15 @@
 //! `cdkd:create-token` so the run after a crash finds it by that tag.
 
 use aws_sdk_apigateway::types::StageKey;
-use cdkd_aws_common::{deleted_unless_failed, flag, put, text, Readable, TypeSchema};
-use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
-    FindCreatedResult, ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
-    CREATE_TOKEN_TAG,
+use cdkd_aws_common::{
+    all_pages, carries_token, deleted_unless_failed, find_created_answer, find_created_request,
+    flag, one_tagged, put, text, Readable, TypeSchema,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::protocol::{
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult,
+};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
 use crate::patch::{replace, set_ops_in_value};
@@ -98,6 +100,32 @@ async fn read_key(
             k.tags(),
         )
     }))
+}
+
+/// The ids of the API keys tagged with the create's `token`.
+async fn tagged(
+    apigw: &aws_sdk_apigateway::Client,
+    what: &str,
+    token: &str,
+) -> Result<Vec<String>, ProviderError> {
+    all_pages(|next| async move {
+        let page = apigw
+            .get_api_keys()
+            .limit(500)
+            .include_values(false)
+            .set_position(next)
+            .send()
+            .await
+            .map_err(failed!(format!("{what}: GetApiKeys")))?;
+        let ids = page
+            .items()
+            .iter()
+            .filter(|item| carries_token(item.tags(), token))
+            .filter_map(|item| item.id().map(ToString::to_string))
+            .collect();
+        Ok((ids, page.position().map(ToString::to_string)))
+    })
+    .await
 }
 
 #[async_trait]
@@ -256,62 +284,16 @@ impl ResourceProvider for ApiKey {
         name: &str,
         request: Value,
     ) -> Result<Value, ProviderError> {
-        if name != operation::FIND_CREATED {
-            return Err(ProviderError::unsupported(format!(
-                "{TYPE} does not implement the '{name}' operation"
-            )));
-        }
-        let request: FindCreatedRequest = serde_json::from_value(request)
-            .map_err(|e| ProviderError::validation(format!("{TYPE}: {name}: {e}")))?;
-        let what = format!("{TYPE} {}", request.logical_id);
+        let (request, what) = find_created_request(TYPE, name, request, false)?;
         let apigw = client(ctx).await?;
-        let mut ids = Vec::new();
-        let mut position: Option<String> = None;
-        loop {
-            let page = apigw
-                .get_api_keys()
-                .limit(500)
-                .include_values(false)
-                .set_position(position.take())
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: GetApiKeys")))?;
-            ids.extend(
-                page.items()
-                    .iter()
-                    .filter(|k| {
-                        k.tags()
-                            .and_then(|t| t.get(CREATE_TOKEN_TAG))
-                            .is_some_and(|t| !request.token.is_empty() && *t == request.token)
-                    })
-                    .filter_map(|k| k.id().map(ToString::to_string)),
-            );
-            match page.position() {
-                Some(p) if !p.is_empty() => position = Some(p.to_string()),
-                _ => break,
-            }
-        }
-        if ids.len() > 1 {
-            return Err(ProviderError::new(
-                ErrorKind::CONFLICT,
-                format!(
-                    "{what}: {} API keys carry the create token {CREATE_TOKEN_TAG}={}: {}; delete the extra ones, or import the right one",
-                    ids.len(),
-                    request.token,
-                    ids.join(", ")
-                ),
-            ));
-        }
-        let mut result = FindCreatedResult::default();
-        if let Some(id) = ids.pop() {
-            if let Some(properties) = read_key(&apigw, &what, &id).await? {
-                result = FindCreatedResult {
-                    physical_id: Some(id),
-                    properties,
-                };
-            }
-        }
-        serde_json::to_value(result).map_err(|e| ProviderError::other(e.to_string()))
+        let ids = tagged(&apigw, &what, &request.token).await?;
+        let found = match one_tagged(&what, "API keys", &request.token, ids)? {
+            Some(id) => read_key(&apigw, &what, &id)
+                .await?
+                .map(|properties| (id, properties)),
+            None => None,
+        };
+        find_created_answer(found)
     }
 }
 

@@ -9,11 +9,11 @@ use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
     ReadCurrentStateRequest, RefValue, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
 use crate::patch::{replace, set_ops_in_value};
-use crate::{attributes, changed, client, failed, found, split_id};
+use crate::{attributes, changed, client, failed, found, ChildId};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGateway::Authorizer";
@@ -83,7 +83,7 @@ impl ResourceProvider for Authorizer {
             ProviderError::other(format!("{what}: CreateAuthorizer returned no id"))
         })?;
         Ok(CreateResult {
-            physical_id: format!("{api}|{id}"),
+            physical_id: ChildId::join(api, id),
             attributes: attributes(&[("AuthorizerId", id)]),
             ..Default::default()
         })
@@ -96,7 +96,8 @@ impl ResourceProvider for Authorizer {
     ) -> Result<UpdateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let (before, after) = (&request.previous_properties, &request.properties);
-        let (api, id) = split_id(&request.physical_id, after, "RestApiId", &what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, after, "RestApiId", &what)?;
         let mut ops: Vec<_> = SCALARS
             .iter()
             .filter(|(k, _)| changed(before, after, k))
@@ -134,7 +135,7 @@ impl ResourceProvider for Authorizer {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (api, id) = split_id(
+        let ChildId { parent: api, id } = ChildId::parse(
             &request.physical_id,
             &request.properties,
             "RestApiId",
@@ -162,7 +163,8 @@ impl Readable for Authorizer {
         what: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let (api, id) = split_id(&request.physical_id, &request.properties, "RestApiId", what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, &request.properties, "RestApiId", what)?;
         let live = found(
             client(ctx)
                 .await?
@@ -218,7 +220,7 @@ impl Readable for Authorizer {
         physical_id: &str,
     ) -> Result<Map<String, Value>, ProviderError> {
         let empty = Map::new();
-        let (_, id) = split_id(physical_id, &empty, "RestApiId", what)?;
+        let ChildId { parent: _, id } = ChildId::parse(physical_id, &empty, "RestApiId", what)?;
         Ok(attributes(&[("AuthorizerId", id)]))
     }
 
@@ -254,18 +256,7 @@ impl Readable for Authorizer {
             .filter(|a| a.name() == Some(name.as_str()))
             .filter_map(|a| a.id())
             .collect();
-        match ids.as_slice() {
-            [] => Ok(None),
-            [id] => Ok(Some(format!("{api}|{id}"))),
-            _ => Err(ProviderError::new(
-                ErrorKind::CONFLICT,
-                format!(
-                    "{what}: {} authorizers named {name} in API {api}: {}; delete the extra ones",
-                    ids.len(),
-                    ids.join(", ")
-                ),
-            )),
-        }
+        ChildId::only(what, &api, &format!("authorizers named {name}"), &ids)
     }
 }
 

@@ -11,7 +11,7 @@ use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvi
 use serde_json::{json, Map, Value};
 
 use crate::patch::replace;
-use crate::{changed, client, failed, found, split_id};
+use crate::{changed, client, failed, found, ChildId};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGateway::BasePathMapping";
@@ -64,7 +64,7 @@ impl ResourceProvider for BasePathMapping {
                 "{what}: CreateBasePathMapping {path} on {domain}"
             )))?;
         Ok(CreateResult {
-            physical_id: format!("{domain}|{path}"),
+            physical_id: ChildId::join(domain, &path),
             ..Default::default()
         })
     }
@@ -76,7 +76,10 @@ impl ResourceProvider for BasePathMapping {
     ) -> Result<UpdateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let (before, after) = (&request.previous_properties, &request.properties);
-        let (domain, path) = split_id(&request.physical_id, after, "DomainName", &what)?;
+        let ChildId {
+            parent: domain,
+            id: path,
+        } = ChildId::parse(&request.physical_id, after, "DomainName", &what)?;
         let mut ops = Vec::new();
         if changed(before, after, "RestApiId") {
             ops.push(replace("/restapiId", text(after.get("RestApiId"))));
@@ -110,7 +113,10 @@ impl ResourceProvider for BasePathMapping {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (domain, path) = split_id(
+        let ChildId {
+            parent: domain,
+            id: path,
+        } = ChildId::parse(
             &request.physical_id,
             &request.properties,
             "DomainName",
@@ -140,7 +146,10 @@ impl Readable for BasePathMapping {
         what: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let (domain, path) = split_id(
+        let ChildId {
+            parent: domain,
+            id: path,
+        } = ChildId::parse(
             &request.physical_id,
             &request.properties,
             "DomainName",
@@ -177,7 +186,7 @@ impl Readable for BasePathMapping {
         request: &FindCreatedRequest,
     ) -> Result<Option<String>, ProviderError> {
         Ok(text(request.properties.get("DomainName"))
-            .map(|domain| format!("{domain}|{}", base_path(&request.properties))))
+            .map(|domain| ChildId::join(&domain, &base_path(&request.properties))))
     }
 }
 

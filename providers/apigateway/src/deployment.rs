@@ -19,7 +19,7 @@ use aws_sdk_apigateway::types::DeploymentCanarySettings;
 
 use crate::patch::replace;
 use crate::stage::{stage_arn, stage_ops};
-use crate::{attributes, changed, client, failed, found, retag, split_id, string_map};
+use crate::{attributes, changed, client, failed, found, retag, string_map, ChildId};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGateway::Deployment";
@@ -167,7 +167,7 @@ impl ResourceProvider for Deployment {
             .await?;
         }
         Ok(CreateResult {
-            physical_id: format!("{api}|{id}"),
+            physical_id: ChildId::join(api, id),
             attributes: attributes(&[("DeploymentId", id)]),
             ..Default::default()
         })
@@ -180,7 +180,8 @@ impl ResourceProvider for Deployment {
     ) -> Result<UpdateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let (before, after) = (&request.previous_properties, &request.properties);
-        let (api, id) = split_id(&request.physical_id, after, "RestApiId", &what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, after, "RestApiId", &what)?;
         let apigw = client(ctx).await?;
         if changed(before, after, "Description") {
             apigw
@@ -230,7 +231,7 @@ impl ResourceProvider for Deployment {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (api, id) = split_id(
+        let ChildId { parent: api, id } = ChildId::parse(
             &request.physical_id,
             &request.properties,
             "RestApiId",
@@ -282,7 +283,8 @@ impl Readable for Deployment {
         what: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let (api, id) = split_id(&request.physical_id, &request.properties, "RestApiId", what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, &request.properties, "RestApiId", what)?;
         let live = found(
             client(ctx)
                 .await?
@@ -312,7 +314,7 @@ impl Readable for Deployment {
         physical_id: &str,
     ) -> Result<Map<String, Value>, ProviderError> {
         let empty = Map::new();
-        let (_, id) = split_id(physical_id, &empty, "RestApiId", what)?;
+        let ChildId { parent: _, id } = ChildId::parse(physical_id, &empty, "RestApiId", what)?;
         Ok(attributes(&[("DeploymentId", id)]))
     }
 }

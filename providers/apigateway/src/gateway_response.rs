@@ -11,7 +11,7 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{attributes, client, failed, found, map_shape, split_id, string_map};
+use crate::{attributes, client, failed, found, map_shape, string_map, ChildId};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGateway::GatewayResponse";
@@ -41,7 +41,7 @@ async fn put_response(
         .map_err(failed!(format!(
             "{what}: PutGatewayResponse {kind} in {api}"
         )))?;
-    Ok(format!("{api}|{kind}"))
+    Ok(ChildId::join(api, kind))
 }
 
 #[async_trait]
@@ -96,7 +96,10 @@ impl ResourceProvider for GatewayResponse {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (api, kind) = split_id(
+        let ChildId {
+            parent: api,
+            id: kind,
+        } = ChildId::parse(
             &request.physical_id,
             &request.properties,
             "RestApiId",
@@ -127,7 +130,10 @@ impl Readable for GatewayResponse {
         what: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let (api, kind) = split_id(&request.physical_id, &request.properties, "RestApiId", what)?;
+        let ChildId {
+            parent: api,
+            id: kind,
+        } = ChildId::parse(&request.physical_id, &request.properties, "RestApiId", what)?;
         let live = found(
             client(ctx)
                 .await?

@@ -43,6 +43,7 @@ cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<gateway_response::G
 
 use std::collections::{BTreeMap, HashMap};
 
+pub(crate) use cdkd_aws_common::ChildId;
 use cdkd_provider_api::protocol::CREATE_TOKEN_TAG;
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 use serde_json::{json, Map, Value};
@@ -118,25 +119,6 @@ pub(crate) fn found<T>(result: Result<T, ProviderError>) -> Result<Option<T>, Pr
         Ok(value) => Ok(Some(value)),
         Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok(None),
         Err(err) => Err(err),
-    }
-}
-
-/// A child's physical id `Parent|Child`, split; a bare child id (an import given only the
-/// child's id) takes the parent from the template's `parent_key` property.
-pub(crate) fn split_id<'a>(
-    physical_id: &'a str,
-    properties: &'a Map<String, Value>,
-    parent_key: &str,
-    what: &str,
-) -> Result<(&'a str, &'a str), ProviderError> {
-    if let Some((parent, child)) = physical_id.split_once('|') {
-        return Ok((parent, child));
-    }
-    match properties.get(parent_key).and_then(Value::as_str) {
-        Some(parent) => Ok((parent, physical_id)),
-        None => Err(ProviderError::validation(format!(
-            "{what}: physical id {physical_id} is not {parent_key}|Id and the template gives no {parent_key}"
-        ))),
     }
 }
 
@@ -274,15 +256,10 @@ mod tests {
     #[test]
     fn child_ids_split_and_bare_ones_take_the_templates_parent() {
         let props = json!({"RestApiId": "abc"}).as_object().cloned().unwrap();
-        assert_eq!(
-            split_id("a1|r1", &props, "RestApiId", "w").unwrap(),
-            ("a1", "r1")
-        );
-        assert_eq!(
-            split_id("r1", &props, "RestApiId", "w").unwrap(),
-            ("abc", "r1")
-        );
-        let err = split_id("r1", &Map::new(), "RestApiId", "w").unwrap_err();
+        let split = |id| ChildId::parse(id, &props, "RestApiId", "w").map(|c| (c.parent, c.id));
+        assert_eq!(split("a1|r1").unwrap(), ("a1", "r1"));
+        assert_eq!(split("r1").unwrap(), ("abc", "r1"));
+        let err = ChildId::parse("r1", &Map::new(), "RestApiId", "w").unwrap_err();
         assert_eq!(err.kind, ErrorKind::VALIDATION);
     }
 

@@ -11,9 +11,7 @@ use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvi
 use serde_json::{json, Map, Value};
 
 use crate::patch::replace;
-use crate::{
-    alphanumeric_name, changed, client, document, document_shape, failed, found, split_id,
-};
+use crate::{alphanumeric_name, changed, client, document, document_shape, failed, found, ChildId};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGateway::Model";
@@ -71,7 +69,7 @@ impl ResourceProvider for Model {
             .await
             .map_err(failed!(format!("{what}: CreateModel {name} in {api}")))?;
         Ok(CreateResult {
-            physical_id: format!("{api}|{name}"),
+            physical_id: ChildId::join(api, &name),
             ..Default::default()
         })
     }
@@ -83,7 +81,10 @@ impl ResourceProvider for Model {
     ) -> Result<UpdateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let (before, after) = (&request.previous_properties, &request.properties);
-        let (api, name) = split_id(&request.physical_id, after, "RestApiId", &what)?;
+        let ChildId {
+            parent: api,
+            id: name,
+        } = ChildId::parse(&request.physical_id, after, "RestApiId", &what)?;
         let mut ops = Vec::new();
         if changed(before, after, "Schema") {
             ops.push(replace("/schema", document(after.get("Schema"))));
@@ -115,7 +116,10 @@ impl ResourceProvider for Model {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (api, name) = split_id(
+        let ChildId {
+            parent: api,
+            id: name,
+        } = ChildId::parse(
             &request.physical_id,
             &request.properties,
             "RestApiId",
@@ -143,7 +147,10 @@ impl Readable for Model {
         what: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let (api, name) = split_id(&request.physical_id, &request.properties, "RestApiId", what)?;
+        let ChildId {
+            parent: api,
+            id: name,
+        } = ChildId::parse(&request.physical_id, &request.properties, "RestApiId", what)?;
         let live = found(
             client(ctx)
                 .await?
@@ -189,7 +196,7 @@ impl Readable for Model {
             &request.logical_id,
             &request.token,
         );
-        Ok(Some(format!("{api}|{name}")))
+        Ok(Some(ChildId::join(&api, &name)))
     }
 }
 

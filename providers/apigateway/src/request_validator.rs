@@ -10,11 +10,11 @@ use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
     ReadCurrentStateRequest, RefValue, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
 use crate::patch::replace;
-use crate::{attributes, changed, client, failed, found, split_id};
+use crate::{attributes, changed, client, failed, found, ChildId};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGateway::RequestValidator";
@@ -82,7 +82,7 @@ impl ResourceProvider for RequestValidator {
             ProviderError::other(format!("{what}: CreateRequestValidator returned no id"))
         })?;
         Ok(CreateResult {
-            physical_id: format!("{api}|{id}"),
+            physical_id: ChildId::join(api, id),
             attributes: attributes(&[("RequestValidatorId", id)]),
             ..Default::default()
         })
@@ -95,7 +95,8 @@ impl ResourceProvider for RequestValidator {
     ) -> Result<UpdateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let (before, after) = (&request.previous_properties, &request.properties);
-        let (api, id) = split_id(&request.physical_id, after, "RestApiId", &what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, after, "RestApiId", &what)?;
         let mut ops = Vec::new();
         for (key, path) in [
             ("ValidateRequestBody", "/validateRequestBody"),
@@ -135,7 +136,7 @@ impl ResourceProvider for RequestValidator {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (api, id) = split_id(
+        let ChildId { parent: api, id } = ChildId::parse(
             &request.physical_id,
             &request.properties,
             "RestApiId",
@@ -165,7 +166,8 @@ impl Readable for RequestValidator {
         what: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let (api, id) = split_id(&request.physical_id, &request.properties, "RestApiId", what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, &request.properties, "RestApiId", what)?;
         let live = found(
             client(ctx)
                 .await?
@@ -201,7 +203,7 @@ impl Readable for RequestValidator {
         physical_id: &str,
     ) -> Result<Map<String, Value>, ProviderError> {
         let empty = Map::new();
-        let (_, id) = split_id(physical_id, &empty, "RestApiId", what)?;
+        let ChildId { parent: _, id } = ChildId::parse(physical_id, &empty, "RestApiId", what)?;
         Ok(attributes(&[("RequestValidatorId", id)]))
     }
 
@@ -253,18 +255,12 @@ impl Readable for RequestValidator {
                 _ => break,
             }
         }
-        match ids.as_slice() {
-            [] => Ok(None),
-            [id] => Ok(Some(format!("{api}|{id}"))),
-            _ => Err(ProviderError::new(
-                ErrorKind::CONFLICT,
-                format!(
-                    "{what}: {} request validators named {name} in API {api}: {}; delete the extra ones",
-                    ids.len(),
-                    ids.join(", ")
-                ),
-            )),
-        }
+        ChildId::only(
+            what,
+            &api,
+            &format!("request validators named {name}"),
+            &ids,
+        )
     }
 }
 

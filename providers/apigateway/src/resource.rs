@@ -7,10 +7,10 @@ use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
     ReadCurrentStateRequest, RefValue, ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{attributes, client, failed, found, split_id};
+use crate::{attributes, client, failed, found, ChildId};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGateway::Resource";
@@ -57,7 +57,7 @@ impl ResourceProvider for Resource {
             ProviderError::other(format!("{what}: CreateResource returned no id"))
         })?;
         Ok(CreateResult {
-            physical_id: format!("{api}|{id}"),
+            physical_id: ChildId::join(api, id),
             attributes: attributes(&[("ResourceId", id)]),
             ..Default::default()
         })
@@ -70,7 +70,7 @@ impl ResourceProvider for Resource {
         request: UpdateRequest,
     ) -> Result<UpdateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (_, id) = split_id(
+        let ChildId { parent: _, id } = ChildId::parse(
             &request.physical_id,
             &request.properties,
             "RestApiId",
@@ -90,7 +90,7 @@ impl ResourceProvider for Resource {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (api, id) = split_id(
+        let ChildId { parent: api, id } = ChildId::parse(
             &request.physical_id,
             &request.properties,
             "RestApiId",
@@ -119,7 +119,8 @@ impl Readable for Resource {
         what: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let (api, id) = split_id(&request.physical_id, &request.properties, "RestApiId", what)?;
+        let ChildId { parent: api, id } =
+            ChildId::parse(&request.physical_id, &request.properties, "RestApiId", what)?;
         let live = found(
             client(ctx)
                 .await?
@@ -146,7 +147,7 @@ impl Readable for Resource {
         physical_id: &str,
     ) -> Result<Map<String, Value>, ProviderError> {
         let empty = Map::new();
-        let (_, id) = split_id(physical_id, &empty, "RestApiId", what)?;
+        let ChildId { parent: _, id } = ChildId::parse(physical_id, &empty, "RestApiId", what)?;
         Ok(attributes(&[("ResourceId", id)]))
     }
 
@@ -196,18 +197,12 @@ impl Readable for Resource {
                 _ => break,
             }
         }
-        match ids.as_slice() {
-            [] => Ok(None),
-            [id] => Ok(Some(format!("{api}|{id}"))),
-            _ => Err(ProviderError::new(
-                ErrorKind::CONFLICT,
-                format!(
-                    "{what}: {} resources of path part {part} under {parent} in API {api}: {}",
-                    ids.len(),
-                    ids.join(", ")
-                ),
-            )),
-        }
+        ChildId::only(
+            what,
+            &api,
+            &format!("resources of path part {part} under {parent}"),
+            &ids,
+        )
     }
 }
 

@@ -16,8 +16,8 @@ use serde_json::{json, Map, Value};
 
 use crate::patch::{map_ops, op, replace};
 use crate::{
-    arn, changed, client, create_tags, failed, found, map_shape, retag, split_id, string_map,
-    tags_shape,
+    arn, changed, client, create_tags, failed, found, map_shape, retag, string_map, tags_shape,
+    ChildId,
 };
 
 /// The CloudFormation type name.
@@ -407,7 +407,7 @@ impl ResourceProvider for Stage {
         let name = require_str(props, "StageName", &what)?;
         create_stage(&client(ctx).await?, &what, api, name, props).await?;
         Ok(CreateResult {
-            physical_id: format!("{api}|{name}"),
+            physical_id: ChildId::join(api, name),
             ..Default::default()
         })
     }
@@ -419,7 +419,10 @@ impl ResourceProvider for Stage {
     ) -> Result<UpdateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let (before, after) = (&request.previous_properties, &request.properties);
-        let (api, name) = split_id(&request.physical_id, after, "RestApiId", &what)?;
+        let ChildId {
+            parent: api,
+            id: name,
+        } = ChildId::parse(&request.physical_id, after, "RestApiId", &what)?;
         let apigw = client(ctx).await?;
         let ops = stage_ops(before, after);
         if !ops.is_empty() {
@@ -453,7 +456,10 @@ impl ResourceProvider for Stage {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (api, name) = split_id(
+        let ChildId {
+            parent: api,
+            id: name,
+        } = ChildId::parse(
             &request.physical_id,
             &request.properties,
             "RestApiId",
@@ -481,7 +487,10 @@ impl Readable for Stage {
         what: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let (api, name) = split_id(&request.physical_id, &request.properties, "RestApiId", what)?;
+        let ChildId {
+            parent: api,
+            id: name,
+        } = ChildId::parse(&request.physical_id, &request.properties, "RestApiId", what)?;
         read_stage(&client(ctx).await?, what, api, name).await
     }
 
@@ -493,7 +502,7 @@ impl Readable for Stage {
     ) -> Result<Option<String>, ProviderError> {
         let api = text(request.properties.get("RestApiId"));
         let name = text(request.properties.get("StageName"));
-        Ok(api.zip(name).map(|(api, name)| format!("{api}|{name}")))
+        Ok(api.zip(name).map(|(api, name)| ChildId::join(&api, &name)))
     }
 }
 

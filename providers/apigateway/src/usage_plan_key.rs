@@ -10,7 +10,7 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{attributes, client, failed, found, split_id};
+use crate::{attributes, client, failed, found, ChildId};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGateway::UsagePlanKey";
@@ -53,7 +53,7 @@ impl ResourceProvider for UsagePlanKey {
                 "{what}: CreateUsagePlanKey {key} in {plan}"
             )))?;
         Ok(CreateResult {
-            physical_id: format!("{plan}|{key}"),
+            physical_id: ChildId::join(plan, key),
             attributes: attributes(&[("Id", key)]),
             ..Default::default()
         })
@@ -66,7 +66,7 @@ impl ResourceProvider for UsagePlanKey {
         request: UpdateRequest,
     ) -> Result<UpdateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (_, key) = split_id(
+        let ChildId { parent: _, id: key } = ChildId::parse(
             &request.physical_id,
             &request.properties,
             "UsagePlanId",
@@ -86,7 +86,10 @@ impl ResourceProvider for UsagePlanKey {
         request: DeleteRequest,
     ) -> Result<DeleteResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
-        let (plan, key) = split_id(
+        let ChildId {
+            parent: plan,
+            id: key,
+        } = ChildId::parse(
             &request.physical_id,
             &request.properties,
             "UsagePlanId",
@@ -116,7 +119,10 @@ impl Readable for UsagePlanKey {
         what: &str,
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let (plan, key) = split_id(
+        let ChildId {
+            parent: plan,
+            id: key,
+        } = ChildId::parse(
             &request.physical_id,
             &request.properties,
             "UsagePlanId",
@@ -148,7 +154,8 @@ impl Readable for UsagePlanKey {
         physical_id: &str,
     ) -> Result<Map<String, Value>, ProviderError> {
         let empty = Map::new();
-        let (_, key) = split_id(physical_id, &empty, "UsagePlanId", what)?;
+        let ChildId { parent: _, id: key } =
+            ChildId::parse(physical_id, &empty, "UsagePlanId", what)?;
         Ok(attributes(&[("Id", key)]))
     }
 
@@ -160,7 +167,7 @@ impl Readable for UsagePlanKey {
     ) -> Result<Option<String>, ProviderError> {
         let plan = text(request.properties.get("UsagePlanId"));
         let key = text(request.properties.get("KeyId"));
-        Ok(plan.zip(key).map(|(p, k)| format!("{p}|{k}")))
+        Ok(plan.zip(key).map(|(p, k)| ChildId::join(&p, &k)))
     }
 }
 

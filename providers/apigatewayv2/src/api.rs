@@ -6,15 +6,15 @@ use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_apigatewayv2::types::Cors;
 use cdkd_aws_common::{
-    deleted_unless_failed, does_not_exist, flag, generated_name, int, put, strings, tag_changes,
-    text, Readable, TypeSchema,
+    all_pages, carries_token, deleted_unless_failed, does_not_exist, find_created_answer,
+    find_created_request, flag, generated_name, int, one_tagged, put, strings, tag_changes, text,
+    Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
-    FindCreatedResult, ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
-    CREATE_TOKEN_TAG,
+    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
+    ResourceTypeSchema, UpdateRequest, UpdateResult, CREATE_TOKEN_TAG,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
 use crate::{account, changed, client, failed, found, partition, string_map};
@@ -207,36 +207,28 @@ async fn get_api(
     ))
 }
 
-/// The APIs carrying the create token `token`.
+/// The ids of the APIs tagged with the create's `token`.
 async fn tagged(
     apigw: &aws_sdk_apigatewayv2::Client,
     what: &str,
     token: &str,
 ) -> Result<Vec<String>, ProviderError> {
-    let mut ids = Vec::new();
-    let mut next: Option<String> = None;
-    loop {
+    all_pages(|next| async move {
         let page = apigw
             .get_apis()
-            .set_next_token(next.take())
+            .set_next_token(next)
             .send()
             .await
             .map_err(failed!(format!("{what}: GetApis")))?;
-        ids.extend(
-            page.items()
-                .iter()
-                .filter(|a| {
-                    a.tags()
-                        .and_then(|t| t.get(CREATE_TOKEN_TAG))
-                        .is_some_and(|t| t == token)
-                })
-                .filter_map(|a| a.api_id().map(ToString::to_string)),
-        );
-        match page.next_token() {
-            Some(token) if !token.is_empty() => next = Some(token.to_string()),
-            _ => return Ok(ids),
-        }
-    }
+        let ids = page
+            .items()
+            .iter()
+            .filter(|item| carries_token(item.tags(), token))
+            .filter_map(|item| item.api_id().map(ToString::to_string))
+            .collect();
+        Ok((ids, page.next_token().map(ToString::to_string)))
+    })
+    .await
 }
 
 #[async_trait]
@@ -466,44 +458,16 @@ impl ResourceProvider for Api {
         name: &str,
         request: Value,
     ) -> Result<Value, ProviderError> {
-        if name != operation::FIND_CREATED {
-            return Err(ProviderError::unsupported(format!(
-                "{TYPE} does not implement the '{name}' operation"
-            )));
-        }
-        let request: FindCreatedRequest = serde_json::from_value(request)
-            .map_err(|e| ProviderError::validation(format!("{TYPE}: {name}: {e}")))?;
-        let what = format!("{TYPE} {}", request.logical_id);
-        if request.token.is_empty() {
-            return Err(ProviderError::validation(format!(
-                "{what}: {name} needs the create's token"
-            )));
-        }
+        let (request, what) = find_created_request(TYPE, name, request, true)?;
         let apigw = client(ctx).await?;
-        let mut ids = tagged(&apigw, &what, &request.token).await?;
-        ids.sort();
-        ids.dedup();
-        if ids.len() > 1 {
-            return Err(ProviderError::new(
-                ErrorKind::CONFLICT,
-                format!(
-                    "{what}: {} APIs carry the create token {CREATE_TOKEN_TAG}={}: {}; cdkd cannot tell which one its create made (delete the extra ones, or import the right one)",
-                    ids.len(),
-                    request.token,
-                    ids.join(", ")
-                ),
-            ));
-        }
-        let mut found = FindCreatedResult::default();
-        if let Some(id) = ids.pop() {
-            if let Some(api) = get_api(&apigw, &what, &id).await? {
-                found = FindCreatedResult {
-                    physical_id: Some(id),
-                    properties: template_shape(&api),
-                };
-            }
-        }
-        serde_json::to_value(found).map_err(|e| ProviderError::other(e.to_string()))
+        let ids = tagged(&apigw, &what, &request.token).await?;
+        let found = match one_tagged(&what, "APIs", &request.token, ids)? {
+            Some(id) => get_api(&apigw, &what, &id)
+                .await?
+                .map(|api| (id, template_shape(&api))),
+            None => None,
+        };
+        find_created_answer(found)
     }
 }
 
