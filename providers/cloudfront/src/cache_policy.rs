@@ -6,11 +6,11 @@ use aws_sdk_cloudfront::types::{
     CachePolicyQueryStringsConfig, CachePolicyType, CookieNames, Headers,
     ParametersInCacheKeyAndForwardedToOrigin, QueryStringNames,
 };
-use cdkd_provider_api::{async_trait, ProviderError};
+use cdkd_provider_api::ProviderError;
 use serde_json::Value;
 
-use crate::named_config::{b, list, n64, o, s, Live, NamedConfig, Shape};
-use crate::{built, etag, failed};
+use crate::built;
+use crate::named_config::{b, list, n64, o, s, Shape};
 
 /// The `AWS::CloudFront::CachePolicy` type.
 pub struct CachePolicy;
@@ -42,6 +42,30 @@ pub(crate) fn query_string_names(items: Vec<String>) -> QueryStringNames {
         .expect("quantity is set")
 }
 
+/// The behavior under `key` of one part of a cache key or origin request (`HeadersConfig`,
+/// `CookiesConfig`, `QueryStringsConfig`): CloudFront's `none` when the template gives none.
+pub(crate) fn behavior(part: &Value, key: &str) -> String {
+    s(part, key).unwrap_or_else(|| "none".into())
+}
+
+/// The names listed under `key` of one such part; `None` when it lists none.
+pub(crate) fn names(part: &Value, key: &str) -> Option<Vec<String>> {
+    Some(list(part, key)).filter(|n| !n.is_empty())
+}
+
+/// One such part in template shape: its behavior and the names it lists.
+pub(crate) fn part_shape<S: ToString>(
+    behavior_key: &str,
+    behavior: &str,
+    names_key: &str,
+    names: &[S],
+) -> Value {
+    Shape::default()
+        .put(behavior_key, Some(behavior))
+        .list(names_key, names)
+        .done()
+}
+
 fn to_config(what: &str, config: &Value, name: &str) -> Result<CachePolicyConfig, ProviderError> {
     let params = o(config, "ParametersInCacheKeyAndForwardedToOrigin")
         .cloned()
@@ -57,49 +81,26 @@ fn to_config(what: &str, config: &Value, name: &str) -> Result<CachePolicyConfig
         .headers_config(built(
             what,
             CachePolicyHeadersConfig::builder()
-                .header_behavior(
-                    s(&headers_config, "HeaderBehavior")
-                        .unwrap_or_else(|| "none".into())
-                        .as_str()
-                        .into(),
-                )
-                .set_headers(
-                    Some(list(&headers_config, "Headers"))
-                        .filter(|h| !h.is_empty())
-                        .map(headers),
-                )
+                .header_behavior(behavior(&headers_config, "HeaderBehavior").as_str().into())
+                .set_headers(names(&headers_config, "Headers").map(headers))
                 .build(),
         )?)
         .cookies_config(built(
             what,
             CachePolicyCookiesConfig::builder()
-                .cookie_behavior(
-                    s(&cookies_config, "CookieBehavior")
-                        .unwrap_or_else(|| "none".into())
-                        .as_str()
-                        .into(),
-                )
-                .set_cookies(
-                    Some(list(&cookies_config, "Cookies"))
-                        .filter(|c| !c.is_empty())
-                        .map(cookie_names),
-                )
+                .cookie_behavior(behavior(&cookies_config, "CookieBehavior").as_str().into())
+                .set_cookies(names(&cookies_config, "Cookies").map(cookie_names))
                 .build(),
         )?)
         .query_strings_config(built(
             what,
             CachePolicyQueryStringsConfig::builder()
                 .query_string_behavior(
-                    s(&query_config, "QueryStringBehavior")
-                        .unwrap_or_else(|| "none".into())
+                    behavior(&query_config, "QueryStringBehavior")
                         .as_str()
                         .into(),
                 )
-                .set_query_strings(
-                    Some(list(&query_config, "QueryStrings"))
-                        .filter(|q| !q.is_empty())
-                        .map(query_string_names),
-                )
+                .set_query_strings(names(&query_config, "QueryStrings").map(query_string_names))
                 .build(),
         )?)
         .build();
@@ -132,40 +133,34 @@ fn shape(config: &CachePolicyConfig) -> Value {
                 .put(
                     "HeadersConfig",
                     p.headers_config().map(|h| {
-                        Shape::default()
-                            .put("HeaderBehavior", Some(h.header_behavior().as_str()))
-                            .list(
-                                "Headers",
-                                h.headers().map(|h| h.items()).unwrap_or_default(),
-                            )
-                            .done()
+                        part_shape(
+                            "HeaderBehavior",
+                            h.header_behavior().as_str(),
+                            "Headers",
+                            h.headers().map(|n| n.items()).unwrap_or_default(),
+                        )
                     }),
                 )
                 .put(
                     "CookiesConfig",
                     p.cookies_config().map(|c| {
-                        Shape::default()
-                            .put("CookieBehavior", Some(c.cookie_behavior().as_str()))
-                            .list(
-                                "Cookies",
-                                c.cookies().map(|c| c.items()).unwrap_or_default(),
-                            )
-                            .done()
+                        part_shape(
+                            "CookieBehavior",
+                            c.cookie_behavior().as_str(),
+                            "Cookies",
+                            c.cookies().map(|n| n.items()).unwrap_or_default(),
+                        )
                     }),
                 )
                 .put(
                     "QueryStringsConfig",
                     p.query_strings_config().map(|q| {
-                        Shape::default()
-                            .put(
-                                "QueryStringBehavior",
-                                Some(q.query_string_behavior().as_str()),
-                            )
-                            .list(
-                                "QueryStrings",
-                                q.query_strings().map(|q| q.items()).unwrap_or_default(),
-                            )
-                            .done()
+                        part_shape(
+                            "QueryStringBehavior",
+                            q.query_string_behavior().as_str(),
+                            "QueryStrings",
+                            q.query_strings().map(|n| n.items()).unwrap_or_default(),
+                        )
                     }),
                 )
                 .done()
@@ -180,138 +175,12 @@ fn shape(config: &CachePolicyConfig) -> Value {
         .done()
 }
 
-#[async_trait]
-impl NamedConfig for CachePolicy {
-    const TYPE: &'static str = "AWS::CloudFront::CachePolicy";
-    const CONFIG: &'static str = "CachePolicyConfig";
-    const MAX_NAME: usize = 128;
-    const MODIFIED: bool = true;
-    type Config = CachePolicyConfig;
-
-    fn to_sdk(what: &str, config: &Value, name: &str) -> Result<Self::Config, ProviderError> {
-        to_config(what, config, name)
-    }
-
-    fn shape(config: &Self::Config) -> Value {
-        shape(config)
-    }
-
-    async fn create(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        config: Self::Config,
-    ) -> Result<(String, Live<()>), ProviderError> {
-        let name = config.name().to_string();
-        let answer = cf
-            .create_cache_policy()
-            .cache_policy_config(config)
-            .send()
-            .await
-            .map_err(failed!(format!("{what}: CreateCachePolicy {name}")))?;
-        let policy = answer.cache_policy().ok_or_else(|| {
-            ProviderError::other(format!("{what}: CreateCachePolicy returned no policy"))
-        })?;
-        Ok((
-            policy.id().to_string(),
-            Live {
-                config: (),
-                modified: Some(*policy.last_modified_time()),
-                etag: answer.e_tag().unwrap_or_default().to_string(),
-            },
-        ))
-    }
-
-    async fn get(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        id: &str,
-    ) -> Result<Option<Live<Self::Config>>, ProviderError> {
-        let answer = cdkd_aws_common::found(
-            cf.get_cache_policy()
-                .id(id)
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: GetCachePolicy {id}"))),
-        )?;
-        let Some(answer) = answer else {
-            return Ok(None);
-        };
-        let Some(policy) = answer.cache_policy() else {
-            return Ok(None);
-        };
-        let Some(config) = policy.cache_policy_config() else {
-            return Ok(None);
-        };
-        Ok(Some(Live {
-            config: config.clone(),
-            modified: Some(*policy.last_modified_time()),
-            etag: etag(what, answer.e_tag())?,
-        }))
-    }
-
-    async fn update(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        id: &str,
-        etag: &str,
-        config: Self::Config,
-    ) -> Result<Option<aws_sdk_cloudfront::primitives::DateTime>, ProviderError> {
-        let answer = cf
-            .update_cache_policy()
-            .id(id)
-            .if_match(etag)
-            .cache_policy_config(config)
-            .send()
-            .await
-            .map_err(failed!(format!("{what}: UpdateCachePolicy {id}")))?;
-        Ok(answer.cache_policy().map(|p| *p.last_modified_time()))
-    }
-
-    async fn delete(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        id: &str,
-        etag: &str,
-    ) -> Result<(), ProviderError> {
-        cf.delete_cache_policy()
-            .id(id)
-            .if_match(etag)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(failed!(format!("{what}: DeleteCachePolicy {id}")))
-    }
-
-    async fn find(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        name: &str,
-    ) -> Result<Option<String>, ProviderError> {
-        let mut marker: Option<String> = None;
-        loop {
-            let answer = cf
-                .list_cache_policies()
-                .r#type(CachePolicyType::Custom)
-                .set_marker(marker.take())
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: ListCachePolicies")))?;
-            let Some(list) = answer.cache_policy_list() else {
-                return Ok(None);
-            };
-            if let Some(found) = list
-                .items()
-                .iter()
-                .filter_map(|s| s.cache_policy())
-                .find(|p| p.cache_policy_config().is_some_and(|c| c.name() == name))
-            {
-                return Ok(Some(found.id().to_string()));
-            }
-            match list.next_marker() {
-                Some(next) if !next.is_empty() => marker = Some(next.to_string()),
-                _ => return Ok(None),
-            }
-        }
+crate::named_config::named_config! {
+    policy CachePolicy: CachePolicyConfig {
+        max_name: 128,
+        calls: create_cache_policy, get_cache_policy, update_cache_policy, delete_cache_policy,
+        list: list_cache_policies / "ListCachePolicies" (CachePolicyType::Custom),
+        fields: cache_policy, cache_policy_config, cache_policy_list,
     }
 }
 

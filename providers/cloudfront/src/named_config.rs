@@ -2,7 +2,8 @@
 //! account (`CachePolicy`, `OriginRequestPolicy`, `ResponseHeadersPolicy`,
 //! `OriginAccessControl`): physical id (and `Ref`) is CloudFront's id; attributes `Id` and, where
 //! CloudFront keeps one, `LastModifiedTime`. Each type says how to convert its config and which
-//! calls make, read, change and delete it ([`NamedConfig`]); [`Named`] is the provider. After a
+//! calls make, read, change and delete it ([`NamedConfig`], written from the calls' names by
+//! [`named_config!`]); [`Named`] is the provider. After a
 //! crash the resource is found by its name (the template's, else one generated from the create's
 //! token); a create answered "already exists" adopts the resource of that name only when its
 //! configuration is the one asked for (a retried create whose first answer was lost).
@@ -82,6 +83,212 @@ pub(crate) trait NamedConfig: Send + Sync + 'static {
         name: &str,
     ) -> Result<Option<String>, ProviderError>;
 }
+
+/// Writes a type's [`NamedConfig`] from the names of its CloudFront calls and answer fields: the
+/// frame around them (the ETag kept from each read, `LastModifiedTime`, paging by marker through
+/// the account's list) is the same for every named-config type. `policy` types list summaries
+/// holding the policy, filtered to the account's own (`Custom`) and report their last change;
+/// `control` lists carry the name and id themselves, page while `IsTruncated`, and have no
+/// last change. The type's module supplies `to_config` and `shape`.
+macro_rules! named_config {
+    (
+        $kind:ident $ty:ident: $config:ident {
+            max_name: $max:expr,
+            calls: $create:ident, $get:ident, $update:ident, $delete:ident,
+            list: $list:ident / $list_op:literal $(($type_filter:expr))?,
+            fields: $resource:ident, $config_field:ident, $list_field:ident $(,)?
+        }
+    ) => {
+        #[cdkd_provider_api::async_trait]
+        impl $crate::named_config::NamedConfig for $ty {
+            const TYPE: &'static str = concat!("AWS::CloudFront::", stringify!($ty));
+            const CONFIG: &'static str = stringify!($config);
+            const MAX_NAME: usize = $max;
+            const MODIFIED: bool = $crate::named_config::named_config!(@has_modified $kind);
+            type Config = aws_sdk_cloudfront::types::$config;
+
+            fn to_sdk(
+                what: &str,
+                config: &serde_json::Value,
+                name: &str,
+            ) -> Result<Self::Config, cdkd_provider_api::ProviderError> {
+                to_config(what, config, name)
+            }
+
+            fn shape(config: &Self::Config) -> serde_json::Value {
+                shape(config)
+            }
+
+            async fn create(
+                cf: &aws_sdk_cloudfront::Client,
+                what: &str,
+                config: Self::Config,
+            ) -> Result<(String, $crate::named_config::Live<()>), cdkd_provider_api::ProviderError>
+            {
+                let op = concat!("Create", stringify!($ty));
+                let name = config.name().to_string();
+                let answer = cf
+                    .$create()
+                    .$config_field(config)
+                    .send()
+                    .await
+                    .map_err($crate::failed!(format!("{what}: {op} {name}")))?;
+                let created = answer.$resource().ok_or_else(|| {
+                    cdkd_provider_api::ProviderError::other(format!(
+                        "{what}: {op} returned no {}",
+                        $crate::named_config::named_config!(@noun $kind)
+                    ))
+                })?;
+                Ok((
+                    created.id().to_string(),
+                    $crate::named_config::Live {
+                        config: (),
+                        modified: $crate::named_config::named_config!(@modified $kind created),
+                        etag: answer.e_tag().unwrap_or_default().to_string(),
+                    },
+                ))
+            }
+
+            async fn get(
+                cf: &aws_sdk_cloudfront::Client,
+                what: &str,
+                id: &str,
+            ) -> Result<
+                Option<$crate::named_config::Live<Self::Config>>,
+                cdkd_provider_api::ProviderError,
+            > {
+                let op = concat!("Get", stringify!($ty));
+                let answer = cdkd_aws_common::found(
+                    cf.$get()
+                        .id(id)
+                        .send()
+                        .await
+                        .map_err($crate::failed!(format!("{what}: {op} {id}"))),
+                )?;
+                let Some(answer) = answer else {
+                    return Ok(None);
+                };
+                let Some(live) = answer.$resource() else {
+                    return Ok(None);
+                };
+                let Some(config) = live.$config_field() else {
+                    return Ok(None);
+                };
+                Ok(Some($crate::named_config::Live {
+                    config: config.clone(),
+                    modified: $crate::named_config::named_config!(@modified $kind live),
+                    etag: $crate::etag(what, answer.e_tag())?,
+                }))
+            }
+
+            async fn update(
+                cf: &aws_sdk_cloudfront::Client,
+                what: &str,
+                id: &str,
+                etag: &str,
+                config: Self::Config,
+            ) -> Result<
+                Option<aws_sdk_cloudfront::primitives::DateTime>,
+                cdkd_provider_api::ProviderError,
+            > {
+                let op = concat!("Update", stringify!($ty));
+                let answer = cf
+                    .$update()
+                    .id(id)
+                    .if_match(etag)
+                    .$config_field(config)
+                    .send()
+                    .await
+                    .map_err($crate::failed!(format!("{what}: {op} {id}")))?;
+                Ok($crate::named_config::named_config!(@updated $kind answer $resource))
+            }
+
+            async fn delete(
+                cf: &aws_sdk_cloudfront::Client,
+                what: &str,
+                id: &str,
+                etag: &str,
+            ) -> Result<(), cdkd_provider_api::ProviderError> {
+                let op = concat!("Delete", stringify!($ty));
+                cf.$delete()
+                    .id(id)
+                    .if_match(etag)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err($crate::failed!(format!("{what}: {op} {id}")))
+            }
+
+            async fn find(
+                cf: &aws_sdk_cloudfront::Client,
+                what: &str,
+                name: &str,
+            ) -> Result<Option<String>, cdkd_provider_api::ProviderError> {
+                let mut marker: Option<String> = None;
+                loop {
+                    let answer = cf
+                        .$list()
+                        $(.r#type($type_filter))?
+                        .set_marker(marker.take())
+                        .send()
+                        .await
+                        .map_err($crate::failed!(format!("{what}: {}", $list_op)))?;
+                    let Some(list) = answer.$list_field() else {
+                        return Ok(None);
+                    };
+                    let found = $crate::named_config::named_config!(
+                        @find $kind list name $resource $config_field
+                    );
+                    if let Some(found) = found {
+                        return Ok(Some(found));
+                    }
+                    match list.next_marker() {
+                        Some(next)
+                            if $crate::named_config::named_config!(@more $kind list next) =>
+                        {
+                            marker = Some(next.to_string())
+                        }
+                        _ => return Ok(None),
+                    }
+                }
+            }
+        }
+    };
+    (@has_modified policy) => { true };
+    (@has_modified control) => { false };
+    (@noun policy) => { "policy" };
+    (@noun control) => { "control" };
+    (@modified policy $live:ident) => { Some(*$live.last_modified_time()) };
+    (@modified control $live:ident) => {{
+        let _ = $live;
+        None
+    }};
+    (@updated policy $answer:ident $resource:ident) => {
+        $answer.$resource().map(|p| *p.last_modified_time())
+    };
+    (@updated control $answer:ident $resource:ident) => {{
+        let _ = $answer;
+        None
+    }};
+    (@find policy $list:ident $name:ident $resource:ident $config_field:ident) => {
+        $list
+            .items()
+            .iter()
+            .filter_map(|summary| summary.$resource())
+            .find(|p| p.$config_field().is_some_and(|c| c.name() == $name))
+            .map(|p| p.id().to_string())
+    };
+    (@find control $list:ident $name:ident $resource:ident $config_field:ident) => {
+        $list
+            .items()
+            .iter()
+            .find(|c| c.name() == $name)
+            .map(|c| c.id().to_string())
+    };
+    (@more policy $list:ident $next:ident) => { !$next.is_empty() };
+    (@more control $list:ident $next:ident) => { !$next.is_empty() && $list.is_truncated() };
+}
+pub(crate) use named_config;
 
 /// The provider of a [`NamedConfig`] type.
 pub(crate) struct Named<T>(PhantomData<T>);

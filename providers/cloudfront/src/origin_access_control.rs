@@ -3,11 +3,11 @@
 //! [`crate::named_config`]. Attribute `Id`.
 
 use aws_sdk_cloudfront::types::OriginAccessControlConfig;
-use cdkd_provider_api::{async_trait, ProviderError};
+use cdkd_provider_api::ProviderError;
 use serde_json::Value;
 
-use crate::named_config::{s, Live, NamedConfig, Shape};
-use crate::{built, etag, failed};
+use crate::built;
+use crate::named_config::{s, Shape};
 
 /// The `AWS::CloudFront::OriginAccessControl` type.
 pub struct OriginAccessControl;
@@ -51,135 +51,13 @@ fn shape(config: &OriginAccessControlConfig) -> Value {
         .done()
 }
 
-#[async_trait]
-impl NamedConfig for OriginAccessControl {
-    const TYPE: &'static str = "AWS::CloudFront::OriginAccessControl";
-    const CONFIG: &'static str = "OriginAccessControlConfig";
-    const MAX_NAME: usize = 64;
-    const MODIFIED: bool = false;
-    type Config = OriginAccessControlConfig;
-
-    fn to_sdk(what: &str, config: &Value, name: &str) -> Result<Self::Config, ProviderError> {
-        to_config(what, config, name)
-    }
-
-    fn shape(config: &Self::Config) -> Value {
-        shape(config)
-    }
-
-    async fn create(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        config: Self::Config,
-    ) -> Result<(String, Live<()>), ProviderError> {
-        let name = config.name().to_string();
-        let answer = cf
-            .create_origin_access_control()
-            .origin_access_control_config(config)
-            .send()
-            .await
-            .map_err(failed!(format!("{what}: CreateOriginAccessControl {name}")))?;
-        let control = answer.origin_access_control().ok_or_else(|| {
-            ProviderError::other(format!(
-                "{what}: CreateOriginAccessControl returned no control"
-            ))
-        })?;
-        Ok((
-            control.id().to_string(),
-            Live {
-                config: (),
-                modified: None,
-                etag: answer.e_tag().unwrap_or_default().to_string(),
-            },
-        ))
-    }
-
-    async fn get(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        id: &str,
-    ) -> Result<Option<Live<Self::Config>>, ProviderError> {
-        let answer = cdkd_aws_common::found(
-            cf.get_origin_access_control()
-                .id(id)
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: GetOriginAccessControl {id}"))),
-        )?;
-        let Some(answer) = answer else {
-            return Ok(None);
-        };
-        let Some(config) = answer
-            .origin_access_control()
-            .and_then(|c| c.origin_access_control_config())
-        else {
-            return Ok(None);
-        };
-        Ok(Some(Live {
-            config: config.clone(),
-            modified: None,
-            etag: etag(what, answer.e_tag())?,
-        }))
-    }
-
-    async fn update(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        id: &str,
-        etag: &str,
-        config: Self::Config,
-    ) -> Result<Option<aws_sdk_cloudfront::primitives::DateTime>, ProviderError> {
-        cf.update_origin_access_control()
-            .id(id)
-            .if_match(etag)
-            .origin_access_control_config(config)
-            .send()
-            .await
-            .map_err(failed!(format!("{what}: UpdateOriginAccessControl {id}")))?;
-        Ok(None)
-    }
-
-    async fn delete(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        id: &str,
-        etag: &str,
-    ) -> Result<(), ProviderError> {
-        cf.delete_origin_access_control()
-            .id(id)
-            .if_match(etag)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(failed!(format!("{what}: DeleteOriginAccessControl {id}")))
-    }
-
-    async fn find(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        name: &str,
-    ) -> Result<Option<String>, ProviderError> {
-        let mut marker: Option<String> = None;
-        loop {
-            let answer = cf
-                .list_origin_access_controls()
-                .set_marker(marker.take())
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: ListOriginAccessControls")))?;
-            let Some(list) = answer.origin_access_control_list() else {
-                return Ok(None);
-            };
-            if let Some(found) = list.items().iter().find(|c| c.name() == name) {
-                return Ok(Some(found.id().to_string()));
-            }
-            match list.next_marker() {
-                Some(next) if !next.is_empty() && list.is_truncated() => {
-                    marker = Some(next.to_string())
-                }
-                _ => return Ok(None),
-            }
-        }
+crate::named_config::named_config! {
+    control OriginAccessControl: OriginAccessControlConfig {
+        max_name: 64,
+        calls: create_origin_access_control, get_origin_access_control, update_origin_access_control,
+            delete_origin_access_control,
+        list: list_origin_access_controls / "ListOriginAccessControls",
+        fields: origin_access_control, origin_access_control_config, origin_access_control_list,
     }
 }
 

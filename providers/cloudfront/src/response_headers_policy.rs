@@ -13,11 +13,11 @@ use aws_sdk_cloudfront::types::{
     ResponseHeadersPolicyServerTimingHeadersConfig, ResponseHeadersPolicyStrictTransportSecurity,
     ResponseHeadersPolicyType, ResponseHeadersPolicyXssProtection,
 };
-use cdkd_provider_api::{async_trait, ProviderError};
+use cdkd_provider_api::ProviderError;
 use serde_json::{json, Value};
 
-use crate::named_config::{b, list, n32, o, objects, s, Live, NamedConfig, Shape};
-use crate::{built, etag, failed};
+use crate::built;
+use crate::named_config::{b, list, n32, o, objects, s, Shape};
 
 /// The `AWS::CloudFront::ResponseHeadersPolicy` type.
 pub struct ResponseHeadersPolicy;
@@ -339,147 +339,15 @@ fn shape(config: &ResponseHeadersPolicyConfig) -> Value {
         .done()
 }
 
-#[async_trait]
-impl NamedConfig for ResponseHeadersPolicy {
-    const TYPE: &'static str = "AWS::CloudFront::ResponseHeadersPolicy";
-    const CONFIG: &'static str = "ResponseHeadersPolicyConfig";
-    const MAX_NAME: usize = 128;
-    const MODIFIED: bool = true;
-    type Config = ResponseHeadersPolicyConfig;
-
-    fn to_sdk(what: &str, config: &Value, name: &str) -> Result<Self::Config, ProviderError> {
-        to_config(what, config, name)
-    }
-
-    fn shape(config: &Self::Config) -> Value {
-        shape(config)
-    }
-
-    async fn create(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        config: Self::Config,
-    ) -> Result<(String, Live<()>), ProviderError> {
-        let name = config.name().to_string();
-        let answer = cf
-            .create_response_headers_policy()
-            .response_headers_policy_config(config)
-            .send()
-            .await
-            .map_err(failed!(format!(
-                "{what}: CreateResponseHeadersPolicy {name}"
-            )))?;
-        let policy = answer.response_headers_policy().ok_or_else(|| {
-            ProviderError::other(format!(
-                "{what}: CreateResponseHeadersPolicy returned no policy"
-            ))
-        })?;
-        Ok((
-            policy.id().to_string(),
-            Live {
-                config: (),
-                modified: Some(*policy.last_modified_time()),
-                etag: answer.e_tag().unwrap_or_default().to_string(),
-            },
-        ))
-    }
-
-    async fn get(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        id: &str,
-    ) -> Result<Option<Live<Self::Config>>, ProviderError> {
-        let answer = cdkd_aws_common::found(
-            cf.get_response_headers_policy()
-                .id(id)
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: GetResponseHeadersPolicy {id}"))),
-        )?;
-        let Some(answer) = answer else {
-            return Ok(None);
-        };
-        let Some(policy) = answer.response_headers_policy() else {
-            return Ok(None);
-        };
-        let Some(config) = policy.response_headers_policy_config() else {
-            return Ok(None);
-        };
-        Ok(Some(Live {
-            config: config.clone(),
-            modified: Some(*policy.last_modified_time()),
-            etag: etag(what, answer.e_tag())?,
-        }))
-    }
-
-    async fn update(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        id: &str,
-        etag: &str,
-        config: Self::Config,
-    ) -> Result<Option<aws_sdk_cloudfront::primitives::DateTime>, ProviderError> {
-        let answer = cf
-            .update_response_headers_policy()
-            .id(id)
-            .if_match(etag)
-            .response_headers_policy_config(config)
-            .send()
-            .await
-            .map_err(failed!(format!("{what}: UpdateResponseHeadersPolicy {id}")))?;
-        Ok(answer
-            .response_headers_policy()
-            .map(|p| *p.last_modified_time()))
-    }
-
-    async fn delete(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        id: &str,
-        etag: &str,
-    ) -> Result<(), ProviderError> {
-        cf.delete_response_headers_policy()
-            .id(id)
-            .if_match(etag)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(failed!(format!("{what}: DeleteResponseHeadersPolicy {id}")))
-    }
-
-    async fn find(
-        cf: &aws_sdk_cloudfront::Client,
-        what: &str,
-        name: &str,
-    ) -> Result<Option<String>, ProviderError> {
-        let mut marker: Option<String> = None;
-        loop {
-            let answer = cf
-                .list_response_headers_policies()
-                .r#type(ResponseHeadersPolicyType::Custom)
-                .set_marker(marker.take())
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: ListResponseHeadersPolicies")))?;
-            let Some(list) = answer.response_headers_policy_list() else {
-                return Ok(None);
-            };
-            if let Some(found) = list
-                .items()
-                .iter()
-                .filter_map(|s| s.response_headers_policy())
-                .find(|p| {
-                    p.response_headers_policy_config()
-                        .is_some_and(|c| c.name() == name)
-                })
-            {
-                return Ok(Some(found.id().to_string()));
-            }
-            match list.next_marker() {
-                Some(next) if !next.is_empty() => marker = Some(next.to_string()),
-                _ => return Ok(None),
-            }
-        }
+crate::named_config::named_config! {
+    policy ResponseHeadersPolicy: ResponseHeadersPolicyConfig {
+        max_name: 128,
+        calls: create_response_headers_policy, get_response_headers_policy,
+            update_response_headers_policy, delete_response_headers_policy,
+        list: list_response_headers_policies / "ListResponseHeadersPolicies"
+            (ResponseHeadersPolicyType::Custom),
+        fields: response_headers_policy, response_headers_policy_config,
+            response_headers_policy_list,
     }
 }
 
