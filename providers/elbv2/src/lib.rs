@@ -23,8 +23,10 @@ cdkd_provider_api::register_provider!(
 );
 
 use std::collections::BTreeMap;
+use std::future::Future;
 
 use aws_sdk_elasticloadbalancingv2::types::Tag;
+use cdkd_provider_api::protocol::FindCreatedRequest;
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 use serde_json::{json, Map, Value};
 
@@ -116,6 +118,74 @@ pub(crate) fn name_for(
             stack, logical_id, token, MAX_NAME, false, "",
         ))
     })
+}
+
+/// The name a load balancer's or target group's create took, for the run after a crash to look
+/// for; `None` when the template gives no `Name` and the request lacks the stack or token a
+/// generated one is made from.
+pub(crate) fn created_name(request: &FindCreatedRequest) -> Option<String> {
+    if !request.properties.contains_key("Name")
+        && (request.stack_name.is_empty() || request.token.is_empty())
+    {
+        return None;
+    }
+    Some(name_for(
+        &request.properties,
+        &request.stack_name,
+        &request.logical_id,
+        &request.token,
+    ))
+}
+
+/// What a create made: the answer's resource (`missing` when the answer has none). On "already
+/// exists" for a name generated from this create's token (the template gives no `Name`), the
+/// resource of that name (`named`) is this create's own: an earlier attempt whose answer was
+/// lost made it.
+pub(crate) async fn created_or_own<T, Fut>(
+    answer: Result<Option<T>, ProviderError>,
+    properties: &Map<String, Value>,
+    missing: impl FnOnce() -> ProviderError,
+    named: impl FnOnce() -> Fut,
+) -> Result<T, ProviderError>
+where
+    Fut: Future<Output = Result<Option<T>, ProviderError>>,
+{
+    match answer {
+        Ok(answer) => answer.ok_or_else(missing),
+        Err(err) if err.kind == ErrorKind::ALREADY_EXISTS && !properties.contains_key("Name") => {
+            named().await?.ok_or(err)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// `configured` (the settings a create cannot send, applied to the `noun` `arn` it made); when
+/// that failed, the new resource is deleted again (`undo`, true when it was) and the error says
+/// whether it was, so nothing half-made is left unnamed.
+pub(crate) async fn configured_or_undone<Fut>(
+    configured: Result<(), ProviderError>,
+    noun: &str,
+    arn: &str,
+    undo: impl FnOnce() -> Fut,
+) -> Result<(), ProviderError>
+where
+    Fut: Future<Output = bool>,
+{
+    let Err(err) = configured else {
+        return Ok(());
+    };
+    let fate = if undo().await {
+        "deleted again"
+    } else {
+        "NOT deleted: delete it by hand"
+    };
+    Err(ProviderError::new(
+        err.kind,
+        format!(
+            "{}; the {noun} {arn} it had created was {fate}",
+            err.message
+        ),
+    ))
 }
 
 /// The template's `Tags` as ELBv2 tags.

@@ -20,8 +20,9 @@ use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, Re
 use serde_json::{json, Map, Value};
 
 use crate::{
-    arn_suffix, changed, changed_key_values, client, failed, key_values, key_values_shape,
-    name_for, read_tags, sdk_tags, update_tags,
+    arn_suffix, changed, changed_key_values, client, configured_or_undone, created_name,
+    created_or_own, failed, key_values, key_values_shape, name_for, read_tags, sdk_tags,
+    update_tags,
 };
 
 /// The CloudFormation type name.
@@ -60,6 +61,30 @@ fn sdk_attributes(pairs: Vec<(String, String)>) -> Vec<LoadBalancerAttribute> {
         .into_iter()
         .map(|(k, v)| LoadBalancerAttribute::builder().key(k).value(v).build())
         .collect()
+}
+
+/// Sends the `LoadBalancerAttributes` that are new or changed from `before` to `after`
+/// (ModifyLoadBalancerAttributes).
+async fn set_attributes(
+    elb: &aws_sdk_elasticloadbalancingv2::Client,
+    what: &str,
+    arn: &str,
+    before: Option<&Value>,
+    after: Option<&Value>,
+) -> Result<(), ProviderError> {
+    let attributes = changed_key_values(before, after);
+    if attributes.is_empty() {
+        return Ok(());
+    }
+    elb.modify_load_balancer_attributes()
+        .load_balancer_arn(arn)
+        .set_attributes(Some(sdk_attributes(attributes)))
+        .send()
+        .await
+        .map_err(failed!(format!(
+            "{what}: ModifyLoadBalancerAttributes {arn}"
+        )))?;
+    Ok(())
 }
 
 /// `Fn::GetAtt` attributes of a live load balancer.
@@ -205,17 +230,7 @@ async fn configure(
     arn: &str,
     props: &Map<String, Value>,
 ) -> Result<(), ProviderError> {
-    let attributes = changed_key_values(None, props.get("LoadBalancerAttributes"));
-    if !attributes.is_empty() {
-        elb.modify_load_balancer_attributes()
-            .load_balancer_arn(arn)
-            .set_attributes(Some(sdk_attributes(attributes)))
-            .send()
-            .await
-            .map_err(failed!(format!(
-                "{what}: ModifyLoadBalancerAttributes {arn}"
-            )))?;
-    }
+    set_attributes(elb, what, arn, None, props.get("LoadBalancerAttributes")).await?;
     if let Some(flag) = text(props.get("EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic")) {
         elb.set_security_groups()
             .load_balancer_arn(arn)
@@ -277,40 +292,31 @@ impl ResourceProvider for LoadBalancer {
             .send()
             .await
             .map_err(failed!(format!("{what}: CreateLoadBalancer {name}")));
-        let lb = match created {
-            Ok(answer) => answer.load_balancers().first().cloned().ok_or_else(|| {
+        let lb = created_or_own(
+            created.map(|answer| answer.load_balancers().first().cloned()),
+            props,
+            || {
                 ProviderError::other(format!(
                     "{what}: CreateLoadBalancer returned no load balancer"
                 ))
-            })?,
-            // A name generated from this create's token is this create's own: an earlier
-            // attempt whose answer was lost made it.
-            Err(err) if err.kind == ErrorKind::ALREADY_EXISTS && !props.contains_key("Name") => {
-                describe_named(&elb, &what, &name).await?.ok_or(err)?
-            }
-            Err(err) => return Err(err),
-        };
+            },
+            || describe_named(&elb, &what, &name),
+        )
+        .await?;
         let arn = lb.load_balancer_arn().unwrap_or_default().to_string();
-        if let Err(err) = configure(&elb, &what, &arn, props).await {
-            let undone = elb
-                .delete_load_balancer()
-                .load_balancer_arn(&arn)
-                .send()
-                .await
-                .is_ok();
-            let fate = if undone {
-                "deleted again"
-            } else {
-                "NOT deleted: delete it by hand"
-            };
-            return Err(ProviderError::new(
-                err.kind,
-                format!(
-                    "{}; the load balancer {arn} it had created was {fate}",
-                    err.message
-                ),
-            ));
-        }
+        configured_or_undone(
+            configure(&elb, &what, &arn, props).await,
+            "load balancer",
+            &arn,
+            || async {
+                elb.delete_load_balancer()
+                    .load_balancer_arn(&arn)
+                    .send()
+                    .await
+                    .is_ok()
+            },
+        )
+        .await?;
         Ok(CreateResult {
             physical_id: arn,
             attributes: attributes_of(&lb),
@@ -363,20 +369,14 @@ impl ResourceProvider for LoadBalancer {
                 .await
                 .map_err(failed!(format!("{what}: SetIpAddressType {arn}")))?;
         }
-        let attributes = changed_key_values(
+        set_attributes(
+            &elb,
+            &what,
+            arn,
             before.get("LoadBalancerAttributes"),
             after.get("LoadBalancerAttributes"),
-        );
-        if !attributes.is_empty() {
-            elb.modify_load_balancer_attributes()
-                .load_balancer_arn(arn)
-                .set_attributes(Some(sdk_attributes(attributes)))
-                .send()
-                .await
-                .map_err(failed!(format!(
-                    "{what}: ModifyLoadBalancerAttributes {arn}"
-                )))?;
-        }
+        )
+        .await?;
         update_tags(&elb, &what, arn, before, after).await?;
         let lb = describe(&elb, &what, arn)
             .await?
@@ -475,17 +475,9 @@ impl Readable for LoadBalancer {
         what: &str,
         request: &FindCreatedRequest,
     ) -> Result<Option<String>, ProviderError> {
-        if !request.properties.contains_key("Name")
-            && (request.stack_name.is_empty() || request.token.is_empty())
-        {
+        let Some(name) = created_name(request) else {
             return Ok(None);
-        }
-        let name = name_for(
-            &request.properties,
-            &request.stack_name,
-            &request.logical_id,
-            &request.token,
-        );
+        };
         let elb = client(ctx).await?;
         Ok(describe_named(&elb, what, &name)
             .await?

@@ -22,8 +22,9 @@ use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, Re
 use serde_json::{json, Map, Value};
 
 use crate::{
-    arn_suffix, changed, changed_key_values, client, failed, key_values, key_values_shape,
-    name_for, read_tags, sdk_tags, update_tags,
+    arn_suffix, changed, changed_key_values, client, configured_or_undone, created_name,
+    created_or_own, failed, key_values, key_values_shape, name_for, read_tags, sdk_tags,
+    update_tags,
 };
 
 /// The CloudFormation type name.
@@ -95,6 +96,30 @@ fn sdk_attributes(pairs: Vec<(String, String)>) -> Vec<TargetGroupAttribute> {
         .into_iter()
         .map(|(k, v)| TargetGroupAttribute::builder().key(k).value(v).build())
         .collect()
+}
+
+/// Sends the `TargetGroupAttributes` that are new or changed from `before` to `after`
+/// (ModifyTargetGroupAttributes).
+async fn set_attributes(
+    elb: &aws_sdk_elasticloadbalancingv2::Client,
+    what: &str,
+    arn: &str,
+    before: Option<&Value>,
+    after: Option<&Value>,
+) -> Result<(), ProviderError> {
+    let attributes = changed_key_values(before, after);
+    if attributes.is_empty() {
+        return Ok(());
+    }
+    elb.modify_target_group_attributes()
+        .target_group_arn(arn)
+        .set_attributes(Some(sdk_attributes(attributes)))
+        .send()
+        .await
+        .map_err(failed!(format!(
+            "{what}: ModifyTargetGroupAttributes {arn}"
+        )))?;
+    Ok(())
 }
 
 /// `Fn::GetAtt` attributes of a live target group.
@@ -339,17 +364,7 @@ async fn configure(
     arn: &str,
     props: &Map<String, Value>,
 ) -> Result<(), ProviderError> {
-    let attributes = changed_key_values(None, props.get("TargetGroupAttributes"));
-    if !attributes.is_empty() {
-        elb.modify_target_group_attributes()
-            .target_group_arn(arn)
-            .set_attributes(Some(sdk_attributes(attributes)))
-            .send()
-            .await
-            .map_err(failed!(format!(
-                "{what}: ModifyTargetGroupAttributes {arn}"
-            )))?;
-    }
+    set_attributes(elb, what, arn, None, props.get("TargetGroupAttributes")).await?;
     sync_targets(elb, what, arn, None, props.get("Targets")).await
 }
 
@@ -422,39 +437,31 @@ impl ResourceProvider for TargetGroup {
             .send()
             .await
             .map_err(failed!(format!("{what}: CreateTargetGroup {name}")));
-        let group = match created {
-            Ok(answer) => answer.target_groups().first().cloned().ok_or_else(|| {
+        let group = created_or_own(
+            created.map(|answer| answer.target_groups().first().cloned()),
+            props,
+            || {
                 ProviderError::other(format!(
                     "{what}: CreateTargetGroup returned no target group"
                 ))
-            })?,
-            // A name generated from this create's token is this create's own.
-            Err(err) if err.kind == ErrorKind::ALREADY_EXISTS && !props.contains_key("Name") => {
-                describe_named(&elb, &what, &name).await?.ok_or(err)?
-            }
-            Err(err) => return Err(err),
-        };
+            },
+            || describe_named(&elb, &what, &name),
+        )
+        .await?;
         let arn = group.target_group_arn().unwrap_or_default().to_string();
-        if let Err(err) = configure(&elb, &what, &arn, props).await {
-            let undone = elb
-                .delete_target_group()
-                .target_group_arn(&arn)
-                .send()
-                .await
-                .is_ok();
-            let fate = if undone {
-                "deleted again"
-            } else {
-                "NOT deleted: delete it by hand"
-            };
-            return Err(ProviderError::new(
-                err.kind,
-                format!(
-                    "{}; the target group {arn} it had created was {fate}",
-                    err.message
-                ),
-            ));
-        }
+        configured_or_undone(
+            configure(&elb, &what, &arn, props).await,
+            "target group",
+            &arn,
+            || async {
+                elb.delete_target_group()
+                    .target_group_arn(&arn)
+                    .send()
+                    .await
+                    .is_ok()
+            },
+        )
+        .await?;
         Ok(CreateResult {
             physical_id: arn,
             attributes: attributes_of(&group),
@@ -489,20 +496,14 @@ impl ResourceProvider for TargetGroup {
                 .await
                 .map_err(failed!(format!("{what}: ModifyTargetGroup {arn}")))?;
         }
-        let attributes = changed_key_values(
+        set_attributes(
+            &elb,
+            &what,
+            arn,
             before.get("TargetGroupAttributes"),
             after.get("TargetGroupAttributes"),
-        );
-        if !attributes.is_empty() {
-            elb.modify_target_group_attributes()
-                .target_group_arn(arn)
-                .set_attributes(Some(sdk_attributes(attributes)))
-                .send()
-                .await
-                .map_err(failed!(format!(
-                    "{what}: ModifyTargetGroupAttributes {arn}"
-                )))?;
-        }
+        )
+        .await?;
         if changed(before, after, "Targets") {
             sync_targets(
                 &elb,
@@ -608,17 +609,9 @@ impl Readable for TargetGroup {
         what: &str,
         request: &FindCreatedRequest,
     ) -> Result<Option<String>, ProviderError> {
-        if !request.properties.contains_key("Name")
-            && (request.stack_name.is_empty() || request.token.is_empty())
-        {
+        let Some(name) = created_name(request) else {
             return Ok(None);
-        }
-        let name = name_for(
-            &request.properties,
-            &request.stack_name,
-            &request.logical_id,
-            &request.token,
-        );
+        };
         let elb = client(ctx).await?;
         Ok(describe_named(&elb, what, &name)
             .await?
