@@ -8,17 +8,17 @@ use std::collections::HashMap;
 use aws_sdk_cognitoidentity::operation::describe_identity_pool::DescribeIdentityPoolOutput;
 use aws_sdk_cognitoidentity::types::CognitoIdentityProvider;
 use cdkd_aws_common::{
-    deleted_unless_failed, does_not_exist, flag, found, generated_name, put, string, strings,
-    Readable, TypeSchema,
+    all_pages, carries_token, deleted_unless_failed, does_not_exist, flag, found, generated_name,
+    one_tagged, put, string, strings, Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
     ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult, CREATE_TOKEN_TAG,
 };
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::failed;
+use crate::{created_pool_name, failed, live_tags, sent_tags, template_tags};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::Cognito::IdentityPool";
@@ -80,13 +80,6 @@ fn providers(value: Option<&Value>) -> Option<Vec<CognitoIdentityProvider>> {
     })
 }
 
-/// The template's tags (cdkd's token tag never among them).
-fn template_tags(properties: &Map<String, Value>) -> HashMap<String, String> {
-    let mut tags = string_map(properties.get("IdentityPoolTags")).unwrap_or_default();
-    tags.remove(CREATE_TOKEN_TAG);
-    tags
-}
-
 /// The live pool in template shape.
 fn template_shape(pool: &DescribeIdentityPoolOutput) -> Map<String, Value> {
     let mut props = Map::new();
@@ -145,16 +138,11 @@ fn template_shape(pool: &DescribeIdentityPoolOutput) -> Map<String, Value> {
     if !idps.is_empty() {
         props.insert("CognitoIdentityProviders".into(), Value::Array(idps));
     }
-    let tags: Map<String, Value> = pool
-        .identity_pool_tags()
-        .into_iter()
-        .flatten()
-        .filter(|(k, _)| k.as_str() != CREATE_TOKEN_TAG && !k.starts_with("aws:"))
-        .map(|(k, v)| (k.clone(), json!(v)))
-        .collect();
-    if !tags.is_empty() {
-        props.insert("IdentityPoolTags".into(), Value::Object(tags));
-    }
+    put(
+        &mut props,
+        "IdentityPoolTags",
+        live_tags(pool.identity_pool_tags()),
+    );
     props
 }
 
@@ -218,10 +206,10 @@ impl ResourceProvider for IdentityPool {
             &request.logical_id,
             &request.client_token,
         );
-        let mut tags = template_tags(props);
-        if !request.client_token.is_empty() {
-            tags.insert(CREATE_TOKEN_TAG.into(), request.client_token.clone());
-        }
+        let tags = sent_tags(
+            template_tags(props, "IdentityPoolTags"),
+            Some(&request.client_token),
+        );
         let created = client(ctx)
             .await?
             .create_identity_pool()
@@ -258,13 +246,11 @@ impl ResourceProvider for IdentityPool {
         let live = describe(&cognito, &what, id)
             .await?
             .ok_or_else(|| does_not_exist(&what, id, "Cognito"))?;
-        let mut tags = template_tags(after);
-        if let Some(token) = live
-            .identity_pool_tags()
-            .and_then(|t| t.get(CREATE_TOKEN_TAG))
-        {
-            tags.insert(CREATE_TOKEN_TAG.into(), token.clone());
-        }
+        let tags = sent_tags(
+            template_tags(after, "IdentityPoolTags"),
+            live.identity_pool_tags()
+                .and_then(|t| t.get(CREATE_TOKEN_TAG)),
+        );
         let name = string(after.get("IdentityPoolName"))
             .unwrap_or_else(|| live.identity_pool_name().to_string());
         cognito
@@ -346,62 +332,41 @@ impl Readable for IdentityPool {
         what: &str,
         request: &FindCreatedRequest,
     ) -> Result<Option<String>, ProviderError> {
-        if request.token.is_empty() {
-            return Err(ProviderError::validation(format!(
-                "{what}: find_created needs the create's token"
-            )));
-        }
-        let name = pool_name(
-            &request.properties,
-            &request.stack_name,
-            &request.logical_id,
-            &request.token,
-        );
+        let name = created_pool_name(what, request, pool_name)?;
         let cognito = client(ctx).await?;
-        let mut named = Vec::new();
-        let mut next: Option<String> = None;
-        loop {
-            let page = cognito
-                .list_identity_pools()
-                .max_results(60)
-                .set_next_token(next.take())
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: ListIdentityPools")))?;
-            named.extend(
-                page.identity_pools()
+        let named = all_pages(|next| {
+            let (cognito, name) = (&cognito, &name);
+            async move {
+                let page = cognito
+                    .list_identity_pools()
+                    .max_results(60)
+                    .set_next_token(next)
+                    .send()
+                    .await
+                    .map_err(failed!(format!("{what}: ListIdentityPools")))?;
+                let named = page
+                    .identity_pools()
                     .iter()
                     .filter(|p| p.identity_pool_name() == Some(name.as_str()))
-                    .filter_map(|p| p.identity_pool_id().map(ToString::to_string)),
-            );
-            match page.next_token() {
-                Some(t) if !t.is_empty() => next = Some(t.to_string()),
-                _ => break,
+                    .filter_map(|p| p.identity_pool_id().map(ToString::to_string))
+                    .collect();
+                Ok((named, page.next_token().map(ToString::to_string)))
             }
-        }
+        })
+        .await?;
         let mut ids = Vec::new();
         for id in named {
-            let carries = describe(&cognito, what, &id).await?.is_some_and(|p| {
-                p.identity_pool_tags()
-                    .and_then(|t| t.get(CREATE_TOKEN_TAG))
-                    .is_some_and(|t| t == &request.token)
-            });
-            if carries {
+            let pool = describe(&cognito, what, &id).await?;
+            if pool.is_some_and(|p| carries_token(p.identity_pool_tags(), &request.token)) {
                 ids.push(id);
             }
         }
-        if ids.len() > 1 {
-            return Err(ProviderError::new(
-                ErrorKind::CONFLICT,
-                format!(
-                    "{what}: {} identity pools named {name} carry the create token {CREATE_TOKEN_TAG}={}: {}; cdkd cannot tell which one its create made (delete the extra ones, or import the right one)",
-                    ids.len(),
-                    request.token,
-                    ids.join(", ")
-                ),
-            ));
-        }
-        Ok(ids.pop())
+        one_tagged(
+            what,
+            &format!("identity pools named {name}"),
+            &request.token,
+            ids,
+        )
     }
 }
 

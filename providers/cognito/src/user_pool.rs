@@ -4,8 +4,6 @@
 //! tag) again. A pool with `DeletionProtection: ACTIVE` is refused on delete, as under
 //! CloudFormation.
 
-use std::collections::{BTreeMap, HashMap};
-
 use aws_sdk_cognitoidentityprovider::types::{
     AccountRecoverySettingType, AdminCreateUserConfigType, AliasAttributeType, AttributeDataType,
     AuthFactorType, DefaultEmailOptionType, DeletionProtectionType, EmailConfigurationType,
@@ -17,8 +15,8 @@ use aws_sdk_cognitoidentityprovider::types::{
     VerificationMessageTemplateType, VerifiedAttributeType,
 };
 use cdkd_aws_common::{
-    deleted_unless_failed, does_not_exist, flag, found, generated_name, int, put, string, strings,
-    Readable, TypeSchema,
+    all_pages, carries_token, deleted_unless_failed, does_not_exist, flag, found, generated_name,
+    int, one_tagged, put, string, strings, Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
@@ -27,7 +25,7 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{failed, idp};
+use crate::{created_pool_name, failed, idp, live_tags, sent_tags, template_tags};
 
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::Cognito::UserPool";
@@ -53,20 +51,6 @@ fn pool_name(
 /// Whether `key`'s value differs between two templates (a missing key and `null` alike).
 fn changed(before: &Map<String, Value>, after: &Map<String, Value>, key: &str) -> bool {
     before.get(key).filter(|v| !v.is_null()) != after.get(key).filter(|v| !v.is_null())
-}
-
-/// A template's `UserPoolTags` (a `{key: value}` map) by key.
-fn pool_tags(properties: &Map<String, Value>) -> BTreeMap<String, String> {
-    properties
-        .get("UserPoolTags")
-        .and_then(Value::as_object)
-        .map(|tags| {
-            tags.iter()
-                .filter(|(k, _)| k.as_str() != CREATE_TOKEN_TAG)
-                .filter_map(|(k, v)| Some((k.clone(), cdkd_aws_common::text(Some(v))?)))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// `Policies` as Cognito's.
@@ -603,16 +587,7 @@ fn template_shape(pool: &UserPoolType) -> Map<String, Value> {
         "UserPoolTier",
         pool.user_pool_tier().map(|t| json!(t.as_str())),
     );
-    let tags: Map<String, Value> = pool
-        .user_pool_tags()
-        .into_iter()
-        .flatten()
-        .filter(|(k, _)| k.as_str() != CREATE_TOKEN_TAG && !k.starts_with("aws:"))
-        .map(|(k, v)| (k.clone(), json!(v)))
-        .collect();
-    if !tags.is_empty() {
-        props.insert("UserPoolTags".into(), Value::Object(tags));
-    }
+    put(&mut props, "UserPoolTags", live_tags(pool.user_pool_tags()));
     props
 }
 
@@ -623,37 +598,28 @@ async fn tagged(
     name: &str,
     token: &str,
 ) -> Result<Vec<String>, ProviderError> {
-    let mut named = Vec::new();
-    let mut next: Option<String> = None;
-    loop {
+    let named = all_pages(|next| async move {
         let page = cognito
             .list_user_pools()
             .max_results(60)
-            .set_next_token(next.take())
+            .set_next_token(next)
             .send()
             .await
             .map_err(failed!(format!("{what}: ListUserPools")))?;
-        named.extend(
-            page.user_pools()
-                .iter()
-                .filter(|p| p.name() == Some(name))
-                .filter_map(|p| p.id().map(ToString::to_string)),
-        );
-        match page.next_token() {
-            Some(t) if !t.is_empty() => next = Some(t.to_string()),
-            _ => break,
-        }
-    }
+        let named = page
+            .user_pools()
+            .iter()
+            .filter(|p| p.name() == Some(name))
+            .filter_map(|p| p.id().map(ToString::to_string))
+            .collect();
+        Ok((named, page.next_token().map(ToString::to_string)))
+    })
+    .await?;
     let mut ids = Vec::new();
     for id in named {
-        if let Some(pool) = describe(cognito, what, &id).await? {
-            let carries = pool
-                .user_pool_tags()
-                .and_then(|t| t.get(CREATE_TOKEN_TAG))
-                .is_some_and(|t| t == token);
-            if carries {
-                ids.push(id);
-            }
+        let pool = describe(cognito, what, &id).await?;
+        if pool.is_some_and(|p| carries_token(p.user_pool_tags(), token)) {
+            ids.push(id);
         }
     }
     Ok(ids)
@@ -710,10 +676,10 @@ impl ResourceProvider for UserPool {
             &request.logical_id,
             &request.client_token,
         );
-        let mut tags: HashMap<String, String> = pool_tags(props).into_iter().collect();
-        if !request.client_token.is_empty() {
-            tags.insert(CREATE_TOKEN_TAG.into(), request.client_token.clone());
-        }
+        let tags = sent_tags(
+            template_tags(props, "UserPoolTags"),
+            Some(&request.client_token),
+        );
         let cognito = idp(ctx).await?;
         let created = cognito
             .create_user_pool()
@@ -824,10 +790,10 @@ impl ResourceProvider for UserPool {
         }
         // UpdateUserPool resets what it is not given: the whole template goes, and the
         // create-token tag stays.
-        let mut tags: HashMap<String, String> = pool_tags(after).into_iter().collect();
-        if let Some(token) = live.user_pool_tags().and_then(|t| t.get(CREATE_TOKEN_TAG)) {
-            tags.insert(CREATE_TOKEN_TAG.into(), token.clone());
-        }
+        let tags = sent_tags(
+            template_tags(after, "UserPoolTags"),
+            live.user_pool_tags().and_then(|t| t.get(CREATE_TOKEN_TAG)),
+        );
         cognito
             .update_user_pool()
             .user_pool_id(id)
@@ -947,37 +913,22 @@ impl Readable for UserPool {
         what: &str,
         request: &FindCreatedRequest,
     ) -> Result<Option<String>, ProviderError> {
-        if request.token.is_empty() {
-            return Err(ProviderError::validation(format!(
-                "{what}: find_created needs the create's token"
-            )));
-        }
-        let name = pool_name(
-            &request.properties,
-            &request.stack_name,
-            &request.logical_id,
-            &request.token,
-        );
+        let name = created_pool_name(what, request, pool_name)?;
         let cognito = idp(ctx).await?;
-        let mut ids = tagged(&cognito, what, &name, &request.token).await?;
-        if ids.len() > 1 {
-            return Err(ProviderError::new(
-                ErrorKind::CONFLICT,
-                format!(
-                    "{what}: {} user pools named {name} carry the create token {CREATE_TOKEN_TAG}={}: {}; cdkd cannot tell which one its create made (delete the extra ones, or import the right one)",
-                    ids.len(),
-                    request.token,
-                    ids.join(", ")
-                ),
-            ));
-        }
-        Ok(ids.pop())
+        let ids = tagged(&cognito, what, &name, &request.token).await?;
+        one_tagged(
+            what,
+            &format!("user pools named {name}"),
+            &request.token,
+            ids,
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn props(value: Value) -> Map<String, Value> {
         value.as_object().cloned().unwrap()
@@ -998,7 +949,7 @@ mod tests {
     fn the_token_tag_is_never_a_template_tag() {
         let template = props(json!({"UserPoolTags": {"team": "a", CREATE_TOKEN_TAG: "forged"}}));
         assert_eq!(
-            pool_tags(&template),
+            template_tags(&template, "UserPoolTags"),
             BTreeMap::from([("team".to_string(), "a".to_string())])
         );
     }
