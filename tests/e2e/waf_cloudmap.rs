@@ -2,7 +2,9 @@
 //! regional web ACL with a rate-based rule and a managed rule group, associated with the prod
 //! stage of a LambdaRestApi of the same app; checked in the emulator's WAF and in the state
 //! file, through a no-change deploy, an in-place update, drift, a replacement, import and
-//! destroy. (The Cloud Map half of issue 28 joins this file with the servicediscovery plugin.)
+//! destroy. The same app's Cloud Map namespaces and services (a DNS service in a private DNS
+//! namespace, an HTTP service in an HTTP namespace) go through the servicediscovery plugin and
+//! are checked the same way.
 
 use cdkd_tests::{cdkd_on, AppWorld, Emulator};
 use serde_json::{json, Value};
@@ -10,15 +12,15 @@ use serde_json::{json, Value};
 const STACK: &str = "WafMapStack";
 const ACL: &str = "Acl";
 const ASSOCIATION: &str = "AclAssociation";
+const PRIVATE_NAMESPACE: &str = "PrivateNamespace147795D2";
+const HTTP_NAMESPACE: &str = "HttpNamespace623B659A";
+const API_SERVICE: &str = "PrivateNamespaceApiService060B6405";
+const WORKER_SERVICE: &str = "HttpNamespaceWorkerService5A61F714";
 
 /// The emulator's call counts are shared by the tests of this binary: the one counting WAF
 /// calls must not see another test's, so the tests run one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    cdkd_tests::one_at_a_time()
 }
 
 fn aws(expression: &str) -> Value {
@@ -39,14 +41,7 @@ fn deploy(world: &AppWorld) -> cdkd_tests::Run {
 
 /// The emulator's WAF calls since its stats were last cleared.
 fn waf_calls() -> Vec<String> {
-    let stats = Emulator::shared().get("/_emulator/stats");
-    stats
-        .as_object()
-        .unwrap()
-        .keys()
-        .filter(|k| k.starts_with("wafv2:"))
-        .cloned()
-        .collect()
+    Emulator::shared().calls("wafv2:")
 }
 
 /// The live web ACL of a `Name|Id|Scope` physical id.
@@ -546,4 +541,278 @@ fn cloud_map_namespaces_wait_for_their_operations_and_are_created_once() {
         aws("[n['Name'] for n in c('servicediscovery').list_namespaces()['Namespaces'] if n['Name'].startswith('wafmap')]"),
         json!([])
     );
+}
+
+/// The live Cloud Map service `id` (null when it does not exist).
+fn live_service(id: &str) -> Value {
+    aws(&format!(
+        "(lambda sd: next(iter([s for s in sd.list_services()['Services'] if s['Id'] == '{id}']), None) and sd.get_service(Id='{id}')['Service'])(c('servicediscovery'))"
+    ))
+}
+
+/// The names of the services in namespace `namespace`.
+fn services_in(namespace: &str) -> Value {
+    aws(&format!(
+        "sorted(s['Name'] for s in c('servicediscovery').list_services(Filters=[{{'Name': 'NAMESPACE_ID', 'Values': ['{namespace}'], 'Condition': 'EQ'}}])['Services'])"
+    ))
+}
+
+#[test]
+fn the_apps_cloud_map_services_deploy_through_the_plugin() {
+    let _serial = serial();
+    let world = AppWorld::of("wafmap", STACK, "cloudmap", |_| {});
+    let first = deploy(&world);
+    assert!(
+        first.stdout.contains("created"),
+        "{}\n{}",
+        first.stdout,
+        first.stderr
+    );
+    let resources = world.resources(STACK);
+    for id in [
+        PRIVATE_NAMESPACE,
+        HTTP_NAMESPACE,
+        API_SERVICE,
+        WORKER_SERVICE,
+    ] {
+        assert_eq!(resources[id]["provisionedBy"], "sdk", "{id}: {resources}");
+    }
+
+    // The DNS service in the private namespace: its A record's TTL, multivalue routing, the
+    // custom health check; Id, Arn and Name recorded for GetAtt.
+    let private = physical(&world, PRIVATE_NAMESPACE);
+    let api = physical(&world, API_SERVICE);
+    assert!(api.starts_with("srv-"), "{api}");
+    let live = live_service(&api);
+    assert_eq!(live["Name"], "api");
+    assert_eq!(live["NamespaceId"], json!(private));
+    assert_eq!(live["Description"], "the API tasks");
+    assert_eq!(live["DnsConfig"]["RoutingPolicy"], "MULTIVALUE");
+    assert_eq!(
+        live["DnsConfig"]["DnsRecords"],
+        json!([{"Type": "A", "TTL": 30}])
+    );
+    assert_eq!(
+        live["HealthCheckCustomConfig"],
+        json!({"FailureThreshold": 1})
+    );
+    let attributes = &resources[API_SERVICE]["attributes"];
+    assert_eq!(attributes["Id"], json!(api));
+    assert_eq!(attributes["Name"], "api");
+    assert_eq!(attributes["Arn"], live["Arn"]);
+    // The HTTP service in the HTTP namespace.
+    let http = physical(&world, HTTP_NAMESPACE);
+    let worker = physical(&world, WORKER_SERVICE);
+    assert_eq!(services_in(&http), json!(["worker"]));
+    assert_eq!(live_service(&worker)["Description"], "background workers");
+
+    // No drift right after the deploy; a second deploy changes nothing and makes no Cloud Map
+    // call.
+    let clean = world.cdkd(&["drift", STACK]);
+    assert_eq!(clean.code, Some(0), "{}\n{}", clean.stdout, clean.stderr);
+    Emulator::shared().delete("/_emulator/stats");
+    let again = deploy(&world);
+    assert!(again.stdout.contains("unchanged"), "{}", again.stdout);
+    assert_eq!(
+        Emulator::shared().calls("servicediscovery:"),
+        Vec::<String>::new()
+    );
+
+    // In place: the DNS record's TTL and the description (UpdateService, an operation waited
+    // for); the worker's service attributes and tags.
+    world.edit(|t| {
+        let api = &mut t["Resources"][API_SERVICE]["Properties"];
+        api["DnsConfig"]["DnsRecords"][0]["TTL"] = json!(60);
+        api["Description"] = json!("the API tasks, v2");
+        let worker = &mut t["Resources"][WORKER_SERVICE]["Properties"];
+        worker["ServiceAttributes"] = json!({"tier": "batch"});
+        worker["Tags"] = json!([{"Key": "team", "Value": "jobs"}]);
+    });
+    let updated = deploy(&world);
+    assert!(
+        updated.stdout.contains("2 updated, 0 replaced"),
+        "{}\n{}",
+        updated.stdout,
+        updated.stderr
+    );
+    assert_eq!(physical(&world, API_SERVICE), api);
+    let live = live_service(&api);
+    assert_eq!(live["DnsConfig"]["DnsRecords"][0]["TTL"], 60);
+    assert_eq!(live["Description"], "the API tasks, v2");
+    assert_eq!(
+        aws(&format!(
+            "c('servicediscovery').get_service_attributes(ServiceId='{worker}')['ServiceAttributes']['Attributes']"
+        )),
+        json!({"tier": "batch"})
+    );
+    let worker_arn = live_service(&worker)["Arn"].as_str().unwrap().to_string();
+    assert_eq!(
+        aws(&format!(
+            "c('servicediscovery').list_tags_for_resource(ResourceARN='{worker_arn}')['Tags']"
+        )),
+        json!([{"Key": "team", "Value": "jobs"}])
+    );
+
+    // Drift: the worker's description changed outside cdkd is found by the plugin's reader,
+    // and reverted.
+    aws(&format!(
+        "c('servicediscovery').update_service(Id='{worker}', Service={{'Description': 'changed by hand'}}) and None"
+    ));
+    let drift = world.cdkd(&["drift", STACK]);
+    assert_eq!(drift.code, Some(1), "{}\n{}", drift.stdout, drift.stderr);
+    assert!(
+        drift.stdout.contains(WORKER_SERVICE) && drift.stdout.contains("Description"),
+        "{}",
+        drift.stdout
+    );
+    world.cdkd(&["drift", STACK, "--revert", "--yes"]).success();
+    let clean = world.cdkd(&["drift", STACK]);
+    assert_eq!(clean.code, Some(0), "{}\n{}", clean.stdout, clean.stderr);
+    assert_eq!(live_service(&worker)["Description"], "background workers");
+
+    // Create-only: a new name replaces the worker service; the old one is gone.
+    world.edit(|t| {
+        t["Resources"][WORKER_SERVICE]["Properties"]["Name"] = json!("worker-v2");
+    });
+    let replaced = deploy(&world);
+    assert!(
+        replaced.stdout.contains("replaced"),
+        "{}\n{}",
+        replaced.stdout,
+        replaced.stderr
+    );
+    assert_ne!(physical(&world, WORKER_SERVICE), worker);
+    assert_eq!(services_in(&http), json!(["worker-v2"]));
+    assert_eq!(live_service(&worker), Value::Null);
+
+    // Destroy leaves no service and no namespace of the app.
+    let app = world.assembly.path().display().to_string();
+    world.cdkd(&["destroy", "-a", &app, STACK, "-f"]).success();
+    assert_eq!(
+        aws("[s['Name'] for s in c('servicediscovery').list_services()['Services'] if s['Name'] in ('api', 'worker', 'worker-v2')]"),
+        json!([])
+    );
+    assert_eq!(
+        aws("[n['Name'] for n in c('servicediscovery').list_namespaces()['Namespaces'] if n['Name'].startswith('wafmap')]"),
+        json!([])
+    );
+}
+
+#[test]
+fn a_cloud_map_service_is_created_once_found_by_its_token_and_imported() {
+    let _serial = serial();
+    let operation =
+        aws("c('servicediscovery').create_http_namespace(Name='wafmap-crash')['OperationId']");
+    let operation = operation.as_str().unwrap().to_string();
+    let namespace = loop {
+        let op = aws(&format!(
+            "c('servicediscovery').get_operation(OperationId='{operation}')['Operation']"
+        ));
+        if op["Status"] == "SUCCESS" {
+            break op["Targets"]["NAMESPACE"].as_str().unwrap().to_string();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+
+    // A service with no Name: the create generates one from its token and carries a
+    // CreatorRequestId from it, so the same create again answers the same service and the run
+    // after a crash finds it by that name in its namespace; another token finds nothing.
+    let props = json!({"NamespaceId": namespace, "Description": "unnamed"}).to_string();
+    let create_args = [
+        "--logical-id",
+        "Jobs",
+        "--stack-name",
+        "Crashy",
+        "--token",
+        "tok-svc-1",
+        "--properties",
+        &props,
+    ];
+    let created = call_with("AWS::ServiceDiscovery::Service", "create", &create_args)
+        .success()
+        .json();
+    let id = created["physicalId"].as_str().unwrap().to_string();
+    let name = created["attributes"]["Name"].as_str().unwrap().to_string();
+    assert!(name.starts_with("Crashy-Jobs-"), "{created}");
+    let again = call_with("AWS::ServiceDiscovery::Service", "create", &create_args)
+        .success()
+        .json();
+    assert_eq!(again["physicalId"], json!(id));
+    assert_eq!(services_in(&namespace), json!([name]));
+    let found = call_with(
+        "AWS::ServiceDiscovery::Service",
+        "find_created",
+        &create_args,
+    )
+    .success()
+    .json();
+    assert_eq!(found["physicalId"], json!(id), "{found}");
+    let other = call_with(
+        "AWS::ServiceDiscovery::Service",
+        "find_created",
+        &[
+            "--logical-id",
+            "Jobs",
+            "--stack-name",
+            "Crashy",
+            "--token",
+            "tok-svc-other",
+            "--properties",
+            &props,
+        ],
+    )
+    .success()
+    .json();
+    assert!(other["physicalId"].is_null(), "{other}");
+
+    // A service made outside cdkd is imported and read in template shape.
+    let made = aws(&format!(
+        "c('servicediscovery').create_service(Name='handmade', NamespaceId='{namespace}', Description='by hand', Tags=[{{'Key': 'team', 'Value': 'ops'}}])['Service']"
+    ));
+    let made_id = made["Id"].as_str().unwrap().to_string();
+    let imported = call_with(
+        "AWS::ServiceDiscovery::Service",
+        "import",
+        &["--physical-id", &made_id],
+    )
+    .success()
+    .json();
+    assert_eq!(imported["attributes"]["Arn"], made["Arn"], "{imported}");
+    assert_eq!(imported["attributes"]["Name"], "handmade");
+    let read = call_with(
+        "AWS::ServiceDiscovery::Service",
+        "read_current_state",
+        &["--physical-id", &made_id],
+    )
+    .success()
+    .json();
+    assert_eq!(
+        read["properties"],
+        json!({"Name": "handmade", "NamespaceId": namespace, "Description": "by hand", "Tags": [{"Key": "team", "Value": "ops"}]})
+    );
+    let missing = call_with(
+        "AWS::ServiceDiscovery::Service",
+        "import",
+        &["--physical-id", "srv-nosuch00"],
+    );
+    assert_ne!(missing.code, Some(0), "{}", missing.stdout);
+
+    // Deleting twice: the second finds nothing, which is success.
+    for service in [&id, &made_id] {
+        for _ in 0..2 {
+            call_with(
+                "AWS::ServiceDiscovery::Service",
+                "delete",
+                &["--physical-id", service],
+            )
+            .success();
+        }
+    }
+    assert_eq!(services_in(&namespace), json!([]));
+    call_with(
+        "AWS::ServiceDiscovery::HttpNamespace",
+        "delete",
+        &["--physical-id", &namespace],
+    )
+    .success();
 }
