@@ -157,7 +157,7 @@ async fn resolve_region(
     flag: Option<&str>,
 ) -> anyhow::Result<String> {
     let fallback = context.aws().await.region();
-    store.stack_region(stack, flag, &fallback).await
+    Ok(store.stack_region(stack, flag, &fallback).await?)
 }
 
 pub(super) async fn load(

@@ -9,7 +9,7 @@ use crate::state::backend::{StateBackend, StoredState};
 use crate::state::exports_index;
 use crate::state::lock::{LockHandle, LockManager};
 use crate::state::purge::{
-    delete_versions, list_versions, purge_and_report, PurgeLogLevel, PurgedObject, Versions,
+    purge_and_report_on, remove_versions, version_ids, PurgeLogLevel, PurgedObject, Versions,
 };
 use crate::state::schema::StackState;
 use crate::state::StateError;
@@ -129,12 +129,12 @@ impl RecordStore for StateBackend {
         // Every version at once, the current one included: two round trips leave neither the
         // journal nor its history (nor a delete marker). A listing or removal that is refused
         // falls back to deleting the current version and purging the rest.
-        if let Ok(every) = list_versions(self.client(), self.bucket(), &key, Versions::Every).await
-        {
+        let storage = self.storage().as_ref();
+        if let Ok(every) = version_ids(storage, &key, Versions::Every).await {
             if every.is_empty() {
                 return Ok(());
             }
-            let report = delete_versions(self.client(), self.bucket(), &key, &every).await;
+            let report = remove_versions(storage, &key, &every).await;
             if report.failures.is_empty() {
                 return Ok(());
             }
@@ -143,9 +143,8 @@ impl RecordStore for StateBackend {
             return Ok(());
         }
         self.delete_object(&key).await?;
-        purge_and_report(
-            self.client(),
-            self.bucket(),
+        purge_and_report_on(
+            storage,
             &key,
             PurgedObject::RollbackJournal,
             PurgeLogLevel::Warn,

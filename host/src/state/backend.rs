@@ -3,20 +3,23 @@
 //! A first write sends `If-None-Match: *`, later writes `If-Match: <etag>` with the ETag
 //! exactly as S3 returned it (quotes kept). A 412 means someone else wrote in between.
 
-use aws_sdk_s3::primitives::ByteStream;
+use std::sync::Arc;
+
 use aws_sdk_s3::Client;
 
 use super::keys::{StackRef, StateKeys};
-use super::s3_error::S3Failure;
 use super::schema::{now_millis, StackState, SCHEMA_VERSION_CURRENT};
+use super::storage::{ObjectStorage, PutCondition, S3Storage};
 use super::upgrade::read_state;
 use super::StateError;
 
 /// The state bucket seen as a store of state records.
 #[derive(Debug, Clone)]
 pub struct StateBackend {
-    client: Client,
-    bucket: String,
+    storage: Arc<dyn ObjectStorage>,
+    /// The S3 client behind `storage`, for the bucket-level calls outside the seam; `None` on
+    /// in-memory storage.
+    client: Option<Client>,
     keys: StateKeys,
 }
 
@@ -53,10 +56,24 @@ impl StateBackend {
     /// A backend over `bucket` (the client must be aimed at the bucket's region).
     pub fn new(client: Client, bucket: &str, keys: StateKeys) -> StateBackend {
         StateBackend {
-            client,
-            bucket: bucket.to_string(),
+            storage: Arc::new(S3Storage::new(client.clone(), bucket)),
+            client: Some(client),
             keys,
         }
+    }
+
+    /// A backend over any [`ObjectStorage`] (the conformance suite, the engine's tests).
+    pub fn on(storage: Arc<dyn ObjectStorage>, keys: StateKeys) -> StateBackend {
+        StateBackend {
+            storage,
+            client: None,
+            keys,
+        }
+    }
+
+    /// The storage under the records.
+    pub fn storage(&self) -> &Arc<dyn ObjectStorage> {
+        &self.storage
     }
 
     /// The key layout.
@@ -66,43 +83,30 @@ impl StateBackend {
 
     /// The bucket name.
     pub fn bucket(&self) -> &str {
-        &self.bucket
+        self.storage.bucket()
     }
 
-    /// The S3 client.
+    /// The S3 client, for the calls outside the seam (bootstrap markers, gc, scrub). Those run
+    /// only on the state bucket, never on in-memory storage, where this panics.
     pub fn client(&self) -> &Client {
-        &self.client
+        self.client
+            .as_ref()
+            .expect("an S3 client: this backend is not on in-memory storage")
     }
 
     /// Reads an object, `None` when it does not exist.
     pub async fn get_object(&self, key: &str) -> Result<Option<RawObject>, StateError> {
-        match self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-        {
-            Ok(output) => {
-                let etag = output.e_tag().unwrap_or_default().to_string();
-                let body = output
-                    .body
-                    .collect()
-                    .await
-                    .map_err(|err| StateError::s3("read", key, err.to_string()))?
-                    .into_bytes()
-                    .to_vec();
-                Ok(Some(RawObject { body, etag }))
-            }
-            Err(err) => {
-                let failure = S3Failure::from_sdk(&err);
-                if failure.is_not_found() && !failure.is_no_such_bucket() {
-                    Ok(None)
-                } else {
-                    Err(StateError::from_failure("read", key, &self.bucket, failure))
-                }
-            }
+        match self.storage.get(key).await {
+            Ok(found) => Ok(found.map(|object| RawObject {
+                body: object.body,
+                etag: object.etag,
+            })),
+            Err(failure) => Err(StateError::from_failure(
+                "read",
+                key,
+                self.bucket(),
+                failure,
+            )),
         }
     }
 
@@ -157,23 +161,15 @@ impl StateBackend {
         let mut body = serde_json::to_vec_pretty(state).expect("a state record serialises");
         body.push(b'\n');
         let key = self.keys.state(stack, region);
-        let request = self
-            .client
-            .put_object()
-            .bucket(&self.bucket)
-            .key(&key)
-            .content_type("application/json")
-            .body(ByteStream::from(body.clone()));
-        let request = match previous {
+        let condition = match previous {
             Some(stored) if stored.location == StateLocation::Current => {
-                request.if_match(&stored.etag)
+                PutCondition::IfMatch(stored.etag.clone())
             }
-            _ => request.if_none_match("*"),
+            _ => PutCondition::IfAbsent,
         };
-        let etag = match request.send().await {
-            Ok(output) => output.e_tag().unwrap_or_default().to_string(),
-            Err(err) => {
-                let failure = S3Failure::from_sdk(&err);
+        let etag = match self.storage.put(&key, body.clone(), condition).await {
+            Ok(written) => written.etag,
+            Err(failure) => {
                 if failure.is_precondition_failed() {
                     // A retried write whose first attempt landed with its answer lost meets
                     // its own write: the stored record is byte for byte this one (each save
@@ -191,7 +187,7 @@ impl StateBackend {
                 return Err(StateError::from_failure(
                     "write",
                     &key,
-                    &self.bucket,
+                    self.bucket(),
                     failure,
                 ));
             }
@@ -216,68 +212,33 @@ impl StateBackend {
 
     /// Writes one JSON object unconditionally (the caller holds the stack lock).
     pub async fn put_json(&self, key: &str, body: Vec<u8>) -> Result<(), StateError> {
-        self.client
-            .put_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .content_type("application/json")
-            .body(ByteStream::from(body))
-            .send()
+        self.storage
+            .put(key, body, PutCondition::Always)
             .await
-            .map_err(|err| {
-                StateError::from_failure("write", key, &self.bucket, S3Failure::from_sdk(&err))
-            })?;
+            .map_err(|failure| StateError::from_failure("write", key, self.bucket(), failure))?;
         Ok(())
     }
 
     /// Deletes one object; one already gone counts as deleted.
     pub async fn delete_object(&self, key: &str) -> Result<(), StateError> {
-        match self
-            .client
-            .delete_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(err) => {
-                let failure = S3Failure::from_sdk(&err);
-                if failure.is_not_found() && !failure.is_no_such_bucket() {
-                    Ok(())
-                } else {
-                    Err(StateError::from_failure(
-                        "delete",
-                        key,
-                        &self.bucket,
-                        failure,
-                    ))
-                }
-            }
+        match self.storage.delete(key, None).await {
+            Ok(()) => Ok(()),
+            Err(failure) if failure.is_not_found() && !failure.is_no_such_bucket() => Ok(()),
+            Err(failure) => Err(StateError::from_failure(
+                "delete",
+                key,
+                self.bucket(),
+                failure,
+            )),
         }
     }
 
     /// Every key under `prefix`.
     pub async fn list_keys(&self, prefix: &str) -> Result<Vec<String>, StateError> {
-        let mut keys = Vec::new();
-        let mut pages = self
-            .client
-            .list_objects_v2()
-            .bucket(&self.bucket)
-            .prefix(prefix)
-            .into_paginator()
-            .send();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|err| {
-                StateError::from_failure("list", prefix, &self.bucket, S3Failure::from_sdk(&err))
-            })?;
-            keys.extend(
-                page.contents()
-                    .iter()
-                    .filter_map(|o| o.key().map(ToString::to_string)),
-            );
-        }
-        Ok(keys)
+        self.storage
+            .list_keys(prefix)
+            .await
+            .map_err(|failure| StateError::from_failure("list", prefix, self.bucket(), failure))
     }
 
     /// Every (stack, region) with a record, sorted; legacy records get their region from the

@@ -99,7 +99,11 @@ pub fn deny_external_access_policy(bucket: &str, account: &str, region: &str) ->
 }
 
 fn aws_error(what: &str, bucket: &str, failure: &S3Failure) -> StateError {
-    StateError::Aws(format!("cannot {what} for bucket {bucket}: {failure}"))
+    StateError::Bucket {
+        operation: what.to_string(),
+        bucket: bucket.to_string(),
+        detail: failure.to_string(),
+    }
 }
 
 /// Creates a hardened bucket (or confirms it is already ours) in `client`'s region.
@@ -128,14 +132,14 @@ async fn ensure_bucket(
             Err(err) => {
                 let failure = S3Failure::from_sdk(&err);
                 match failure.code.as_deref() {
-                Some("BucketAlreadyOwnedByYou") => false,
-                Some("BucketAlreadyExists") => {
-                    return Err(StateError::Aws(format!(
-                        "bucket {bucket} already exists and belongs to another account; choose another name"
-                    )))
+                    Some("BucketAlreadyOwnedByYou") => false,
+                    Some("BucketAlreadyExists") => {
+                        return Err(StateError::BucketTaken {
+                            bucket: bucket.to_string(),
+                        })
+                    }
+                    _ => return Err(aws_error("create the bucket", bucket, &failure)),
                 }
-                _ => return Err(aws_error("create the bucket", bucket, &failure)),
-            }
             }
         }
     };
@@ -426,11 +430,7 @@ where
                     .iter()
                     .map(|s| format!("{} ({})", s.stack, s.region.as_deref().unwrap_or("?")))
                     .collect();
-                return Err(StateError::Usage(format!(
-                    "the state bucket still holds {} stack record(s): {}. Destroy them (cdkd destroy / cdkd state destroy) or forget them (cdkd state orphan) first",
-                    stacks.len(),
-                    names.join(", ")
-                )));
+                return Err(StateError::StacksRemain { stacks: names });
             }
             Ok(_) | Err(StateError::NoBucket { .. }) => {}
             Err(other) => return Err(other),

@@ -131,16 +131,17 @@ pub async fn account_id(aws: &AwsEnvironment) -> Result<String, StateError> {
             .retry_partition(cdkd_aws_common::retry_partition("cdkd-sts"))
             .build(),
     );
-    let identity = sts.get_caller_identity().send().await.map_err(|err| {
-        StateError::Aws(format!(
-            "cannot find the AWS account (sts:GetCallerIdentity): {}",
-            cdkd_aws_common::error_line(&err)
-        ))
-    })?;
+    let identity = sts
+        .get_caller_identity()
+        .send()
+        .await
+        .map_err(|err| StateError::NoAccount {
+            detail: cdkd_aws_common::error_line(&err),
+        })?;
     let account = identity
         .account()
         .map(ToString::to_string)
-        .ok_or_else(|| StateError::Aws("sts:GetCallerIdentity returned no account".into()))?;
+        .ok_or(StateError::NoAccountInAnswer)?;
     if let Some(key) = access_key {
         facts.remember_account(endpoint.as_deref(), &key, &account);
     }
@@ -187,9 +188,10 @@ pub async fn bucket_exists(aws: &AwsEnvironment, name: &str) -> Result<bool, Sta
                 Some(404) => Ok(false),
                 Some(403) | Some(301) => Ok(true),
                 _ if failure.is_no_such_bucket() => Ok(false),
-                _ => Err(StateError::Aws(format!(
-                    "cannot check bucket {name}: {failure}"
-                ))),
+                _ => Err(StateError::BucketCheck {
+                    bucket: name.to_string(),
+                    detail: failure.to_string(),
+                }),
             }
         }
     }

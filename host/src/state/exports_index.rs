@@ -12,12 +12,11 @@
 
 use std::collections::BTreeMap;
 
-use aws_sdk_s3::primitives::ByteStream;
 use serde::{Deserialize, Serialize};
 
 use super::backend::StateBackend;
-use super::s3_error::S3Failure;
 use super::schema::{now_millis, StackState};
+use super::storage::PutCondition;
 use super::StateError;
 
 /// The index body's format version.
@@ -190,21 +189,13 @@ pub async fn update(
             return Ok(warnings);
         }
         let body = serde_json::to_vec_pretty(&index).expect("an index serialises");
-        let request = backend
-            .client()
-            .put_object()
-            .bucket(backend.bucket())
-            .key(&key)
-            .content_type("application/json")
-            .body(ByteStream::from(body));
-        let request = match &etag {
-            Some(etag) => request.if_match(etag),
-            None => request.if_none_match("*"),
+        let condition = match &etag {
+            Some(etag) => PutCondition::IfMatch(etag.clone()),
+            None => PutCondition::IfAbsent,
         };
-        match request.send().await {
+        match backend.storage().put(&key, body, condition).await {
             Ok(_) => return Ok(warnings),
-            Err(err) => {
-                let failure = S3Failure::from_sdk(&err);
+            Err(failure) => {
                 // Another stack's deploy wrote in between (or created it): read it again.
                 if failure.is_precondition_failed() || failure.status == Some(409) {
                     continue;

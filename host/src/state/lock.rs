@@ -10,21 +10,24 @@
 //! - Release: `DeleteObject` with `If-Match`. Only 403/501 (the condition cannot be evaluated)
 //!   fall back to an unconditional delete, after re-reading that the lock is still ours.
 //!   A release never fails the command, and a second one is a no-op.
+//!
+//! Every call goes through [`ObjectStorage`], so the conformance suite holds these rules on S3
+//! and in memory alike.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 use tokio::task::JoinHandle;
 
 use super::keys::StateKeys;
 use super::purge::{
-    delete_versions, list_noncurrent_versions, log_report, purge_and_report, PurgeFailure,
-    PurgeLogLevel, PurgedObject,
+    log_report, purge_and_report_on, remove_versions, version_ids, PurgeFailure, PurgeLogLevel,
+    PurgedObject, Versions,
 };
 use super::s3_error::S3Failure;
 use super::schema::{now_millis, LockInfo};
+use super::storage::{ObjectStorage, PutCondition, S3Storage};
 use super::StateError;
 
 /// Timing of acquisition and renewal.
@@ -106,8 +109,7 @@ fn name_of_uid(passwd: &str, uid: u32) -> Option<String> {
 /// Takes and clears stack locks in one state bucket.
 #[derive(Debug, Clone)]
 pub struct LockManager {
-    client: Client,
-    bucket: String,
+    storage: Arc<dyn ObjectStorage>,
     keys: StateKeys,
     config: LockConfig,
     owner: String,
@@ -139,8 +141,7 @@ struct Held {
 }
 
 struct Shared {
-    client: Client,
-    bucket: String,
+    storage: Arc<dyn ObjectStorage>,
     key: String,
     stack: String,
     region: String,
@@ -150,7 +151,7 @@ struct Shared {
 }
 
 /// The lock key's noncurrent versions, listed in the background while the command works.
-type History = JoinHandle<Result<Vec<aws_sdk_s3::types::ObjectIdentifier>, PurgeFailure>>;
+type History = JoinHandle<Result<Vec<String>, PurgeFailure>>;
 
 /// A held lock. Release it with [`LockHandle::release`]; dropping it only stops renewal.
 pub struct LockHandle {
@@ -203,13 +204,31 @@ impl LockManager {
         config: LockConfig,
         owner: String,
     ) -> LockManager {
+        LockManager::on(
+            Arc::new(S3Storage::new(client, bucket)),
+            keys,
+            config,
+            owner,
+        )
+    }
+
+    /// A manager acting as `owner` on any [`ObjectStorage`] (the conformance suite).
+    pub fn on(
+        storage: Arc<dyn ObjectStorage>,
+        keys: StateKeys,
+        config: LockConfig,
+        owner: String,
+    ) -> LockManager {
         LockManager {
-            client,
-            bucket: bucket.to_string(),
+            storage,
             keys,
             config,
             owner,
         }
+    }
+
+    fn bucket(&self) -> &str {
+        self.storage.bucket()
     }
 
     /// The owner string this manager writes.
@@ -223,7 +242,7 @@ impl LockManager {
         stack: &str,
         region: &str,
     ) -> Result<Option<(LockInfo, String)>, StateError> {
-        read_lock(&self.client, &self.bucket, &self.keys.lock(stack, region)).await
+        read_lock(self.storage.as_ref(), &self.keys.lock(stack, region)).await
     }
 
     /// Acquires the stack's lock, retrying a live foreign lock, taking over an expired one.
@@ -283,17 +302,8 @@ impl LockManager {
 
     /// The lock object's body and ETag, if it can be read.
     async fn stored_body(&self, key: &str) -> Option<(Vec<u8>, String)> {
-        let output = self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-            .ok()?;
-        let etag = output.e_tag().unwrap_or_default().to_string();
-        let body = output.body.collect().await.ok()?.into_bytes().to_vec();
-        Some((body, etag))
+        let object = self.storage.get(key).await.ok()??;
+        Some((object.body, object.etag))
     }
 
     /// The handle of a lock this process wrote (`body`, stored under `etag`).
@@ -307,8 +317,7 @@ impl LockManager {
         etag: String,
     ) -> LockHandle {
         let shared = Arc::new(Shared {
-            client: self.client.clone(),
-            bucket: self.bucket.clone(),
+            storage: Arc::clone(&self.storage),
             key: key.to_string(),
             stack: stack.to_string(),
             region: region.to_string(),
@@ -329,8 +338,10 @@ impl LockManager {
             self.config.renew_interval(),
         ));
         let history = {
-            let (client, bucket, key) = (self.client.clone(), self.bucket.clone(), key.to_string());
-            tokio::spawn(async move { list_noncurrent_versions(&client, &bucket, &key).await })
+            let (storage, key) = (Arc::clone(&self.storage), key.to_string());
+            tokio::spawn(
+                async move { version_ids(storage.as_ref(), &key, Versions::Noncurrent).await },
+            )
         };
         LockHandle {
             shared,
@@ -348,30 +359,16 @@ impl LockManager {
     ) -> Result<Option<LockHandle>, StateError> {
         let body = lock_body(info);
         let put = self
-            .client
-            .put_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .content_type("application/json")
-            .if_none_match("*")
-            .body(ByteStream::from(body.clone()))
-            .send()
+            .storage
+            .put(key, body.clone(), PutCondition::IfAbsent)
             .await;
         match put {
-            Ok(output) => {
-                let handle = self.hold(
-                    key,
-                    stack,
-                    region,
-                    info,
-                    body,
-                    output.e_tag().unwrap_or_default().to_string(),
-                );
-                handle.wrote(output.version_id());
+            Ok(written) => {
+                let handle = self.hold(key, stack, region, info, body, written.etag);
+                handle.wrote(written.version_id.as_deref());
                 Ok(Some(handle))
             }
-            Err(err) => {
-                let failure = S3Failure::from_sdk(&err);
+            Err(failure) => {
                 if failure.is_precondition_failed() {
                     // A retried put whose first attempt landed with its answer lost meets its
                     // own lock: the stored body is byte for byte ours (owner with pid, and
@@ -386,7 +383,7 @@ impl LockManager {
                     Err(StateError::from_failure(
                         "acquire lock",
                         key,
-                        &self.bucket,
+                        self.bucket(),
                         failure,
                     ))
                 }
@@ -402,14 +399,7 @@ impl LockManager {
         expired: &LockInfo,
         etag: &str,
     ) -> Result<bool, StateError> {
-        let deleted = self
-            .client
-            .delete_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .if_match(etag)
-            .send()
-            .await;
+        let deleted = self.storage.delete(key, Some(etag)).await;
         match deleted {
             Ok(_) => {
                 tracing::warn!(
@@ -418,9 +408,8 @@ impl LockManager {
                     expired.operation.as_deref().unwrap_or("unknown"),
                     format_deadline(expired)
                 );
-                purge_and_report(
-                    &self.client,
-                    &self.bucket,
+                purge_and_report_on(
+                    self.storage.as_ref(),
                     key,
                     PurgedObject::Lock,
                     PurgeLogLevel::Warn,
@@ -428,15 +417,14 @@ impl LockManager {
                 .await;
                 Ok(true)
             }
-            Err(err) => {
-                let failure = S3Failure::from_sdk(&err);
+            Err(failure) => {
                 if failure.is_precondition_failed() || failure.is_not_found() {
                     Ok(false)
                 } else {
                     Err(StateError::from_failure(
                         "take over lock",
                         key,
-                        &self.bucket,
+                        self.bucket(),
                         failure,
                     ))
                 }
@@ -452,27 +440,18 @@ impl LockManager {
     ) -> Result<Option<LockInfo>, StateError> {
         let key = self.keys.lock(stack, region);
         let existing = self.read(stack, region).await?;
-        let deleted = self
-            .client
-            .delete_object()
-            .bucket(&self.bucket)
-            .key(&key)
-            .send()
-            .await;
-        if let Err(err) = deleted {
-            let failure = S3Failure::from_sdk(&err);
+        if let Err(failure) = self.storage.delete(&key, None).await {
             if !failure.is_not_found() {
                 return Err(StateError::from_failure(
                     "delete lock",
                     &key,
-                    &self.bucket,
+                    self.bucket(),
                     failure,
                 ));
             }
         }
-        purge_and_report(
-            &self.client,
-            &self.bucket,
+        purge_and_report_on(
+            self.storage.as_ref(),
             &key,
             PurgedObject::Lock,
             PurgeLogLevel::Warn,
@@ -483,63 +462,38 @@ impl LockManager {
 }
 
 async fn read_lock(
-    client: &Client,
-    bucket: &str,
+    storage: &dyn ObjectStorage,
     key: &str,
 ) -> Result<Option<(LockInfo, String)>, StateError> {
-    match client.get_object().bucket(bucket).key(key).send().await {
-        Ok(output) => {
-            let etag = output.e_tag().unwrap_or_default().to_string();
-            let bytes = output
-                .body
-                .collect()
-                .await
-                .map_err(|err| StateError::s3("read lock", key, err.to_string()))?
-                .into_bytes();
+    match storage.get(key).await {
+        Ok(Some(object)) => {
             // An unreadable lock counts as expired rather than pinning the stack forever.
-            let info = serde_json::from_slice::<LockInfo>(&bytes).unwrap_or(LockInfo {
+            let info = serde_json::from_slice::<LockInfo>(&object.body).unwrap_or(LockInfo {
                 owner: "(unreadable lock)".into(),
                 timestamp: 0,
                 expires_at: serde_json::Value::Null,
                 operation: None,
             });
-            Ok(Some((info, etag)))
+            Ok(Some((info, object.etag)))
         }
-        Err(err) => {
-            let failure = S3Failure::from_sdk(&err);
-            if failure.is_not_found() && !failure.is_no_such_bucket() {
-                Ok(None)
-            } else {
-                Err(StateError::from_failure("read lock", key, bucket, failure))
-            }
-        }
+        Ok(None) => Ok(None),
+        Err(failure) => Err(StateError::from_failure(
+            "read lock",
+            key,
+            storage.bucket(),
+            failure,
+        )),
     }
 }
 
 async fn read_raw(
-    client: &Client,
-    bucket: &str,
+    storage: &dyn ObjectStorage,
     key: &str,
 ) -> Result<Option<(Vec<u8>, String)>, S3Failure> {
-    match client.get_object().bucket(bucket).key(key).send().await {
-        Ok(output) => {
-            let etag = output.e_tag().unwrap_or_default().to_string();
-            let bytes = output.body.collect().await.map_err(|err| S3Failure {
-                status: None,
-                code: None,
-                message: err.to_string(),
-            })?;
-            Ok(Some((bytes.into_bytes().to_vec(), etag)))
-        }
-        Err(err) => {
-            let failure = S3Failure::from_sdk(&err);
-            if failure.is_not_found() && !failure.is_no_such_bucket() {
-                Ok(None)
-            } else {
-                Err(failure)
-            }
-        }
-    }
+    Ok(storage
+        .get(key)
+        .await?
+        .map(|object| (object.body, object.etag)))
 }
 
 async fn renew_forever(shared: Arc<Shared>, every: Duration) {
@@ -564,32 +518,24 @@ async fn renew_once(shared: &Shared) -> bool {
     };
     let body = lock_body(&info);
     let put = shared
-        .client
-        .put_object()
-        .bucket(&shared.bucket)
-        .key(&shared.key)
-        .content_type("application/json")
-        .if_match(&etag)
-        .body(ByteStream::from(body.clone()))
-        .send()
+        .storage
+        .put(&shared.key, body.clone(), PutCondition::IfMatch(etag))
         .await;
     let deadline = info.expires_at_millis().unwrap_or_default();
     match put {
-        Ok(output) => {
+        Ok(written) => {
             let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
-            held.etag = output.e_tag().unwrap_or_default().to_string();
-            held.written
-                .extend(output.version_id().map(ToString::to_string));
+            held.etag = written.etag;
+            held.written.extend(written.version_id);
             held.body = body;
             held.deadline = deadline;
             true
         }
-        Err(err) => {
-            let failure = S3Failure::from_sdk(&err);
+        Err(failure) => {
             if failure.is_precondition_failed() {
                 // The write may have landed with its answer lost: adopt it if the stored body is
                 // exactly what we sent.
-                match read_raw(&shared.client, &shared.bucket, &shared.key).await {
+                match read_raw(shared.storage.as_ref(), &shared.key).await {
                     Ok(Some((stored, stored_etag))) if stored == body => {
                         let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
                         held.etag = stored_etag;
@@ -715,13 +661,6 @@ impl LockHandle {
         // The newest version this run wrote is the current one until the delete lands; the
         // older ones are noncurrent already and go alongside it.
         let newest = written.pop();
-        let identifier = |version: &str| {
-            aws_sdk_s3::types::ObjectIdentifier::builder()
-                .key(&shared.key)
-                .version_id(version)
-                .build()
-                .expect("key and version are set")
-        };
         if lost {
             tracing::warn!(
                 "not releasing the lock on {}: it is held by another process now",
@@ -746,23 +685,23 @@ impl LockHandle {
                 }),
                 None => Ok(Vec::new()),
             };
-            let mut own: Vec<_> = written.iter().map(|v| identifier(v)).collect();
+            let mut own = written.clone();
+            let storage = shared.storage.as_ref();
             let report = match listed {
                 Ok(mut doomed) => {
                     // A renewal before the listing ran makes the acquire's version one it lists.
-                    own.retain(|o| !doomed.iter().any(|d| d.version_id() == o.version_id()));
+                    own.retain(|o| !doomed.contains(o));
                     doomed.append(&mut own);
-                    delete_versions(&shared.client, &shared.bucket, &shared.key, &doomed).await
+                    remove_versions(storage, &shared.key, &doomed).await
                 }
                 Err(failure) => {
-                    let mut report =
-                        delete_versions(&shared.client, &shared.bucket, &shared.key, &own).await;
+                    let mut report = remove_versions(storage, &shared.key, &own).await;
                     report.failures.push(failure);
                     report
                 }
             };
             log_report(
-                &shared.bucket,
+                shared.storage.bucket(),
                 &shared.key,
                 PurgedObject::Lock,
                 PurgeLogLevel::Debug,
@@ -770,35 +709,18 @@ impl LockHandle {
             );
         };
         let delete = async {
-            let deleted = shared
-                .client
-                .delete_object()
-                .bucket(&shared.bucket)
-                .key(&shared.key)
-                .if_match(&etag)
-                .send()
-                .await;
-            match deleted {
-                Ok(_) => ReleaseOutcome::Released,
-                Err(err) => {
-                    let failure = S3Failure::from_sdk(&err);
-                    release_after_failure(shared, &failure).await
-                }
+            match shared.storage.delete(&shared.key, Some(&etag)).await {
+                Ok(()) => ReleaseOutcome::Released,
+                Err(failure) => release_after_failure(shared, &failure).await,
             }
         };
         let (outcome, ()) = tokio::join!(delete, purge);
         // Once the delete marker is current, the last heartbeat is noncurrent too. Only after
         // our own delete: deleting the current version would bring the one before it back.
         if let (ReleaseOutcome::Released, Some(newest)) = (&outcome, newest) {
-            let report = delete_versions(
-                &shared.client,
-                &shared.bucket,
-                &shared.key,
-                &[identifier(&newest)],
-            )
-            .await;
+            let report = remove_versions(shared.storage.as_ref(), &shared.key, &[newest]).await;
             log_report(
-                &shared.bucket,
+                shared.storage.bucket(),
                 &shared.key,
                 PurgedObject::Lock,
                 PurgeLogLevel::Debug,
@@ -830,7 +752,7 @@ async fn release_after_failure(shared: &Shared, failure: &S3Failure) -> ReleaseO
             ReleaseOutcome::LeftInPlace(reason)
         }
         Fallback::AfterOwnershipCheck => {
-            match read_raw(&shared.client, &shared.bucket, &shared.key).await {
+            match read_raw(shared.storage.as_ref(), &shared.key).await {
                 Err(read_failure) => {
                     let reason = format!(
                     "could not release the lock on {} ({failure}) and could not re-read it to check ownership ({read_failure}); leaving it to lapse at its deadline",
@@ -851,21 +773,11 @@ async fn release_after_failure(shared: &Shared, failure: &S3Failure) -> ReleaseO
                         );
                         return ReleaseOutcome::NotOwner;
                     }
-                    match shared
-                        .client
-                        .delete_object()
-                        .bucket(&shared.bucket)
-                        .key(&shared.key)
-                        .send()
-                        .await
-                    {
-                        Ok(_) => ReleaseOutcome::Released,
-                        Err(err) => {
-                            let reason = format!(
-                                "could not release the lock on {}: {}",
-                                shared.key,
-                                S3Failure::from_sdk(&err)
-                            );
+                    match shared.storage.delete(&shared.key, None).await {
+                        Ok(()) => ReleaseOutcome::Released,
+                        Err(failure) => {
+                            let reason =
+                                format!("could not release the lock on {}: {failure}", shared.key);
                             tracing::warn!("{reason}");
                             ReleaseOutcome::LeftInPlace(reason)
                         }

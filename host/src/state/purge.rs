@@ -6,12 +6,15 @@
 //! touches the current version, never another key, and never `state.json` (whose history is
 //! the recovery capability versioning exists for) except the versions `cdkd scrub` finds holding
 //! a secret. It fails soft: the caller logs the
-//! report's warning and carries on.
+//! report's warning and carries on. Each operation takes any [`ObjectStorage`]; the functions
+//! taking an S3 client are the same operations on the state bucket, for callers outside the
+//! state layer.
 
-use aws_sdk_s3::types::{Delete, ObjectIdentifier};
+use aws_sdk_s3::types::ObjectIdentifier;
 use aws_sdk_s3::Client;
 
 use super::s3_error::S3Failure;
+use super::storage::{ObjectStorage, ObjectVersion, S3Storage};
 
 /// The kinds of object cdkd purges, each naming itself in the warning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,8 +85,13 @@ pub enum Versions {
 
 /// Lists and removes the noncurrent versions and delete markers of exactly `key`.
 pub async fn purge_noncurrent_versions(client: &Client, bucket: &str, key: &str) -> PurgeReport {
-    match list_noncurrent_versions(client, bucket, key).await {
-        Ok(doomed) => delete_versions(client, bucket, key, &doomed).await,
+    purge_noncurrent(&S3Storage::new(client.clone(), bucket), key).await
+}
+
+/// [`purge_noncurrent_versions`] on any storage.
+pub async fn purge_noncurrent(storage: &dyn ObjectStorage, key: &str) -> PurgeReport {
+    match version_ids(storage, key, Versions::Noncurrent).await {
+        Ok(doomed) => remove_versions(storage, key, &doomed).await,
         Err(failure) => PurgeReport {
             removed: 0,
             failures: vec![failure],
@@ -107,52 +115,40 @@ pub async fn list_versions(
     key: &str,
     which: Versions,
 ) -> Result<Vec<ObjectIdentifier>, PurgeFailure> {
-    let wanted = |latest: Option<bool>| which == Versions::Every || latest == Some(false);
-    let mut doomed: Vec<ObjectIdentifier> = Vec::new();
-    let (mut key_marker, mut version_marker): (Option<String>, Option<String>) = (None, None);
-    loop {
-        let page = client
-            .list_object_versions()
-            .bucket(bucket)
-            .prefix(key)
-            .set_key_marker(key_marker.take())
-            .set_version_id_marker(version_marker.take())
-            .send()
-            .await
-            .map_err(|err| PurgeFailure {
-                key: key.to_string(),
-                reason: refused("s3:ListBucketVersions", &S3Failure::from_sdk(&err)),
-            })?;
-        // The listing is by prefix; `lock.json.bak` must not go with `lock.json`.
-        let versions = page
-            .versions()
-            .iter()
-            .filter(|v| v.key() == Some(key) && wanted(v.is_latest()))
-            .filter_map(|v| v.version_id());
-        let markers = page
-            .delete_markers()
-            .iter()
-            .filter(|m| m.key() == Some(key) && wanted(m.is_latest()))
-            .filter_map(|m| m.version_id());
-        for version_id in versions.chain(markers) {
-            doomed.push(
-                ObjectIdentifier::builder()
-                    .key(key)
-                    .version_id(version_id)
-                    .build()
-                    .expect("key and version id are set"),
-            );
-        }
-        if page.is_truncated() != Some(true) {
-            break;
-        }
-        key_marker = page.next_key_marker().map(ToString::to_string);
-        version_marker = page.next_version_id_marker().map(ToString::to_string);
-        if key_marker.is_none() && version_marker.is_none() {
-            break;
-        }
-    }
-    Ok(doomed)
+    let ids = version_ids(&S3Storage::new(client.clone(), bucket), key, which).await?;
+    Ok(ids.iter().map(|id| identifier(key, id)).collect())
+}
+
+fn identifier(key: &str, version_id: &str) -> ObjectIdentifier {
+    ObjectIdentifier::builder()
+        .key(key)
+        .version_id(version_id)
+        .build()
+        .expect("key and version id are set")
+}
+
+/// The ids of the versions and delete markers of exactly `key` that `which` names.
+pub async fn version_ids(
+    storage: &dyn ObjectStorage,
+    key: &str,
+    which: Versions,
+) -> Result<Vec<String>, PurgeFailure> {
+    let listed = storage
+        .list_versions(key)
+        .await
+        .map_err(|failure| PurgeFailure {
+            key: key.to_string(),
+            reason: refused("s3:ListBucketVersions", &failure),
+        })?;
+    // The listing is by prefix; `lock.json.bak` must not go with `lock.json`. Bodies first,
+    // then delete markers, as S3's listing returns them.
+    let wanted = |v: &&ObjectVersion| v.key == key && (which == Versions::Every || !v.is_latest);
+    let bodies = listed.iter().filter(|v| !v.delete_marker).filter(wanted);
+    let markers = listed.iter().filter(|v| v.delete_marker).filter(wanted);
+    Ok(bodies
+        .chain(markers)
+        .map(|v| v.version_id.clone())
+        .collect())
 }
 
 /// The noncurrent versions of `key` whose body `holds` (delete markers have none): the
@@ -163,25 +159,13 @@ pub async fn noncurrent_versions_holding(
     key: &str,
     holds: impl Fn(&[u8]) -> bool,
 ) -> Result<Vec<ObjectIdentifier>, PurgeFailure> {
+    let storage = S3Storage::new(client.clone(), bucket);
     let mut holding = Vec::new();
-    for version in list_noncurrent_versions(client, bucket, key).await? {
-        let Some(version_id) = version.version_id() else {
-            continue;
-        };
-        let body = match client
-            .get_object()
-            .bucket(bucket)
-            .key(key)
-            .version_id(version_id)
-            .send()
-            .await
-        {
-            Ok(object) => object.body.collect().await.map(|b| b.to_vec()).ok(),
-            // A delete marker has no body to hold anything.
-            Err(_) => None,
-        };
+    for version_id in version_ids(&storage, key, Versions::Noncurrent).await? {
+        // A delete marker has no body to hold anything.
+        let body = storage.get_version(key, &version_id).await.ok();
         if body.as_deref().is_some_and(&holds) {
-            holding.push(version);
+            holding.push(identifier(key, &version_id));
         }
     }
     Ok(holding)
@@ -194,44 +178,41 @@ pub async fn delete_versions(
     key: &str,
     doomed: &[ObjectIdentifier],
 ) -> PurgeReport {
+    let ids: Vec<String> = doomed
+        .iter()
+        .filter_map(|o| o.version_id().map(ToString::to_string))
+        .collect();
+    remove_versions(&S3Storage::new(client.clone(), bucket), key, &ids).await
+}
+
+/// [`delete_versions`] on any storage, by version id.
+pub async fn remove_versions(
+    storage: &dyn ObjectStorage,
+    key: &str,
+    doomed: &[String],
+) -> PurgeReport {
     let mut report = PurgeReport::default();
     for batch in doomed.chunks(1000) {
-        let delete = Delete::builder()
-            .set_objects(Some(batch.to_vec()))
-            .quiet(true)
-            .build()
-            .expect("objects are set");
-        match client
-            .delete_objects()
-            .bucket(bucket)
-            .delete(delete)
-            .send()
-            .await
-        {
-            Ok(answer) => {
+        match storage.delete_versions(key, batch).await {
+            Ok(codes) => {
                 // DeleteObjects succeeds overall and reports refusals per key; a version that is
                 // already gone is what the purge wanted.
-                let refusals: Vec<_> = answer
-                    .errors()
-                    .iter()
-                    .filter(|e| e.code() != Some("NoSuchVersion"))
-                    .collect();
+                let refusals: Vec<_> = codes.iter().filter(|c| *c != "NoSuchVersion").collect();
                 report.removed += batch.len() - refusals.len();
                 if let Some(first) = refusals.first() {
                     report.failures.push(PurgeFailure {
                         key: key.to_string(),
                         reason: format!(
-                            "{}: s3:DeleteObjectVersion, {} of {} versions refused",
-                            first.code().unwrap_or("Error"),
+                            "{first}: s3:DeleteObjectVersion, {} of {} versions refused",
                             refusals.len(),
                             batch.len()
                         ),
                     });
                 }
             }
-            Err(err) => report.failures.push(PurgeFailure {
+            Err(failure) => report.failures.push(PurgeFailure {
                 key: key.to_string(),
-                reason: refused("s3:DeleteObjectVersion", &S3Failure::from_sdk(&err)),
+                reason: refused("s3:DeleteObjectVersion", &failure),
             }),
         }
     }
@@ -272,8 +253,18 @@ pub async fn purge_and_report(
     object: PurgedObject,
     level: PurgeLogLevel,
 ) -> PurgeReport {
-    let report = purge_noncurrent_versions(client, bucket, key).await;
-    log_report(bucket, key, object, level, &report);
+    purge_and_report_on(&S3Storage::new(client.clone(), bucket), key, object, level).await
+}
+
+/// [`purge_and_report`] on any storage.
+pub async fn purge_and_report_on(
+    storage: &dyn ObjectStorage,
+    key: &str,
+    object: PurgedObject,
+    level: PurgeLogLevel,
+) -> PurgeReport {
+    let report = purge_noncurrent(storage, key).await;
+    log_report(storage.bucket(), key, object, level, &report);
     report
 }
 
