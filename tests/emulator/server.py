@@ -96,6 +96,14 @@ import cognito_service  # noqa: E402,F401  (Cognito user pool domains as AWS has
 import appautoscaling_service  # noqa: E402,F401  (Application Auto Scaling as AWS has it: targets need their resource, policies their target, deregister takes policies along, tags)
 from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402
+from moto.core.base_backend import BaseBackend  # noqa: E402
+
+# moto's /moto-api/reset re-creates every region backend (`BaseBackend.reset`: `__init__` again)
+# and then drops them all (`BackendDict.reset` clears every account right after), so a reset paid
+# for building EC2's default VPCs and AMI catalogue once more for nothing: seconds per emulator
+# test. The clear alone resets; S3's own `reset` still closes its files and frees bucket names
+# before it reaches this one.
+BaseBackend.reset = lambda self: None
 
 # No Docker engine here: moto's own Lambda execution is off from the start (functions live in
 # moto's "simple" backend, whose canned answer is what unsupported runtimes get); the emulator
