@@ -14,13 +14,11 @@ profile=${CDKD_INSTALL_PROFILE:-release}
 cd "$repo"
 # The plugins of the bundled file: name and library file.
 mapfile -t entries < <(awk -F'"' '/^name = /{name=$2} /^path = /{n=split($2, parts, "/"); print name " " parts[n]}' plugins.toml)
-packages=(-p cdkd)
-for entry in "${entries[@]}"; do
-  packages+=(-p "cdkd-provider-${entry%% *}")
-done
 flags=()
 [ "$profile" = release ] && flags=(--release)
-cargo build "${flags[@]}" "${packages[@]}"
+# The whole workspace, not `-p` per plugin: a narrower package set resolves other features for
+# the shared AWS SDK crates and would compile them all a second time beside the workspace build.
+cargo build "${flags[@]}" --workspace
 mkdir -p "$prefix/bin" "$prefix/lib/cdkd/plugins"
 install -m 755 "target/$profile/cdkd" "$prefix/bin/cdkd"
 for entry in "${entries[@]}"; do
