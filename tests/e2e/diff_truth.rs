@@ -154,6 +154,7 @@ macro_rules! no_difference_after_deploy {
 no_difference_after_deploy! {
     alb_diffs_clean: "alb";
     app_diffs_clean: "app";
+    appscaling_diffs_clean: "appscaling";
     asg_diffs_clean: "asg";
     autodelete_diffs_clean: "autodelete";
     children_diffs_clean: "children";
