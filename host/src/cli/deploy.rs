@@ -420,6 +420,7 @@ pub(super) async fn deploy_until(
             id: stack.id.clone(),
             dependencies: waits.waits[&stack.id].clone(),
             priority: 0,
+            expected: std::time::Duration::ZERO,
             lane: None,
         })
         .collect();

@@ -1,4 +1,5 @@
-//! `cdkd diff [stacks] [--all] [--json] [--fail]`: the app's stacks against their state.
+//! `cdkd diff [stacks] [--all] [--json] [--fail] [--critical-path]`: the app's stacks against
+//! their state.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -13,6 +14,7 @@ use crate::analyzer::intrinsics::{contains_unknown, is_unknown};
 use crate::analyzer::plan::StackPlan;
 use crate::analyzer::security::SecurityChanges;
 use crate::analyzer::template::Template;
+use crate::deployment::expected_time::{routed_critical_path, CriticalPath, ExpectedTimes, Route};
 use crate::deployment::external::StateSnapshot;
 use crate::deployment::planning::{plan_tree, PlannedTree};
 use crate::deployment::prepare::Preparation;
@@ -43,6 +45,33 @@ pub struct DiffArgs {
     parameters: Vec<String>,
     #[command(flatten)]
     cfn_fallback: super::deploy::CfnFallbackArgs,
+    /// Also the plan's critical path: the longest chain of dependent operations by expected AWS
+    /// time, each on its route (plugin or Cloud Control).
+    #[arg(long)]
+    critical_path: bool,
+}
+
+/// Prints a stack's critical path (`--critical-path`).
+fn print_critical_path(path: &CriticalPath) {
+    let seconds = |ms: u64| format!("{:.1} s", ms as f64 / 1000.0);
+    println!(
+        "Critical path (expected AWS time): {}",
+        seconds(path.total_ms)
+    );
+    for step in &path.steps {
+        let route = match step.route {
+            Route::Sdk => "plugin",
+            Route::CloudControl => "Cloud Control",
+        };
+        let operation = format!("{:?}", step.operation).to_lowercase();
+        println!(
+            "  {:>8}  {} ({}) {operation} via {route}",
+            seconds(step.expected_ms),
+            step.logical_id,
+            step.resource_type
+        );
+    }
+    println!();
 }
 
 struct Palette {
@@ -253,10 +282,31 @@ pub async fn run(context: &CommandContext, args: DiffArgs) -> anyhow::Result<Exi
             .await?;
         let tree = plan_tree(&registry, &live, &input, &snapshot).await?;
         any_change |= tree.has_changes();
+        let critical = if args.critical_path {
+            let table = ExpectedTimes::current().map_err(|err| anyhow::anyhow!(err))?;
+            let recorded = snapshot.record(&tree.stack_name, &tree.region);
+            let nested = input.children.keys().cloned().collect();
+            Some(routed_critical_path(
+                &registry,
+                &tree.stack_name,
+                &tree.plan,
+                &input.template,
+                &nested,
+                recorded,
+                table,
+            ))
+        } else {
+            None
+        };
         if args.json {
-            documents.push(stack_json(&tree));
+            let mut document = stack_json(&tree);
+            if let Some(path) = &critical {
+                document["criticalPath"] = serde_json::to_value(path)?;
+            }
+            documents.push(document);
         } else {
             print_tree(&stack.display_name, &tree, &palette);
+            critical.iter().for_each(print_critical_path);
         }
     }
     if args.json {

@@ -137,11 +137,27 @@ pub fn deletion_tasks<'r>(
         .into_iter()
         .map(|(id, dependencies)| Task {
             lane: Some(service_of(&doomed[&id].resource_type)),
+            expected: expected_delete(doomed[&id]),
             id,
             dependencies,
             priority: 0,
         })
         .collect()
+}
+
+/// A delete's expected AWS time, to order ready deletes longest pole first (zero when that is
+/// off or the expected-times file is unreadable: the deploy's pre-flight reports the file).
+fn expected_delete(record: &ResourceState) -> std::time::Duration {
+    use super::expected_time::{longest_pole_first, ExpectedTimes, Operation, Route};
+    match ExpectedTimes::current() {
+        Ok(table) if longest_pole_first() => table.expected(
+            &record.resource_type,
+            Some(&record.properties),
+            Route::recorded(record.provisioned_by),
+            Operation::Delete,
+        ),
+        _ => std::time::Duration::ZERO,
+    }
 }
 
 /// Deletes one recorded resource through the provider that owns it.

@@ -1,7 +1,10 @@
 //! The event-driven DAG executor: a task starts the moment its own dependencies are done (no
 //! level barrier), at most `concurrency` at a time and, for a task in a service's lane, when
-//! that lane has room ([`Lanes`]: limits per AWS service that adapt to throttling); ready tasks
-//! with more transitive dependents first. On the first failure (or a stop request) nothing new
+//! that lane has room ([`Lanes`]: limits per AWS service that adapt to throttling). Ready tasks go
+//! longest pole first: the longest remaining critical path (the task's own expected time plus the
+//! longest expected chain of tasks that wait for it), so a slow wait starts before quick work
+//! nothing waits on and overlaps with the rest; ties (and tasks without expected times) by
+//! `priority`, then by id. On the first failure (or a stop request) nothing new
 //! starts, work in flight finishes, and every task that did not run is reported skipped. It
 //! knows nothing of AWS: a task is an id, an optional lane and a future.
 
@@ -22,8 +25,10 @@ pub struct Task {
     pub id: String,
     /// Ids that must finish first (ids not in the task list are ignored).
     pub dependencies: BTreeSet<String>,
-    /// Higher runs first among ready tasks.
+    /// Among ready tasks with equal remaining critical paths, higher runs first.
     pub priority: usize,
+    /// How long it is expected to take (zero when unknown).
+    pub expected: Duration,
     /// The lane it runs in (its AWS service), when the executor has lanes.
     pub lane: Option<String>,
 }
@@ -74,9 +79,9 @@ impl Executor {
     }
 
     /// Runs every task through `work`; `stop` is checked before each dispatch.
-    pub async fn run<F, Fut>(
+    pub async fn run<'t, F, Fut>(
         &self,
-        tasks: &[Task],
+        tasks: &'t [Task],
         stop: &tokio::sync::watch::Receiver<bool>,
         work: F,
     ) -> BTreeMap<String, Outcome>
@@ -88,7 +93,15 @@ impl Executor {
         let by_id: BTreeMap<&str, &Task> = tasks.iter().map(|t| (t.id.as_str(), t)).collect();
         let mut waiting: BTreeMap<&str, usize> = BTreeMap::new();
         let mut dependents: BTreeMap<&str, Vec<&Task>> = BTreeMap::new();
-        let mut ready: BinaryHeap<(usize, Reverse<&str>)> = BinaryHeap::new();
+        let remaining = remaining_paths(tasks, &known);
+        let key = |task: &'t Task| {
+            (
+                remaining[task.id.as_str()],
+                task.priority,
+                Reverse(task.id.as_str()),
+            )
+        };
+        let mut ready: BinaryHeap<(Duration, usize, Reverse<&str>)> = BinaryHeap::new();
         for task in tasks {
             let count = task
                 .dependencies
@@ -107,7 +120,7 @@ impl Executor {
             }
             waiting.insert(task.id.as_str(), count);
             if count == 0 {
-                ready.push((task.priority, Reverse(task.id.as_str())));
+                ready.push(key(task));
             }
         }
         let mut outcomes: BTreeMap<String, Outcome> = BTreeMap::new();
@@ -124,7 +137,7 @@ impl Executor {
                 let Some(entry) = ready.pop() else {
                     break;
                 };
-                let task = by_id[entry.1 .0];
+                let task = by_id[entry.2 .0];
                 if !self.admit(task) {
                     held.push(entry);
                     continue;
@@ -168,7 +181,7 @@ impl Executor {
                             .expect("dependents are tasks");
                         *count -= 1;
                         if *count == 0 {
-                            ready.push((dependent.priority, Reverse(dependent.id.as_str())));
+                            ready.push(key(dependent));
                         }
                     }
                     outcomes.insert(id, Outcome::Done);
@@ -189,6 +202,57 @@ impl Executor {
     }
 }
 
+/// Each task's remaining critical path: its expected time plus the longest over the tasks that
+/// wait for it (ids outside `known` are not waited for).
+fn remaining_paths<'t>(tasks: &'t [Task], known: &BTreeSet<&str>) -> BTreeMap<&'t str, Duration> {
+    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut waiting: BTreeMap<&str, usize> = BTreeMap::new();
+    for task in tasks {
+        let dependencies: BTreeSet<&str> = (task.dependencies.iter())
+            .map(String::as_str)
+            .filter(|d| known.contains(d) && *d != task.id)
+            .collect();
+        for dependency in &dependencies {
+            dependents
+                .entry(*dependency)
+                .or_default()
+                .push(task.id.as_str());
+        }
+        waiting.insert(task.id.as_str(), dependencies.len());
+    }
+    // Dependencies first (Kahn's order), then summed from the last task back.
+    let mut order: Vec<&str> = (waiting.iter())
+        .filter(|(_, count)| **count == 0)
+        .map(|(id, _)| *id)
+        .collect();
+    let mut next = 0;
+    while next < order.len() {
+        for dependent in dependents.get(order[next]).into_iter().flatten() {
+            let count = waiting.get_mut(dependent).expect("dependents are tasks");
+            *count -= 1;
+            if *count == 0 {
+                order.push(*dependent);
+            }
+        }
+        next += 1;
+    }
+    let expected: BTreeMap<&str, Duration> =
+        tasks.iter().map(|t| (t.id.as_str(), t.expected)).collect();
+    let mut remaining: BTreeMap<&str, Duration> = BTreeMap::new();
+    for id in order.iter().rev() {
+        let after = (dependents.get(id).into_iter().flatten())
+            .map(|d| remaining[d])
+            .max()
+            .unwrap_or_default();
+        remaining.insert(*id, expected[id] + after);
+    }
+    // Tasks on a cycle never become ready; they still need a key.
+    for task in tasks {
+        remaining.entry(task.id.as_str()).or_insert(task.expected);
+    }
+    remaining
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +264,7 @@ mod tests {
             id: id.into(),
             dependencies: deps.iter().map(|d| d.to_string()).collect(),
             priority,
+            expected: Duration::ZERO,
             lane: None,
         }
     }
@@ -371,5 +436,85 @@ mod tests {
             .filter(|(id, at)| id.starts_with('q') && **at == 0)
             .count();
         assert_eq!(at_once, ADAPTIVE_START, "the others waited for a place");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn ready_tasks_go_longest_pole_first_so_the_slow_chain_starts_at_once() {
+        // Two slots. Quick work that nothing waits on is listed (and named) first, and has
+        // more dependents than the slow chain's head: FIFO or dependent counts would start the
+        // NAT gateway last and finish at 90 + its route; longest pole first starts it at 0.
+        let timed = |id: &str, deps: &[&str], priority, ms| Task {
+            expected: Duration::from_millis(ms),
+            ..task(id, deps, priority)
+        };
+        let tasks = [
+            timed("a-queue", &[], 2, 5),
+            timed("a-topic", &[], 2, 5),
+            timed("a-policy", &["a-queue", "a-topic"], 0, 5),
+            timed("b-subnet", &[], 1, 10),
+            timed("c-nat", &["b-subnet"], 1, 90),
+            timed("d-route", &["c-nat"], 0, 10),
+        ];
+        let started: Arc<Mutex<BTreeMap<String, u128>>> = Arc::default();
+        let origin = tokio::time::Instant::now();
+        let by_id: BTreeMap<String, Duration> =
+            tasks.iter().map(|t| (t.id.clone(), t.expected)).collect();
+        let outcomes = Executor::fixed(2)
+            .run(&tasks, &no_stop(), |id| {
+                let started = Arc::clone(&started);
+                let takes = by_id[&id];
+                async move {
+                    started
+                        .lock()
+                        .unwrap()
+                        .insert(id, origin.elapsed().as_millis());
+                    tokio::time::sleep(takes).await;
+                    Ok(())
+                }
+            })
+            .await;
+        assert!(outcomes.values().all(|o| *o == Outcome::Done));
+        let started = started.lock().unwrap();
+        assert_eq!(
+            started["b-subnet"], 0,
+            "the slow chain's head first: {started:?}"
+        );
+        assert_eq!(started["c-nat"], 10, "{started:?}");
+        assert_eq!(
+            started["d-route"], 100,
+            "the critical path, 110 ms: {started:?}"
+        );
+        assert!(
+            started["a-policy"] < 100,
+            "quick work fills the other slot: {started:?}"
+        );
+    }
+
+    #[test]
+    fn remaining_paths_add_the_longest_chain_after_each_task() {
+        let timed = |id: &str, deps: &[&str], ms| Task {
+            expected: Duration::from_millis(ms),
+            ..task(id, deps, 0)
+        };
+        let tasks = [
+            timed("role", &[], 8),
+            timed("policy", &["role"], 1),
+            timed("function", &["role", "policy"], 4),
+            timed("url", &["function"], 1),
+            timed("alone", &["elsewhere"], 3),
+        ];
+        let known = tasks.iter().map(|t| t.id.as_str()).collect();
+        let remaining = remaining_paths(&tasks, &known);
+        let ms = |id: &str| remaining[id].as_millis();
+        assert_eq!(
+            (
+                ms("role"),
+                ms("policy"),
+                ms("function"),
+                ms("url"),
+                ms("alone")
+            ),
+            (14, 6, 5, 1, 3)
+        );
     }
 }

@@ -7,6 +7,7 @@ pub mod destroy;
 pub mod drift;
 pub mod engine;
 pub mod executor;
+pub mod expected_time;
 pub mod export;
 pub mod external;
 #[cfg(test)]

@@ -24,6 +24,7 @@ use self::write_ahead::WriteAhead;
 use super::deletes::{is_snapshot, no_snapshot_path};
 use super::engine::Engine;
 use super::executor::{Executor, Outcome, Task};
+use super::expected_time::{longest_pole_first, plan_durations, ExpectedTimes};
 use super::external::StateSnapshot;
 use super::ledger::Ledger;
 use super::nested::{nested_ids, ChildDeploys, NestedStacks, WithNested};
@@ -246,6 +247,7 @@ impl Engine<'_> {
         .await?;
 
         // Pre-flight: every resource must have somewhere to go, before anything changes.
+        ExpectedTimes::current().map_err(|err| DeployFailed(format!("stack {stack}: {err}")))?;
         let decisions = self
             .route(
                 input,
@@ -502,6 +504,13 @@ impl Engine<'_> {
 impl StackRun<'_> {
     /// Runs every resource step in dependency order; reports what was skipped.
     async fn execute(&self) -> BTreeMap<String, Outcome> {
+        // Longest pole first: each task's expected AWS time on its route.
+        let expected = match ExpectedTimes::current() {
+            Ok(table) if longest_pole_first() => {
+                plan_durations(&self.planned, &self.input.template, &self.decisions, table)
+            }
+            _ => BTreeMap::new(),
+        };
         let tasks: Vec<Task> = self
             .planned
             .graph
@@ -513,6 +522,7 @@ impl StackRun<'_> {
                     id: id.clone(),
                     dependencies: node.dependencies.clone(),
                     priority: node.priority,
+                    expected: expected.get(id).map_or(Duration::ZERO, |(_, _, d)| *d),
                     lane: Some(service_of(&self.input.template.resources[id].kind)),
                 }
             })
