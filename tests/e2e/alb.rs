@@ -5,7 +5,7 @@
 //! and in the state file, through a no-change deploy, an in-place update, a replacement, drift,
 //! import and destroy.
 
-use cdkd_tests::{cdkd_on, workspace_root, AppWorld, Emulator};
+use cdkd_tests::{cdkd_on, one_at_a_time, workspace_root, AppWorld, Emulator};
 use serde_json::{json, Value};
 
 const STACK: &str = "AlbStack";
@@ -17,15 +17,6 @@ const FN_RULE: &str = "LBHttpFnRuleA5D38898";
 const OLD_RULE: &str = "LBHttpOldRuleE62D62C8";
 const EXTRA_CERT: &str = "LBHttpsExtra1548F9839";
 const HANDLER: &str = "Handler886CB40B";
-
-// The tests count the emulator's ELBv2 calls, which every test in this binary makes: one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 fn aws(expression: &str) -> Value {
     Emulator::shared().boto(expression)
@@ -41,18 +32,6 @@ fn physical(world: &AppWorld, id: &str) -> String {
 fn deploy(world: &AppWorld) -> cdkd_tests::Run {
     let app = world.assembly.path().display().to_string();
     world.cdkd(&["deploy", "-a", &app, STACK]).success()
-}
-
-/// The emulator's ELBv2 calls since its stats were last cleared.
-fn elb_calls() -> Vec<String> {
-    let stats = Emulator::shared().get("/_emulator/stats");
-    stats
-        .as_object()
-        .unwrap()
-        .keys()
-        .filter(|k| k.starts_with("elasticloadbalancing:"))
-        .cloned()
-        .collect()
 }
 
 /// Imports the app's two certificates into the emulator's ACM and puts their ARNs in place of
@@ -81,7 +60,8 @@ fn set_ready_after(ms: u64) {
 
 #[test]
 fn an_application_load_balancer_with_a_lambda_target_deploys_through_the_plugin() {
-    let _serial = serial();
+    // The tests count the emulator's ELBv2 calls, which every test in this binary makes.
+    let _serial = one_at_a_time();
     let world = world_with_certificates();
     // The load balancer stays `provisioning` for the whole deploy: the deploy must not wait for
     // `active` (a listener and a target group can use a provisioning load balancer).
@@ -204,7 +184,10 @@ fn an_application_load_balancer_with_a_lambda_target_deploys_through_the_plugin(
     Emulator::shared().delete("/_emulator/stats");
     let again = deploy(&world);
     assert!(again.stdout.contains("unchanged"), "{}", again.stdout);
-    assert_eq!(elb_calls(), Vec::<String>::new());
+    assert_eq!(
+        Emulator::shared().calls("elasticloadbalancing:"),
+        Vec::<String>::new()
+    );
 
     // In place: the HTTP listener's message, the redirect rule's priority and path, the load
     // balancer's idle timeout and tags.
@@ -344,7 +327,7 @@ fn network() -> (String, String, String) {
 
 #[test]
 fn a_load_balancer_and_target_group_made_outside_cdkd_are_imported_and_read() {
-    let _serial = serial();
+    let _serial = one_at_a_time();
     let (vpc, a, b) = network();
     let lb = aws(&format!(
         "c('elbv2').create_load_balancer(Name='handmade-lb', Subnets=['{a}', '{b}'], Tags=[{{'Key': 'team', 'Value': 'ops'}}])['LoadBalancers'][0]['LoadBalancerArn']"
@@ -408,7 +391,7 @@ fn a_load_balancer_and_target_group_made_outside_cdkd_are_imported_and_read() {
 
 #[test]
 fn what_an_interrupted_create_made_is_found_by_its_name_or_in_its_parent() {
-    let _serial = serial();
+    let _serial = one_at_a_time();
     let (vpc, a, b) = network();
     // A load balancer whose name the create generated from its token is found by that name;
     // another token finds nothing.

@@ -126,6 +126,19 @@ impl Emulator {
         http("DELETE", &format!("{}{path}", self.endpoint), None)
     }
 
+    /// The calls (`service:Operation`) whose names start with `prefix` (`elasticloadbalancing:`,
+    /// `wafv2:`) since the stats were last cleared (`delete("/_emulator/stats")`): what a
+    /// no-change deploy must not have sent.
+    pub fn calls(&self, prefix: &str) -> Vec<String> {
+        self.get("/_emulator/stats")
+            .as_object()
+            .expect("the emulator's stats are an object")
+            .keys()
+            .filter(|k| k.starts_with(prefix))
+            .cloned()
+            .collect()
+    }
+
     /// Environment variables that point cdkd (and the AWS SDK) at this emulator.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         vec![

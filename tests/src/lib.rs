@@ -18,6 +18,16 @@ use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// Holds the tests of one binary to one at a time while the guard lives: a test that counts the
+/// emulator's calls ([`Emulator::calls`]) must not see another test's. Each e2e binary links its
+/// own harness, so the binaries still run side by side.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Polls `probe` until it answers, at most `timeout`; fails the test naming `what` otherwise.
 /// Waits grow from 10 ms to 200 ms, so a quick condition is seen at once and a slow one does
 /// not hammer what it polls.
