@@ -2,9 +2,9 @@
 //!
 //! The library behind the `cdkd` binary. Layers, each using only those to its right:
 //! [`cli`] → [`local`] → [`deployment`] → [`assets`] → [`synthesis`] → [`provisioning`] →
-//! [`analyzer`] → [`state`] → [`aws_facts`] → [`aws_env`]. (`deployment` also uses
-//! `provisioning` through its seam, [`provisioning::operations`]; `synthesis` needs only
-//! `analyzer`.)
+//! [`cloudformation`] → [`analyzer`] → [`state`] → [`aws_facts`] → [`aws_env`]. (`deployment`
+//! also uses `provisioning` through its seam, [`provisioning::operations`], and CloudFormation
+//! through [`cloudformation::CloudFormationApi`]; `synthesis` needs only `analyzer`.)
 //! Provider plugins are loaded through `cdkd-provider-api`; this crate holds no `unsafe`.
 
 #![forbid(unsafe_code)]
@@ -14,6 +14,7 @@ pub mod assets;
 pub mod aws_env;
 pub mod aws_facts;
 pub mod cli;
+pub mod cloudformation;
 pub mod deployment;
 pub mod local;
 pub mod provisioning;

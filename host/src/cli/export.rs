@@ -10,12 +10,12 @@ use serde_json::Value;
 
 use super::app::{load_assembly, stack_target, AppArgs};
 use super::CommandContext;
+use crate::cloudformation::{BucketStaging, CloudFormation};
 use crate::deployment::export::destination::Destinations;
 use crate::deployment::export::handover::{Handover, Phases};
 use crate::deployment::export::plan::{Blocked, ExportPlan, Import, PlanOptions};
 use crate::deployment::export::tree::{Loader, TreeStack};
 use crate::deployment::export::{reads_of, template};
-use crate::deployment::migrate::CloudFormation;
 use crate::provisioning::providers::LiveProviders;
 use crate::provisioning::type_schemas::TypeSchemas;
 use crate::synthesis::selection::select;
@@ -342,7 +342,8 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
         }
         Handover {
             cloudformation: &cloudformation,
-            store: &store,
+            records: &store.backend,
+            staging: &BucketStaging::new(store.backend.clone(), &region),
             live: &live,
             region: &region,
         }

@@ -8,20 +8,18 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::app::{load_assembly, stack_target, AppArgs};
 use super::CommandContext;
 use crate::analyzer::template::Template;
-use crate::deployment::deploy::StackInput;
+use crate::cloudformation::{BucketStaging, CloudFormation};
 use crate::deployment::engine::Engine;
 use crate::deployment::external::StateSnapshot;
 use crate::deployment::import::{ImportRequest, Imported};
-use crate::deployment::migrate::{CloudFormation, StackResource};
-use crate::deployment::nested::stack_id;
+use crate::deployment::migrate::Migration;
 use crate::deployment::prepare::Preparation;
 use crate::deployment::report::Reporter;
-use crate::provisioning::preflight::NESTED_STACK;
 use crate::provisioning::providers::LiveProviders;
 use crate::synthesis::selection::select;
 
@@ -96,131 +94,6 @@ fn mapping(args: &ImportArgs) -> anyhow::Result<BTreeMap<String, String>> {
     Ok(mapping)
 }
 
-/// Adopting a CloudFormation stack's resources, its nested stacks' first (each into its own
-/// record, leaf first), so a parent records its children's ids and outputs.
-struct Migration<'a> {
-    engine: &'a Engine<'a>,
-    cloudformation: &'a CloudFormation,
-    snapshot: &'a StateSnapshot,
-    force: bool,
-    /// Check and read the whole tree, write nothing.
-    dry_run: bool,
-}
-
-/// Each record's import lines, children before their parents.
-type Adopted = Vec<(String, Vec<Imported>)>;
-
-impl Migration<'_> {
-    /// Imports `input`'s stack from CloudFormation stack `source` (with `given` ids winning),
-    /// and answers the stack's outputs as CloudFormation reports them.
-    async fn adopt(
-        &self,
-        input: &StackInput,
-        source: &str,
-        given: BTreeMap<String, String>,
-    ) -> anyhow::Result<(Adopted, Map<String, Value>)> {
-        let template = &input.template;
-        let registry = self.engine.registry;
-        let mut mapping = BTreeMap::new();
-        let mut children = BTreeMap::new();
-        let mut problems = Vec::new();
-        for resource in self.cloudformation.resources(source).await? {
-            let StackResource {
-                logical_id,
-                resource_type,
-                physical_id,
-            } = resource;
-            if resource_type == "AWS::CDK::Metadata" {
-                continue;
-            }
-            match template.resources.get(&logical_id) {
-                None => problems.push(format!(
-                    "{logical_id} ({resource_type}) is in CloudFormation stack {source} but not in the app's template: is this the app that made the stack?"
-                )),
-                Some(declared) if declared.kind != resource_type => problems.push(format!(
-                    "{logical_id} is a {resource_type} in CloudFormation stack {source} and a {} in the template",
-                    declared.kind
-                )),
-                Some(_) if resource_type == NESTED_STACK => {
-                    match (physical_id, input.children.get(&logical_id)) {
-                        (Some(child_source), Some(child)) => {
-                            children.insert(logical_id, (child_source, child));
-                        }
-                        (None, _) => problems.push(format!(
-                            "{logical_id}: CloudFormation reports no stack for this nested stack"
-                        )),
-                        (_, None) => problems.push(format!(
-                            "{logical_id}: the nested stack's template is not in the cloud assembly"
-                        )),
-                    }
-                }
-                Some(_) => {
-                    let composite = registry
-                        .schema(&resource_type)
-                        .is_some_and(|schema| schema.composite_id.is_some());
-                    match physical_id {
-                        Some(id) => {
-                            mapping.insert(logical_id, id);
-                        }
-                        // Built from the template's properties by the import.
-                        None if composite => {
-                            mapping.insert(logical_id, String::new());
-                        }
-                        None => problems.push(format!(
-                            "{logical_id}: CloudFormation reports no physical id for it; pass --resource {logical_id}=<id>"
-                        )),
-                    }
-                }
-            }
-        }
-        if !problems.is_empty() {
-            anyhow::bail!(
-                "cdkd import --migrate-from-cloudformation {source}: nothing was imported:\n  - {}",
-                problems.join("\n  - ")
-            );
-        }
-        // `--resource` entries win over what CloudFormation reports.
-        mapping.extend(given);
-
-        let mut adopted = Vec::new();
-        let mut nested = BTreeMap::new();
-        for (logical_id, (child_source, child)) in children {
-            // The values the parent passed down, as CloudFormation holds them (the parent's
-            // own resources are adopted after their children).
-            let mut child = child.clone();
-            child.parameters = self.cloudformation.values(&child_source).await?.0;
-            let (lines, outputs) =
-                Box::pin(self.adopt(&child, &child_source, BTreeMap::new())).await?;
-            adopted.extend(lines);
-            let context = &child.context;
-            let id = stack_id(
-                crate::aws_env::partition(&context.region),
-                &context.region,
-                &context.account,
-                &context.stack_name,
-            );
-            let attributes = outputs
-                .iter()
-                .map(|(name, value)| (format!("Outputs.{name}"), value.clone()))
-                .collect();
-            nested.insert(logical_id, (id, attributes));
-        }
-        let (_, outputs) = self.cloudformation.values(source).await?;
-        let request = ImportRequest {
-            resources: mapping,
-            force: self.force,
-            dry_run: self.dry_run,
-            derive_composites: true,
-            nested,
-            outputs: Some(outputs.clone()),
-            ..ImportRequest::default()
-        };
-        let lines = self.engine.import(input, self.snapshot, &request).await?;
-        adopted.push((input.context.stack_name.clone(), lines));
-        Ok((adopted, outputs))
-    }
-}
-
 /// `cdkd import`.
 pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<ExitCode> {
     let resources = mapping(&args)?;
@@ -288,13 +161,9 @@ pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<E
                 cloudformation: &cloudformation,
                 snapshot: &snapshot,
                 force: args.force,
-                dry_run: true,
+                dry_run: false,
             };
-            // The whole tree is checked first: a nested stack's record is written only when
-            // every stack of the tree can be imported.
-            migration.adopt(&input, source, resources.clone()).await?;
-            migration.dry_run = false;
-            migration.adopt(&input, source, resources).await?.0
+            migration.run(&input, source, resources).await?
         }
         None => {
             let request = ImportRequest {
@@ -326,7 +195,7 @@ pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<E
             return Ok(ExitCode::SUCCESS);
         }
         cloudformation
-            .retire(source, &store.backend)
+            .retire(source, &BucketStaging::new(store.backend.clone(), &region))
             .await
             .map_err(|err| anyhow::anyhow!("{err:#}. cdkd's state already holds the resources; retire the CloudFormation stack {source} yourself (Retain policies on every resource, then delete it), or run this command again with --force"))?;
         println!(

@@ -270,6 +270,28 @@ impl ResourceOperations for FakeCloud {
         })
     }
 
+    /// Logged as `"import {logical id}"`: a resource the cloud holds is adopted as it is.
+    async fn import(
+        &self,
+        _resource_type: &str,
+        logical_id: &str,
+        physical_id: &str,
+        _properties: &Map<String, Value>,
+    ) -> Result<CreateResult, ProviderError> {
+        self.enter("import", logical_id).await?;
+        if !guard(&self.cloud).resources.contains_key(physical_id) {
+            return Err(ProviderError::new(
+                cdkd_provider_api::ErrorKind::NOT_FOUND,
+                format!("{physical_id} does not exist"),
+            ));
+        }
+        Ok(CreateResult {
+            physical_id: physical_id.into(),
+            attributes: attributes_of(physical_id),
+            ..Default::default()
+        })
+    }
+
     /// Logged as `"snapshot {logical id}"`; fails when `"{logical id}#snapshot"` is failing.
     async fn final_snapshot(
         &self,

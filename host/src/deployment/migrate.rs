@@ -1,499 +1,368 @@
-//! `cdkd import --migrate-from-cloudformation`: the CloudFormation side. Reading what a
-//! stack holds (its status and `ListStackResources`), and, once cdkd has recorded every
-//! resource, retiring the stack without deleting anything: `DeletionPolicy: Retain` and
-//! `UpdateReplacePolicy: Retain` are put on every resource with an update, then the stack is
-//! deleted. A template over CloudFormation's inline limit goes through the state bucket and
-//! is purged afterwards (the purge table's transient template).
-
-use std::time::{Duration, Instant};
+//! `cdkd import --migrate-from-cloudformation`: adopting a CloudFormation stack's resources
+//! into cdkd's records through the engine's import, the whole tree checked first; the stack is
+//! then retired ([`CloudFormation::retire`]). Reading and retiring the stack is
+//! [`crate::cloudformation`]'s.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::aws_env::AwsEnvironment;
+use crate::cloudformation::{CloudFormation, StackResource};
+use crate::deployment::deploy::StackInput;
+use crate::deployment::engine::Engine;
+use crate::deployment::external::StateSnapshot;
+use crate::deployment::import::{ImportRequest, Imported};
+use crate::deployment::nested::stack_id;
 use crate::provisioning::preflight::NESTED_STACK;
-use crate::state::backend::StateBackend;
-use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
 
-/// The largest template `UpdateStack` takes inline, in bytes.
-pub(crate) const INLINE_LIMIT: usize = 51_200;
-
-/// Stack statuses a stack can be migrated from, or an interrupted export taken up again in:
-/// settled, and not being rolled back or deleted.
-pub(crate) const SETTLED: &[&str] = &[
-    "CREATE_COMPLETE",
-    "UPDATE_COMPLETE",
-    "UPDATE_ROLLBACK_COMPLETE",
-    "IMPORT_COMPLETE",
-    "IMPORT_ROLLBACK_COMPLETE",
-];
-
-/// A CloudFormation stack as `DescribeStacks` reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Described {
-    /// Its ARN.
-    pub stack_id: String,
-    /// Its status.
-    pub status: String,
-    /// Why it is in that status, when CloudFormation says.
-    pub status_reason: Option<String>,
-    /// The stack it is nested in, if any.
-    pub parent_id: Option<String>,
-    /// Its tags, in CloudFormation's order.
-    pub tags: Vec<(String, String)>,
-    /// Its parameter keys.
-    pub parameters: Vec<String>,
+/// Adopting a CloudFormation stack's resources, its nested stacks' first (each into its own
+/// record, leaf first), so a parent records its children's ids and outputs.
+pub struct Migration<'a> {
+    /// The engine that writes the records.
+    pub engine: &'a Engine<'a>,
+    /// CloudFormation in the stack's region.
+    pub cloudformation: &'a CloudFormation,
+    /// Other stacks' values, for the template's cross-stack reads.
+    pub snapshot: &'a StateSnapshot,
+    /// Re-point resources already in a record.
+    pub force: bool,
+    /// Check and read the whole tree, write nothing.
+    pub dry_run: bool,
 }
 
-impl Described {
-    /// Whether the stack is settled: not in progress, failed, rolled back or deleted.
-    pub fn settled(&self) -> bool {
-        SETTLED.contains(&self.status.as_str())
-    }
-}
+/// Each record's import lines, children before their parents.
+pub type Adopted = Vec<(String, Vec<Imported>)>;
 
-/// One resource of a CloudFormation stack.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StackResource {
-    /// Its logical id.
-    pub logical_id: String,
-    /// Its type.
-    pub resource_type: String,
-    /// CloudFormation's physical id (absent for some types).
-    pub physical_id: Option<String>,
-}
-
-/// A CloudFormation client for one region.
-pub struct CloudFormation {
-    pub(crate) client: aws_sdk_cloudformation::Client,
-    pub(crate) region: String,
-}
-
-pub(crate) fn failed(what: &str, err: impl std::fmt::Display) -> anyhow::Error {
-    anyhow::anyhow!("CloudFormation {what}: {err}")
-}
-
-impl CloudFormation {
-    /// A client for `region`.
-    pub fn new(aws: &AwsEnvironment, region: &str) -> CloudFormation {
-        let config = aws_sdk_cloudformation::config::Builder::from(aws.sdk_config())
-            .region(aws_sdk_cloudformation::config::Region::new(
-                region.to_string(),
-            ))
-            .build();
-        CloudFormation {
-            client: aws_sdk_cloudformation::Client::from_conf(config),
-            region: region.to_string(),
-        }
-    }
-
-    /// The stack, `None` when there is none of that name.
-    pub async fn describe(&self, stack: &str) -> anyhow::Result<Option<Described>> {
-        match self.client.describe_stacks().stack_name(stack).send().await {
-            Ok(answer) => Ok(answer.stacks().first().map(|s| Described {
-                stack_id: s.stack_id().unwrap_or_default().to_string(),
-                status: s
-                    .stack_status()
-                    .map(|x| x.as_str().to_string())
-                    .unwrap_or_default(),
-                status_reason: s.stack_status_reason().map(str::to_string),
-                parent_id: s.parent_id().map(str::to_string),
-                tags: s
-                    .tags()
-                    .iter()
-                    .map(|t| {
-                        (
-                            t.key().unwrap_or_default().to_string(),
-                            t.value().unwrap_or_default().to_string(),
-                        )
-                    })
-                    .collect(),
-                parameters: s
-                    .parameters()
-                    .iter()
-                    .filter_map(|p| p.parameter_key().map(str::to_string))
-                    .collect(),
-            })),
-            Err(err) => {
-                let text = aws_sdk_cloudformation::error::DisplayErrorContext(&err).to_string();
-                if text.contains("does not exist") {
-                    Ok(None)
-                } else {
-                    Err(failed(&format!("DescribeStacks {stack}"), text))
-                }
-            }
-        }
-    }
-
-    /// The resources of a settled stack.
-    pub async fn resources(&self, stack: &str) -> anyhow::Result<Vec<StackResource>> {
-        match self.describe(stack).await? {
-            None => anyhow::bail!(
-                "there is no CloudFormation stack {stack} in {}; name the stack to migrate with --migrate-from-cloudformation NAME",
-                self.region
-            ),
-            Some(described) if !described.settled() => anyhow::bail!(
-                "CloudFormation stack {stack} is {}; migrate it once it is one of {}",
-                described.status,
-                SETTLED.join(", ")
-            ),
-            Some(_) => self.stack_resources(stack).await,
-        }
-    }
-
-    /// Every resource of the stack, whatever its status: `ListStackResources`, page by page
-    /// (`DescribeStackResources` answers only the first 100).
-    pub(crate) async fn stack_resources(&self, stack: &str) -> anyhow::Result<Vec<StackResource>> {
-        let mut pages = self
-            .client
-            .list_stack_resources()
-            .stack_name(stack)
-            .into_paginator()
-            .send();
-        let mut resources = Vec::new();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|err| {
-                failed(
-                    &format!("ListStackResources {stack}"),
-                    cdkd_aws_common::error_line(&err),
-                )
-            })?;
-            resources.extend(page.stack_resource_summaries().iter().filter_map(|r| {
-                Some(StackResource {
-                    logical_id: r
-                        .logical_resource_id()
-                        .filter(|s| !s.is_empty())?
-                        .to_string(),
-                    resource_type: r.resource_type().filter(|s| !s.is_empty())?.to_string(),
-                    physical_id: (r.physical_resource_id())
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_string),
-                })
-            }));
-        }
-        Ok(resources)
-    }
-
-    /// The stack's parameter values and outputs, by name (CloudFormation reports them as
-    /// strings; `NoEcho` parameters as `****`).
-    pub async fn values(
+impl Migration<'_> {
+    /// Imports `input`'s stack from CloudFormation stack `source` (with `given` ids winning),
+    /// and answers the stack's outputs as CloudFormation reports them.
+    pub async fn adopt(
         &self,
-        stack: &str,
-    ) -> anyhow::Result<(BTreeMap<String, Value>, Map<String, Value>)> {
-        let answer = self
-            .client
-            .describe_stacks()
-            .stack_name(stack)
-            .send()
-            .await
-            .map_err(|err| failed(&format!("DescribeStacks {stack}"), err))?;
-        let Some(described) = answer.stacks().first() else {
-            return Ok(Default::default());
-        };
-        let parameters =
-            (described.parameters().iter()).map(|p| (p.parameter_key(), p.parameter_value()));
-        let outputs = (described.outputs().iter()).map(|o| (o.output_key(), o.output_value()));
-        Ok((by_name(parameters), by_name(outputs)))
-    }
-
-    /// Retires the stack, keeping every resource: Retain policies first (nested stacks'
-    /// resources included, through their templates), then the delete, which takes the nested
-    /// stacks with it.
-    pub async fn retire(&self, stack: &str, bucket: &StateBackend) -> anyhow::Result<()> {
-        let mut uploads = Vec::new();
-        let retained = self.retained_template(stack, bucket, &mut uploads).await;
-        let updated = match retained {
-            Ok((template, true)) => self.update_retained(stack, &template, bucket).await,
-            Ok((_, false)) => Ok(()),
-            Err(err) => Err(err),
-        };
-        for key in &uploads {
-            purge_upload(bucket, key).await;
-        }
-        updated?;
-        self.client
-            .delete_stack()
-            .stack_name(stack)
-            .send()
-            .await
-            .map_err(|err| failed(&format!("DeleteStack {stack}"), err))?;
-        self.wait(stack, "DELETE_COMPLETE").await
-    }
-
-    /// `stack`'s template with Retain on every resource but its nested stacks, whose own
-    /// templates get the same and are uploaded for the update to read; whether it changed.
-    async fn retained_template(
-        &self,
-        stack: &str,
-        bucket: &StateBackend,
-        uploads: &mut Vec<String>,
-    ) -> anyhow::Result<(Value, bool)> {
-        let answer = self
-            .client
-            .get_template()
-            .stack_name(stack)
-            .template_stage(aws_sdk_cloudformation::types::TemplateStage::Original)
-            .send()
-            .await
-            .map_err(|err| failed(&format!("GetTemplate {stack}"), err))?;
-        let body = answer.template_body().unwrap_or_default();
-        let mut template = parse_template(body)
-            .map_err(|err| anyhow::anyhow!("CloudFormation stack {stack}'s template: {err}"))?;
-        let mut changed = retain_everything(&mut template);
-        let nested: Vec<String> = nested_stacks(&template);
-        if nested.is_empty() {
-            return Ok((template, changed));
-        }
-        let children: BTreeMap<String, String> = self
-            .resources(stack)
-            .await?
-            .into_iter()
-            .filter_map(|r| Some((r.logical_id, r.physical_id?)))
-            .collect();
-        for logical_id in nested {
-            let Some(child) = children.get(&logical_id) else {
-                anyhow::bail!(
-                    "CloudFormation stack {stack}: nested stack {logical_id} has no stack"
-                );
-            };
-            let (child_template, child_changed) =
-                Box::pin(self.retained_template(child, bucket, uploads)).await?;
-            if !child_changed {
+        input: &StackInput,
+        source: &str,
+        given: BTreeMap<String, String>,
+    ) -> anyhow::Result<(Adopted, Map<String, Value>)> {
+        let template = &input.template;
+        let registry = self.engine.registry;
+        let mut mapping = BTreeMap::new();
+        let mut children = BTreeMap::new();
+        let mut problems = Vec::new();
+        for resource in self.cloudformation.resources(source).await? {
+            let StackResource {
+                logical_id,
+                resource_type,
+                physical_id,
+            } = resource;
+            if resource_type == "AWS::CDK::Metadata" {
                 continue;
             }
-            let body = serde_json::to_vec(&child_template).expect("a template serialises");
-            let url = self
-                .upload(bucket, stack, &format!("{logical_id}.json"), body, uploads)
-                .await?;
-            template["Resources"][&logical_id]["Properties"]["TemplateURL"] = Value::String(url);
-            changed = true;
-        }
-        Ok((template, changed))
-    }
-
-    /// Puts a transient template into the state bucket under `name` (with its extension);
-    /// answers its URL.
-    pub(crate) async fn upload(
-        &self,
-        bucket: &StateBackend,
-        stack: &str,
-        name: &str,
-        body: Vec<u8>,
-        uploads: &mut Vec<String>,
-    ) -> anyhow::Result<String> {
-        let millis = chrono::Utc::now().timestamp_millis();
-        let key = format!("cdkd-migrate-tmp/{stack}/{millis}-{name}");
-        bucket.put_json(&key, body).await?;
-        uploads.push(key.clone());
-        Ok(format!(
-            "https://{}.s3.{}.{}/{key}",
-            bucket.bucket(),
-            self.region,
-            crate::aws_env::url_suffix(&self.region)
-        ))
-    }
-
-    async fn update_retained(
-        &self,
-        stack: &str,
-        template: &Value,
-        bucket: &StateBackend,
-    ) -> anyhow::Result<()> {
-        let body = serde_json::to_string(template).expect("a template serialises");
-        let (current, _) = self.values(stack).await?;
-        let parameters: Vec<aws_sdk_cloudformation::types::Parameter> = current
-            .keys()
-            .map(|key| {
-                aws_sdk_cloudformation::types::Parameter::builder()
-                    .parameter_key(key)
-                    .use_previous_value(true)
-                    .build()
-            })
-            .collect();
-        let mut update = self
-            .client
-            .update_stack()
-            .stack_name(stack)
-            .set_parameters(Some(parameters))
-            .capabilities(aws_sdk_cloudformation::types::Capability::CapabilityIam)
-            .capabilities(aws_sdk_cloudformation::types::Capability::CapabilityNamedIam)
-            .capabilities(aws_sdk_cloudformation::types::Capability::CapabilityAutoExpand);
-        let mut uploads = Vec::new();
-        if body.len() > INLINE_LIMIT {
-            let url = self
-                .upload(
-                    bucket,
-                    stack,
-                    "template.json",
-                    body.into_bytes(),
-                    &mut uploads,
-                )
-                .await?;
-            update = update.template_url(url);
-        } else {
-            update = update.template_body(body);
-        }
-        let sent = update.send().await;
-        let result = match sent {
-            Ok(_) => self.wait(stack, "UPDATE_COMPLETE").await,
-            Err(err) => {
-                let text = aws_sdk_cloudformation::error::DisplayErrorContext(&err).to_string();
-                if text.contains("No updates are to be performed") {
-                    Ok(())
-                } else {
-                    Err(failed(&format!("UpdateStack {stack}"), text))
+            match template.resources.get(&logical_id) {
+                None => problems.push(format!(
+                    "{logical_id} ({resource_type}) is in CloudFormation stack {source} but not in the app's template: is this the app that made the stack?"
+                )),
+                Some(declared) if declared.kind != resource_type => problems.push(format!(
+                    "{logical_id} is a {resource_type} in CloudFormation stack {source} and a {} in the template",
+                    declared.kind
+                )),
+                Some(_) if resource_type == NESTED_STACK => {
+                    match (physical_id, input.children.get(&logical_id)) {
+                        (Some(child_source), Some(child)) => {
+                            children.insert(logical_id, (child_source, child));
+                        }
+                        (None, _) => problems.push(format!(
+                            "{logical_id}: CloudFormation reports no stack for this nested stack"
+                        )),
+                        (_, None) => problems.push(format!(
+                            "{logical_id}: the nested stack's template is not in the cloud assembly"
+                        )),
+                    }
+                }
+                Some(_) => {
+                    let composite = registry
+                        .schema(&resource_type)
+                        .is_some_and(|schema| schema.composite_id.is_some());
+                    match physical_id {
+                        Some(id) => {
+                            mapping.insert(logical_id, id);
+                        }
+                        // Built from the template's properties by the import.
+                        None if composite => {
+                            mapping.insert(logical_id, String::new());
+                        }
+                        None => problems.push(format!(
+                            "{logical_id}: CloudFormation reports no physical id for it; pass --resource {logical_id}=<id>"
+                        )),
+                    }
                 }
             }
-        };
-        for key in &uploads {
-            purge_upload(bucket, key).await;
         }
-        result
-    }
-
-    /// Polls until the stack reaches `done` (gone counts as deleted), or fails naming why.
-    pub(crate) async fn wait(&self, stack: &str, done: &str) -> anyhow::Result<()> {
-        let started = Instant::now();
-        let mut delay = Duration::from_millis(100);
-        loop {
-            match self
-                .describe(stack)
-                .await?
-                .map(|d| (d.status, d.status_reason))
-            {
-                None if done == "DELETE_COMPLETE" => return Ok(()),
-                Some((status, _)) if status == done => return Ok(()),
-                Some((status, reason))
-                    if status.ends_with("_FAILED")
-                        || status.ends_with("ROLLBACK_COMPLETE")
-                        || (status.ends_with("_COMPLETE") && status != done) =>
-                {
-                    anyhow::bail!(
-                        "CloudFormation stack {stack} ended {status}{}",
-                        reason.map(|r| format!(": {r}")).unwrap_or_default()
-                    )
-                }
-                _ => {}
-            }
-            if started.elapsed() > Duration::from_secs(30 * 60) {
-                anyhow::bail!(
-                    "CloudFormation stack {stack} did not reach {done} within 30 minutes"
-                );
-            }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(5));
+        if !problems.is_empty() {
+            anyhow::bail!(
+                "cdkd import --migrate-from-cloudformation {source}: nothing was imported:\n  - {}",
+                problems.join("\n  - ")
+            );
         }
-    }
-}
+        // `--resource` entries win over what CloudFormation reports.
+        mapping.extend(given);
 
-/// `(name, value)` pairs CloudFormation reports as a map of strings (incomplete ones left out).
-fn by_name<'a, C: FromIterator<(String, Value)>>(
-    pairs: impl Iterator<Item = (Option<&'a str>, Option<&'a str>)>,
-) -> C {
-    pairs
-        .filter_map(|(name, value)| Some((name?.to_string(), Value::String(value?.to_string()))))
-        .collect()
-}
-
-/// Deletes a transient template upload and every earlier version of it (warns on failure).
-pub(crate) async fn purge_upload(bucket: &StateBackend, key: &str) {
-    let _ = bucket.delete_object(key).await;
-    purge_and_report(
-        bucket.client(),
-        bucket.bucket(),
-        key,
-        PurgedObject::TransientTemplate,
-        PurgeLogLevel::Warn,
-    )
-    .await;
-}
-
-/// The logical ids of a template's nested stacks.
-pub(crate) fn nested_stacks(template: &Value) -> Vec<String> {
-    template
-        .get("Resources")
-        .and_then(Value::as_object)
-        .map(|resources| {
-            resources
+        let mut adopted = Vec::new();
+        let mut nested = BTreeMap::new();
+        for (logical_id, (child_source, child)) in children {
+            // The values the parent passed down, as CloudFormation holds them (the parent's
+            // own resources are adopted after their children).
+            let mut child = child.clone();
+            child.parameters = self.cloudformation.values(&child_source).await?.0;
+            let (lines, outputs) =
+                Box::pin(self.adopt(&child, &child_source, BTreeMap::new())).await?;
+            adopted.extend(lines);
+            let context = &child.context;
+            let id = stack_id(
+                crate::aws_env::partition(&context.region),
+                &context.region,
+                &context.account,
+                &context.stack_name,
+            );
+            let attributes = outputs
                 .iter()
-                .filter(|(_, r)| r.get("Type").and_then(Value::as_str) == Some(NESTED_STACK))
-                .map(|(id, _)| id.clone())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// A template body as `GetTemplate` returns it: JSON, or YAML without short-form tags.
-fn parse_template(body: &str) -> Result<Value, String> {
-    if let Ok(template) = serde_json::from_str(body) {
-        return Ok(template);
-    }
-    serde_yaml::from_str(body).map_err(|err| {
-        format!("it is neither JSON nor YAML cdkd can rewrite ({err}); YAML with short-form intrinsics (!Ref, !Sub, ...) is not supported yet: set DeletionPolicy: Retain on its resources and delete the stack yourself")
-    })
-}
-
-/// Puts `Retain` on every resource's `DeletionPolicy` and `UpdateReplacePolicy`, except on
-/// nested stacks (deleting the parent must delete them; their resources are retained through
-/// their own templates); whether anything changed.
-fn retain_everything(template: &mut Value) -> bool {
-    let mut changed = false;
-    if let Some(resources) = template.get_mut("Resources").and_then(Value::as_object_mut) {
-        for resource in resources.values_mut() {
-            let Some(resource) = resource.as_object_mut() else {
-                continue;
-            };
-            if resource.get("Type").and_then(Value::as_str) == Some(NESTED_STACK) {
-                continue;
-            }
-            for policy in ["DeletionPolicy", "UpdateReplacePolicy"] {
-                if resource.get(policy).and_then(Value::as_str) != Some("Retain") {
-                    resource.insert(policy.into(), Value::String("Retain".into()));
-                    changed = true;
-                }
-            }
+                .map(|(name, value)| (format!("Outputs.{name}"), value.clone()))
+                .collect();
+            nested.insert(logical_id, (id, attributes));
         }
+        let (_, outputs) = self.cloudformation.values(source).await?;
+        let request = ImportRequest {
+            resources: mapping,
+            force: self.force,
+            dry_run: self.dry_run,
+            derive_composites: true,
+            nested,
+            outputs: Some(outputs.clone()),
+            ..ImportRequest::default()
+        };
+        let lines = self.engine.import(input, self.snapshot, &request).await?;
+        adopted.push((input.context.stack_name.clone(), lines));
+        Ok((adopted, outputs))
     }
-    changed
+}
+
+impl Migration<'_> {
+    /// Imports `input`'s stack tree from CloudFormation stack `source` (`given` ids winning):
+    /// a dry run of the whole tree first, so a nested stack's record is written only when
+    /// every stack of the tree can be imported; then the import. Answers each record's lines.
+    pub async fn run(
+        &mut self,
+        input: &StackInput,
+        source: &str,
+        given: BTreeMap<String, String>,
+    ) -> anyhow::Result<Adopted> {
+        let writes = !self.dry_run;
+        self.dry_run = true;
+        let checked = self.adopt(input, source, given.clone()).await?.0;
+        if !writes {
+            return Ok(checked);
+        }
+        self.dry_run = false;
+        Ok(self.adopt(input, source, given).await?.0)
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    //! The migration on the fakes: CloudFormation (cloudformation/fake.rs), the cloud, the
+    //! record store and the locks (deployment/fakes.rs).
+
+    use std::sync::Arc;
+
     use serde_json::json;
 
     use super::*;
+    use crate::analyzer::plan::StackContext;
+    use crate::analyzer::template::Template;
+    use crate::cloudformation::fake::{FakeCloudFormation, FakeStaging};
+    use crate::deployment::deploy::DeployOptions;
+    use crate::deployment::fakes::{FakeCloud, MemoryLocks, MemoryStore};
+    use crate::deployment::report::Reporter;
+    use crate::deployment::store::RecordStore;
+    use crate::provisioning::plugins_file::PluginsFile;
+    use crate::provisioning::registry::Registry;
 
-    #[test]
-    fn every_resource_is_retained_once() {
-        let mut template = json!({"Resources": {
-            "A": {"Type": "AWS::SQS::Queue", "DeletionPolicy": "Delete"},
-            "B": {"Type": "AWS::SNS::Topic", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"},
-            "Child": {"Type": "AWS::CloudFormation::Stack", "Properties": {"TemplateURL": "u"}}}});
-        assert!(retain_everything(&mut template));
-        assert!(template["Resources"]["Child"]
-            .get("DeletionPolicy")
-            .is_none());
-        assert_eq!(nested_stacks(&template), ["Child"]);
-        assert_eq!(
-            template["Resources"]["A"]["DeletionPolicy"],
-            json!("Retain")
-        );
-        assert_eq!(
-            template["Resources"]["A"]["UpdateReplacePolicy"],
-            json!("Retain")
-        );
-        assert!(!retain_everything(&mut template));
+    const REGION: &str = "us-east-1";
+
+    struct World {
+        cloud: FakeCloud,
+        store: Arc<MemoryStore>,
+        locks: MemoryLocks,
+        registry: Registry,
+        stop: tokio::sync::watch::Sender<bool>,
+        fake: Arc<FakeCloudFormation>,
+        staging: Arc<FakeStaging>,
+        cloudformation: CloudFormation,
     }
 
-    #[test]
-    fn json_and_plain_yaml_templates_are_read_and_short_forms_are_refused() {
-        assert!(parse_template(r#"{"Resources": {}}"#).is_ok());
-        let yaml = parse_template("Resources:\n  Q:\n    Type: AWS::SQS::Queue\n").unwrap();
-        assert_eq!(yaml["Resources"]["Q"]["Type"], json!("AWS::SQS::Queue"));
-        let err =
-            parse_template("Resources:\n  Q:\n    Type: X\n    Properties:\n      A: !Ref B\n")
-                .unwrap_err();
-        assert!(err.contains("short-form"), "{err}");
+    impl World {
+        fn new() -> World {
+            let staging = Arc::new(FakeStaging::default());
+            let fake = Arc::new(FakeCloudFormation::new(REGION, staging.clone()));
+            World {
+                cloud: FakeCloud::default(),
+                store: Arc::new(MemoryStore::default()),
+                locks: MemoryLocks::default(),
+                registry: Registry::load(PluginsFile::empty()),
+                stop: tokio::sync::watch::channel(false).0,
+                cloudformation: CloudFormation::over(fake.clone(), REGION),
+                fake,
+                staging,
+            }
+        }
+
+        fn engine(&self) -> Engine<'_> {
+            Engine {
+                registry: &self.registry,
+                providers: &self.cloud,
+                store: self.store.clone(),
+                locks: &self.locks,
+                reporter: Reporter::events(true),
+                stop: self.stop.subscribe(),
+            }
+        }
+
+        /// Makes the template's resources in the fake cloud (as a stack cdkd then forgets):
+        /// what CloudFormation made, in the cloud; answers their physical ids.
+        async fn made_elsewhere(&self, template: &Value) -> BTreeMap<String, String> {
+            let made = input("Elsewhere", template);
+            let deployed = self.engine();
+            deployed
+                .deploy(&made, &StateSnapshot::default(), &DeployOptions::default())
+                .await
+                .unwrap();
+            let record = self.store.record("Elsewhere", REGION).unwrap();
+            self.store.delete("Elsewhere", REGION).await.unwrap();
+            (record.resources.into_iter())
+                .map(|(id, row)| (id, row.physical_id))
+                .collect()
+        }
+
+        async fn migrate(&self, template: &Value, source: &str) -> anyhow::Result<Adopted> {
+            let engine = self.engine();
+            let mut migration = Migration {
+                engine: &engine,
+                cloudformation: &self.cloudformation,
+                snapshot: &StateSnapshot::default(),
+                force: false,
+                dry_run: false,
+            };
+            migration
+                .run(&input("App", template), source, BTreeMap::new())
+                .await
+        }
+    }
+
+    fn input(stack: &str, template: &Value) -> StackInput {
+        StackInput {
+            context: StackContext {
+                stack_name: stack.into(),
+                region: REGION.into(),
+                account: "123456789012".into(),
+                ref_values: Default::default(),
+                availability_zones: Default::default(),
+            },
+            template: Template::parse(template).expect("a valid template"),
+            parameters: Default::default(),
+            children: Default::default(),
+            parent: None,
+        }
+    }
+
+    fn app() -> Value {
+        json!({"Resources": {
+            "Queue": {"Type": "AWS::SQS::Queue", "Properties": {"VisibilityTimeout": 30}},
+            "Logs": {"Type": "AWS::Logs::LogGroup", "Properties": {"RetentionInDays": 7}}},
+            "Outputs": {"Url": {"Value": {"Ref": "Queue"}}}})
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stack_s_resources_are_adopted_and_the_stack_retired_keeping_them() {
+        let w = World::new();
+        let ids = w.made_elsewhere(&app()).await;
+        let mut legacy = app();
+        legacy["Resources"]["CDKMetadata"] = json!({"Type": "AWS::CDK::Metadata"});
+        let physical: Vec<(&str, &str)> =
+            ids.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        w.fake
+            .put_stack("Legacy", "UPDATE_COMPLETE", &legacy, &physical, &[]);
+
+        let adopted = w.migrate(&app(), "Legacy").await.unwrap();
+        let [(record, lines)] = adopted.as_slice() else {
+            panic!("one record: {adopted:?}");
+        };
+        assert_eq!(record, "App");
+        assert_eq!(lines.len(), 2, "the metadata is left out: {lines:?}");
+        let state = w.store.record("App", REGION).expect("the record");
+        assert_eq!(state.resources["Queue"].physical_id, ids["Queue"]);
+        assert_eq!(state.resources["Logs"].physical_id, ids["Logs"]);
+        assert_eq!(state.outputs["Url"], json!(ids["Queue"]));
+
+        w.cloudformation
+            .retire("Legacy", w.staging.as_ref())
+            .await
+            .unwrap();
+        assert!(w.fake.stack("Legacy").is_none());
+        assert!(w.fake.deleted().is_empty(), "{:?}", w.fake.deleted());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_missing_or_unsettled_stack_is_refused_and_nothing_is_recorded() {
+        let w = World::new();
+        let missing = w.migrate(&app(), "Legacy").await.unwrap_err();
+        assert!(
+            missing
+                .to_string()
+                .starts_with("there is no CloudFormation stack Legacy in us-east-1"),
+            "{missing}"
+        );
+        w.fake
+            .put_stack("Legacy", "UPDATE_ROLLBACK_IN_PROGRESS", &app(), &[], &[]);
+        let busy = w.migrate(&app(), "Legacy").await.unwrap_err();
+        assert!(
+            busy.to_string().starts_with(
+                "CloudFormation stack Legacy is UPDATE_ROLLBACK_IN_PROGRESS; migrate it once"
+            ),
+            "{busy}"
+        );
+        assert!(w.store.record("App", REGION).is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stack_that_is_not_the_app_s_is_refused_naming_every_difference() {
+        let w = World::new();
+        let other = json!({"Resources": {
+            "Queue": {"Type": "AWS::SNS::Topic"},
+            "Stray": {"Type": "AWS::S3::Bucket"}}});
+        w.fake
+            .put_stack("Legacy", "CREATE_COMPLETE", &other, &[], &[]);
+        let err = w.migrate(&app(), "Legacy").await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cdkd import --migrate-from-cloudformation Legacy: nothing was imported:\n  - Queue is a AWS::SNS::Topic in CloudFormation stack Legacy and a AWS::SQS::Queue in the template\n  - Stray (AWS::S3::Bucket) is in CloudFormation stack Legacy but not in the app's template: is this the app that made the stack?"
+        );
+        assert!(w.store.record("App", REGION).is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_resource_that_is_gone_stops_the_migration_before_a_record_is_written() {
+        let w = World::new();
+        let ids = w.made_elsewhere(&app()).await;
+        w.fake.put_stack(
+            "Legacy",
+            "CREATE_COMPLETE",
+            &app(),
+            &[
+                ("Queue", ids["Queue"].as_str()),
+                ("Logs", "no-such-log-group"),
+            ],
+            &[],
+        );
+        let err = w.migrate(&app(), "Legacy").await.unwrap_err();
+        assert!(err.to_string().contains("no-such-log-group does not exist"), "{err}");
+        assert!(w.store.record("App", REGION).is_none());
     }
 }

@@ -107,7 +107,7 @@ impl ProviderSource for LiveProviders<'_> {
         region: &str,
         name: &str,
     ) -> anyhow::Result<Option<String>> {
-        let described = crate::deployment::migrate::CloudFormation::new(self.aws, region)
+        let described = crate::cloudformation::CloudFormation::new(self.aws, region)
             .describe(name)
             .await?;
         Ok(described

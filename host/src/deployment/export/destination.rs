@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::tree::TreeStack;
-use crate::deployment::migrate::{CloudFormation, Described};
+use crate::cloudformation::{CloudFormation, Described};
 
 /// A destination stack as the export found it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -50,17 +50,6 @@ impl Destinations {
             out.by_stack.insert(part.name.clone(), destination);
         }
         Ok(out)
-    }
-}
-
-impl CloudFormation {
-    /// The logical ids the stack holds, with their physical ids.
-    pub async fn held(&self, stack: &str) -> anyhow::Result<BTreeMap<String, Option<String>>> {
-        let resources = self.stack_resources(stack).await?;
-        Ok(resources
-            .into_iter()
-            .map(|r| (r.logical_id, r.physical_id))
-            .collect())
     }
 }
 

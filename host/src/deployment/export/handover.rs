@@ -11,28 +11,30 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::changeset::{Body, Outcome, ToImport};
 use super::destination::{Destination, Destinations};
 use super::nesting::{point_children, Nest};
 use super::plan::ExportPlan;
 use super::template;
 use super::tree::TreeStack;
-use crate::deployment::migrate::{purge_upload, CloudFormation, INLINE_LIMIT};
-use crate::deployment::store::RecordStore as _;
+use crate::cloudformation::staging::stage;
+use crate::cloudformation::{
+    Body, CloudFormation, Outcome, TemplateStaging, ToImport, INLINE_LIMIT,
+};
+use crate::deployment::store::RecordStore;
 use crate::provisioning::operations::ProviderSource;
 use crate::provisioning::preflight::NESTED_STACK;
-use crate::provisioning::providers::LiveProviders;
-use crate::state::store::StateStore;
 use crate::synthesis::template_file::TemplateFormat;
 
 /// What handing stacks over needs.
 pub struct Handover<'a> {
     /// CloudFormation in the stacks' region.
     pub cloudformation: &'a CloudFormation,
-    /// The state bucket (records, and transient template uploads).
-    pub store: &'a StateStore,
+    /// The stacks' records, deleted at the end.
+    pub records: &'a dyn RecordStore,
+    /// Where transient templates go (the state bucket).
+    pub staging: &'a dyn TemplateStaging,
     /// Providers, for the resources deleted between the phases.
-    pub live: &'a LiveProviders<'a>,
+    pub live: &'a dyn ProviderSource,
     /// The stacks' region.
     pub region: &'a str,
 }
@@ -181,7 +183,7 @@ impl Handover<'_> {
         // creates the forgotten children again.
         let all = root.all();
         for (done, stack) in all.iter().enumerate() {
-            if let Err(err) = self.store.backend.forget(&stack.name, self.region).await {
+            if let Err(err) = self.records.forget(&stack.name, self.region).await {
                 let left: Vec<String> = all[done..]
                     .iter()
                     .map(|s| format!("`cdkd state orphan {}`", s.name))
@@ -257,7 +259,7 @@ impl Handover<'_> {
             }
             out
         };
-        let bucket = &self.store.backend;
+        let staging = self.staging;
         // Checked with the plan (`Phases::problems`): a failure here is a bug, not input.
         let unexpected = |problem: String| anyhow::anyhow!("{}: {problem}", stack.name);
 
@@ -269,7 +271,7 @@ impl Handover<'_> {
         if !own.is_empty() || (existing.is_none() && phases.nesting.is_empty()) {
             let count = own.len();
             self.cloudformation
-                .import(cfn, &body(&templates.phase_one), &stack.parameters, &own, bucket)
+                .import(cfn, &body(&templates.phase_one), &stack.parameters, &own, staging)
                 .await
                 .map_err(|err| {
                     anyhow::anyhow!(
@@ -300,7 +302,7 @@ impl Handover<'_> {
                     .count();
                 let readers = nesting.len() - children;
                 self.cloudformation
-                    .import(cfn, &body(&template), &stack.parameters, &nesting, bucket)
+                    .import(cfn, &body(&template), &stack.parameters, &nesting, staging)
                     .await
                     .map_err(|err| anyhow::anyhow!("phase 1 (IMPORT of the nested stacks) failed; CloudFormation stack {cfn} keeps what it held and cdkd's state of {} is unchanged: {err:#}", stack.name))?;
                 println!("Phase 1: CloudFormation stack {cfn} nested {children} stack(s) and imported {readers} resource(s) reading them.");
@@ -315,7 +317,7 @@ impl Handover<'_> {
             let full = body(&full);
             match self
                 .cloudformation
-                .update_to(cfn, &full, &stack.parameters, bucket)
+                .update_to(cfn, &full, &stack.parameters, staging)
                 .await
             {
                 Ok(Outcome::Done) => {
@@ -337,7 +339,7 @@ impl Handover<'_> {
         .await;
         if !keep_uploads {
             for key in &uploads {
-                purge_upload(bucket, key).await;
+                staging.purge(key).await;
             }
         }
         result
@@ -352,7 +354,7 @@ impl Handover<'_> {
         ));
         let written = std::fs::write(&saved, &full.text).map_err(|err| err.to_string());
         let kept: Vec<String> = (uploads.iter())
-            .map(|key| format!("s3://{}/{key}", self.store.backend.bucket()))
+            .map(|key| self.staging.location(key))
             .collect();
         manual_finish(&ManualFinish {
             cfn: &stack.cfn_name,
@@ -387,16 +389,14 @@ impl Handover<'_> {
                 self.cloudformation.flip(cfn, &described).await?
             };
             let body = self.cloudformation.processed_template(cfn).await?;
-            let template_url = self
-                .cloudformation
-                .upload(
-                    &self.store.backend,
-                    &stack.cfn_name,
-                    &format!("nested-{logical_id}.json"),
-                    body.into_bytes(),
-                    uploads,
-                )
-                .await?;
+            let template_url = stage(
+                self.staging,
+                &stack.cfn_name,
+                &format!("nested-{logical_id}.json"),
+                body.into_bytes(),
+                uploads,
+            )
+            .await?;
             let passed: BTreeSet<String> = stack
                 .file
                 .body
@@ -483,7 +483,7 @@ fn manual_finish(finish: &ManualFinish) -> String {
 /// again in phase 2), but not those the CloudFormation stack already `held`. One already gone
 /// counts as deleted, so a second run passes.
 async fn delete_recreated(
-    live: &LiveProviders<'_>,
+    live: &dyn ProviderSource,
     region: &str,
     plan: &ExportPlan,
     held: &BTreeSet<String>,
@@ -639,5 +639,302 @@ mod tests {
             ),
             "{big}"
         );
+    }
+
+    /// Handing stacks over on the fakes: CloudFormation (cloudformation/fake.rs), the record
+    /// store and the cloud (deployment/fakes.rs).
+    mod on_fakes {
+        use std::sync::Arc;
+
+        use super::*;
+        use crate::cloudformation::fake::{FakeCloudFormation, FakeStaging};
+        use crate::deployment::fakes::{FakeCloud, MemoryStore};
+
+        const REGION: &str = "us-east-1";
+
+        struct World {
+            fake: Arc<FakeCloudFormation>,
+            staging: Arc<FakeStaging>,
+            cloudformation: CloudFormation,
+            records: MemoryStore,
+            cloud: FakeCloud,
+        }
+
+        impl World {
+            /// An account whose queues `https://q/<id>` exist, and cdkd's record of each stack.
+            async fn new(stacks: &[&TreeStack]) -> World {
+                let staging = Arc::new(FakeStaging::default());
+                let fake = Arc::new(FakeCloudFormation::new(REGION, staging.clone()));
+                let records = MemoryStore::default();
+                for stack in stacks {
+                    for import in &stack.plan.imports {
+                        fake.exists(&import.physical_id);
+                    }
+                    let mut state = stack.state.clone();
+                    records
+                        .save(&stack.name, REGION, &mut state, None)
+                        .await
+                        .unwrap();
+                }
+                World {
+                    cloudformation: CloudFormation::over(fake.clone(), REGION),
+                    fake,
+                    staging,
+                    records,
+                    cloud: FakeCloud::default(),
+                }
+            }
+
+            async fn run(&self, root: &TreeStack) -> anyhow::Result<()> {
+                let destinations = Destinations::read(&self.cloudformation, root, REGION).await?;
+                assert!(
+                    destinations.problems.is_empty(),
+                    "{:?}",
+                    destinations.problems
+                );
+                self.hand_over(root, &destinations).await
+            }
+
+            async fn hand_over(
+                &self,
+                root: &TreeStack,
+                destinations: &Destinations,
+            ) -> anyhow::Result<()> {
+                Handover {
+                    cloudformation: &self.cloudformation,
+                    records: &self.records,
+                    staging: self.staging.as_ref(),
+                    live: &self.cloud,
+                    region: REGION,
+                }
+                .run(root, destinations)
+                .await
+            }
+
+            fn recorded(&self, stack: &str) -> bool {
+                self.records.record(stack, REGION).is_some()
+            }
+        }
+
+        fn queue(id: &str) -> Import {
+            let url = format!("https://q/{}", id.to_lowercase());
+            Import {
+                logical_id: id.into(),
+                resource_type: "AWS::SQS::Queue".into(),
+                physical_id: url.clone(),
+                identifier: serde_json::Map::from_iter([("QueueUrl".to_string(), json!(url))]),
+            }
+        }
+
+        /// Stack `name` (CloudFormation `cfn`): a queue to import, a topic only phase 2
+        /// creates, and an output.
+        fn stack(name: &str, cfn: &str) -> TreeStack {
+            let mut stack = TreeStack::for_test(
+                json!({"Resources": {
+                    "Queue": {"Type": "AWS::SQS::Queue"},
+                    "Made": {"Type": "Custom::Thing"}},
+                    "Outputs": {"Url": {"Value": {"Ref": "Queue"}}}}),
+                ExportPlan {
+                    imports: vec![queue("Queue")],
+                    created: vec![("Made".into(), "Custom::Thing".into(), "custom".into())],
+                    ..ExportPlan::default()
+                },
+            );
+            stack.name = name.into();
+            stack.cfn_name = cfn.into();
+            stack
+        }
+
+        #[tokio::test(start_paused = true)]
+        async fn a_stack_is_imported_then_completed_and_its_record_goes_last() {
+            let root = stack("S", "S");
+            let w = World::new(&[&root]).await;
+            w.run(&root).await.unwrap();
+            let handed = w.fake.stack("S").expect("the CloudFormation stack");
+            assert_eq!(handed.status, "UPDATE_COMPLETE");
+            assert_eq!(handed.resources["Queue"].1, "https://q/queue");
+            assert!(handed.resources.contains_key("Made"), "phase 2 created it");
+            let (_, outputs) = w.cloudformation.values("S").await.unwrap();
+            assert_eq!(outputs["Url"], json!("https://q/queue"));
+            assert!(!w.recorded("S"));
+            let calls = w.fake.calls();
+            let at = |call: &str| calls.iter().position(|c| c == call).expect(call);
+            assert!(at("CreateChangeSet IMPORT S") < at("CreateChangeSet UPDATE S"));
+            assert!(w.fake.deleted().is_empty());
+        }
+
+        #[tokio::test(start_paused = true)]
+        async fn a_refused_import_keeps_the_record_and_makes_no_stack() {
+            let root = stack("S", "S");
+            let w = World::new(&[]).await;
+            let mut state = root.state.clone();
+            w.records.save("S", REGION, &mut state, None).await.unwrap();
+            let err = w.run(&root).await.unwrap_err().to_string();
+            assert!(
+                err.starts_with("phase 1 (IMPORT) failed; CloudFormation stack S was not created and cdkd's state of S is unchanged: CloudFormation refused change set"),
+                "{err}"
+            );
+            assert!(
+                err.contains("identifier 'https://q/queue' was not found"),
+                "{err}"
+            );
+            assert!(w.fake.stack("S").is_none());
+            assert!(w.recorded("S"));
+        }
+
+        #[tokio::test(start_paused = true)]
+        async fn a_destination_that_exists_is_refused_unless_an_earlier_export_made_it() {
+            let root = stack("S", "S");
+            let w = World::new(&[&root]).await;
+            // Someone else's stack of that name.
+            w.fake.put_stack(
+                "S",
+                "CREATE_COMPLETE",
+                &json!({"Resources": {"Else": {"Type": "AWS::SNS::Topic"}}}),
+                &[],
+                &[],
+            );
+            let foreign = Destinations::read(&w.cloudformation, &root, REGION)
+                .await
+                .unwrap();
+            let (stack, problem) = &foreign.problems[0];
+            assert_eq!(stack, "S");
+            assert!(problem.starts_with("a CloudFormation stack named S already exists in us-east-1 (CREATE_COMPLETE) holding resources that are not S's (Else)"), "{problem}");
+
+            // An earlier run's phase 1 (its phase 2 failed): taken up, nothing imported twice.
+            let w = World::new(&[&root]).await;
+            w.fake.put_stack(
+                "S",
+                "IMPORT_COMPLETE",
+                &json!({"Resources": {"Queue": {"Type": "AWS::SQS::Queue", "DeletionPolicy": "Delete"}}}),
+                &[("Queue", "https://q/queue")],
+                &[],
+            );
+            let earlier = Destinations::read(&w.cloudformation, &root, REGION)
+                .await
+                .unwrap();
+            assert!(earlier.problems.is_empty(), "{:?}", earlier.problems);
+            assert!(earlier.taken_up[0].contains("taken up where it stopped"));
+            w.hand_over(&root, &earlier).await.unwrap();
+            assert!(!w
+                .fake
+                .calls()
+                .iter()
+                .any(|c| c.starts_with("CreateChangeSet IMPORT")));
+            assert_eq!(w.fake.stack("S").unwrap().status, "UPDATE_COMPLETE");
+            assert!(!w.recorded("S"));
+        }
+
+        /// Removes the manual finish's template, which a failed phase 2 writes into the
+        /// working directory.
+        struct Written(std::path::PathBuf);
+
+        impl Drop for Written {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_file(&self.0);
+            }
+        }
+
+        #[tokio::test(start_paused = true)]
+        async fn a_failed_phase_two_keeps_the_record_and_a_second_run_takes_it_up() {
+            let root = stack("S", "HandoverPhaseTwo");
+            let w = World::new(&[&root]).await;
+            w.fake.fail("Made", "the handler answered FAILED");
+            let written = Written(
+                std::env::current_dir()
+                    .unwrap()
+                    .join("HandoverPhaseTwo.export-phase2.json"),
+            );
+            let err = w.run(&root).await.unwrap_err().to_string();
+            assert!(err.starts_with("phase 2 (UPDATE) failed after CloudFormation stack HandoverPhaseTwo imported the resources: CloudFormation stack HandoverPhaseTwo ended UPDATE_ROLLBACK_COMPLETE\n  Made (Custom::Thing): CREATE_FAILED: the handler answered FAILED"), "{err}");
+            assert!(
+                err.contains("--stack-name HandoverPhaseTwo --change-set-type UPDATE"),
+                "{err}"
+            );
+            assert!(written.0.exists(), "the manual finish's template");
+            assert!(w.recorded("S"));
+
+            w.fake.heal("Made");
+            w.run(&root).await.unwrap();
+            let calls = w.fake.calls();
+            let imports = calls
+                .iter()
+                .filter(|c| c.starts_with("CreateChangeSet IMPORT"))
+                .count();
+            assert_eq!(imports, 1, "nothing is imported twice: {calls:?}");
+            assert_eq!(
+                w.fake.stack("HandoverPhaseTwo").unwrap().status,
+                "UPDATE_COMPLETE"
+            );
+            assert!(!w.recorded("S"));
+        }
+
+        #[tokio::test(start_paused = true)]
+        async fn nested_stacks_go_first_and_are_nested_into_their_parent_by_stack_id() {
+            let mut child = stack("P~Child", "P-Child");
+            // Phase 2 has nothing to add: the child stays IMPORT_COMPLETE and needs the flip.
+            child.file.body = json!({"Resources": {"Queue": {"Type": "AWS::SQS::Queue", "DeletionPolicy": "Delete"}}});
+            child.plan.created.clear();
+            let mut parent = TreeStack::for_test(
+                json!({"Resources": {
+                    "Data": {"Type": "AWS::SQS::Queue"},
+                    "Child": {"Type": "AWS::CloudFormation::Stack", "Properties": {"TemplateURL": "https://assets/child.json"}}}}),
+                ExportPlan {
+                    imports: vec![queue("Data")],
+                    nested: vec!["Child".into()],
+                    ..ExportPlan::default()
+                },
+            );
+            parent.name = "P".into();
+            parent.cfn_name = "P".into();
+            parent.children.push(("Child".into(), child));
+            let w = World::new(&[&parent, &parent.children[0].1]).await;
+            w.run(&parent).await.unwrap();
+
+            let p = w.fake.stack("P").expect("the parent");
+            let c = w.fake.stack("P-Child").expect("the child");
+            assert_eq!(p.resources["Child"].1, c.stack_id);
+            assert_eq!(c.parent_id.as_deref(), Some(p.stack_id.as_str()));
+            assert!(c
+                .tags
+                .iter()
+                .any(|(key, _)| key == crate::cloudformation::FLIP_TAG));
+            assert_eq!(p.resources["Data"].1, "https://q/data");
+            let calls = w.fake.calls();
+            let at = |call: &str| calls.iter().position(|c| c == call).expect(call);
+            assert!(at("CreateChangeSet IMPORT P-Child") < at("CreateChangeSet IMPORT P"));
+            assert!(at("UpdateStack P-Child") < at("CreateChangeSet UPDATE P"));
+            assert_eq!(w.staging.purged(), ["cdkd-migrate-tmp/P/nested-Child.json"]);
+            assert!(w.staging.kept().is_empty());
+            assert!(!w.recorded("P") && !w.recorded("P~Child"));
+        }
+
+        #[tokio::test(start_paused = true)]
+        async fn a_failure_part_way_names_the_stacks_moved_and_those_not() {
+            let mut parent = stack("P", "P");
+            parent
+                .children
+                .push(("Child".into(), stack("P~Child", "P-Child")));
+            let w = World::new(&[&parent.children[0].1]).await;
+            // The parent's queue does not exist: its IMPORT is refused.
+            let mut state = parent.state.clone();
+            w.records.save("P", REGION, &mut state, None).await.unwrap();
+            let mut gone = parent.plan.imports[0].clone();
+            gone.physical_id = "https://q/gone".into();
+            gone.identifier =
+                serde_json::Map::from_iter([("QueueUrl".to_string(), json!("https://q/gone"))]);
+            parent.plan.imports = vec![gone];
+            let err = w.run(&parent).await.unwrap_err().to_string();
+            assert!(
+                err.starts_with("nested stack export stopped at P (P): phase 1 (IMPORT) failed"),
+                "{err}"
+            );
+            assert!(
+                err.contains("In CloudFormation already: P~Child (as P-Child). Not yet: P."),
+                "{err}"
+            );
+            assert!(w.recorded("P") && w.recorded("P~Child"));
+            assert!(w.fake.stack("P-Child").is_some());
+        }
     }
 }

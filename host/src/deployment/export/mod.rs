@@ -1,12 +1,12 @@
 //! `cdkd export`: hands a stack cdkd deployed over to CloudFormation without touching a
 //! resource. The plan is made first, from state, the template and the registry alone
 //! ([`plan`]); then, under the stack's lock, an IMPORT change set adopts the resources
-//! ([`changeset`]) with the template [`template`] prepares, IMPORT-unsupported resources are
-//! deleted and an UPDATE change set restores the whole template; cdkd's record goes last.
+//! ([`crate::cloudformation::changeset`]) with the template [`template`] prepares,
+//! IMPORT-unsupported resources are deleted and an UPDATE change set restores the whole
+//! template; cdkd's record goes last.
 //! Nested stacks ([`tree`]) become CloudFormation stacks of their own first, and are then
 //! nested into their parents ([`nesting`], [`handover`]).
 
-pub mod changeset;
 pub mod destination;
 pub mod handover;
 pub mod identifiers;

@@ -1,84 +1,11 @@
-//! The CloudFormation side of nesting exported stacks: the tag flip that takes a child out of
-//! `IMPORT_COMPLETE` (which AWS refuses to nest), and what the parent's IMPORT needs of each
-//! child: its stack id, tags and current template.
+//! What a parent's IMPORT needs of each nested stack it nests: the child's stack id, tags,
+//! current template and parameters, written into the parent's template. The CloudFormation
+//! side (the tag flip out of `IMPORT_COMPLETE`, the processed template) is in
+//! [`crate::cloudformation::nesting`].
 
 use std::collections::BTreeMap;
 
-use aws_sdk_cloudformation::types::{Capability, Parameter, Tag, TemplateStage};
-
-use crate::deployment::migrate::{failed, CloudFormation, Described};
-
-/// The tag the flip adds; the parent's IMPORT forwards it, and phase 2 drops it again.
-pub const FLIP_TAG: &str = "cdkd:nested-export-flip";
-
-impl CloudFormation {
-    /// Takes `stack` out of `IMPORT_COMPLETE` with a tags-only update (AWS nests no stack in
-    /// that status); answers the stack as it is afterwards.
-    pub async fn flip(&self, stack: &str, described: &Described) -> anyhow::Result<Described> {
-        if described.status != "IMPORT_COMPLETE" {
-            return Ok(described.clone());
-        }
-        let mut tags: Vec<Tag> = described
-            .tags
-            .iter()
-            .filter(|(key, _)| key != FLIP_TAG)
-            .map(|(key, value)| Tag::builder().key(key).value(value).build())
-            .collect();
-        tags.push(
-            Tag::builder()
-                .key(FLIP_TAG)
-                .value(chrono::Utc::now().timestamp_millis().to_string())
-                .build(),
-        );
-        let parameters: Vec<Parameter> = described
-            .parameters
-            .iter()
-            .map(|key| {
-                Parameter::builder()
-                    .parameter_key(key)
-                    .use_previous_value(true)
-                    .build()
-            })
-            .collect();
-        self.client
-            .update_stack()
-            .stack_name(stack)
-            .use_previous_template(true)
-            .set_parameters(Some(parameters))
-            .set_tags(Some(tags))
-            .capabilities(Capability::CapabilityIam)
-            .capabilities(Capability::CapabilityNamedIam)
-            .capabilities(Capability::CapabilityAutoExpand)
-            .send()
-            .await
-            .map_err(|err| {
-                failed(
-                    &format!("UpdateStack {stack} (tags only, to leave IMPORT_COMPLETE)"),
-                    cdkd_aws_common::error_line(&err),
-                )
-            })?;
-        self.wait(stack, "UPDATE_COMPLETE").await?;
-        self.describe(stack)
-            .await?
-            .ok_or_else(|| anyhow::anyhow!("CloudFormation stack {stack} is gone after its update"))
-    }
-
-    /// The stack's template as CloudFormation holds it (what nesting it must match).
-    pub async fn processed_template(&self, stack: &str) -> anyhow::Result<String> {
-        let answer = self
-            .client
-            .get_template()
-            .stack_name(stack)
-            .template_stage(TemplateStage::Processed)
-            .send()
-            .await
-            .map_err(|err| failed(&format!("GetTemplate {stack}"), err))?;
-        answer
-            .template_body()
-            .map(str::to_string)
-            .ok_or_else(|| anyhow::anyhow!("CloudFormation GetTemplate {stack}: no template body"))
-    }
-}
+pub use crate::cloudformation::FLIP_TAG;
 
 /// What a parent's template needs of one child to nest it.
 #[derive(Debug, Clone, PartialEq)]

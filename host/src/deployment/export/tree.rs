@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::plan::{plan, ExportPlan, PlanOptions};
 use super::template;
-use crate::deployment::migrate::nested_stacks;
+use crate::cloudformation::nested_stacks;
 use crate::provisioning::type_schemas::RegistrySchema;
 use crate::state::keys::child_stack_name;
 use crate::state::schema::StackState;

@@ -1,18 +1,17 @@
-//! The CloudFormation side of an export: the IMPORT change set of phase 1 and the UPDATE of
-//! phase 2, each created, waited for, executed and waited for again; on failure, the
-//! per-resource reasons from the stack's events (the stack status alone says only that it
-//! rolled back).
+//! The change sets of an export: the IMPORT of phase 1 and the UPDATE of phase 2, each
+//! created, waited for, executed and waited for again; on failure, the per-resource reasons
+//! from the stack's events (the stack status alone says only that it rolled back).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use aws_sdk_cloudformation::types::{
-    Capability, ChangeSetStatus, ChangeSetType, Parameter, ResourceToImport,
-};
 use serde_json::{Map, Value};
 
-use crate::deployment::migrate::{failed, purge_upload, CloudFormation, Described, INLINE_LIMIT};
-use crate::state::backend::StateBackend;
+use super::staging::{stage, TemplateStaging};
+use super::{
+    failed, ChangeSetKind, ChangeSetRequest, CloudFormation, Described, TemplateSource,
+    INLINE_LIMIT,
+};
 
 /// A template as sent: its text, in the source's format.
 pub struct Body {
@@ -23,6 +22,7 @@ pub struct Body {
 }
 
 /// One resource of the IMPORT change set.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToImport {
     /// The logical id.
     pub logical_id: String,
@@ -33,6 +33,7 @@ pub struct ToImport {
 }
 
 /// How a change set came out.
+#[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Executed and complete.
     Done,
@@ -48,31 +49,16 @@ impl CloudFormation {
         body: &Body,
         parameters: &BTreeMap<String, String>,
         resources: &[ToImport],
-        bucket: &StateBackend,
+        staging: &dyn TemplateStaging,
     ) -> anyhow::Result<()> {
-        let to_import: Vec<ResourceToImport> = resources
-            .iter()
-            .map(|r| {
-                let mut builder = ResourceToImport::builder()
-                    .resource_type(&r.resource_type)
-                    .logical_resource_id(&r.logical_id);
-                for (key, value) in &r.identifier {
-                    let value = value
-                        .as_str()
-                        .map_or_else(|| value.to_string(), str::to_string);
-                    builder = builder.resource_identifier(key, value);
-                }
-                builder.build()
-            })
-            .collect();
         let outcome = self
             .change_set(
                 stack,
-                ChangeSetType::Import,
+                ChangeSetKind::Import,
                 body,
                 parameters,
-                Some(to_import),
-                bucket,
+                Some(resources.to_vec()),
+                staging,
             )
             .await;
         if outcome.is_err() {
@@ -87,20 +73,27 @@ impl CloudFormation {
         stack: &str,
         body: &Body,
         parameters: &BTreeMap<String, String>,
-        bucket: &StateBackend,
+        staging: &dyn TemplateStaging,
     ) -> anyhow::Result<Outcome> {
-        self.change_set(stack, ChangeSetType::Update, body, parameters, None, bucket)
-            .await
+        self.change_set(
+            stack,
+            ChangeSetKind::Update,
+            body,
+            parameters,
+            None,
+            staging,
+        )
+        .await
     }
 
     async fn change_set(
         &self,
         stack: &str,
-        kind: ChangeSetType,
+        kind: ChangeSetKind,
         body: &Body,
         parameters: &BTreeMap<String, String>,
-        to_import: Option<Vec<ResourceToImport>>,
-        bucket: &StateBackend,
+        to_import: Option<Vec<ToImport>>,
+        staging: &dyn TemplateStaging,
     ) -> anyhow::Result<Outcome> {
         let name = format!(
             "cdkd-export-{}-{}",
@@ -108,67 +101,43 @@ impl CloudFormation {
             chrono::Utc::now().timestamp_millis()
         );
         let mut uploads = Vec::new();
-        let mut create = self
-            .client
-            .create_change_set()
-            .stack_name(stack)
-            .change_set_name(&name)
-            .change_set_type(kind.clone())
-            .set_resources_to_import(to_import)
-            .set_parameters(Some(
-                parameters
-                    .iter()
-                    .map(|(key, value)| {
-                        Parameter::builder()
-                            .parameter_key(key)
-                            .parameter_value(value)
-                            .build()
-                    })
-                    .collect(),
-            ))
-            .capabilities(Capability::CapabilityIam)
-            .capabilities(Capability::CapabilityNamedIam)
-            .capabilities(Capability::CapabilityAutoExpand);
         let result = async {
-            if body.text.len() > INLINE_LIMIT {
-                let url = self
-                    .upload(
-                        bucket,
+            let template = if body.text.len() > INLINE_LIMIT {
+                TemplateSource::Url(
+                    stage(
+                        staging,
                         stack,
                         &format!("export-{}.{}", kind.as_str().to_lowercase(), body.extension),
                         body.text.clone().into_bytes(),
                         &mut uploads,
                     )
-                    .await?;
-                create = create.template_url(url);
-            } else {
-                create = create.template_body(&body.text);
-            }
-            create.send().await.map_err(|err| {
-                failed(
-                    &format!("CreateChangeSet {name} on {stack}"),
-                    cdkd_aws_common::error_line(&err),
+                    .await?,
                 )
-            })?;
+            } else {
+                TemplateSource::Body(body.text.clone())
+            };
+            let request = ChangeSetRequest {
+                stack: stack.to_string(),
+                name: name.clone(),
+                kind,
+                template,
+                parameters: parameters.clone(),
+                resources_to_import: to_import,
+            };
+            self.api
+                .create_change_set(&request)
+                .await
+                .map_err(|err| failed(&format!("CreateChangeSet {name} on {stack}"), err.line))?;
             if !self.change_set_ready(stack, &name).await? {
                 return Ok(Outcome::NoChanges);
             }
-            self.client
-                .execute_change_set()
-                .stack_name(stack)
-                .change_set_name(&name)
-                .send()
+            self.api
+                .execute_change_set(stack, &name)
                 .await
-                .map_err(|err| {
-                    failed(
-                        &format!("ExecuteChangeSet {name} on {stack}"),
-                        cdkd_aws_common::error_line(&err),
-                    )
-                })?;
-            let done = if kind == ChangeSetType::Import {
-                "IMPORT_COMPLETE"
-            } else {
-                "UPDATE_COMPLETE"
+                .map_err(|err| failed(&format!("ExecuteChangeSet {name} on {stack}"), err.line))?;
+            let done = match kind {
+                ChangeSetKind::Import => "IMPORT_COMPLETE",
+                ChangeSetKind::Update => "UPDATE_COMPLETE",
             };
             match self.wait(stack, done).await {
                 Ok(()) => Ok(Outcome::Done),
@@ -180,7 +149,7 @@ impl CloudFormation {
         }
         .await;
         for key in &uploads {
-            purge_upload(bucket, key).await;
+            staging.purge(key).await;
         }
         result
     }
@@ -192,22 +161,14 @@ impl CloudFormation {
         let mut delay = Duration::from_millis(100);
         loop {
             let answer = self
-                .client
-                .describe_change_set()
-                .stack_name(stack)
-                .change_set_name(name)
-                .send()
+                .api
+                .describe_change_set(stack, name)
                 .await
-                .map_err(|err| {
-                    failed(
-                        &format!("DescribeChangeSet {name}"),
-                        cdkd_aws_common::error_line(&err),
-                    )
-                })?;
-            match answer.status() {
-                Some(ChangeSetStatus::CreateComplete) => return Ok(true),
-                Some(ChangeSetStatus::Failed) => {
-                    let reason = answer.status_reason().unwrap_or("no reason given");
+                .map_err(|err| failed(&format!("DescribeChangeSet {name}"), err.line))?;
+            match answer.status.as_str() {
+                "CREATE_COMPLETE" => return Ok(true),
+                "FAILED" => {
+                    let reason = answer.status_reason.as_deref().unwrap_or("no reason given");
                     if reason.contains("didn't contain changes")
                         || reason.contains("No updates are to be performed")
                     {
@@ -231,27 +192,18 @@ impl CloudFormation {
 
     /// The failed resources' reasons from the stack's events, as lines to append.
     async fn failure_reasons(&self, stack: &str) -> String {
-        let Ok(answer) = self
-            .client
-            .describe_stack_events()
-            .stack_name(stack)
-            .send()
-            .await
-        else {
+        let Ok(events) = self.api.describe_stack_events(stack).await else {
             return String::new();
         };
         let mut lines = Vec::new();
-        for event in answer.stack_events() {
-            let status = event
-                .resource_status()
-                .map(|s| s.as_str())
-                .unwrap_or_default();
-            let logical = event.logical_resource_id().unwrap_or_default();
-            if status.ends_with("_FAILED") && logical != stack {
+        for event in events {
+            if event.status.ends_with("_FAILED") && event.logical_id != stack {
                 lines.push(format!(
-                    "\n  {logical} ({}): {status}: {}",
-                    event.resource_type().unwrap_or_default(),
-                    event.resource_status_reason().unwrap_or("no reason given")
+                    "\n  {} ({}): {}: {}",
+                    event.logical_id,
+                    event.resource_type,
+                    event.status,
+                    event.reason.as_deref().unwrap_or("no reason given")
                 ));
             }
         }
@@ -275,7 +227,7 @@ impl CloudFormation {
             .await
             .is_ok_and(|resources| resources.is_empty());
         if empty {
-            let _ = self.client.delete_stack().stack_name(stack).send().await;
+            let _ = self.api.delete_stack(stack).await;
             let _ = self.wait(stack, "DELETE_COMPLETE").await;
         } else {
             tracing::warn!("CloudFormation stack {stack} is {status} and still holds resources; it is left as it is");
