@@ -18,12 +18,8 @@ const HOOK: &str = "AsgLifecycleHookDrainF37A0330";
 
 /// The emulator's call counts are shared by the tests of this binary: a test counting calls
 /// must not see another's, so the tests run one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    cdkd_tests::one_at_a_time()
 }
 
 fn aws(expression: &str) -> Value {
