@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README): installs the emulator if needed, builds the workspace (host and
 # every bundled plugin), then runs the Rust unit and end-to-end tests, the emulator's tests and a
-# short soak.
+# short soak (`bash tests/parallel.sh NAME...` runs some of them again).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -14,8 +14,8 @@ fi
 # aws-cdk-lib for the tests that run a real CDK app (pinned by package-lock.json).
 [ -d tests/fixtures/apps/node_modules/aws-cdk-lib ] || (cd tests/fixtures/apps && npm ci --no-audit --no-fund --silent)
 cargo build --workspace
-cargo test --workspace
-.venv/bin/python -m pytest -q tests/emulator
-# A bounded soak (2 rounds of each kind, under a minute): no duplicate, leak or loss under
-# throttling, 5xx, lost answers, kill -9 and double Ctrl-C. `bash tests/soak/soak.sh 20` for more.
-bash tests/soak/soak.sh 2
+# Unit tests of the host and every plugin, then the end-to-end binaries, the emulator's tests and
+# a short soak three at a time (tests/parallel.sh: each with its own emulator).
+cargo test --workspace --exclude cdkd-tests
+cargo test -p cdkd-tests --lib
+bash tests/parallel.sh
