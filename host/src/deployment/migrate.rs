@@ -362,7 +362,10 @@ mod tests {
             &[],
         );
         let err = w.migrate(&app(), "Legacy").await.unwrap_err();
-        assert!(err.to_string().contains("no-such-log-group does not exist"), "{err}");
+        assert!(
+            err.to_string().contains("no-such-log-group does not exist"),
+            "{err}"
+        );
         assert!(w.store.record("App", REGION).is_none());
     }
 }
