@@ -58,6 +58,7 @@ impl ContextLookups for Lookups<'_> {
                 crate::deployment::parameters::ssm_parameter(&self.aws, &region, name)
                     .await
                     .map(Value::String)
+                    .map_err(|err| err.to_string())
             }
             "availability-zones" => {
                 let region = props

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use cdkd_provider_api::protocol::{FinalSnapshotRequest, FinalSnapshotResult};
-use cdkd_provider_api::ErrorKind;
+use cdkd_provider_api::{ErrorKind, ProviderError};
 
 use super::executor::Task;
 use super::report::Reporter;
@@ -55,6 +55,25 @@ pub fn no_snapshot_path(logical_id: &str, resource_type: &str, destroy: bool) ->
     )
 }
 
+/// Why deleting a recorded resource (or the final snapshot before it) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteError {
+    /// Its policy asks for a final snapshot and no loaded plugin can take one.
+    #[error("{}", no_snapshot_path(.logical_id, .resource_type, false))]
+    NoSnapshotPath {
+        /// The resource.
+        logical_id: String,
+        /// Its type.
+        resource_type: String,
+    },
+    /// The final snapshot failed, so the delete was not attempted.
+    #[error("taking the final snapshot failed, so the resource was not deleted: {0}")]
+    Snapshot(ProviderError),
+    /// The provider's delete failed.
+    #[error(transparent)]
+    Provider(ProviderError),
+}
+
 /// A snapshot identifier services accept (letters, digits and single hyphens, starting with
 /// a letter, at most 63 characters), unique to the stack, resource and second.
 pub fn snapshot_name(stack: &str, logical_id: &str, stamp: &str) -> String {
@@ -86,9 +105,12 @@ pub async fn take_final_snapshot(
     due: SnapshotDue<'_>,
     logical_id: &str,
     record: &ResourceState,
-) -> Result<String, String> {
+) -> Result<String, DeleteError> {
     let Some(taker) = providers.for_snapshot(&record.resource_type) else {
-        return Err(no_snapshot_path(logical_id, &record.resource_type, false));
+        return Err(DeleteError::NoSnapshotPath {
+            logical_id: logical_id.to_string(),
+            resource_type: record.resource_type.clone(),
+        });
     };
     let stamp = chrono::Utc::now().format("%Y%m%d%H%M%S").to_string();
     let request = FinalSnapshotRequest {
@@ -108,9 +130,7 @@ pub async fn take_final_snapshot(
             note.unwrap_or_else(|| "none was due".into())
         )),
         Err(err) if err.kind == ErrorKind::NOT_FOUND => Ok("already gone".into()),
-        Err(err) => Err(format!(
-            "taking the final snapshot failed, so the resource was not deleted: {err}"
-        )),
+        Err(err) => Err(DeleteError::Snapshot(err)),
     }
 }
 
@@ -165,7 +185,7 @@ pub async fn delete_record(
     providers: &dyn ProviderSet,
     logical_id: &str,
     record: &ResourceState,
-) -> Result<(), String> {
+) -> Result<(), DeleteError> {
     providers
         .for_record(record)
         .delete(
@@ -176,7 +196,7 @@ pub async fn delete_record(
         )
         .await
         .map(|_| ())
-        .map_err(|err| err.to_string())
+        .map_err(DeleteError::Provider)
 }
 
 /// Deletes one recorded resource through its provider (after its final snapshot when one is
@@ -189,7 +209,7 @@ pub async fn delete_one(
     record: &ResourceState,
     began: Instant,
     due: Option<SnapshotDue<'_>>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, DeleteError> {
     let result = async {
         let snapshot = match due {
             Some(due) => Some(take_final_snapshot(providers, due, logical_id, record).await?),

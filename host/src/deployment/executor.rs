@@ -38,7 +38,7 @@ pub struct Task {
 pub enum Outcome {
     /// It ran and succeeded.
     Done,
-    /// It ran and failed.
+    /// It ran and failed; the task's error, as shown.
     Failed(String),
     /// It never ran; the reason says why.
     Skipped(String),
@@ -79,7 +79,7 @@ impl Executor {
     }
 
     /// Runs every task through `work`; `stop` is checked before each dispatch.
-    pub async fn run<'t, F, Fut>(
+    pub async fn run<'t, F, Fut, E>(
         &self,
         tasks: &'t [Task],
         stop: &tokio::sync::watch::Receiver<bool>,
@@ -87,7 +87,8 @@ impl Executor {
     ) -> BTreeMap<String, Outcome>
     where
         F: Fn(String) -> Fut,
-        Fut: Future<Output = Result<(), String>>,
+        Fut: Future<Output = Result<(), E>>,
+        E: std::fmt::Display,
     {
         let known: BTreeSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
         let by_id: BTreeMap<&str, &Task> = tasks.iter().map(|t| (t.id.as_str(), t)).collect();
@@ -186,9 +187,9 @@ impl Executor {
                     }
                     outcomes.insert(id, Outcome::Done);
                 }
-                Err(message) => {
+                Err(error) => {
                     stopped.get_or_insert_with(|| format!("{id} failed"));
-                    outcomes.insert(id, Outcome::Failed(message));
+                    outcomes.insert(id, Outcome::Failed(error.to_string()));
                 }
             }
         }
@@ -300,7 +301,7 @@ mod tests {
                         _ => 1,
                     };
                     tokio::time::sleep(Duration::from_millis(ms)).await;
-                    Ok(())
+                    Ok::<(), String>(())
                 }
             })
             .await;
@@ -324,7 +325,7 @@ mod tests {
                 async move {
                     order.lock().unwrap().push(id);
                     tokio::time::sleep(Duration::from_millis(5)).await;
-                    Ok(())
+                    Ok::<(), String>(())
                 }
             })
             .await;
@@ -364,7 +365,7 @@ mod tests {
         let outcomes = Executor::fixed(4)
             .run(&tasks, &receiver, |_id| {
                 let _ = sender.send(true);
-                async { Ok(()) }
+                async { Ok::<(), String>(()) }
             })
             .await;
         assert_eq!(outcomes["first"], Outcome::Done);
@@ -412,7 +413,7 @@ mod tests {
                         tokio::time::sleep(Duration::from_millis(10)).await;
                         peak.lock().unwrap().0 -= 1;
                     }
-                    Ok(())
+                    Ok::<(), String>(())
                 }
             })
             .await;
@@ -469,7 +470,7 @@ mod tests {
                         .unwrap()
                         .insert(id, origin.elapsed().as_millis());
                     tokio::time::sleep(takes).await;
-                    Ok(())
+                    Ok::<(), String>(())
                 }
             })
             .await;

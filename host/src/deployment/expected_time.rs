@@ -100,6 +100,42 @@ impl Routes {
     }
 }
 
+/// Why the expected-times overrides cannot be used. Details are kept as text so the error
+/// read once can be handed to every caller.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ExpectedTimesError {
+    /// The overrides file cannot be read.
+    #[error("expected times {origin} ({OVERRIDE_VARIABLE}): cannot be read ({detail}); fix the path or unset it")]
+    Unreadable {
+        /// Where the overrides were to come from.
+        origin: String,
+        /// The read error.
+        detail: String,
+    },
+    /// The overrides are not JSON.
+    #[error("expected times {origin}: not JSON ({detail}); fix the file or unset {OVERRIDE_VARIABLE}")]
+    NotJson {
+        /// Where the overrides came from.
+        origin: String,
+        /// The parse error.
+        detail: String,
+    },
+    /// The overrides are JSON but not an object.
+    #[error("expected times {origin}: not a JSON object like {{\"types\": {{\"AWS::EC2::NatGateway\": {{\"sdk\": {{\"create\": 120000}}}}}}}}; fix the file or unset {OVERRIDE_VARIABLE}")]
+    NotObject {
+        /// Where the overrides came from.
+        origin: String,
+    },
+    /// The table with the overrides laid over it does not have the table's shape.
+    #[error("expected times {origin}: {detail} (each type has \"sdk\" and \"cloudControl\", each with \"create\", \"update\", \"delete\" in milliseconds); fix the file or unset {OVERRIDE_VARIABLE}")]
+    BadShape {
+        /// Where the overrides came from.
+        origin: String,
+        /// The deserializer's complaint.
+        detail: String,
+    },
+}
+
 /// The expected times of every type, in milliseconds of AWS time.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ExpectedTimes {
@@ -116,33 +152,38 @@ impl ExpectedTimes {
 
     /// The built-in table with `overrides` (the same shape; any subset of types, routes and
     /// operations) laid over it. `source` names where they came from, for the error.
-    pub fn overridden(overrides: &str, source: &str) -> Result<ExpectedTimes, String> {
+    pub fn overridden(overrides: &str, source: &str) -> Result<ExpectedTimes, ExpectedTimesError> {
         let mut table: Value = serde_json::from_str(BUILTIN).expect("expected_times.json is JSON");
-        let overrides: Value = serde_json::from_str(overrides).map_err(|err| {
-            format!("expected times {source}: not JSON ({err}); fix the file or unset {OVERRIDE_VARIABLE}")
-        })?;
+        let origin = || source.to_string();
+        let overrides: Value =
+            serde_json::from_str(overrides).map_err(|err| ExpectedTimesError::NotJson {
+                origin: origin(),
+                detail: err.to_string(),
+            })?;
         if !overrides.is_object() {
-            return Err(format!(
-                "expected times {source}: not a JSON object like {{\"types\": {{\"AWS::EC2::NatGateway\": {{\"sdk\": {{\"create\": 120000}}}}}}}}; fix the file or unset {OVERRIDE_VARIABLE}"
-            ));
+            return Err(ExpectedTimesError::NotObject { origin: origin() });
         }
         merge(&mut table, overrides);
-        serde_json::from_value(table).map_err(|err| {
-            format!("expected times {source}: {err} (each type has \"sdk\" and \"cloudControl\", each with \"create\", \"update\", \"delete\" in milliseconds); fix the file or unset {OVERRIDE_VARIABLE}")
+        serde_json::from_value(table).map_err(|err| ExpectedTimesError::BadShape {
+            origin: origin(),
+            detail: err.to_string(),
         })
     }
 
     /// The table this process uses: the built-in one, overridden by the file
     /// `CDKD_EXPECTED_TIMES` names (read once).
-    pub fn current() -> Result<&'static ExpectedTimes, String> {
-        static CURRENT: OnceLock<Result<ExpectedTimes, String>> = OnceLock::new();
+    pub fn current() -> Result<&'static ExpectedTimes, ExpectedTimesError> {
+        static CURRENT: OnceLock<Result<ExpectedTimes, ExpectedTimesError>> = OnceLock::new();
         CURRENT
             .get_or_init(|| match std::env::var_os(OVERRIDE_VARIABLE) {
                 None => Ok(ExpectedTimes::builtin()),
                 Some(path) => {
                     let shown = format!("file {}", path.to_string_lossy());
                     let text = std::fs::read_to_string(&path).map_err(|err| {
-                        format!("expected times {shown} ({OVERRIDE_VARIABLE}): cannot be read ({err}); fix the path or unset it")
+                        ExpectedTimesError::Unreadable {
+                            origin: shown.clone(),
+                            detail: err.to_string(),
+                        }
                     })?;
                     ExpectedTimes::overridden(&text, &shown)
                 }
@@ -517,11 +558,20 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            err.contains("file y.json") && err.contains(OVERRIDE_VARIABLE),
+            matches!(&err, ExpectedTimesError::BadShape { origin, .. } if origin == "file y.json"),
             "{err}"
         );
+        let text = err.to_string();
+        assert!(
+            text.contains("file y.json") && text.contains(OVERRIDE_VARIABLE),
+            "{text}"
+        );
         let err = ExpectedTimes::overridden("[1]", "file z.json").unwrap_err();
-        assert!(err.contains("file z.json"), "{err}");
+        assert!(
+            matches!(&err, ExpectedTimesError::NotObject { origin } if origin == "file z.json"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("file z.json"), "{err}");
     }
 
     fn node(id: &str, waits_for: &[&str], ms: Option<u64>) -> Node {

@@ -53,7 +53,45 @@ pub struct StateSnapshot {
     cloudformation_exports: BTreeMap<String, BTreeMap<String, Value>>,
     /// Other accounts' records read through a role, by (role ARN, stack, region): the record,
     /// or why it could not be read.
-    cross_account: BTreeMap<(String, String, String), Result<Option<StackState>, String>>,
+    cross_account: BTreeMap<(String, String, String), Result<Option<StackState>, CrossAccountError>>,
+}
+
+/// Why another account's record could not be read through a role. Details are text: one
+/// failure of a role is kept for each of its producers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CrossAccountError {
+    /// The `RoleArn` is not an IAM role ARN.
+    #[error("RoleArn {role} is not an IAM role ARN (arn:<partition>:iam::<account>:role/<name>)")]
+    NotARole {
+        /// The `RoleArn`.
+        role: String,
+    },
+    /// The role cannot be assumed.
+    #[error("cannot assume {role} to read the producer's state in account {account}: {detail}")]
+    CannotAssume {
+        /// The role.
+        role: String,
+        /// Its account.
+        account: String,
+        /// The credentials error.
+        detail: String,
+    },
+    /// The producer's record cannot be read from the account's state bucket.
+    #[error("reading stack {stack} ({region}) in account {account} through {role} (bucket {bucket}) failed: {detail}")]
+    Unreadable {
+        /// The producer stack.
+        stack: String,
+        /// Its region.
+        region: String,
+        /// The account.
+        account: String,
+        /// The role.
+        role: String,
+        /// The account's state bucket.
+        bucket: String,
+        /// The state layer's error.
+        detail: String,
+    },
 }
 
 /// What CloudFormation said about a `Fn::GetStackOutput` producer cdkd has no record of.
@@ -320,26 +358,37 @@ async fn read_through_role(
     keys: &StateKeys,
     role: &str,
     producers: &[(String, String)],
-) -> Result<Vec<Result<Option<StackState>, String>>, String> {
-    let account = role_account(role).ok_or_else(|| {
-        format!(
-            "RoleArn {role} is not an IAM role ARN (arn:<partition>:iam::<account>:role/<name>)"
-        )
+) -> Result<Vec<Result<Option<StackState>, CrossAccountError>>, CrossAccountError> {
+    let account = role_account(role).ok_or_else(|| CrossAccountError::NotARole {
+        role: role.to_string(),
     })?;
     let assumed = aws.assuming(role).await;
     // The assume happens on the first call; failing there names the role.
-    assumed.credentials().await.map_err(|err| {
-        format!("cannot assume {role} to read the producer's state in account {account}: {err}")
-    })?;
+    assumed
+        .credentials()
+        .await
+        .map_err(|err| CrossAccountError::CannotAssume {
+            role: role.to_string(),
+            account: account.clone(),
+            detail: err.to_string(),
+        })?;
     let bucket = default_bucket_name(&account);
     let client = state_bucket_client(&assumed, &bucket).await;
     let backend = StateBackend::new(client, &bucket, keys.clone());
     let reads = producers.iter().map(|(stack, region)| {
         let (backend, account, bucket) = (&backend, &account, &bucket);
         async move {
-            backend.load(stack, region).await.map(|s| s.map(|s| s.state)).map_err(|err| {
-                format!("reading stack {stack} ({region}) in account {account} through {role} (bucket {bucket}) failed: {err}")
-            })
+            let loaded = backend.load(stack, region).await;
+            loaded
+                .map(|s| s.map(|s| s.state))
+                .map_err(|err| CrossAccountError::Unreadable {
+                    stack: stack.clone(),
+                    region: region.clone(),
+                    account: account.clone(),
+                    role: role.to_string(),
+                    bucket: bucket.clone(),
+                    detail: err.to_string(),
+                })
         }
     });
     Ok(futures_util::future::join_all(reads).await)
@@ -738,7 +787,7 @@ impl StateSnapshot {
         role: &str,
         stack: &str,
         region: &str,
-    ) -> Option<&Result<Option<StackState>, String>> {
+    ) -> Option<&Result<Option<StackState>, CrossAccountError>> {
         (self.cross_account).get(&(role.to_string(), stack.to_string(), region.to_string()))
     }
 
@@ -748,7 +797,7 @@ impl StateSnapshot {
         role: &str,
         stack: &str,
         region: &str,
-        found: Result<Option<StackState>, String>,
+        found: Result<Option<StackState>, CrossAccountError>,
     ) {
         self.cross_account.insert(
             (role.to_string(), stack.to_string(), region.to_string()),
@@ -861,7 +910,7 @@ pub fn cross_account_output(
         None => Lookup::Missing(format!(
             "stack {stack} ({region}) through {role} was not read before the run; name StackName, Region and RoleArn literally"
         )),
-        Some(Err(reason)) => Lookup::Missing(reason.clone()),
+        Some(Err(reason)) => Lookup::Missing(reason.to_string()),
         Some(Ok(None)) => Lookup::Missing(format!(
             "stack {stack} has no state in {region} in the account of {role}; deploy it there first"
         )),
@@ -1133,7 +1182,12 @@ mod tests {
         producer.outputs.insert("O".into(), json!("theirs"));
         snapshot.keep_cross_account(&role, "P", REGION, Ok(Some(producer)));
         snapshot.keep_cross_account(&role, "Gone", REGION, Ok(None));
-        snapshot.keep_cross_account(&role, "Denied", REGION, Err("cannot assume".into()));
+        let denied = CrossAccountError::CannotAssume {
+            role: role.clone(),
+            account: "222222222222".into(),
+            detail: "denied".into(),
+        };
+        snapshot.keep_cross_account(&role, "Denied", REGION, Err(denied.clone()));
         assert_eq!(
             cross_account_output(&snapshot, &role, "P", REGION, "O"),
             Lookup::Known(json!("theirs"))
@@ -1146,8 +1200,9 @@ mod tests {
             missing(cross_account_output(
                 &snapshot, &role, "Denied", REGION, "O"
             )),
-            "cannot assume"
+            denied.to_string()
         );
+        assert!(denied.to_string().starts_with("cannot assume"));
     }
 
     #[test]

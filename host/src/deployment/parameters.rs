@@ -9,12 +9,35 @@ use serde_json::Value;
 use crate::analyzer::template::Template;
 use crate::aws_env::AwsEnvironment;
 
+/// Why an SSM parameter's value could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SsmParameterError {
+    /// The call failed.
+    #[error("cannot read SSM parameter {name} in {region}: {detail}")]
+    Unreadable {
+        /// The parameter.
+        name: String,
+        /// Its region.
+        region: String,
+        /// The AWS error, in one line.
+        detail: String,
+    },
+    /// The parameter has no value.
+    #[error("SSM parameter {name} in {region} has no value")]
+    NoValue {
+        /// The parameter.
+        name: String,
+        /// Its region.
+        region: String,
+    },
+}
+
 /// Reads one SSM parameter's value.
 pub async fn ssm_parameter(
     aws: &AwsEnvironment,
     region: &str,
     name: &str,
-) -> Result<String, String> {
+) -> Result<String, SsmParameterError> {
     let config = aws_sdk_ssm::config::Builder::from(aws.sdk_config())
         .region(aws_sdk_ssm::config::Region::new(region.to_string()))
         .retry_partition(cdkd_aws_common::retry_partition("cdkd-ssm"))
@@ -26,17 +49,19 @@ pub async fn ssm_parameter(
         .with_decryption(true)
         .send()
         .await
-        .map_err(|err| {
-            format!(
-                "cannot read SSM parameter {name} in {region}: {}",
-                cdkd_aws_common::error_line(&err)
-            )
+        .map_err(|err| SsmParameterError::Unreadable {
+            name: name.to_string(),
+            region: region.to_string(),
+            detail: cdkd_aws_common::error_line(&err),
         })?;
     answer
         .parameter()
         .and_then(|p| p.value())
         .map(ToString::to_string)
-        .ok_or_else(|| format!("SSM parameter {name} in {region} has no value"))
+        .ok_or_else(|| SsmParameterError::NoValue {
+            name: name.to_string(),
+            region: region.to_string(),
+        })
 }
 
 /// The values of a stack's parameters beyond their defaults: `overrides`, and SSM-typed

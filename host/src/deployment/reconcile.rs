@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use cdkd_provider_api::protocol::CREATE_TOKEN_TAG;
-use cdkd_provider_api::ErrorKind;
+use cdkd_provider_api::{ErrorKind, ProviderError};
 use serde_json::{Map, Value};
 
 use super::deletes::is_retained;
@@ -222,14 +222,13 @@ async fn decide_within(
                 .await
             {
                 Err(err) if err.kind == ErrorKind::UNSUPPORTED => None,
-                other => Some(other.map_err(|err| err.to_string())),
+                other => Some(other),
             }
         }
         Some(name) => Some(
             provider
                 .find_named(&intent.resource_type, &intent.logical_id, name, ids)
-                .await
-                .map_err(|err| err.to_string()),
+                .await,
         ),
     };
     classify(intent, record, lookup)
@@ -349,7 +348,7 @@ pub fn settled_by_record(
 pub fn classify(
     intent: &CreateIntent,
     record: Option<&ResourceState>,
-    lookup: Option<Result<Option<Found>, String>>,
+    lookup: Option<Result<Option<Found>, ProviderError>>,
 ) -> Decision {
     if let Some(decided) = settled_by_record(intent, record) {
         return decided;
@@ -366,7 +365,7 @@ pub fn classify(
         }
         Some(Ok(Some(found))) => Decision::Unrecorded(found),
         Some(Ok(None)) => Decision::Absent,
-        Some(Err(reason)) => Decision::Unknown(reason),
+        Some(Err(reason)) => Decision::Unknown(reason.to_string()),
     }
 }
 
@@ -597,9 +596,11 @@ mod tests {
         match classify(
             &intent(None, Some("q")),
             None,
-            Some(Err("AccessDenied".into())),
+            Some(Err(ProviderError::other("AccessDenied"))),
         ) {
-            Decision::Unknown(reason) => assert_eq!(reason, "AccessDenied"),
+            Decision::Unknown(reason) => {
+                assert_eq!(reason, ProviderError::other("AccessDenied").to_string())
+            }
             other => panic!("{other:?}"),
         }
     }

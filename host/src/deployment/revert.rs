@@ -3,7 +3,9 @@
 
 use std::time::Instant;
 
-use super::deletes::delete_record;
+use cdkd_provider_api::ProviderError;
+
+use super::deletes::{delete_record, DeleteError};
 use super::journal::{Operation, OperationKind};
 use super::ledger::Ledger;
 use super::report::Reporter;
@@ -47,19 +49,36 @@ pub async fn revert_operations(
     remaining
 }
 
+/// Why one operation could not be undone.
+#[derive(Debug, thiserror::Error)]
+pub enum RevertError {
+    /// The journal lacks the record the undo needs.
+    #[error("{0}")]
+    Missing(&'static str),
+    /// Replaying the previous properties is refused (they hold masked secrets).
+    #[error("{0}")]
+    Refused(String),
+    /// Deleting the created resource failed.
+    #[error(transparent)]
+    Delete(#[from] DeleteError),
+    /// Restoring the previous properties failed.
+    #[error(transparent)]
+    Update(ProviderError),
+}
+
 async fn revert_one(
     stack: &str,
     ledger: &Ledger,
     providers: &dyn ProviderSet,
     operation: &Operation,
-) -> Result<(), String> {
+) -> Result<(), RevertError> {
     let id = &operation.logical_id;
     match operation.action {
         OperationKind::Create => {
             let after = operation
                 .after
                 .as_ref()
-                .ok_or("no record of the created resource")?;
+                .ok_or(RevertError::Missing("no record of the created resource"))?;
             delete_record(providers, id, after).await?;
             ledger.change(|s| {
                 s.resources.remove(id);
@@ -69,11 +88,11 @@ async fn revert_one(
             let after = operation
                 .after
                 .as_ref()
-                .ok_or("no record of the replacement")?;
+                .ok_or(RevertError::Missing("no record of the replacement"))?;
             let before = operation
                 .before
                 .clone()
-                .ok_or("no record of the replaced resource")?;
+                .ok_or(RevertError::Missing("no record of the replaced resource"))?;
             if after.physical_id != before.physical_id {
                 delete_record(providers, id, after).await?;
             }
@@ -82,13 +101,13 @@ async fn revert_one(
             });
         }
         OperationKind::Update => {
-            let after = operation.after.as_ref().ok_or("no record of the update")?;
+            let after = operation.after.as_ref().ok_or(RevertError::Missing("no record of the update"))?;
             let mut before = operation
                 .before
                 .clone()
-                .ok_or("no record of the previous properties")?;
+                .ok_or(RevertError::Missing("no record of the previous properties"))?;
             if let Some(refusal) = replay_refusal(id, &before.properties) {
-                return Err(refusal);
+                return Err(RevertError::Refused(refusal));
             }
             let restored = providers
                 .for_record(after)
@@ -102,7 +121,7 @@ async fn revert_one(
                     &[],
                 )
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(RevertError::Update)?;
             before.physical_id = restored.physical_id;
             before.attributes = Some(restored.attributes);
             ledger.change(|s| {
@@ -110,7 +129,7 @@ async fn revert_one(
             });
         }
         OperationKind::Policy => {
-            let before = operation.before.clone().ok_or("no previous record")?;
+            let before = operation.before.clone().ok_or(RevertError::Missing("no previous record"))?;
             ledger.change(|s| {
                 s.resources.insert(id.clone(), before);
             });

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::environment::LiveEnvironment;
 use super::StackRun;
 use crate::analyzer::diff::{Action, ResourceChange};
-use crate::analyzer::intrinsics::Resolver;
+use crate::analyzer::intrinsics::{ResolveError, Resolver};
 use crate::analyzer::plan::CreateOnlyProperties;
 use crate::deployment::deletes::{delete_record, is_snapshot, take_final_snapshot, SnapshotDue};
 use crate::deployment::journal::{FailedOperation, Operation, OperationKind};
@@ -40,6 +40,11 @@ enum Applied {
     },
 }
 
+/// A resource's step failed; the message is the one the event line and the journal show.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct StepFailed(pub(super) String);
+
 /// Why a step failed.
 struct Failure {
     /// The operation that failed; `None` when it failed before any call (not journaled).
@@ -64,7 +69,7 @@ impl Failure {
 
 impl StackRun<'_> {
     /// One resource's step, with its bookkeeping: the run record, counts and event line.
-    pub(super) async fn step(&self, logical_id: &str) -> Result<(), String> {
+    pub(super) async fn step(&self, logical_id: &str) -> Result<(), StepFailed> {
         let began = Instant::now();
         let kind = &self.input.template.resources[logical_id].kind;
         let previous = self.ledger.read(|s| s.resources.get(logical_id).cloned());
@@ -120,7 +125,7 @@ impl StackRun<'_> {
                     &format!("failed: {}", failure.message),
                     Some(began.elapsed()),
                 );
-                Err(failure.message)
+                Err(StepFailed(failure.message))
             }
         }
     }
@@ -153,7 +158,9 @@ impl StackRun<'_> {
             self.refresh_unchanged(logical_id, previous.as_ref());
             return Ok(Applied::Unchanged);
         }
-        let properties = self.resolve(logical_id).map_err(Failure::before_call)?;
+        let properties = self
+            .resolve(logical_id)
+            .map_err(|err| Failure::before_call(err.to_string()))?;
         let mut replacement = change.replacement;
         let mut action = if recreate {
             Action::Update
@@ -209,7 +216,7 @@ impl StackRun<'_> {
     }
 
     /// The properties to send, resolved against the live records.
-    fn resolve(&self, logical_id: &str) -> Result<Map<String, Value>, String> {
+    fn resolve(&self, logical_id: &str) -> Result<Map<String, Value>, ResolveError> {
         let env = LiveEnvironment {
             context: &self.input.context,
             ledger: &self.ledger,
@@ -221,7 +228,6 @@ impl StackRun<'_> {
         let resource = &self.input.template.resources[logical_id];
         Resolver::new(&self.input.template, &env, &self.input.parameters)
             .and_then(|resolver| resolver.resolve_properties(logical_id, &resource.properties))
-            .map_err(|err| err.to_string())
     }
 
     /// The record written down: masks where AWS got secrets. `secret` names attributes this

@@ -13,13 +13,26 @@ use crate::analyzer::diff::Action;
 use crate::analyzer::intrinsics::{Environment, Resolver};
 use crate::analyzer::template::Template;
 use crate::deployment::deletes::{
-    delete_one, deletion_tasks, is_retained, is_snapshot, DeleteKind, SnapshotDue,
+    delete_one, deletion_tasks, is_retained, is_snapshot, DeleteError, DeleteKind, SnapshotDue,
 };
 use crate::deployment::executor::{Executor, Outcome};
 use crate::deployment::journal::{Journal, Reason, Segment};
 use crate::deployment::reconcile;
 use crate::deployment::revert::revert_operations;
 use crate::state::schema::{ResourceState, StateImportEntry, StateOutputReadEntry};
+
+/// One doomed resource's delete failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{logical_id}: {error}")]
+struct ResourceNotDeleted {
+    logical_id: String,
+    error: DeleteError,
+}
+
+/// The deletes after a deploy stopped at a failure: the first failed task's message.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct DoomedNotDeleted(String);
 
 impl StackRun<'_> {
     /// After every resource succeeded: the deletes, then a save holding every create (so the
@@ -71,7 +84,7 @@ impl StackRun<'_> {
     }
 
     /// Deletes what the template no longer has and what replacements superseded.
-    async fn delete_doomed(&self) -> Result<(), String> {
+    async fn delete_doomed(&self) -> Result<(), DoomedNotDeleted> {
         let mut doomed: BTreeMap<String, (DeleteKind, ResourceState)> = BTreeMap::new();
         for change in self.planned.changes.iter() {
             if change.action != Action::Delete {
@@ -123,7 +136,10 @@ impl StackRun<'_> {
                         due,
                     )
                     .await
-                    .map_err(|err| format!("{logical_id}: {err}"))?;
+                    .map_err(|error| ResourceNotDeleted {
+                        logical_id: logical_id.clone(),
+                        error,
+                    })?;
                 }
                 if !superseded {
                     self.ledger.change(|s| {
@@ -146,7 +162,7 @@ impl StackRun<'_> {
                     &action,
                     Some(began.elapsed()),
                 );
-                Ok(())
+                Ok::<(), ResourceNotDeleted>(())
             };
             async move {
                 let stack = self.stack();
@@ -161,7 +177,7 @@ impl StackRun<'_> {
             Outcome::Failed(message) => Some(message),
             _ => None,
         }) {
-            Some(message) => Err(message),
+            Some(message) => Err(DoomedNotDeleted(message)),
             None => Ok(()),
         }
     }
