@@ -36,7 +36,7 @@ pub use operation_only::{Answers, OperationOnly};
 pub use readable::{created_name, Readable, Reads};
 pub use schema::TypeSchema;
 pub use tags::{tag_changes, tag_map, tag_map_without_token, template_tag_changes, template_tags};
-pub use wait::{poll, retry_while};
+pub use wait::{poll, poll_paced, retry_while, Pacing};
 
 use std::time::Duration;
 
