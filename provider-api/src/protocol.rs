@@ -320,6 +320,32 @@ pub struct CreateRequest {
     /// (`cdkd_aws_common::physical_name` does), so a retry finds its own resource.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub client_token: String,
+    /// What the create waits for before it answers (added in 0.1.9; an older host sends none:
+    /// [`Wait::Dependents`]).
+    #[serde(default, skip_serializing_if = "Wait::is_default")]
+    pub wait: Wait,
+}
+
+/// What a create or update waits for before it answers (`cdkd deploy --wait`, docs/deploy.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Wait {
+    /// What a dependent needs to be created correctly, and no more (the default).
+    #[default]
+    Dependents,
+    /// The resource's stable state, as CloudFormation waits for (a distribution `Deployed`, a
+    /// load balancer `active`, a service's tasks running, a function `Active`).
+    Full,
+    /// The call accepted: nothing that is only stabilization (a NAT gateway `pending`, a table
+    /// `CREATING`); a dependent that needs more waits for it itself.
+    None,
+}
+
+impl Wait {
+    /// Whether it is the default, which requests leave out.
+    pub fn is_default(&self) -> bool {
+        *self == Wait::Dependents
+    }
 }
 
 /// Whether a schema's type name (exact, or a pattern ending in `*` such as `Custom::*`)
@@ -376,6 +402,9 @@ pub struct UpdateRequest {
     /// The properties last applied.
     #[serde(default)]
     pub previous_properties: Map<String, Value>,
+    /// What the update waits for before it answers (added in 0.1.9).
+    #[serde(default, skip_serializing_if = "Wait::is_default")]
+    pub wait: Wait,
 }
 
 /// The outcome of an update.

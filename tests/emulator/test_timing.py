@@ -99,7 +99,7 @@ def test_a_fresh_role_is_refused_by_create_function_then_accepted(aws):
 
 
 def test_a_function_is_pending_then_active_and_not_invoked_while_pending(aws):
-    aws.post("/_emulator/config", {"timingOverrides": {"iam_role_propagation_ms": 0, "lambda_function_ready_ms": 30000}})
+    aws.post("/_emulator/config", {"timingOverrides": {"iam_role_propagation_ms": 0, "lambda_function_ready_ms": WINDOW, "lambda_update_ms": WINDOW}})
     iam, aws_lambda = aws.client("iam"), aws.client("lambda")
     role = iam.create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     aws_lambda.create_function(FunctionName="fn", Runtime="python3.12", Role=role, Handler="index.handler",
@@ -109,10 +109,20 @@ def test_a_function_is_pending_then_active_and_not_invoked_while_pending(aws):
     with pytest.raises(aws_lambda.exceptions.ResourceConflictException) as refused:
         aws_lambda.invoke(FunctionName="fn", Payload=b"{}")
     assert "Pending" in refused.value.response["Error"]["Message"]
-    until(lambda: aws_lambda.get_function_configuration(FunctionName="fn")["State"] == "Active", timeout=1)
+    # Other calls that operate on the function fail too; its policy, URL and aliases are accepted.
+    with pytest.raises(aws_lambda.exceptions.ResourceConflictException):
+        aws_lambda.publish_version(FunctionName="fn")
+    with pytest.raises(aws_lambda.exceptions.ResourceConflictException):
+        aws_lambda.update_function_configuration(FunctionName="fn", Timeout=9)
+    aws_lambda.add_permission(FunctionName="fn", StatementId="s", Action="lambda:InvokeFunction",
+                              Principal="sns.amazonaws.com")
+    until(lambda: aws_lambda.get_function_configuration(FunctionName="fn")["State"] == "Active")
     # An update: LastUpdateStatus InProgress, then Successful.
     updated = aws_lambda.update_function_configuration(FunctionName="fn", Timeout=10)
     assert updated["LastUpdateStatus"] == "InProgress"
+    with pytest.raises(aws_lambda.exceptions.ResourceConflictException) as busy:
+        aws_lambda.publish_version(FunctionName="fn")
+    assert "An update is in progress" in busy.value.response["Error"]["Message"]
     until(lambda: aws_lambda.get_function_configuration(FunctionName="fn")["LastUpdateStatus"] == "Successful")
 
 

@@ -93,9 +93,19 @@ def before_call(request):
     key = f"{request['service']}:{request['action']}"
     ms = (latency["actions"].get(key) or latency["services"].get(request["service"]) or {}).get("ms")
     time.sleep((ms or latency["default_ms"]) * Settings.scale / 1000.0)
-    if request["service"] == "lambda" and request["method"] == "POST" and request["path"].endswith("/invocations"):
+    if request["service"] == "lambda" and _operates_on_the_function(request):
         return _refuse_pending_invoke(request)
     return None
+
+
+def _operates_on_the_function(request):
+    """Invoke, PublishVersion, UpdateFunctionCode and UpdateFunctionConfiguration: the calls
+    Lambda's function-states page says fail while a function is Pending ("Any invocations or
+    other API actions that operate on the function will fail"). Its resource policy, URL, event
+    source mappings and aliases are other resources, accepted meanwhile (as on AWS)."""
+    method, path = request["method"], request["path"].split("?", 1)[0]
+    return ((method == "POST" and (path.endswith("/invocations") or path.endswith("/versions")))
+            or (method == "PUT" and (path.endswith("/code") or path.endswith("/configuration"))))
 
 
 # -- Cloud Control --------------------------------------------------------------------------
@@ -166,10 +176,19 @@ def _refuse_pending_invoke(request):
     name = path.split("/functions/", 1)[-1].split("/", 1)[0]
     from urllib.parse import unquote
     name = unquote(name)
+    invoke = path.split("?", 1)[0].endswith("/invocations")
     for arn, fn in list(LAMBDA_FUNCTIONS.items()):
-        if (arn == name or fn.function_name == name) and _pending(fn):
+        if arn != name and fn.function_name != name:
+            continue
+        if _pending(fn):
             return (409, "ResourceConflictException",
                     "The operation cannot be performed at this time. The function is currently in the following state: Pending")
+        # An update in progress: the function still answers invokes (with what it had), but
+        # another update or a version is refused until LastUpdateStatus is Successful.
+        due = fn.__dict__.get("_emu_updated_at")
+        if not invoke and due is not None and time.monotonic() < due:
+            return (409, "ResourceConflictException",
+                    f"The operation cannot be performed at this time. An update is in progress for resource: {arn}")
     return None
 
 

@@ -63,6 +63,9 @@ const RESEND_GRACE: Duration = Duration::from_secs(30);
 const MAX_DATA_BYTES: usize = 4096;
 /// The key prefix of response placeholders in the state bucket (the state spec's layout).
 const RESPONSES: &str = "custom-resource-responses";
+/// How long an invoke waits for a handler that is not `Active` yet: a VPC function's network
+/// interfaces can take minutes.
+const HANDLER_READY_PATIENCE: Duration = Duration::from_secs(15 * 60);
 
 /// The clients and names one exchange needs.
 pub struct Exchange<'a> {
@@ -348,21 +351,31 @@ impl<'a> Exchange<'a> {
             let answer = self.await_response(key, "").await?;
             return read_response(&what, request_type, physical_id, &answer, "");
         }
-        let invoked = self
-            .lambda
-            .invoke()
-            .function_name(&function.arn)
-            .invocation_type(InvocationType::RequestResponse)
-            .log_type(LogType::Tail)
-            .payload(Blob::new(event.to_string()))
-            .send()
-            .await
-            .map_err(|err| {
-                aws_error(
-                    &format!("{what}: invoking its handler {}", function.arn),
-                    err,
-                )
-            })?;
+        // A handler created in this run may still be `Pending` (its create answers before
+        // `Active`; a VPC function for minutes): Lambda refuses the invoke with a
+        // ResourceConflictException until then, and ran nothing, so it is sent again.
+        let invoked = cdkd_aws_common::retry_while(
+            Duration::from_millis(200),
+            HANDLER_READY_PATIENCE,
+            |err: &ProviderError, _| err.aws_code() == Some("ResourceConflictException"),
+            || async {
+                self.lambda
+                    .invoke()
+                    .function_name(&function.arn)
+                    .invocation_type(InvocationType::RequestResponse)
+                    .log_type(LogType::Tail)
+                    .payload(Blob::new(event.to_string()))
+                    .send()
+                    .await
+                    .map_err(|err| {
+                        aws_error(
+                            &format!("{what}: invoking its handler {}", function.arn),
+                            err,
+                        )
+                    })
+            },
+        )
+        .await?;
         let log_tail = invoked
             .log_result()
             .and_then(|encoded| aws_smithy_types::base64::decode(encoded).ok())

@@ -1,6 +1,7 @@
 //! `AWS::Lambda::Function`. Code and configuration are separate updates, and Lambda accepts
 //! one at a time: the plugin waits for `State: Active` / `LastUpdateStatus: Successful`
-//! between them.
+//! between them. A create answers while the function is still `Pending` unless something must
+//! follow it ([`waits_for_active`]).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -18,7 +19,7 @@ use cdkd_aws_common::{
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    ResourceTypeSchema, UpdateRequest, UpdateResult, Wait,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -321,23 +322,24 @@ fn settings_to_update(
         .collect()
 }
 
+/// How long a function may stay `Pending` or `InProgress`: a VPC function's network interfaces
+/// can take minutes (Terraform allows 10 min for the create).
+const READY_PATIENCE: Duration = Duration::from_secs(15 * 60);
+
+/// Waits until the function is `Active` and its last update `Successful`, paced by the time
+/// waited ([`cdkd_aws_common::poll`]).
 async fn wait_until_ready(
     lambda: &aws_sdk_lambda::Client,
     what: &str,
     name: &str,
 ) -> Result<(), ProviderError> {
-    for attempt in 0..120u64 {
+    let ready = cdkd_aws_common::poll(READY_PATIENCE, || async {
         let config = lambda
             .get_function_configuration()
             .function_name(name)
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: GetFunctionConfiguration"), e))?;
-        let active = !matches!(config.state(), Some(State::Pending));
-        let updated = !matches!(
-            config.last_update_status(),
-            Some(LastUpdateStatus::InProgress)
-        );
         if matches!(config.state(), Some(State::Failed))
             || matches!(config.last_update_status(), Some(LastUpdateStatus::Failed))
         {
@@ -349,15 +351,31 @@ async fn wait_until_ready(
                     .unwrap_or("no reason given")
             )));
         }
-        if active && updated {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(100 + 100 * attempt.min(9))).await;
-    }
-    Err(ProviderError::new(
-        ErrorKind::TIMEOUT,
-        format!("{what}: the function did not become ready"),
-    ))
+        let active = !matches!(config.state(), Some(State::Pending));
+        let updated = !matches!(
+            config.last_update_status(),
+            Some(LastUpdateStatus::InProgress)
+        );
+        Ok((active && updated).then_some(()))
+    })
+    .await?;
+    ready.ok_or_else(|| {
+        ProviderError::new(
+            ErrorKind::TIMEOUT,
+            format!("{what}: the function did not become ready"),
+        )
+    })
+}
+
+/// Whether a create waits for the function to be `Active`: under `--wait full`, and when calls
+/// follow that Lambda refuses while it is `Pending` (reserved concurrency, the settings put
+/// after the create). Otherwise it answers at `Pending`: its permission, URL, event source
+/// mappings and aliases are accepted meanwhile, and what needs it `Active` (a version, a custom
+/// resource's invoke) waits for that itself. A VPC function can stay `Pending` for minutes.
+fn waits_for_active(wait: Wait, props: &Map<String, Value>) -> bool {
+    wait == Wait::Full
+        || props.contains_key("ReservedConcurrentExecutions")
+        || !settings_to_create(props).is_empty()
 }
 
 async fn arn_of(
@@ -565,17 +583,19 @@ impl Readable for Function {
     }
 }
 
-/// What a create does once CreateFunction answered: waits while the function is `Pending`,
-/// then puts reserved concurrency and the [`SETTINGS`] the template sets.
+/// What a create does once CreateFunction answered: waits while the function is `Pending` when
+/// it must ([`waits_for_active`]), then puts reserved concurrency and the [`SETTINGS`] the
+/// template sets.
 async fn finish_create(
     lambda: &aws_sdk_lambda::Client,
     what: &str,
     name: &str,
     props: &Map<String, Value>,
     state: Option<&State>,
+    wait: Wait,
 ) -> Result<(), ProviderError> {
     // Lambda answers `Pending` while it prepares the function; only then is polling needed.
-    if matches!(state, Some(State::Pending) | None) {
+    if matches!(state, Some(State::Pending) | None) && waits_for_active(wait, props) {
         wait_until_ready(lambda, what, name).await?;
     }
     if let Some(reserved) = int(props.get("ReservedConcurrentExecutions")) {
@@ -667,7 +687,7 @@ impl ResourceProvider for Function {
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: CreateFunction {name}"), e))?;
-        if let Err(error) = finish_create(&lambda, &what, &name, props, created.state()).await {
+        if let Err(error) = finish_create(&lambda, &what, &name, props, created.state(), request.wait).await {
             // The function exists: undo it so nothing is left unrecorded.
             let note = match lambda.delete_function().function_name(&name).send().await {
                 Ok(_) => format!("; the new function {name} was deleted again"),
@@ -816,6 +836,27 @@ impl ResourceProvider for Function {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_create_waits_for_active_only_when_something_follows_or_full_is_asked() {
+        let plain: Map<String, Value> = json!({"Runtime": "nodejs20.x", "VpcConfig": {}})
+            .as_object()
+            .cloned()
+            .unwrap();
+        assert!(!waits_for_active(Wait::Dependents, &plain));
+        assert!(!waits_for_active(Wait::None, &plain));
+        assert!(waits_for_active(Wait::Full, &plain));
+        let mut reserved = plain.clone();
+        reserved.insert("ReservedConcurrentExecutions".into(), json!(5));
+        assert!(waits_for_active(Wait::Dependents, &reserved));
+        let mut setting = plain.clone();
+        let put_after = SETTINGS
+            .iter()
+            .find(|s| **s != "CodeSigningConfigArn")
+            .unwrap();
+        setting.insert((*put_after).into(), json!({}));
+        assert!(waits_for_active(Wait::Dependents, &setting));
+    }
 
     #[test]
     fn inline_code_is_named_for_its_runtime_and_zipped_reproducibly() {

@@ -36,6 +36,16 @@ pub(crate) async fn client(ctx: &PluginContext) -> Result<aws_sdk_lambda::Client
     Ok(aws_sdk_lambda::Client::from_conf(config))
 }
 
+/// Whether Lambda refused a call because the function is not ready yet (`Pending` after its
+/// create, or an update in progress): the caller waits and tries again.
+pub(crate) fn not_ready(error: &ProviderError) -> bool {
+    error.aws_code() == Some("ResourceConflictException")
+}
+
+/// How long a call on a function that is not ready yet is tried again: a VPC function can stay
+/// `Pending` for minutes.
+pub(crate) const NOT_READY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
 /// The function name inside a name, partial ARN or ARN (`Permission.FunctionName` takes all).
 pub(crate) fn function_name(reference: &str) -> &str {
     match reference.split(':').collect::<Vec<_>>().as_slice() {

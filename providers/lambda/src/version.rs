@@ -1,6 +1,8 @@
 //! `AWS::Lambda::Version`.
 
-use cdkd_aws_common::{aws_error, deleted_unless_failed, require_str, text};
+use std::time::Duration;
+
+use cdkd_aws_common::{aws_error, deleted_unless_failed, require_str, retry_while, text};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
@@ -9,7 +11,7 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{client, function_name, read};
+use crate::{client, function_name, not_ready, read, NOT_READY_PATIENCE};
 
 /// `AWS::Lambda::Version`: physical id = the version ARN; attribute `Version`.
 #[derive(Default)]
@@ -70,15 +72,31 @@ impl ResourceProvider for Version {
     ) -> Result<CreateResult, ProviderError> {
         let what = format!("{VERSION} {}", request.logical_id);
         let function = require_str(&request.properties, "FunctionName", &what)?;
-        let published = client(ctx)
-            .await?
-            .publish_version()
-            .function_name(function)
-            .set_description(text(request.properties.get("Description")))
-            .set_code_sha256(text(request.properties.get("CodeSha256")))
-            .send()
-            .await
-            .map_err(|e| aws_error(&format!("{what}: PublishVersion of {function}"), e))?;
+        let lambda = client(ctx).await?;
+        // A function created or updated in this run may still be `Pending` or updating: its
+        // create answers before `Active` (function.rs), so the version waits for it here.
+        let published = retry_while(
+            Duration::from_millis(200),
+            NOT_READY_PATIENCE,
+            |error, pause| {
+                let again = not_ready(error);
+                if again {
+                    tracing::debug!("{what}: {function} not ready, publishing again in {pause:?}");
+                }
+                again
+            },
+            || async {
+                lambda
+                    .publish_version()
+                    .function_name(function)
+                    .set_description(text(request.properties.get("Description")))
+                    .set_code_sha256(text(request.properties.get("CodeSha256")))
+                    .send()
+                    .await
+                    .map_err(|e| aws_error(&format!("{what}: PublishVersion of {function}"), e))
+            },
+        )
+        .await?;
         let arn = published.function_arn().unwrap_or_default().to_string();
         Ok(CreateResult {
             physical_id: arn,
