@@ -8,7 +8,8 @@
 //! - [`require_str`] and friends: reading template properties with errors naming the property;
 //! - [`reclassify`], [`found`]: a service's own error codes read as kinds, "not found" as absence;
 //! - [`tag_map`], [`tag_changes`], [`template_tags`]: template tags and their changes;
-//! - [`poll`] and [`retry_while`]: waiting for AWS to settle;
+//! - [`poll`] and [`retry_while`]: waiting for AWS to settle; [`while_iam_propagates`]: for a
+//!   principal IAM made moments ago;
 //! - [`TypeSchema`]: declaring a type; [`Readable`] and [`Reads`]: reading it once for drift and
 //!   import;
 //! - [`ChildId`]: a child's `ParentId|ChildId` physical id;
@@ -21,6 +22,7 @@ mod child_id;
 mod find_tagged;
 #[cfg(feature = "plugin")]
 mod operation_only;
+mod propagation;
 #[cfg(feature = "plugin")]
 mod readable;
 mod schema;
@@ -32,6 +34,7 @@ pub use find_tagged::{
 };
 #[cfg(feature = "plugin")]
 pub use operation_only::{Answers, OperationOnly};
+pub use propagation::{not_propagated, policy_principals, while_iam_propagates, IAM_PROPAGATION};
 #[cfg(feature = "plugin")]
 pub use readable::{created_name, Readable, Reads};
 pub use schema::TypeSchema;
