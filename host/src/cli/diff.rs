@@ -64,6 +64,13 @@ fn print_critical_path(path: &CriticalPath) {
             Route::CloudControl => "Cloud Control",
         };
         let operation = format!("{:?}", step.operation).to_lowercase();
+        if step.settle_ms > 0 {
+            println!(
+                "  {:>8}  (what {} uses settling: IAM propagation, a function Active)",
+                seconds(step.settle_ms),
+                step.logical_id
+            );
+        }
         println!(
             "  {:>8}  {} ({}) {operation} via {route}",
             seconds(step.expected_ms),

@@ -84,11 +84,23 @@ impl Operations {
     }
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Routes {
     sdk: Operations,
     cloud_control: Operations,
+    /// How long after its create the resource is refused by consumers outside IAM (a role's or
+    /// instance profile's propagation): their create waits it out, IAM's own do not.
+    #[serde(default)]
+    propagation: u64,
+    /// How long after its create it becomes ready for the consumer types in `ready_for` (a
+    /// function `Active` for a version or a custom resource's invoke): those wait for it, other
+    /// dependents take it as its create answered.
+    #[serde(default)]
+    ready: u64,
+    /// The consumer types (a name, or a pattern ending in `*`) that wait `ready`.
+    #[serde(default)]
+    ready_for: Vec<String>,
 }
 
 impl Routes {
@@ -201,16 +213,61 @@ impl ExpectedTimes {
         route: Route,
         operation: Operation,
     ) -> Duration {
+        let routes = self.routes(resource_type, properties);
+        Duration::from_millis(routes.get(route, operation))
+    }
+
+    /// The entry of `resource_type`: its `Type?Property` variant when it has the property.
+    fn routes(&self, resource_type: &str, properties: Option<&Map<String, Value>>) -> &Routes {
         let variant = properties.and_then(|properties| {
             properties
                 .keys()
                 .find_map(|key| self.types.get(&format!("{resource_type}?{key}")))
         });
-        let routes = variant
+        variant
             .or_else(|| self.types.get(resource_type))
-            .unwrap_or(&self.default);
-        Duration::from_millis(routes.get(route, operation))
+            .unwrap_or(&self.default)
     }
+
+    /// How long after a create of `resource_type` its consumers outside IAM wait for it to
+    /// propagate (zero for most types).
+    pub fn propagation(&self, resource_type: &str) -> Duration {
+        Duration::from_millis(self.types.get(resource_type).map_or(0, |r| r.propagation))
+    }
+
+    /// How long a `consumer` type waits, after a create of `resource_type` answered, before it
+    /// can use it: IAM propagation for any consumer outside IAM, readiness for the types that
+    /// need it (`readyFor`).
+    pub fn settling(
+        &self,
+        resource_type: &str,
+        properties: Option<&Map<String, Value>>,
+        consumer: &str,
+    ) -> Duration {
+        let routes = self.routes(resource_type, properties);
+        let propagation = if waits_out_propagation(consumer) {
+            routes.propagation
+        } else {
+            0
+        };
+        let ready = if routes
+            .ready_for
+            .iter()
+            .any(|declared| cdkd_provider_api::protocol::type_matches(declared, consumer))
+        {
+            routes.ready
+        } else {
+            0
+        };
+        Duration::from_millis(propagation.max(ready))
+    }
+}
+
+/// Whether a resource of `consumer` type waits for a fresh IAM principal to propagate: every
+/// service outside IAM checks the principal (Lambda, EC2, Step Functions, KMS, SNS, ...), while
+/// IAM takes a fresh role into an instance profile or a policy at once.
+fn waits_out_propagation(consumer: &str) -> bool {
+    !consumer.starts_with("AWS::IAM::")
 }
 
 /// Whether ready work goes longest pole first (`CDKD_DISPATCH_ORDER=dependents` turns it off).
@@ -248,6 +305,14 @@ pub struct Step {
     pub operation: Operation,
     /// Its expected AWS time, in milliseconds.
     pub expected_ms: u64,
+    /// Before it, how long it waits for what it uses to settle after that was created (a role
+    /// or instance profile to propagate, a function to be `Active`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub settle_ms: u64,
+}
+
+fn is_zero(ms: &u64) -> bool {
+    *ms == 0
 }
 
 /// The longest chain of dependent operations of a deploy plan, by expected AWS time: creates
@@ -312,11 +377,29 @@ pub fn critical_path(
                 route: *route,
                 operation: *operation,
                 expected_ms: expected.as_millis() as u64,
+                settle_ms: 0,
             });
+            let consumer = &template.resources[id].kind;
+            // What a fresh dependency needs before this resource can use it.
+            let settle = node
+                .dependencies
+                .iter()
+                .filter(|d| {
+                    durations
+                        .get(*d)
+                        .is_some_and(|(_, operation, _)| *operation == Operation::Create)
+                })
+                .filter_map(|d| {
+                    let kind = &template.resources.get(d)?.kind;
+                    let ms = table.settling(kind, plan.properties.get(d), consumer);
+                    (!ms.is_zero()).then(|| (d.clone(), ms.as_millis() as u64))
+                })
+                .collect();
             Node {
                 id: id.clone(),
                 waits_for: node.dependencies.clone(),
                 step,
+                settle,
             }
         })
         .collect();
@@ -364,7 +447,9 @@ pub fn critical_path(
                 route,
                 operation: Operation::Delete,
                 expected_ms: expected.as_millis() as u64,
+                settle_ms: 0,
             }),
+            settle: BTreeMap::new(),
         });
     }
     let deleted = longest_chain_any_order(&deletes);
@@ -415,33 +500,44 @@ struct Node {
     id: String,
     waits_for: BTreeSet<String>,
     step: Option<Step>,
+    /// Of what it waits for, how long it waits after each create for it to settle
+    /// ([`ExpectedTimes::settling`]).
+    settle: BTreeMap<String, u64>,
 }
 
 /// The longest chain through `nodes`, given in dependency order.
 fn longest_chain(nodes: &[Node]) -> CriticalPath {
-    let mut best: BTreeMap<&str, (u64, Option<&str>)> = BTreeMap::new();
+    let by_id: BTreeMap<&str, &Node> = nodes.iter().map(|n| (n.id.as_str(), n)).collect();
+    // Per node: the chain's total up to its end, what came before, and the propagation it
+    // waited out after that.
+    let mut best: BTreeMap<&str, (u64, Option<&str>, u64)> = BTreeMap::new();
     for node in nodes {
         let own = node.step.as_ref().map_or(0, |s| s.expected_ms);
         let before = node
             .waits_for
             .iter()
-            .filter_map(|d| best.get(d.as_str()).map(|(total, _)| (*total, d.as_str())))
-            .max_by_key(|(total, id)| (*total, std::cmp::Reverse(*id)));
-        let (total, previous) = before.map_or((own, None), |(t, id)| (t + own, Some(id)));
-        best.insert(node.id.as_str(), (total, previous));
+            .filter_map(|d| {
+                let (total, _, _) = best.get(d.as_str())?;
+                let waited = node.settle.get(d).copied().unwrap_or(0);
+                Some((total + waited, d.as_str(), waited))
+            })
+            .max_by_key(|(total, id, _)| (*total, std::cmp::Reverse(*id)));
+        let entry = before.map_or((own, None, 0), |(t, id, waited)| (t + own, Some(id), waited));
+        best.insert(node.id.as_str(), entry);
     }
-    let Some((end, (total, _))) = best
+    let Some((end, (total, _, _))) = best
         .iter()
-        .max_by_key(|(id, (total, _))| (*total, std::cmp::Reverse(**id)))
+        .max_by_key(|(id, (total, _, _))| (*total, std::cmp::Reverse(**id)))
     else {
         return CriticalPath::default();
     };
-    let by_id: BTreeMap<&str, &Node> = nodes.iter().map(|n| (n.id.as_str(), n)).collect();
     let mut steps = Vec::new();
     let mut at = Some(*end);
     while let Some(id) = at {
         if let Some(step) = &by_id[id].step {
-            steps.push(step.clone());
+            let mut step = step.clone();
+            step.settle_ms = best[id].2;
+            steps.push(step);
         }
         at = best[id].1;
     }
@@ -471,6 +567,7 @@ fn longest_chain_any_order(nodes: &[Node]) -> CriticalPath {
                     id: node.id.clone(),
                     waits_for: node.waits_for.clone(),
                     step: node.step.clone(),
+                    settle: node.settle.clone(),
                 });
             }
         }
@@ -481,6 +578,7 @@ fn longest_chain_any_order(nodes: &[Node]) -> CriticalPath {
                     id: node.id.clone(),
                     waits_for: BTreeSet::new(),
                     step: node.step.clone(),
+                    settle: node.settle.clone(),
                 });
             }
             break;
@@ -510,7 +608,7 @@ mod tests {
                 Operation::Create,
             )
         };
-        assert!(function(Some(&vpc)) > function(Some(&Map::new())));
+        assert_eq!(function(Some(&vpc)), function(Some(&Map::new())));
         assert_eq!(
             table.expected(
                 "Custom::Unknown",
@@ -584,8 +682,57 @@ mod tests {
                 route: Route::Sdk,
                 operation: Operation::Create,
                 expected_ms,
+                settle_ms: 0,
             }),
+            settle: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn iam_propagation_is_waited_once_by_the_consumer_outside_iam() {
+        // Role(0.4) -> Profile(0.6) -> Instance(41.5): the instance waits out the profile's
+        // propagation (7.9), the profile (IAM) not the role's.
+        let table = ExpectedTimes::builtin();
+        let role = node("Role", &[], Some(400));
+        let mut profile = node("Profile", &["Role"], Some(600));
+        let settle = |kind, consumer| table.settling(kind, None, consumer).as_millis() as u64;
+        let waited = settle("AWS::IAM::Role", "AWS::IAM::InstanceProfile");
+        profile.settle.insert("Role".into(), waited);
+        let mut instance = node("Instance", &["Profile"], Some(41500));
+        let waited = settle("AWS::IAM::InstanceProfile", "AWS::EC2::Instance");
+        instance.settle.insert("Profile".into(), waited);
+        let path = longest_chain(&[role, profile, instance]);
+        assert_eq!(path.total_ms, 400 + 600 + 7900 + 41500);
+        let settled: Vec<u64> = path.steps.iter().map(|s| s.settle_ms).collect();
+        assert_eq!(settled, [0, 0, 7900]);
+        assert_eq!(settle("AWS::IAM::Role", "AWS::Lambda::Function"), 8000);
+        assert_eq!(settle("AWS::SQS::Queue", "AWS::Lambda::Function"), 0);
+    }
+
+    #[test]
+    fn a_function_is_waited_for_by_a_version_or_custom_resource_not_by_its_url() {
+        let table = ExpectedTimes::builtin();
+        let mut vpc = Map::new();
+        vpc.insert("VpcConfig".into(), serde_json::json!({}));
+        let settle = |properties, consumer| {
+            table
+                .settling("AWS::Lambda::Function", properties, consumer)
+                .as_millis()
+        };
+        assert_eq!(settle(None, "AWS::Lambda::Url"), 0);
+        assert_eq!(settle(None, "AWS::Lambda::Permission"), 0);
+        assert!(settle(None, "AWS::Lambda::Version") >= 3000);
+        assert!(settle(None, "Custom::Seed") >= 3000);
+        assert!(settle(Some(&vpc), "AWS::Lambda::Version") > settle(None, "AWS::Lambda::Version"));
+        let create = |properties| {
+            table.expected(
+                "AWS::Lambda::Function",
+                properties,
+                Route::Sdk,
+                Operation::Create,
+            )
+        };
+        assert_eq!(create(Some(&vpc)), create(None));
     }
 
     #[test]

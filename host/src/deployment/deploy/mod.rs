@@ -24,7 +24,7 @@ use self::write_ahead::WriteAhead;
 use super::deletes::{is_snapshot, no_snapshot_path};
 use super::engine::Engine;
 use super::executor::{Executor, Outcome, Task};
-use super::expected_time::{longest_pole_first, plan_durations, ExpectedTimes};
+use super::expected_time::{longest_pole_first, plan_durations, ExpectedTimes, Operation};
 use super::external::StateSnapshot;
 use super::ledger::Ledger;
 use super::nested::{nested_ids, ChildDeploys, NestedStacks, WithNested};
@@ -504,10 +504,21 @@ impl Engine<'_> {
 impl StackRun<'_> {
     /// Runs every resource step in dependency order; reports what was skipped.
     async fn execute(&self) -> BTreeMap<String, Outcome> {
-        // Longest pole first: each task's expected AWS time on its route.
-        let expected = match ExpectedTimes::current() {
+        // Longest pole first: each task's expected AWS time on its route, a fresh role's or
+        // instance profile's with the propagation its consumers wait out.
+        let expected: BTreeMap<String, Duration> = match ExpectedTimes::current() {
             Ok(table) if longest_pole_first() => {
                 plan_durations(&self.planned, &self.input.template, &self.decisions, table)
+                    .into_iter()
+                    .map(|(id, (_, operation, time))| {
+                        let kind = &self.input.template.resources[&id].kind;
+                        let propagation = match operation {
+                            Operation::Create => table.propagation(kind),
+                            _ => Duration::ZERO,
+                        };
+                        (id, time + propagation)
+                    })
+                    .collect()
             }
             _ => BTreeMap::new(),
         };
@@ -522,7 +533,7 @@ impl StackRun<'_> {
                     id: id.clone(),
                     dependencies: node.dependencies.clone(),
                     priority: node.priority,
-                    expected: expected.get(id).map_or(Duration::ZERO, |(_, _, d)| *d),
+                    expected: expected.get(id).copied().unwrap_or_default(),
                     lane: Some(service_of(&self.input.template.resources[id].kind)),
                 }
             })
