@@ -113,8 +113,8 @@ where
 {
     let patience = DEPENDENCY_BUDGET;
     let started = Instant::now();
-    let mut pause = patience.first;
     loop {
+        let pause = patience.pacing.pause(started.elapsed());
         match op().await {
             Err(err) if err.aws_code() == Some(DEPENDENCY_VIOLATION) => {
                 let found = dependants().await?;
@@ -128,7 +128,6 @@ where
                             started.elapsed()
                         );
                         tokio::time::sleep(pause).await;
-                        pause = (pause * 2).min(patience.longest);
                     }
                 }
             }

@@ -65,7 +65,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use aws_sdk_ec2::types::{AttributeBooleanValue, Filter, ResourceType, Tag, TagSpecification};
-use cdkd_aws_common::aws_error;
+use cdkd_aws_common::{aws_error, Pacing};
 use cdkd_provider_api::protocol::{
     CreateResult, DeleteResult, UpdateRequest, UpdateResult, CREATE_TOKEN_TAG,
 };
@@ -312,18 +312,20 @@ pub(crate) fn some_str(value: Option<&str>) -> Option<Value> {
 pub(crate) struct Patience {
     /// The whole wait.
     pub budget: Duration,
-    /// The first pause; it doubles up to `longest`.
-    pub first: Duration,
-    /// The longest pause.
-    pub longest: Duration,
+    /// The pauses between tries: a tenth of the time waited so far, within its bounds.
+    pub pacing: Pacing,
 }
 
 /// Lambda ENIs in a VPC can take minutes to go; longer than this and the user is told what is
-/// in the way.
+/// in the way. The pauses start at 500 ms (each try is a delete, not a read) and stop growing at
+/// 10 s: a wait this long is for ENIs that take minutes, so a few seconds' lag costs little and
+/// the deletes and describes stay well under EC2's mutating-call limits.
 pub(crate) const DEPENDENCY_BUDGET: Patience = Patience {
     budget: Duration::from_secs(300),
-    first: Duration::from_millis(500),
-    longest: Duration::from_secs(10),
+    pacing: Pacing {
+        floor: Duration::from_millis(500),
+        cap: Duration::from_secs(10),
+    },
 };
 
 /// EC2's "still in use" codes: retried by [`until_released`].
@@ -347,8 +349,8 @@ where
     Fut: Future<Output = Result<T, ProviderError>>,
 {
     let started = Instant::now();
-    let mut pause = patience.first;
     loop {
+        let pause = patience.pacing.pause(started.elapsed());
         match op().await {
             Err(err)
                 if err
@@ -362,7 +364,6 @@ where
                     started.elapsed()
                 );
                 tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(patience.longest);
             }
             Err(err)
                 if err
@@ -410,12 +411,8 @@ mod tests {
         .await;
         assert_eq!(result.unwrap(), "gone");
         assert_eq!(calls.load(Ordering::SeqCst), 3);
-        // Two pauses: the first, then twice as long.
-        let waited = started.elapsed();
-        assert!(
-            waited >= DEPENDENCY_BUDGET.first * 3 && waited < DEPENDENCY_BUDGET.first * 4,
-            "{waited:?}"
-        );
+        // Two pauses at the floor: a tenth of a second's wait is still below it.
+        assert_eq!(started.elapsed(), DEPENDENCY_BUDGET.pacing.floor * 2);
     }
 
     #[tokio::test(start_paused = true)]
@@ -435,12 +432,13 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.kind, ErrorKind::CONFLICT);
         assert_eq!(err.aws_code(), Some("DependencyViolation"));
-        // Pauses of 0.5, 1, 2, 4 and 8 s, then 10 s each while the next one still fits in
-        // the 300 s budget: 33 pauses (295.5 s), 34 calls.
-        assert_eq!(calls.load(Ordering::SeqCst), 34);
+        // Pauses of 0.5 s for the first 5 s, then a tenth of the time waited, then 10 s from
+        // 100 s on while the next one still fits in the 300 s budget: about 62 calls.
+        let calls = calls.load(Ordering::SeqCst);
+        assert!((58..=66).contains(&calls), "{calls} calls");
         let waited = started.elapsed();
         assert!(
-            waited >= DEPENDENCY_BUDGET.budget - DEPENDENCY_BUDGET.longest
+            waited >= DEPENDENCY_BUDGET.budget - DEPENDENCY_BUDGET.pacing.cap
                 && waited < DEPENDENCY_BUDGET.budget,
             "gave up after {waited:?}"
         );

@@ -2,10 +2,8 @@
 
 use std::time::Duration;
 
-use std::time::Instant;
-
 use aws_sdk_ec2::types::{ConnectivityType, Filter, NatGatewayState, ResourceType};
-use cdkd_aws_common::{aws_error, optional, put, require_str, text};
+use cdkd_aws_common::{aws_error, optional, poll_paced, put, require_str, text, Pacing};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
@@ -49,43 +47,47 @@ async fn wait_for_nat(
     id: &str,
     goal: NatGatewayState,
 ) -> Result<(), ProviderError> {
-    let started = Instant::now();
-    let mut pause = Duration::from_millis(250);
-    loop {
-        let gateway = describe_nat(ec2, what, id).await?;
-        let state = gateway.as_ref().and_then(|g| g.state().cloned());
-        match state {
-            None if goal == NatGatewayState::Deleted => return Ok(()),
-            Some(state) if state == goal => return Ok(()),
-            Some(NatGatewayState::Failed) => {
-                let gateway = gateway.as_ref();
-                return Err(ProviderError::new(
-                    ErrorKind::OTHER,
-                    format!(
-                        "{what}: NAT gateway {id} failed: {} ({})",
-                        gateway
-                            .and_then(|g| g.failure_message())
-                            .unwrap_or("no message"),
-                        gateway.and_then(|g| g.failure_code()).unwrap_or("no code")
-                    ),
-                ));
+    // Capped at 10 s, not 5: a gateway takes 90-120 s to become available (and about a minute
+    // to go), so pauses only reach the cap after 100 s, where 10 s is still a tenth of the
+    // wait; a stack makes one per availability zone, and each poll is an EC2 describe drawn
+    // from the account's shared EC2 rate limit.
+    let reached = poll_paced(
+        Pacing::capped(Duration::from_secs(10)),
+        NAT_BUDGET,
+        || async {
+            let gateway = describe_nat(ec2, what, id).await?;
+            let state = gateway.as_ref().and_then(|g| g.state().cloned());
+            match state {
+                None if goal == NatGatewayState::Deleted => Ok(Some(())),
+                Some(state) if state == goal => Ok(Some(())),
+                Some(NatGatewayState::Failed) => {
+                    let gateway = gateway.as_ref();
+                    Err(ProviderError::new(
+                        ErrorKind::OTHER,
+                        format!(
+                            "{what}: NAT gateway {id} failed: {} ({})",
+                            gateway
+                                .and_then(|g| g.failure_message())
+                                .unwrap_or("no message"),
+                            gateway.and_then(|g| g.failure_code()).unwrap_or("no code")
+                        ),
+                    ))
+                }
+                _ => Ok(None),
             }
-            _ if started.elapsed() > NAT_BUDGET => {
-                return Err(ProviderError::new(
-                    ErrorKind::TIMEOUT,
-                    format!(
-                        "{what}: NAT gateway {id} did not become {} within {:?}",
-                        goal.as_str(),
-                        NAT_BUDGET
-                    ),
-                ))
-            }
-            _ => {
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(5));
-            }
-        }
-    }
+        },
+    )
+    .await?;
+    reached.ok_or_else(|| {
+        ProviderError::new(
+            ErrorKind::TIMEOUT,
+            format!(
+                "{what}: NAT gateway {id} did not become {} within {:?}",
+                goal.as_str(),
+                NAT_BUDGET
+            ),
+        )
+    })
 }
 
 #[async_trait]

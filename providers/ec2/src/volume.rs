@@ -1,10 +1,10 @@
 //! `AWS::EC2::Volume`: final snapshots only (`DeletionPolicy: Snapshot`). The volume itself
 //! stays on Cloud Control; the type declares no handled property.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
-use cdkd_aws_common::{aws_error, OperationOnly};
+use cdkd_aws_common::{aws_error, poll_paced, OperationOnly, Pacing};
 use cdkd_provider_api::protocol::{operation, FinalSnapshotRequest, FinalSnapshotResult};
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
@@ -89,9 +89,10 @@ async fn final_snapshot(
                 ProviderError::other(format!("{what}: CreateSnapshot returned no id"))
             })?,
     };
-    let deadline = Instant::now() + ctx.resource_timeout().unwrap_or(DEFAULT_WAIT);
-    let mut pause = Duration::from_millis(250);
-    loop {
+    let patience = ctx.resource_timeout().unwrap_or(DEFAULT_WAIT);
+    // Capped at 15 s: a snapshot takes minutes (hours for a large volume), so a pause of up to
+    // 15 s is a small part of the wait and keeps a long one from asking every 5 s.
+    let completed = poll_paced(Pacing::capped(Duration::from_secs(15)), patience, || async {
         let answer = ec2
             .describe_snapshots()
             .snapshot_ids(&snapshot_id)
@@ -103,26 +104,22 @@ async fn final_snapshot(
             .first()
             .and_then(|s| s.state().map(|s| s.as_str().to_string()));
         match state.as_deref() {
-            Some("completed") => {
-                return Ok(FinalSnapshotResult {
-                    snapshot_id: Some(snapshot_id),
-                    note: None,
-                })
-            }
-            Some(failed @ ("error" | "recoverable")) => {
-                return Err(ProviderError::other(format!(
-                    "the final snapshot {snapshot_id} of {what} is in state {failed}; the volume was not deleted"
-                )))
-            }
-            _ if Instant::now() >= deadline => {
-                return Err(ProviderError::new(
-                    ErrorKind::TIMEOUT,
-                    format!("the final snapshot {snapshot_id} of {what} did not complete in time; the volume was not deleted"),
-                ))
-            }
-            _ => {}
+            Some("completed") => Ok(Some(())),
+            Some(failed @ ("error" | "recoverable")) => Err(ProviderError::other(format!(
+                "the final snapshot {snapshot_id} of {what} is in state {failed}; the volume was not deleted"
+            ))),
+            _ => Ok(None),
         }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(15));
+    })
+    .await?;
+    match completed {
+        Some(()) => Ok(FinalSnapshotResult {
+            snapshot_id: Some(snapshot_id),
+            note: None,
+        }),
+        None => Err(ProviderError::new(
+            ErrorKind::TIMEOUT,
+            format!("the final snapshot {snapshot_id} of {what} did not complete in time; the volume was not deleted"),
+        )),
     }
 }
