@@ -1,15 +1,17 @@
 //! cdkd: deploys AWS CDK apps without CloudFormation.
 //!
 //! The library behind the `cdkd` binary. Layers, each using only those to its right:
-//! [`cli`] → [`local`] → [`deployment`] → [`assets`] → [`synthesis`] → [`provisioning`] →
-//! [`cloudformation`] → [`analyzer`] → [`state`] → [`aws_facts`] → [`aws_env`]. (`deployment`
-//! also uses `provisioning` through its seam, [`provisioning::operations`], and CloudFormation
-//! through [`cloudformation::CloudFormationApi`]; `synthesis` needs only `analyzer`.)
+//! [`cli`] → [`app`] → [`local`] → [`deployment`] → [`assets`] → [`synthesis`] →
+//! [`provisioning`] → [`cloudformation`] → [`analyzer`] → [`state`] → [`aws_facts`] →
+//! [`aws_env`]. (`deployment` also uses `provisioning` through its seam,
+//! [`provisioning::operations`], and CloudFormation through
+//! [`cloudformation::CloudFormationApi`]; `synthesis` needs only `analyzer`.)
 //! Provider plugins are loaded through `cdkd-provider-api`; this crate holds no `unsafe`.
 
 #![forbid(unsafe_code)]
 
 pub mod analyzer;
+pub mod app;
 pub mod assets;
 pub mod aws_env;
 pub mod aws_facts;

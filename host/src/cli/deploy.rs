@@ -3,8 +3,9 @@
 //! The first Ctrl-C or SIGTERM stops dispatching, lets calls in flight finish, saves state,
 //! writes the journal and releases the lock; a second one exits 130 at once.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
@@ -16,19 +17,20 @@ use super::events::History;
 use super::{confirm, CommandContext};
 use crate::analyzer::security::RequireApproval;
 use crate::analyzer::template::Template;
+use crate::app::deploy::{initial_snapshot, warn_recreate_consumers, AssemblyInputs, RunLog};
+use crate::app::destroy::{destroy_stacks, DestroyTarget};
+use crate::app::fallback::{read_fallbacks, Consumer};
+use crate::app::{Backends, RunOrder, StackRun};
 use crate::deployment::deploy::{DeployOptions, RememberedDeploys};
 use crate::deployment::destroy::{DestroyOptions, RollbackOutcome};
-use crate::deployment::engine::Engine;
-use crate::deployment::executor::{Executor, Outcome, Task};
 use crate::deployment::external::StateSnapshot;
 use crate::deployment::prepare::Preparation;
 use crate::deployment::report::{Progress, Reporter};
 use crate::provisioning::concurrency::{Concurrency, Lanes};
-use crate::provisioning::providers::LiveProviders;
 use crate::provisioning::router::AllowedDrops;
 use crate::state::history::Operation;
 use crate::synthesis::annotations;
-use crate::synthesis::order::{ordered, run_dependencies, Placed};
+use crate::synthesis::assembly::StackArtifact;
 use crate::synthesis::selection::select;
 
 /// Installs the Ctrl-C / SIGTERM handling and returns the stop signal.
@@ -87,13 +89,14 @@ pub struct CfnFallbackArgs {
 }
 
 impl CfnFallbackArgs {
-    /// Unless turned off, reads from CloudFormation the `Fn::GetStackOutput` producers of
-    /// `consumers` (stack, template) that have no record in `snapshot` and are not in this run.
+    /// Reads what `consumers` (stack, template) read outside this account's cdkd state:
+    /// other accounts' records and, unless turned off, the CloudFormation outputs and exports
+    /// of producers that have no record and are not in this run.
     pub async fn read_into(
         &self,
         context: &CommandContext,
         snapshot: &mut StateSnapshot,
-        consumers: &[(&crate::synthesis::assembly::StackArtifact, &Template)],
+        consumers: &[(&StackArtifact, &Template)],
     ) -> anyhow::Result<()> {
         let aws = context.aws().await;
         let fallback = aws.region();
@@ -101,35 +104,21 @@ impl CfnFallbackArgs {
             .iter()
             .map(|(stack, _)| stack.environment.region.clone().unwrap_or(fallback.clone()))
             .collect();
-        // Cross-account `Fn::GetStackOutput` (RoleArn) reads cdkd state in the other account,
-        // fallback or not.
-        snapshot
-            .read_cross_account(
-                aws,
-                &crate::state::keys::StateKeys::new(&context.global.state_prefix),
-                consumers
-                    .iter()
-                    .zip(&regions)
-                    .map(|((_, template), region)| (*template, region.as_str())),
-            )
-            .await;
-        if self.no_cfn_fallback {
-            return Ok(());
-        }
-        let in_run: BTreeSet<String> = consumers
-            .iter()
-            .map(|(stack, _)| stack.stack_name.clone())
+        let consumers: Vec<Consumer<'_>> = (consumers.iter().zip(&regions))
+            .map(|((stack, template), region)| Consumer {
+                stack: &stack.stack_name,
+                template,
+                region,
+            })
             .collect();
-        snapshot
-            .read_cloudformation(
-                aws,
-                consumers
-                    .iter()
-                    .zip(&regions)
-                    .map(|((_, template), region)| (*template, region.as_str())),
-                &in_run,
-            )
-            .await
+        read_fallbacks(
+            snapshot,
+            aws,
+            &crate::state::keys::StateKeys::new(&context.global.state_prefix),
+            &consumers,
+            !self.no_cfn_fallback,
+        )
+        .await
     }
 }
 
@@ -220,74 +209,6 @@ pub(super) fn parameters(items: &[String]) -> anyhow::Result<BTreeMap<String, Va
         .collect()
 }
 
-/// The order of one run's stacks: what each waits for, and their templates (parsed once).
-struct RunOrder {
-    waits: BTreeMap<String, BTreeSet<String>>,
-    templates: BTreeMap<String, Template>,
-}
-
-async fn read_order(
-    context: &CommandContext,
-    stacks: &[&crate::synthesis::assembly::StackArtifact],
-) -> anyhow::Result<RunOrder> {
-    let fallback = context.aws().await.region();
-    let mut placed = Vec::new();
-    for stack in stacks {
-        let template = Template::parse(&stack.template()?)
-            .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
-        placed.push(Placed {
-            stack,
-            region: stack.environment.region.clone().unwrap_or(fallback.clone()),
-            template,
-        });
-    }
-    let waits = run_dependencies(&placed);
-    let ids: Vec<String> = stacks.iter().map(|s| s.id.clone()).collect();
-    ordered(&ids, &waits)?;
-    let templates = placed
-        .into_iter()
-        .map(|p| (p.stack.id.clone(), p.template))
-        .collect();
-    Ok(RunOrder { waits, templates })
-}
-
-/// Warns, before `--recreate-via-cc-api` / `--recreate-via-sdk-provider` re-creates a
-/// resource under a new physical id, which downstream stacks read the stack's outputs (their
-/// `imports` and `outputReads`): they keep the old values until they are deployed again.
-async fn warn_recreate_consumers(
-    context: &CommandContext,
-    store: &crate::state::store::StateStore,
-    stacks: &[&crate::synthesis::assembly::StackArtifact],
-    waits: &RunOrder,
-    recreate: &BTreeMap<String, crate::state::schema::ProvisionedBy>,
-) -> anyhow::Result<()> {
-    let records = StateSnapshot::load(&store.backend).await?;
-    let fallback = context.aws().await.region();
-    for stack in stacks {
-        let template = &waits.templates[&stack.id];
-        let ids: Vec<&str> = (recreate.keys())
-            .filter(|id| template.resources.contains_key(*id))
-            .map(String::as_str)
-            .collect();
-        if ids.is_empty() {
-            continue;
-        }
-        let region = stack.environment.region.clone().unwrap_or(fallback.clone());
-        let rows =
-            crate::deployment::external::downstream_consumers(&records, &stack.stack_name, &region);
-        if !rows.is_empty() {
-            tracing::warn!(
-                "re-creating {} in {} ({region}) gives it a new physical id; these downstream stacks read {}'s outputs and keep the old values until they are deployed again:\n  - {}\nRe-deploy them after this deploy.",
-                ids.join(", "),
-                stack.stack_name,
-                stack.stack_name,
-                rows.join("\n  - ")
-            );
-        }
-    }
-    Ok(())
-}
-
 impl DeployArgs {
     /// The cloud assembly folder `-a` names, if it names one (not a command).
     pub(super) fn app_folder(&self) -> Option<std::path::PathBuf> {
@@ -342,36 +263,73 @@ pub(super) async fn deploy_until(
     }
     // Stacks that read each other's values run in order; other stacks' records are read only
     // when some template reads another stack.
-    let waits = read_order(context, &stacks).await?;
-    let cross_stack = (waits.templates.values()).any(|t| !t.stack_reads().is_empty());
-    let mut snapshot = if cross_stack {
-        // Only the records the templates name (an export's producer through the exports
-        // index), unless a read cannot be followed that way.
-        let fallback = context.aws().await.region();
-        if (waits.templates.values()).any(crate::deployment::external::needs_every_record) {
-            StateSnapshot::load(&store.backend).await?
-        } else {
-            let reads = stacks.iter().flat_map(|stack| {
-                let region = stack.environment.region.clone().unwrap_or(fallback.clone());
-                (waits.templates[&stack.id].stack_reads().into_iter())
-                    .map(move |read| (read, region.clone()))
-            });
-            StateSnapshot::load_for(&store.backend, reads).await?
-        }
-    } else {
-        StateSnapshot::default()
-    };
-    if cross_stack {
+    let aws = context.aws().await;
+    let order = RunOrder::read(&stacks, &aws.region())?;
+    let mut snapshot = initial_snapshot(&store.backend, &order).await?;
+    if order.cross_stack() {
         // A producer cdkd has no record of (e.g. exported to CloudFormation) and that this run
         // does not deploy: its outputs are read from CloudFormation, once, before the run.
         let consumers: Vec<_> = (stacks.iter())
-            .map(|stack| (*stack, &waits.templates[&stack.id]))
+            .map(|stack| (*stack, &order.templates[&stack.id]))
             .collect();
         args.cfn_fallback
             .read_into(context, &mut snapshot, &consumers)
             .await?;
     }
-    let options = DeployOptions {
+    let options = deploy_options(&args, aws, &store.bucket.name)?;
+    if !options.recreate.is_empty() {
+        warn_recreate_consumers(&store.backend, &order, &options.recreate).await?;
+    }
+    let parameters = parameters(&args.parameters)?;
+    let mut targets = BTreeMap::new();
+    for stack in &stacks {
+        targets.insert(stack.id.clone(), stack_target(context, stack).await?);
+    }
+    let backends = Backends::new(&registry, aws, &store);
+    let engine = backends.engine(
+        Reporter::new(args.json, args.progress.into()).recording(),
+        stop,
+    );
+    let history = History::start(context, &store.backend, &engine.reporter).await;
+    let inputs = AssemblyInputs {
+        assembly: &assembly,
+        preparation: Preparation {
+            assembly: &assembly,
+            registry: &registry,
+            aws,
+            store: Some(&store),
+            ref_values,
+            parameters: &parameters,
+        },
+        targets,
+    };
+    let run = StackRun {
+        engine: &engine,
+        options: &options,
+        stack_concurrency: args.stack_concurrency,
+        inputs: &inputs,
+        log: &history,
+    };
+    let result = run.deploy(&order, snapshot).await;
+    // What did deploy is written even when another stack failed, as the CDK CLI does.
+    if let Some(file) = &args.outputs_file {
+        let outputs = Value::Object(result.outputs);
+        std::fs::write(file, serde_json::to_string_pretty(&outputs)? + "\n")
+            .with_context(|| format!("writing the outputs file {}", file.display()))?;
+    }
+    if !result.failures.is_empty() {
+        anyhow::bail!("{}", result.failures.join("\n"));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The engine's options for every stack of the deploy.
+fn deploy_options(
+    args: &DeployArgs,
+    aws: &crate::aws_env::AwsEnvironment,
+    bucket: &str,
+) -> anyhow::Result<DeployOptions> {
+    Ok(DeployOptions {
         lanes: Lanes::new(Concurrency::from_flag(args.concurrency.map(|n| n as usize))),
         rollback: !args.no_rollback,
         allowed: AllowedDrops::parse(&args.allow_unsupported_properties)
@@ -389,135 +347,25 @@ pub(super) async fn deploy_until(
             )
             .collect(),
         capture_observed: !args.no_capture_observed_state,
-        remembered: Some(RememberedDeploys::for_bucket(
-            context.aws().await,
-            &store.bucket.name,
-        )),
+        remembered: Some(RememberedDeploys::for_bucket(aws, bucket)),
         require_approval: args.require_approval,
         approver: Some(std::sync::Arc::new(TerminalApprover::default())),
-    };
-    if !options.recreate.is_empty() {
-        warn_recreate_consumers(context, &store, &stacks, &waits, &options.recreate).await?;
-    }
-    let parameters = parameters(&args.parameters)?;
-    let aws = context.aws().await;
-    let live = LiveProviders {
-        registry: &registry,
-        aws: context.aws().await,
-    };
-    let engine = Engine {
-        registry: &registry,
-        providers: &live,
-        store: std::sync::Arc::new(store.backend.clone()),
-        locks: &store.locks,
-        reporter: Reporter::new(args.json, args.progress.into()).recording(),
-        stop,
-    };
-    let history = History::start(context, &store.backend, &engine.reporter).await;
-    let tasks: Vec<Task> = stacks
-        .iter()
-        .map(|stack| Task {
-            id: stack.id.clone(),
-            dependencies: waits.waits[&stack.id].clone(),
-            priority: 0,
-            expected: std::time::Duration::ZERO,
-            lane: None,
-        })
-        .collect();
-    let snapshot = std::sync::Mutex::new(snapshot);
-    let outputs = std::sync::Mutex::new(serde_json::Map::new());
-    let preparation = Preparation {
-        assembly: &assembly,
-        registry: &registry,
-        aws,
-        store: Some(&store),
-        ref_values,
-        parameters: &parameters,
-    };
-    let work = |id: String| {
-        let stack = assembly
-            .stack(&id)
-            .expect("selected stacks are in the assembly");
-        let (engine, snapshot, options, preparation, outputs, history) = (
-            &engine,
-            &snapshot,
-            &options,
-            &preparation,
-            &outputs,
-            &history,
-        );
-        let template = waits.templates[&id].clone();
-        async move {
-            let run = async {
-                let (account, region) = stack_target(context, stack).await?;
-                let input = preparation
-                    .stack_input(stack, template, account, region)
-                    .await?;
-                // Producers this stack reads from finished before it started.
-                let view = snapshot.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                let started = std::time::Instant::now();
-                let result = engine.deploy(&input, &view, options).await;
-                let failure = result.as_ref().err().map(|err| format!("{err:#}"));
-                history
-                    .record(
-                        Operation::Deploy,
-                        &input.context.stack_name,
-                        &input.context.region,
-                        started,
-                        failure.as_deref(),
-                    )
-                    .await;
-                let deployed = result?;
-                let mut shared = snapshot.lock().unwrap_or_else(|e| e.into_inner());
-                shared.keep_secret_outputs(
-                    &input.context.stack_name,
-                    &input.context.region,
-                    deployed.secret_outputs,
-                );
-                outputs.lock().unwrap_or_else(|e| e.into_inner()).insert(
-                    input.context.stack_name.clone(),
-                    Value::Object(template_outputs(&input.template, &deployed.state.outputs)),
-                );
-                shared.update(deployed.state);
-                anyhow::Ok(())
-            };
-            run.await.map_err(|err| format!("{err:#}"))
-        }
-    };
-    let outcomes = Executor::fixed(args.stack_concurrency.max(1))
-        .run(&tasks, &engine.stop, work)
-        .await;
-    let failures: Vec<String> = outcomes
-        .into_iter()
-        .filter_map(|(id, outcome)| match outcome {
-            Outcome::Done => None,
-            Outcome::Failed(message) => Some(message),
-            Outcome::Skipped(reason) => Some(format!("{id} was not deployed ({reason})")),
-        })
-        .collect();
-    // What did deploy is written even when another stack failed, as the CDK CLI does.
-    if let Some(file) = &args.outputs_file {
-        let outputs = Value::Object(outputs.into_inner().unwrap_or_else(|e| e.into_inner()));
-        std::fs::write(file, serde_json::to_string_pretty(&outputs)? + "\n")
-            .with_context(|| format!("writing the outputs file {}", file.display()))?;
-    }
-    if !failures.is_empty() {
-        anyhow::bail!("{}", failures.join("\n"));
-    }
-    Ok(ExitCode::SUCCESS)
+    })
 }
 
-/// A stack's recorded outputs under the template's output names (the record also holds the
-/// values under their export names).
-fn template_outputs(
-    template: &Template,
-    recorded: &serde_json::Map<String, Value>,
-) -> serde_json::Map<String, Value> {
-    template
-        .outputs
-        .keys()
-        .filter_map(|name| Some((name.clone(), recorded.get(name)?.clone())))
-        .collect()
+#[async_trait::async_trait(?Send)]
+impl RunLog for History {
+    async fn finished(
+        &self,
+        operation: Operation,
+        stack: &str,
+        region: &str,
+        started: Instant,
+        failure: Option<&str>,
+    ) {
+        self.record(operation, stack, region, started, failure)
+            .await;
+    }
 }
 
 #[derive(Debug, Args)]
@@ -561,13 +409,10 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
         "destroy takes only the named stacks"
     );
     let selected = select(&assembly, &args.stacks, args.all, true)?;
-    let waits = read_order(context, &selected).await?;
-    let ids: Vec<String> = selected.iter().map(|s| s.id.clone()).collect();
-    let mut stacks: Vec<&crate::synthesis::assembly::StackArtifact> = ordered(&ids, &waits.waits)?
-        .iter()
+    let order = RunOrder::read(&selected, &context.aws().await.region())?;
+    let stacks: Vec<&StackArtifact> = (order.destroy_order().iter())
         .filter_map(|id| assembly.stack(id))
         .collect();
-    stacks.reverse();
     let names: Vec<&str> = stacks.iter().map(|s| s.stack_name.as_str()).collect();
     if !confirm(
         &format!(
@@ -583,62 +428,41 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
     registry.warn_about_failures();
     let store = context.state().await?;
     registry.set_state_bucket(&store.bucket.name, &store.region());
-    let mut snapshot = StateSnapshot::load(&store.backend).await?;
-    let live = LiveProviders {
-        registry: &registry,
-        aws: context.aws().await,
-    };
-    let engine = Engine {
-        registry: &registry,
-        providers: &live,
-        store: std::sync::Arc::new(store.backend.clone()),
-        locks: &store.locks,
-        reporter: Reporter::new(args.json, args.progress.into()).recording(),
-        stop: stop_signal("destroy"),
-    };
+    let backends = Backends::new(&registry, context.aws().await, &store);
+    let engine = backends.engine(
+        Reporter::new(args.json, args.progress.into()).recording(),
+        stop_signal("destroy"),
+    );
     let history = History::start(context, &store.backend, &engine.reporter).await;
     let remembered = RememberedDeploys::for_bucket(context.aws().await, &store.bucket.name);
-    // One set of lanes for the run: throttling learnt on one stack holds for the next.
-    let lanes = Lanes::new(Concurrency::from_flag(args.concurrency.map(|n| n as usize)));
-    let count = stacks.len();
-    for (at, stack) in stacks.into_iter().enumerate() {
+    let mut targets = Vec::new();
+    for stack in stacks {
         let (_, region) = stack_target(context, stack).await?;
-        let policies: BTreeMap<String, String> = waits.templates[&stack.id]
+        let policies: BTreeMap<String, String> = order.templates[&stack.id]
             .resources
             .iter()
             .filter_map(|(id, r)| r.deletion_policy.clone().map(|p| (id.clone(), p)))
             .collect();
-        let started = std::time::Instant::now();
-        let result = engine
-            .destroy(
-                &stack.stack_name,
-                &region,
-                &policies,
-                &snapshot,
-                DestroyOptions {
-                    lanes: std::sync::Arc::clone(&lanes),
-                    skip_final_snapshot: args.skip_final_snapshot,
-                },
-            )
-            .await;
-        let failure = result.as_ref().err().map(|err| format!("{err:#}"));
-        history
-            .record(
-                Operation::Destroy,
-                &stack.stack_name,
-                &region,
-                started,
-                failure.as_deref(),
-            )
-            .await;
-        if result? {
-            remembered.forget(&stack.stack_name, &region);
-            // The stacks still to go check their consumers against the records left.
-            if at + 1 < count {
-                snapshot = StateSnapshot::load(&store.backend).await?;
-            }
-        }
+        targets.push(DestroyTarget {
+            stack: stack.stack_name.clone(),
+            region,
+            policies,
+        });
     }
+    // One set of lanes for the run: throttling learnt on one stack holds for the next.
+    let options = DestroyOptions {
+        lanes: Lanes::new(Concurrency::from_flag(args.concurrency.map(|n| n as usize))),
+        skip_final_snapshot: args.skip_final_snapshot,
+    };
+    destroy_stacks(
+        &engine,
+        &store.backend,
+        targets,
+        options,
+        Some(&remembered),
+        &history,
+    )
+    .await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -716,45 +540,33 @@ pub async fn state_destroy(
         println!("Nothing destroyed.");
         return Ok(ExitCode::SUCCESS);
     }
-    let live = LiveProviders {
-        registry: &registry,
-        aws: context.aws().await,
-    };
-    let engine = Engine {
-        registry: &registry,
-        providers: &live,
-        store: std::sync::Arc::new(store.backend.clone()),
-        locks: &store.locks,
-        reporter: Reporter::new(args.json, args.progress.into()).recording(),
-        stop: stop_signal("destroy"),
-    };
+    let backends = Backends::new(&registry, context.aws().await, &store);
+    let engine = backends.engine(
+        Reporter::new(args.json, args.progress.into()).recording(),
+        stop_signal("destroy"),
+    );
     let history = History::start(context, &store.backend, &engine.reporter).await;
     for (stack, region) in targets {
-        let snapshot = StateSnapshot::load(&store.backend).await?;
-        let started = std::time::Instant::now();
-        let result = engine
-            .destroy(
-                &stack,
-                &region,
-                &BTreeMap::new(),
-                &snapshot,
-                DestroyOptions {
-                    skip_final_snapshot: args.skip_final_snapshot,
-                    ..DestroyOptions::default()
-                },
-            )
-            .await;
-        let failure = result.as_ref().err().map(|err| format!("{err:#}"));
-        history
-            .record(
-                Operation::Destroy,
-                &stack,
-                &region,
-                started,
-                failure.as_deref(),
-            )
-            .await;
-        result?;
+        // Each stack reads the records afresh, with its own lanes, and no template: its
+        // record names everything.
+        let target = DestroyTarget {
+            stack,
+            region,
+            policies: BTreeMap::new(),
+        };
+        let options = DestroyOptions {
+            skip_final_snapshot: args.skip_final_snapshot,
+            ..DestroyOptions::default()
+        };
+        destroy_stacks(
+            &engine,
+            &store.backend,
+            vec![target],
+            options,
+            None,
+            &history,
+        )
+        .await?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -828,18 +640,11 @@ pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::R
             }
         }
     };
-    let live = LiveProviders {
-        registry: &registry,
-        aws: context.aws().await,
-    };
-    let engine = Engine {
-        registry: &registry,
-        providers: &live,
-        store: std::sync::Arc::new(store.backend.clone()),
-        locks: &store.locks,
-        reporter: Reporter::new(args.json, args.progress.into()).recording(),
-        stop: stop_signal("rollback"),
-    };
+    let backends = Backends::new(&registry, context.aws().await, &store);
+    let engine = backends.engine(
+        Reporter::new(args.json, args.progress.into()).recording(),
+        stop_signal("rollback"),
+    );
     let history = History::start(context, &store.backend, &engine.reporter).await;
     let mut code = ExitCode::SUCCESS;
     let mut failures = Vec::new();
@@ -881,74 +686,4 @@ pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::R
         anyhow::bail!("{}", failures.join("\n"));
     }
     Ok(code)
-}
-
-#[derive(Debug, Args)]
-pub struct OrphanArgs {
-    /// Stacks to forget (names or display paths; `*` wildcards), or construct paths
-    /// (`Stack/Construct/Path`) whose resources alone to forget.
-    stacks: Vec<String>,
-    #[command(flatten)]
-    app: AppArgs,
-    /// Every stack of the app.
-    #[arg(long)]
-    all: bool,
-    /// Do not ask for confirmation.
-    #[arg(long, short = 'f')]
-    force: bool,
-}
-
-/// `cdkd orphan`: forget the app's stacks (their records), leaving every resource in AWS.
-pub async fn orphan(context: &CommandContext, args: OrphanArgs) -> anyhow::Result<ExitCode> {
-    let assembly = load_assembly(context, &args.app).await?;
-    // A name that is no stack but starts with one's display path is a construct path in it.
-    let mut constructs = Vec::new();
-    let mut patterns = Vec::new();
-    for name in &args.stacks {
-        let is_stack = select(&assembly, std::slice::from_ref(name), false, true).is_ok();
-        let owner = (!is_stack)
-            .then(|| {
-                assembly
-                    .stacks
-                    .iter()
-                    .filter(|s| name.starts_with(&format!("{}/", s.display_name)))
-                    .max_by_key(|s| s.display_name.len())
-            })
-            .flatten();
-        match owner {
-            Some(stack) => constructs.push((stack, name.clone())),
-            None => patterns.push(name.clone()),
-        }
-    }
-    let store = context.state().await?;
-    for (stack, path) in constructs {
-        let (_, region) = stack_target(context, stack).await?;
-        let template = Template::parse(&stack.template()?)
-            .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
-        let covered = template.resources_under(&path);
-        if covered.is_empty() {
-            anyhow::bail!(
-                "no resource of stack {} is under the construct path {path} (the template's aws:cdk:path metadata names none; `cdkd state resources {}` lists what is recorded)",
-                stack.display_name,
-                stack.stack_name
-            );
-        }
-        super::state::orphan_resources(
-            context,
-            &store,
-            &stack.stack_name,
-            &region,
-            &covered,
-            args.force,
-        )
-        .await?;
-    }
-    // No name at all is the app's only stack (or a refusal naming the stacks), as elsewhere.
-    if !patterns.is_empty() || args.all || args.stacks.is_empty() {
-        for stack in select(&assembly, &patterns, args.all, true)? {
-            let (_, region) = stack_target(context, stack).await?;
-            super::state::orphan(context, &store, &stack.stack_name, &region, args.force).await?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }

@@ -12,10 +12,10 @@ use serde_json::{json, Value};
 
 use super::table;
 use super::{confirm, CommandContext};
+use crate::app::Backends;
 use crate::deployment::drift::{DriftStatus, Reverted, StackDrift};
 use crate::deployment::engine::Engine;
 use crate::deployment::report::Reporter;
-use crate::provisioning::providers::LiveProviders;
 use crate::state::store::StateStore;
 
 #[derive(Debug, Args)]
@@ -167,11 +167,8 @@ pub async fn refresh_observed(
         targets,
         registry,
     } = args.records.load(context).await?;
-    let live = LiveProviders {
-        registry: &registry,
-        aws: context.aws().await,
-    };
-    let engine = reading_engine(&registry, &live, &store, false);
+    let backends = Backends::new(&registry, context.aws().await, &store);
+    let engine = reading_engine(&backends, false);
     let mut failed = false;
     for (stack, region) in &targets {
         let Some(report) = engine
@@ -200,23 +197,11 @@ pub async fn refresh_observed(
 }
 
 /// An engine for commands that read and write records but never deploy.
-fn reading_engine<'a>(
-    registry: &'a crate::provisioning::registry::Registry,
-    live: &'a LiveProviders<'a>,
-    store: &'a StateStore,
-    json: bool,
-) -> Engine<'a> {
+fn reading_engine<'a>(backends: &'a Backends<'_>, json: bool) -> Engine<'a> {
     // Nothing here dispatches work that a Ctrl-C should stop early: reads are short and
     // each writer saves once at its end.
     let (_never_stopped, stop) = tokio::sync::watch::channel(false);
-    Engine {
-        registry,
-        providers: live,
-        store: std::sync::Arc::new(store.backend.clone()),
-        locks: &store.locks,
-        reporter: Reporter::events(json),
-        stop,
-    }
+    backends.engine(Reporter::events(json), stop)
 }
 
 /// `cdkd drift`.
@@ -226,11 +211,8 @@ pub async fn run(context: &CommandContext, args: DriftArgs) -> anyhow::Result<Ex
         targets,
         registry,
     } = args.records.load(context).await?;
-    let live = LiveProviders {
-        registry: &registry,
-        aws: context.aws().await,
-    };
-    let engine = reading_engine(&registry, &live, &store, args.json);
+    let backends = Backends::new(&registry, context.aws().await, &store);
+    let engine = reading_engine(&backends, args.json);
     let concurrency = args.concurrency.max(1);
     let (accept, revert) = (args.accept && !args.dry_run, args.revert && !args.dry_run);
     let rehearsal = args.dry_run.then_some(if args.accept {

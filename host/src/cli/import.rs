@@ -13,14 +13,13 @@ use serde_json::Value;
 use super::app::{load_assembly, stack_target, AppArgs};
 use super::CommandContext;
 use crate::analyzer::template::Template;
+use crate::app::Backends;
 use crate::cloudformation::{BucketStaging, CloudFormation};
-use crate::deployment::engine::Engine;
 use crate::deployment::external::StateSnapshot;
 use crate::deployment::import::{ImportRequest, Imported};
 use crate::deployment::migrate::Migration;
 use crate::deployment::prepare::Preparation;
 use crate::deployment::report::Reporter;
-use crate::provisioning::providers::LiveProviders;
 use crate::synthesis::selection::select;
 
 #[derive(Debug, Args)]
@@ -135,19 +134,9 @@ pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<E
             .await?;
         snapshot
     };
-    let live = LiveProviders {
-        registry: &registry,
-        aws,
-    };
+    let backends = Backends::new(&registry, aws, &store);
     let (_never_stopped, stop) = tokio::sync::watch::channel(false);
-    let engine = Engine {
-        registry: &registry,
-        providers: &live,
-        store: std::sync::Arc::new(store.backend.clone()),
-        locks: &store.locks,
-        reporter: Reporter::events(false),
-        stop,
-    };
+    let engine = backends.engine(Reporter::events(false), stop);
     let migrating = match args.migrate_from_cloudformation.as_deref() {
         None => None,
         Some("") => Some(stack.stack_name.clone()),

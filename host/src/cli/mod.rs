@@ -131,7 +131,7 @@ enum Command {
     /// Show the history of past deploys, destroys and rollbacks (or prune it).
     Events(events::EventsArgs),
     /// Forget the app's stacks: delete their state records, leave their resources in AWS.
-    Orphan(deploy::OrphanArgs),
+    Orphan(state::OrphanArgs),
     /// Put `{{resolve:...}}` expressions back where a record holds a resolved secret.
     Scrub(scrub::ScrubArgs),
     /// Publish the app's assets without deploying.
@@ -242,7 +242,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Destroy(args) => deploy::destroy(&context, args).await,
         Command::Rollback(args) => deploy::rollback(&context, args).await,
         Command::Events(args) => events::run(&context, args).await,
-        Command::Orphan(args) => deploy::orphan(&context, args).await,
+        Command::Orphan(args) => state::orphan_command(&context, args).await,
         Command::Scrub(args) => scrub::run(&context, args).await,
         Command::PublishAssets(args) => assets::publish(&context, args).await,
         Command::Gc(args) => assets::gc(&context, args).await,

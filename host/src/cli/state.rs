@@ -1,4 +1,5 @@
-//! `cdkd state list | show | info | resources | orphan | migrate`.
+//! `cdkd state list | show | info | resources | orphan | migrate` (`state destroy` is
+//! [`super::deploy`]'s, `state refresh-observed` [`super::drift`]'s), and `cdkd orphan`.
 //!
 //! Stdout is the payload (records, tables, JSON); every log line goes to stderr. Routine
 //! output never names the state bucket, whose name carries the account id; `state info`
@@ -8,10 +9,12 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
+use super::app::{load_assembly, stack_target, AppArgs};
 use super::{confirm, table, CommandContext};
+use crate::analyzer::template::Template;
 use crate::deployment::secrets::MASK;
 use crate::deployment::store::RecordStore as _;
 use crate::state::bootstrap;
@@ -19,6 +22,7 @@ use crate::state::bucket::{self, BucketSource};
 use crate::state::keys::{child_stack_name, StackRef};
 use crate::state::schema::{LockInfo, StackState, SCHEMA_VERSION_CURRENT};
 use crate::state::store::StateStore;
+use crate::synthesis::selection::select;
 
 #[derive(Debug, Subcommand)]
 pub enum StateCommand {
@@ -870,6 +874,79 @@ async fn migrate(
         println!("Deleted the legacy bucket {source} (every version).");
     } else {
         println!("Kept {source}; re-run with --remove-legacy to delete it once you have checked {destination}.");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Args)]
+pub struct OrphanArgs {
+    /// Stacks to forget (names or display paths; `*` wildcards), or construct paths
+    /// (`Stack/Construct/Path`) whose resources alone to forget.
+    stacks: Vec<String>,
+    #[command(flatten)]
+    app: AppArgs,
+    /// Every stack of the app.
+    #[arg(long)]
+    all: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'f')]
+    force: bool,
+}
+
+/// `cdkd orphan`: forget the app's stacks (their records), leaving every resource in AWS.
+pub async fn orphan_command(
+    context: &CommandContext,
+    args: OrphanArgs,
+) -> anyhow::Result<ExitCode> {
+    let assembly = load_assembly(context, &args.app).await?;
+    // A name that is no stack but starts with one's display path is a construct path in it.
+    let mut constructs = Vec::new();
+    let mut patterns = Vec::new();
+    for name in &args.stacks {
+        let is_stack = select(&assembly, std::slice::from_ref(name), false, true).is_ok();
+        let owner = (!is_stack)
+            .then(|| {
+                assembly
+                    .stacks
+                    .iter()
+                    .filter(|s| name.starts_with(&format!("{}/", s.display_name)))
+                    .max_by_key(|s| s.display_name.len())
+            })
+            .flatten();
+        match owner {
+            Some(stack) => constructs.push((stack, name.clone())),
+            None => patterns.push(name.clone()),
+        }
+    }
+    let store = context.state().await?;
+    for (stack, path) in constructs {
+        let (_, region) = stack_target(context, stack).await?;
+        let template = Template::parse(&stack.template()?)
+            .map_err(|err| anyhow::anyhow!("stack {}: {err}", stack.display_name))?;
+        let covered = template.resources_under(&path);
+        if covered.is_empty() {
+            anyhow::bail!(
+                "no resource of stack {} is under the construct path {path} (the template's aws:cdk:path metadata names none; `cdkd state resources {}` lists what is recorded)",
+                stack.display_name,
+                stack.stack_name
+            );
+        }
+        orphan_resources(
+            context,
+            &store,
+            &stack.stack_name,
+            &region,
+            &covered,
+            args.force,
+        )
+        .await?;
+    }
+    // No name at all is the app's only stack (or a refusal naming the stacks), as elsewhere.
+    if !patterns.is_empty() || args.all || args.stacks.is_empty() {
+        for stack in select(&assembly, &patterns, args.all, true)? {
+            let (_, region) = stack_target(context, stack).await?;
+            orphan(context, &store, &stack.stack_name, &region, args.force).await?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

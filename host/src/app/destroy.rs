@@ -1,0 +1,69 @@
+//! Destroying several stacks: one after another, consumers before their producers, each
+//! checking its consumers against the records the stacks before it left; the first failure
+//! stops the run.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use super::deploy::RunLog;
+use crate::deployment::deploy::RememberedDeploys;
+use crate::deployment::destroy::DestroyOptions;
+use crate::deployment::engine::Engine;
+use crate::deployment::external::StateSnapshot;
+use crate::state::backend::StateBackend;
+use crate::state::history::Operation;
+
+/// One stack to destroy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DestroyTarget {
+    /// Its name.
+    pub stack: String,
+    /// Its region.
+    pub region: String,
+    /// Its template's `DeletionPolicy` values by logical id (empty without a template).
+    pub policies: BTreeMap<String, String>,
+}
+
+/// Destroys `targets` in order with `engine`; `remembered` forgets each destroyed stack.
+pub async fn destroy_stacks(
+    engine: &Engine<'_>,
+    backend: &StateBackend,
+    targets: Vec<DestroyTarget>,
+    options: DestroyOptions,
+    remembered: Option<&RememberedDeploys>,
+    log: &dyn RunLog,
+) -> anyhow::Result<()> {
+    let mut snapshot = StateSnapshot::load(backend).await?;
+    let count = targets.len();
+    for (at, target) in targets.into_iter().enumerate() {
+        let started = Instant::now();
+        let result = engine
+            .destroy(
+                &target.stack,
+                &target.region,
+                &target.policies,
+                &snapshot,
+                options.clone(),
+            )
+            .await;
+        let failure = result.as_ref().err().map(|err| format!("{err:#}"));
+        log.finished(
+            Operation::Destroy,
+            &target.stack,
+            &target.region,
+            started,
+            failure.as_deref(),
+        )
+        .await;
+        if result? {
+            if let Some(remembered) = remembered {
+                remembered.forget(&target.stack, &target.region);
+            }
+            // The stacks still to go check their consumers against the records left.
+            if at + 1 < count {
+                snapshot = StateSnapshot::load(backend).await?;
+            }
+        }
+    }
+    Ok(())
+}
