@@ -4,7 +4,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 
 use crate::analyzer::security::{RequireApproval, SecurityChanges};
-use crate::deployment::deploy::Approver;
+use crate::deployment::deploy::{Approver, NoAnswer};
 
 use super::{in_ci, table};
 
@@ -77,7 +77,7 @@ impl Approver for TerminalApprover {
         stack: &str,
         level: RequireApproval,
         changes: &SecurityChanges,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, NoAnswer> {
         if in_ci() {
             return Err("cdkd runs as in CI (--ci or CI set), where it never asks".into());
         }

@@ -52,16 +52,24 @@ impl Decision {
 #[derive(Debug, Clone, Default)]
 pub struct AllowedDrops(pub Vec<(String, String)>);
 
+/// An `--allow-unsupported-properties` item that is not `Type:Property`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--allow-unsupported-properties {item}: write Type:Property, e.g. AWS::S3::Bucket:AnalyticsConfigurations")]
+pub struct NotTypeProperty {
+    /// The item as given.
+    pub item: String,
+}
+
 impl AllowedDrops {
     /// Parses `Type:Property` (the type itself contains `::`, so the last `:` splits).
-    pub fn parse(items: &[String]) -> Result<AllowedDrops, String> {
+    pub fn parse(items: &[String]) -> Result<AllowedDrops, NotTypeProperty> {
         items
             .iter()
             .map(|item| {
                 item.rsplit_once(':')
                     .filter(|(t, p)| t.contains("::") && !p.is_empty())
                     .map(|(t, p)| (t.to_string(), p.to_string()))
-                    .ok_or_else(|| format!("--allow-unsupported-properties {item}: write Type:Property, e.g. AWS::S3::Bucket:AnalyticsConfigurations"))
+                    .ok_or_else(|| NotTypeProperty { item: item.clone() })
             })
             .collect::<Result<_, _>>()
             .map(AllowedDrops)
@@ -183,7 +191,12 @@ mod tests {
                 "AnalyticsConfigurations".to_string()
             )]
         );
-        assert!(AllowedDrops::parse(&["Bucket".into()]).is_err());
+        assert_eq!(
+            AllowedDrops::parse(&["Bucket".into()]).unwrap_err(),
+            NotTypeProperty {
+                item: "Bucket".into()
+            }
+        );
     }
 
     #[test]

@@ -79,7 +79,25 @@ pub trait Approver: Send + Sync + std::fmt::Debug {
         stack: &str,
         level: RequireApproval,
         changes: &SecurityChanges,
-    ) -> Result<bool, String>;
+    ) -> Result<bool, NoAnswer>;
+}
+
+/// Why an approval question got no answer (no one to ask, or the asking failed): the reason
+/// completes the refusal's sentence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NoAnswer(pub String);
+
+impl From<&str> for NoAnswer {
+    fn from(why: &str) -> NoAnswer {
+        NoAnswer(why.to_string())
+    }
+}
+
+impl From<String> for NoAnswer {
+    fn from(why: String) -> NoAnswer {
+        NoAnswer(why)
+    }
 }
 
 impl Default for DeployOptions {
