@@ -236,3 +236,18 @@ def test_profile_off_changes_nothing(emulator):
     assert created["State"] == "Active"
     token = cc.create_resource(TypeName="AWS::S3::Bucket", DesiredState=json.dumps({"BucketName": "timing-bucket"}))["ProgressEvent"]["RequestToken"]
     assert cc.get_resource_request_status(RequestToken=token)["ProgressEvent"]["OperationStatus"] == "SUCCESS"
+
+
+def test_s3_requests_take_the_data_planes_latency_and_a_bucket_create_its_own():
+    import timing
+    s3 = lambda method, path, query="": timing._s3_action(  # noqa: E731
+        {"method": method, "path": path, "query": query})
+    assert s3("PUT", "/bucket") == "CreateBucket"
+    assert s3("DELETE", "/bucket/") == "DeleteBucket"
+    assert s3("PUT", "/bucket/cdkd/Stack/state.json") == "Object"
+    assert s3("GET", "/bucket", "versions&prefix=cdkd/") == "Object"
+    assert s3("POST", "/bucket", "delete") == "Object"
+    assert s3("PUT", "/bucket", "policy") == "-"
+    actions = timing.TABLE["call_latency"]["actions"]
+    assert actions["s3:Object"]["ms"] < timing.TABLE["call_latency"]["default_ms"]
+    assert actions["s3:CreateBucket"]["ms"] >= 1000

@@ -90,12 +90,35 @@ def before_call(request):
     latency; answers (status, code, message) for a request AWS would refuse at this moment."""
     _via.service = request["service"]
     latency = TABLE["call_latency"]
-    key = f"{request['service']}:{request['action']}"
+    action = request["action"]
+    if request["service"] == "s3" and action in ("", "-", None):
+        action = _s3_action(request)
+    key = f"{request['service']}:{action}"
     ms = (latency["actions"].get(key) or latency["services"].get(request["service"]) or {}).get("ms")
     time.sleep((ms or latency["default_ms"]) * Settings.scale / 1000.0)
     if request["service"] == "lambda" and _operates_on_the_function(request):
         return _refuse_pending_invoke(request)
     return None
+
+
+# Queries of a bucket-level request that work on its objects (S3's data plane).
+_S3_OBJECT_QUERIES = ("delete", "versions", "list-type", "uploads")
+
+
+def _s3_action(request):
+    """S3's REST requests carry no action name: the bucket's create and delete by method, and
+    every object request (and a bucket's object listing or batch delete) as `Object`, whose
+    latency is S3's data plane's, not a control-plane call's."""
+    from urllib.parse import parse_qs
+    path = request["path"].split("?", 1)[0].strip("/")
+    query = parse_qs(request.get("query") or "", keep_blank_values=True)
+    if "/" in path:
+        return "Object"
+    if not query:
+        return {"PUT": "CreateBucket", "DELETE": "DeleteBucket", "GET": "Object"}.get(request["method"], "-")
+    if any(q in query for q in _S3_OBJECT_QUERIES):
+        return "Object"
+    return "-"
 
 
 def _operates_on_the_function(request):
