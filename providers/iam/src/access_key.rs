@@ -1,6 +1,6 @@
 //! `AWS::IAM::AccessKey`.
 
-use cdkd_aws_common::{aws_error, require_str};
+use cdkd_aws_common::{aws_error, optional, require_str};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
@@ -9,7 +9,7 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{client, read};
+use crate::client;
 
 /// `AWS::IAM::AccessKey`: physical id (and `Ref`) = the access key id; the secret is the
 /// `SecretAccessKey` attribute only, where CloudFormation exposes it, and is never logged.
@@ -17,6 +17,34 @@ use crate::{client, read};
 pub struct AccessKey;
 
 const ACCESS_KEY: &str = "AWS::IAM::AccessKey";
+
+/// `AWS::IAM::AccessKey` (physical id = the key id) of the template's user.
+async fn current(
+    iam: &aws_sdk_iam::Client,
+    what: &str,
+    key_id: &str,
+    user_name: &str,
+) -> Result<Option<Map<String, Value>>, ProviderError> {
+    let Some(keys) = optional(
+        &format!("{what}: ListAccessKeys"),
+        iam.list_access_keys().user_name(user_name).send().await,
+    )?
+    else {
+        return Ok(None);
+    };
+    Ok(keys
+        .access_key_metadata()
+        .iter()
+        .find(|k| k.access_key_id() == Some(key_id))
+        .map(|k| {
+            let mut props = Map::new();
+            props.insert("UserName".into(), json!(user_name));
+            if let Some(status) = k.status() {
+                props.insert("Status".into(), json!(status.as_str()));
+            }
+            props
+        }))
+}
 
 #[async_trait]
 impl Readable for AccessKey {
@@ -28,7 +56,7 @@ impl Readable for AccessKey {
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
         let user = require_str(&request.properties, "UserName", what)?;
         let iam = client(ctx).await?;
-        read::access_key(&iam, what, &request.physical_id, user).await
+        current(&iam, what, &request.physical_id, user).await
     }
 
     /// IAM returns a secret only when the key is created, so an adopted key has no

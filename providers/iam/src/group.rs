@@ -1,13 +1,13 @@
 //! `AWS::IAM::Group`.
 
-use cdkd_aws_common::{aws_error, given_or_generated_name, string};
+use cdkd_aws_common::{aws_error, given_or_generated_name, optional, string};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::{arn_attribute, changes, client, inline_policies, names, read};
 
@@ -19,6 +19,35 @@ pub struct Group;
 
 const GROUP: &str = "AWS::IAM::Group";
 
+/// `AWS::IAM::Group` by name, with its `Arn` and members.
+async fn current(
+    iam: &aws_sdk_iam::Client,
+    what: &str,
+    name: &str,
+    template: &Map<String, Value>,
+) -> Result<Option<(Map<String, Value>, String, Vec<String>)>, ProviderError> {
+    let Some(answer) = optional(
+        &format!("{what}: GetGroup"),
+        iam.get_group().group_name(name).send().await,
+    )?
+    else {
+        return Ok(None);
+    };
+    let Some(group) = answer.group() else {
+        return Ok(None);
+    };
+    let mut props = Map::new();
+    props.insert("GroupName".into(), json!(group.group_name()));
+    props.insert("Path".into(), json!(group.path()));
+    read::policies_of(iam, what, Principal::Group, name, template, &mut props).await?;
+    let members = answer
+        .users()
+        .iter()
+        .map(|u| u.user_name().to_string())
+        .collect();
+    Ok(Some((props, group.arn().to_string(), members)))
+}
+
 #[async_trait]
 impl Readable for Group {
     async fn read(
@@ -29,7 +58,7 @@ impl Readable for Group {
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
         let iam = client(ctx).await?;
         Ok(
-            read::group(&iam, what, &request.physical_id, &request.properties)
+            current(&iam, what, &request.physical_id, &request.properties)
                 .await?
                 .map(|(props, _, _)| props),
         )

@@ -1,21 +1,50 @@
 //! `AWS::IAM::InstanceProfile`.
 
-use cdkd_aws_common::{aws_error, given_or_generated_name, string};
+use cdkd_aws_common::{aws_error, given_or_generated_name, optional, string};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
-use crate::{arn_attribute, changes, client, names, read};
+use crate::{arn_attribute, changes, client, names};
 
 /// `AWS::IAM::InstanceProfile`: physical id = name; attribute `Arn`.
 #[derive(Default)]
 pub struct InstanceProfile;
 
 const PROFILE: &str = "AWS::IAM::InstanceProfile";
+
+/// `AWS::IAM::InstanceProfile` by name, with its `Arn`.
+async fn current(
+    iam: &aws_sdk_iam::Client,
+    what: &str,
+    name: &str,
+) -> Result<Option<(Map<String, Value>, String)>, ProviderError> {
+    let profile = optional(
+        &format!("{what}: GetInstanceProfile"),
+        iam.get_instance_profile()
+            .instance_profile_name(name)
+            .send()
+            .await,
+    )?
+    .and_then(|p| p.instance_profile);
+    Ok(profile.map(|p| {
+        let mut props = Map::new();
+        props.insert(
+            "InstanceProfileName".into(),
+            json!(p.instance_profile_name()),
+        );
+        props.insert("Path".into(), json!(p.path()));
+        props.insert(
+            "Roles".into(),
+            json!(p.roles().iter().map(|r| r.role_name()).collect::<Vec<_>>()),
+        );
+        (props, p.arn().to_string())
+    }))
+}
 
 #[async_trait]
 impl Readable for InstanceProfile {
@@ -26,7 +55,7 @@ impl Readable for InstanceProfile {
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
         let iam = client(ctx).await?;
-        Ok(read::instance_profile(&iam, what, &request.physical_id)
+        Ok(current(&iam, what, &request.physical_id)
             .await?
             .map(|(props, _)| props))
     }
@@ -39,7 +68,7 @@ impl Readable for InstanceProfile {
         physical_id: &str,
     ) -> Result<Map<String, Value>, ProviderError> {
         let iam = client(ctx).await?;
-        let arn = read::instance_profile(&iam, what, physical_id)
+        let arn = current(&iam, what, physical_id)
             .await?
             .map(|(_, arn)| arn)
             .unwrap_or_default();
@@ -118,7 +147,7 @@ impl ResourceProvider for InstanceProfile {
                 .await
                 .map_err(|e| aws_error(&format!("{what}: adding {role}"), e))?;
         }
-        let arn = read::instance_profile(&iam, &what, &request.physical_id)
+        let arn = current(&iam, &what, &request.physical_id)
             .await
             .ok()
             .flatten()

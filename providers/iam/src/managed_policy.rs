@@ -1,6 +1,6 @@
 //! `AWS::IAM::ManagedPolicy`.
 
-use cdkd_aws_common::{aws_error, given_or_generated_name, string};
+use cdkd_aws_common::{aws_error, given_or_generated_name, optional, string};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
@@ -19,6 +19,76 @@ pub struct ManagedPolicy;
 
 const MANAGED: &str = "AWS::IAM::ManagedPolicy";
 
+/// `AWS::IAM::ManagedPolicy` by ARN: its default version's document and where it is attached.
+async fn current(
+    iam: &aws_sdk_iam::Client,
+    what: &str,
+    arn: &str,
+) -> Result<Option<Map<String, Value>>, ProviderError> {
+    let Some(policy) = optional(
+        &format!("{what}: GetPolicy"),
+        iam.get_policy().policy_arn(arn).send().await,
+    )?
+    .and_then(|p| p.policy) else {
+        return Ok(None);
+    };
+    let mut props = Map::new();
+    props.insert("ManagedPolicyName".into(), json!(policy.policy_name()));
+    props.insert("Path".into(), json!(policy.path()));
+    if let Some(description) = policy.description().filter(|d| !d.is_empty()) {
+        props.insert("Description".into(), json!(description));
+    }
+    if let Some(version) = policy.default_version_id() {
+        let answer = iam
+            .get_policy_version()
+            .policy_arn(arn)
+            .version_id(version)
+            .send()
+            .await
+            .map_err(|e| aws_error(&format!("{what}: GetPolicyVersion"), e))?;
+        if let Some(doc) = answer.policy_version().and_then(|v| v.document()) {
+            props.insert("PolicyDocument".into(), read::document(doc));
+        }
+    }
+    let entities = iam
+        .list_entities_for_policy()
+        .policy_arn(arn)
+        .send()
+        .await
+        .map_err(|e| aws_error(&format!("{what}: ListEntitiesForPolicy"), e))?;
+    for (key, found) in [
+        (
+            "Roles",
+            entities
+                .policy_roles()
+                .iter()
+                .filter_map(|r| r.role_name())
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "Users",
+            entities
+                .policy_users()
+                .iter()
+                .filter_map(|u| u.user_name())
+                .collect(),
+        ),
+        (
+            "Groups",
+            entities
+                .policy_groups()
+                .iter()
+                .filter_map(|g| g.group_name())
+                .collect(),
+        ),
+    ] {
+        if !found.is_empty() {
+            props.insert(key.into(), json!(found));
+        }
+    }
+    Ok(Some(props))
+}
+
 #[async_trait]
 impl Readable for ManagedPolicy {
     async fn read(
@@ -28,7 +98,7 @@ impl Readable for ManagedPolicy {
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
         let iam = client(ctx).await?;
-        read::managed_policy(&iam, what, &request.physical_id).await
+        current(&iam, what, &request.physical_id).await
     }
 
     /// `PolicyArn`: the physical id.

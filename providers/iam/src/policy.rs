@@ -7,7 +7,7 @@ use cdkd_provider_api::protocol::{
     ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::{changes, client, document, names, read};
 
@@ -21,6 +21,34 @@ const INLINE: &str = "AWS::IAM::Policy";
 
 /// An inline policy has no id of its own: it is found by name on the template's roles, users
 /// and groups.
+/// `AWS::IAM::Policy` `name`: on which of the template's roles, users and groups it still is.
+async fn current(
+    iam: &aws_sdk_iam::Client,
+    what: &str,
+    name: &str,
+    template: &Map<String, Value>,
+) -> Result<Option<Map<String, Value>>, ProviderError> {
+    let mut props = Map::new();
+    let mut body = None;
+    for (kind, key) in PRINCIPALS {
+        let mut found = Vec::new();
+        for target in names(template, key) {
+            if let Some(doc) = read::inline_document(iam, what, kind, &target, name).await? {
+                body.get_or_insert(doc);
+                found.push(target);
+            }
+        }
+        if !found.is_empty() {
+            props.insert(key.into(), json!(found));
+        }
+    }
+    Ok(body.map(|body| {
+        props.insert("PolicyName".into(), json!(name));
+        props.insert("PolicyDocument".into(), body);
+        props
+    }))
+}
+
 #[async_trait]
 impl Readable for InlinePolicy {
     async fn read(
@@ -30,7 +58,7 @@ impl Readable for InlinePolicy {
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
         let iam = client(ctx).await?;
-        read::inline_policy(&iam, what, &request.physical_id, &request.properties).await
+        current(&iam, what, &request.physical_id, &request.properties).await
     }
 }
 

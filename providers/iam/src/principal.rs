@@ -19,7 +19,29 @@ pub(crate) const PRINCIPALS: [(Principal, &str); 3] = [
     (Principal::Group, "Groups"),
 ];
 
-// ---------------------------------------------------------------------------------------------
+/// One IAM call on a principal: `$role`, `$user` or `$group` by `kind`, named `$target`;
+/// `|$call| $finish` completes the request builder and sends it. The three builders are
+/// different types, so the one request is written once and expanded three times.
+macro_rules! on_principal {
+    ($iam:expr, $kind:expr, $target:expr, $role:ident / $user:ident / $group:ident,
+     |$call:ident| $finish:expr) => {
+        match $kind {
+            $crate::principal::Principal::Role => {
+                let $call = $iam.$role().role_name($target);
+                $finish
+            }
+            $crate::principal::Principal::User => {
+                let $call = $iam.$user().user_name($target);
+                $finish
+            }
+            $crate::principal::Principal::Group => {
+                let $call = $iam.$group().group_name($target);
+                $finish
+            }
+        }
+    };
+}
+pub(crate) use on_principal;
 
 pub(crate) async fn put_inline(
     iam: &aws_sdk_iam::Client,
@@ -30,35 +52,19 @@ pub(crate) async fn put_inline(
     body: &str,
 ) -> Result<(), ProviderError> {
     let context = format!("{what}: putting it on {target}");
-    match kind {
-        Principal::Role => iam
-            .put_role_policy()
-            .role_name(target)
+    on_principal!(
+        iam,
+        kind,
+        target,
+        put_role_policy / put_user_policy / put_group_policy,
+        |call| call
             .policy_name(name)
             .policy_document(body)
             .send()
             .await
             .map(|_| ())
-            .map_err(|e| aws_error(&context, e)),
-        Principal::User => iam
-            .put_user_policy()
-            .user_name(target)
-            .policy_name(name)
-            .policy_document(body)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(&context, e)),
-        Principal::Group => iam
-            .put_group_policy()
-            .group_name(target)
-            .policy_name(name)
-            .policy_document(body)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(&context, e)),
-    }
+            .map_err(|e| aws_error(&context, e))
+    )
 }
 
 pub(crate) async fn delete_inline(
@@ -69,32 +75,18 @@ pub(crate) async fn delete_inline(
     name: &str,
 ) -> Result<(), ProviderError> {
     let context = format!("{what}: removing it from {target}");
-    let result = match kind {
-        Principal::Role => iam
-            .delete_role_policy()
-            .role_name(target)
+    let result = on_principal!(
+        iam,
+        kind,
+        target,
+        delete_role_policy / delete_user_policy / delete_group_policy,
+        |call| call
             .policy_name(name)
             .send()
             .await
             .map(|_| ())
-            .map_err(|e| aws_error(&context, e)),
-        Principal::User => iam
-            .delete_user_policy()
-            .user_name(target)
-            .policy_name(name)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(&context, e)),
-        Principal::Group => iam
-            .delete_group_policy()
-            .group_name(target)
-            .policy_name(name)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(&context, e)),
-    };
+            .map_err(|e| aws_error(&context, e))
+    );
     match result {
         Err(e) if e.kind == ErrorKind::NOT_FOUND => Ok(()),
         other => other,
@@ -113,55 +105,21 @@ pub(crate) async fn attach(
         "{what}: {} {target}",
         if on { "attaching to" } else { "detaching from" }
     );
-    let result = match (kind, on) {
-        (Principal::Role, true) => iam
-            .attach_role_policy()
-            .role_name(target)
-            .policy_arn(arn)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(&context, e)),
-        (Principal::Role, false) => iam
-            .detach_role_policy()
-            .role_name(target)
-            .policy_arn(arn)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(&context, e)),
-        (Principal::User, true) => iam
-            .attach_user_policy()
-            .user_name(target)
-            .policy_arn(arn)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(&context, e)),
-        (Principal::User, false) => iam
-            .detach_user_policy()
-            .user_name(target)
-            .policy_arn(arn)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(&context, e)),
-        (Principal::Group, true) => iam
-            .attach_group_policy()
-            .group_name(target)
-            .policy_arn(arn)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(&context, e)),
-        (Principal::Group, false) => iam
-            .detach_group_policy()
-            .group_name(target)
-            .policy_arn(arn)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| aws_error(&context, e)),
+    // Attaching and detaching take the same request: one call, by operation.
+    macro_rules! by_arn {
+        ($role:ident / $user:ident / $group:ident) => {
+            on_principal!(iam, kind, target, $role / $user / $group, |call| call
+                .policy_arn(arn)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| aws_error(&context, e)))
+        };
+    }
+    let result = if on {
+        by_arn!(attach_role_policy / attach_user_policy / attach_group_policy)
+    } else {
+        by_arn!(detach_role_policy / detach_user_policy / detach_group_policy)
     };
     match result {
         Err(e) if !on && e.kind == ErrorKind::NOT_FOUND => Ok(()),
@@ -176,29 +134,22 @@ pub(crate) async fn attached_policies(
     kind: Principal,
     name: &str,
 ) -> Result<Vec<String>, ProviderError> {
-    let attached = match kind {
-        Principal::Role => iam
-            .list_attached_role_policies()
-            .role_name(name)
-            .send()
-            .await
-            .map(|a| a.attached_policies().to_vec())
-            .map_err(|e| aws_error(&format!("{what}: ListAttachedRolePolicies"), e))?,
-        Principal::User => iam
-            .list_attached_user_policies()
-            .user_name(name)
-            .send()
-            .await
-            .map(|a| a.attached_policies().to_vec())
-            .map_err(|e| aws_error(&format!("{what}: ListAttachedUserPolicies"), e))?,
-        Principal::Group => iam
-            .list_attached_group_policies()
-            .group_name(name)
-            .send()
-            .await
-            .map(|a| a.attached_policies().to_vec())
-            .map_err(|e| aws_error(&format!("{what}: ListAttachedGroupPolicies"), e))?,
+    let operation = match kind {
+        Principal::Role => "ListAttachedRolePolicies",
+        Principal::User => "ListAttachedUserPolicies",
+        Principal::Group => "ListAttachedGroupPolicies",
     };
+    let attached = on_principal!(
+        iam,
+        kind,
+        name,
+        list_attached_role_policies / list_attached_user_policies / list_attached_group_policies,
+        |call| call
+            .send()
+            .await
+            .map(|a| a.attached_policies().to_vec())
+            .map_err(|e| aws_error(&format!("{what}: {operation}"), e))?
+    );
     Ok(attached
         .iter()
         .filter_map(|p| p.policy_arn().map(ToString::to_string))
@@ -212,29 +163,22 @@ pub(crate) async fn inline_policy_names(
     kind: Principal,
     name: &str,
 ) -> Result<Vec<String>, ProviderError> {
-    match kind {
-        Principal::Role => iam
-            .list_role_policies()
-            .role_name(name)
+    let operation = match kind {
+        Principal::Role => "ListRolePolicies",
+        Principal::User => "ListUserPolicies",
+        Principal::Group => "ListGroupPolicies",
+    };
+    on_principal!(
+        iam,
+        kind,
+        name,
+        list_role_policies / list_user_policies / list_group_policies,
+        |call| call
             .send()
             .await
             .map(|a| a.policy_names().to_vec())
-            .map_err(|e| aws_error(&format!("{what}: ListRolePolicies"), e)),
-        Principal::User => iam
-            .list_user_policies()
-            .user_name(name)
-            .send()
-            .await
-            .map(|a| a.policy_names().to_vec())
-            .map_err(|e| aws_error(&format!("{what}: ListUserPolicies"), e)),
-        Principal::Group => iam
-            .list_group_policies()
-            .group_name(name)
-            .send()
-            .await
-            .map(|a| a.policy_names().to_vec())
-            .map_err(|e| aws_error(&format!("{what}: ListGroupPolicies"), e)),
-    }
+            .map_err(|e| aws_error(&format!("{what}: {operation}"), e))
+    )
 }
 
 /// Before a principal is deleted, best effort: detaches its managed policies and deletes its

@@ -348,7 +348,7 @@ impl Readable for Role {
             .ok_or_else(|| ProviderError::other(format!("{what}: GetRole returned no role")))?;
         let trust = role
             .assume_role_policy_document()
-            .map(percent_decode)
+            .map(crate::read::percent_decode)
             .and_then(|d| serde_json::from_str::<Value>(&d).ok())
             .unwrap_or(Value::Null);
         let managed: Vec<String> = managed
@@ -430,36 +430,5 @@ impl Readable for Role {
             physical_id,
         )
         .await
-    }
-}
-
-/// IAM returns policy documents URL-encoded.
-pub(crate) fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(byte) = u8::from_str_radix(&text[i + 1..i + 3], 16) {
-                out.push(byte);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn policy_documents_are_url_decoded() {
-        assert_eq!(
-            super::percent_decode("%7B%22Version%22%3A%222012-10-17%22%7D"),
-            "{\"Version\":\"2012-10-17\"}"
-        );
-        assert_eq!(super::percent_decode("{\"a\":1}"), "{\"a\":1}");
     }
 }

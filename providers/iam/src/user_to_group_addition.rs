@@ -1,21 +1,54 @@
 //! `AWS::IAM::UserToGroupAddition`.
 
-use cdkd_aws_common::{aws_error, require_str};
+use cdkd_aws_common::{aws_error, optional, require_str};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
-use crate::{changes, client, names, read};
+use crate::{changes, client, names};
 
 /// `AWS::IAM::UserToGroupAddition`: physical id = the group name.
 #[derive(Default)]
 pub struct UserToGroupAddition;
 
 const ADDITION: &str = "AWS::IAM::UserToGroupAddition";
+
+/// `AWS::IAM::UserToGroupAddition` (physical id = the group): which of the template's users
+/// are still in the group (all members when the template names none).
+async fn current(
+    iam: &aws_sdk_iam::Client,
+    what: &str,
+    group_name: &str,
+    template: &Map<String, Value>,
+) -> Result<Option<Map<String, Value>>, ProviderError> {
+    // Only the members matter here: one GetGroup, not the group's policies too.
+    let Some(answer) = optional(
+        &format!("{what}: GetGroup"),
+        iam.get_group().group_name(group_name).send().await,
+    )?
+    else {
+        return Ok(None);
+    };
+    let members: Vec<String> = answer
+        .users()
+        .iter()
+        .map(|u| u.user_name().to_string())
+        .collect();
+    let wanted = names(template, "Users");
+    let users: Vec<String> = if wanted.is_empty() {
+        members
+    } else {
+        wanted.into_iter().filter(|u| members.contains(u)).collect()
+    };
+    let mut props = Map::new();
+    props.insert("GroupName".into(), json!(group_name));
+    props.insert("Users".into(), json!(users));
+    Ok(Some(props))
+}
 
 #[async_trait]
 impl Readable for UserToGroupAddition {
@@ -26,7 +59,7 @@ impl Readable for UserToGroupAddition {
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
         let iam = client(ctx).await?;
-        read::addition(&iam, what, &request.physical_id, &request.properties).await
+        current(&iam, what, &request.physical_id, &request.properties).await
     }
 }
 
