@@ -5,6 +5,7 @@
 mod auto_delete;
 mod bucket;
 mod bucket_policy;
+mod configurations;
 mod keyed_configurations;
 mod notification;
 mod replication;
