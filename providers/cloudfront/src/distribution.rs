@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use aws_sdk_cloudfront::types::{DistributionConfig, DistributionConfigWithTags, Tags};
-use cdkd_aws_common::{tag_map_without_token, template_tags, Readable, TypeSchema};
+use cdkd_aws_common::{tag_map_without_token, template_tags, Pacing, Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
@@ -220,7 +220,11 @@ async fn deployed(
     what: &str,
     id: &str,
 ) -> Result<Option<Live>, ProviderError> {
-    let answer = cdkd_aws_common::poll(DEPLOYED_PATIENCE, || async {
+    // Capped at 15 s: `Deployed` takes about 170 s (up to 15 min), so the cap is reached only
+    // after 150 s, where 15 s is still a tenth of the wait; CloudFront's control plane has low
+    // per-account rate limits (Terraform polls it no faster than every 15 s either).
+    let pacing = Pacing::capped(Duration::from_secs(15));
+    let answer = cdkd_aws_common::poll_paced(pacing, DEPLOYED_PATIENCE, || async {
         match get(cf, what, id).await? {
             None => Ok(Some(None)),
             Some(live) if live.status == "Deployed" => Ok(Some(Some(live))),

@@ -21,13 +21,11 @@ cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<global_table::Globa
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::{IndexStatus, ReplicaStatus, TableDescription, TableStatus};
-use cdkd_aws_common::aws_error;
+use cdkd_aws_common::{aws_error, retry_while, Pacing};
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
-/// The first pause between two polls.
+/// The shortest pause before a busy table's call is sent again (a write, so not faster).
 const FIRST_PAUSE: Duration = Duration::from_millis(200);
-/// The longest pause between two polls.
-const LONGEST_PAUSE: Duration = Duration::from_secs(5);
 /// How long a wait lasts before it gives up.
 const PATIENCE: Duration = Duration::from_secs(600);
 /// How long a wait for a global table's replicas lasts: a new replica copies every item first.
@@ -143,7 +141,8 @@ pub(crate) async fn describe(
 }
 
 /// Waits until the table is ACTIVE (and, with `indexes`, every global secondary index too),
-/// polling from 200 ms doubling to 5 s for up to 10 minutes; answers the last description.
+/// polling paced by the time waited ([`Pacing::DEFAULT`]) for up to 10 minutes; answers the
+/// last description.
 pub(crate) async fn wait_active(
     ddb: &aws_sdk_dynamodb::Client,
     what: &str,
@@ -170,7 +169,8 @@ pub(crate) async fn wait_replicas(
     .await
 }
 
-/// Polls the table from 200 ms doubling to 5 s until `ready` says so, for up to `patience`.
+/// Polls the table until `ready` says so, for up to `patience`, paced by the time waited
+/// ([`Pacing::DEFAULT`]: a table is ACTIVE within about 10 s, seen within a second of it).
 async fn wait_until(
     ddb: &aws_sdk_dynamodb::Client,
     what: &str,
@@ -179,7 +179,6 @@ async fn wait_until(
     ready: impl Fn(&TableDescription) -> Result<bool, ProviderError>,
 ) -> Result<TableDescription, ProviderError> {
     let started = Instant::now();
-    let mut pause = FIRST_PAUSE;
     loop {
         let table = describe(ddb, what, name).await?.ok_or_else(|| {
             ProviderError::new(
@@ -204,33 +203,27 @@ async fn wait_until(
             ));
         }
         tracing::debug!("{what}: waiting for table {name} to be ACTIVE");
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(LONGEST_PAUSE);
+        tokio::time::sleep(Pacing::DEFAULT.pause(started.elapsed())).await;
     }
 }
 
 /// Runs `op` again while DynamoDB answers that the table is busy (`ResourceInUseException`,
 /// `ContinuousBackupsUnavailableException` right after a create, a `LimitExceededException`
-/// for concurrent index or stream changes), with the same pauses as [`wait_active`].
-pub(crate) async fn while_busy<T, F, Fut>(what: &str, mut op: F) -> Result<T, ProviderError>
+/// for concurrent index or stream changes), paced by the time waited from 200 ms, for up to
+/// 10 minutes.
+pub(crate) async fn while_busy<T, F, Fut>(what: &str, op: F) -> Result<T, ProviderError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, ProviderError>>,
 {
-    let started = Instant::now();
-    let mut pause = FIRST_PAUSE;
-    loop {
-        match op().await {
-            Err(err)
-                if err.aws_code().is_some_and(is_busy_code) && started.elapsed() < PATIENCE =>
-            {
-                tracing::debug!("{what}: table busy, retrying ({})", err.message);
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(LONGEST_PAUSE);
-            }
-            other => return other,
+    let busy = |err: &ProviderError, _: Duration| {
+        let busy = err.aws_code().is_some_and(is_busy_code);
+        if busy {
+            tracing::debug!("{what}: table busy, retrying ({})", err.message);
         }
-    }
+        busy
+    };
+    retry_while(FIRST_PAUSE, PATIENCE, busy, op).await
 }
 
 /// Codes that mean "the table is busy with another change; try again later".

@@ -155,9 +155,7 @@ pub(crate) async fn disable_kinesis(
     })
     .await;
     deleted_unless_failed(stopped)?;
-    let started = std::time::Instant::now();
-    let mut pause = crate::FIRST_PAUSE;
-    while started.elapsed() < crate::PATIENCE {
+    let stopped = cdkd_aws_common::poll(crate::PATIENCE, || async {
         let answer = ddb
             .describe_kinesis_streaming_destination()
             .table_name(name)
@@ -173,16 +171,15 @@ pub(crate) async fn disable_kinesis(
             d.stream_arn() == Some(stream)
                 && d.destination_status() == Some(&DestinationStatus::Disabling)
         });
-        if !disabling {
-            return Ok(());
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(crate::LONGEST_PAUSE);
-    }
-    Err(ProviderError::new(
-        ErrorKind::TIMEOUT,
-        format!("{what}: Kinesis destination {stream} was still disabling after 10 minutes"),
-    ))
+        Ok((!disabling).then_some(()))
+    })
+    .await?;
+    stopped.ok_or_else(|| {
+        ProviderError::new(
+            ErrorKind::TIMEOUT,
+            format!("{what}: Kinesis destination {stream} was still disabling after 10 minutes"),
+        )
+    })
 }
 
 /// Puts a resource policy on the table or stream `arn`, or removes it (`None`; already

@@ -6,9 +6,9 @@
 //! property, only the `final_snapshot` operation, so the host routes their creates, updates and
 //! deletes to Cloud Control and asks this plugin for the snapshot just before a delete.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use cdkd_aws_common::{aws_error, OperationOnly};
+use cdkd_aws_common::{aws_error, poll_paced, OperationOnly, Pacing};
 use cdkd_provider_api::protocol::{operation, FinalSnapshotRequest, FinalSnapshotResult};
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 
@@ -123,53 +123,56 @@ async fn final_snapshot(
         Err(err) if err.kind == ErrorKind::ALREADY_EXISTS => {}
         Err(err) => return Err(err),
     }
-    let deadline = Instant::now() + ctx.resource_timeout().unwrap_or(DEFAULT_WAIT);
-    let mut pause = Duration::from_millis(250);
-    loop {
-        let status = match target {
-            Target::Instance => rds
-                .describe_db_snapshots()
-                .db_snapshot_identifier(id)
-                .send()
-                .await
-                .map_err(|e| aws_error(&format!("reading the final snapshot {id}"), e))?
-                .db_snapshots()
-                .first()
-                .and_then(|s| s.status().map(str::to_string)),
-            Target::Cluster => rds
-                .describe_db_cluster_snapshots()
-                .db_cluster_snapshot_identifier(id)
-                .send()
-                .await
-                .map_err(|e| aws_error(&format!("reading the final snapshot {id}"), e))?
-                .db_cluster_snapshots()
-                .first()
-                .and_then(|s| s.status().map(str::to_string)),
-        };
-        match status.as_deref() {
-            Some("available") => {
-                return Ok(FinalSnapshotResult {
-                    snapshot_id: Some(id.clone()),
-                    note: None,
-                })
-            }
-            Some(failed @ ("failed" | "incompatible-restore" | "deleting")) => {
-                return Err(ProviderError::other(format!(
+    let patience = ctx.resource_timeout().unwrap_or(DEFAULT_WAIT);
+    // Capped at 15 s: an RDS snapshot takes minutes, so 15 s is a small part of the wait, and
+    // RDS's describe calls are rate-limited harder than most.
+    let available = poll_paced(
+        Pacing::capped(Duration::from_secs(15)),
+        patience,
+        || async {
+            let status = match target {
+                Target::Instance => rds
+                    .describe_db_snapshots()
+                    .db_snapshot_identifier(id)
+                    .send()
+                    .await
+                    .map_err(|e| aws_error(&format!("reading the final snapshot {id}"), e))?
+                    .db_snapshots()
+                    .first()
+                    .and_then(|s| s.status().map(str::to_string)),
+                Target::Cluster => rds
+                    .describe_db_cluster_snapshots()
+                    .db_cluster_snapshot_identifier(id)
+                    .send()
+                    .await
+                    .map_err(|e| aws_error(&format!("reading the final snapshot {id}"), e))?
+                    .db_cluster_snapshots()
+                    .first()
+                    .and_then(|s| s.status().map(str::to_string)),
+            };
+            match status.as_deref() {
+                Some("available") => Ok(Some(())),
+                Some(failed @ ("failed" | "incompatible-restore" | "deleting")) => {
+                    Err(ProviderError::other(format!(
                     "the final snapshot {id} of {what} is {failed}; the resource was not deleted"
                 )))
+                }
+                _ => Ok(None),
             }
-            _ if Instant::now() >= deadline => {
-                return Err(ProviderError::new(
-                    ErrorKind::TIMEOUT,
-                    format!(
-                        "the final snapshot {id} of {what} was not available in time; the resource was not deleted"
-                    ),
-                ))
-            }
-            _ => {}
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(15));
+        },
+    )
+    .await?;
+    match available {
+        Some(()) => Ok(FinalSnapshotResult {
+            snapshot_id: Some(id.clone()),
+            note: None,
+        }),
+        None => Err(ProviderError::new(
+            ErrorKind::TIMEOUT,
+            format!(
+                "the final snapshot {id} of {what} was not available in time; the resource was not deleted"
+            ),
+        )),
     }
 }
 
