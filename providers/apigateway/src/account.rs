@@ -5,9 +5,7 @@
 //! CloudFormation's does. Setting it twice is the same as once, so a create repeated after a
 //! crash is harmless.
 
-use std::time::Duration;
-
-use cdkd_aws_common::{put, retry_while, text, Readable, TypeSchema};
+use cdkd_aws_common::{put, text, while_iam_propagates, Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
@@ -21,9 +19,6 @@ use crate::{account_id, attributes, client, failed};
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ApiGateway::Account";
 
-/// How long a role IAM just made may take to become usable by API Gateway.
-const ROLE_PATIENCE: Duration = Duration::from_secs(90);
-
 /// The `AWS::ApiGateway::Account` provider.
 #[derive(Default)]
 pub struct Account;
@@ -36,24 +31,33 @@ async fn set_role(
 ) -> Result<(), ProviderError> {
     let apigw = client(ctx).await?;
     let role = text(props.get("CloudWatchRoleArn"));
-    let (apigw, role) = (&apigw, &role);
+    let (apigw, role) = (&apigw, role.as_ref());
     // A role of the same deploy: API Gateway answers BadRequest ("does not have required
     // permissions set") until IAM has spread it.
-    retry_while(
-        Duration::from_secs(1),
-        ROLE_PATIENCE,
-        |e: &ProviderError, _| e.kind == ErrorKind::VALIDATION && role.is_some(),
-        || async move {
-            apigw
-                .update_account()
-                .patch_operations(replace("/cloudwatchRoleArn", role.clone()))
-                .send()
-                .await
-                .map(|_| ())
-                .map_err(failed!(format!("{what}: UpdateAccount")))
-        },
+    let Some(arn) = role else {
+        return update_role(apigw, what, None).await;
+    };
+    while_iam_propagates(
+        &format!("the role {arn}"),
+        |e| e.kind == ErrorKind::VALIDATION,
+        || update_role(apigw, what, Some(arn)),
     )
     .await
+}
+
+/// UpdateAccount with the CloudWatch role `role` (none: an empty one).
+async fn update_role(
+    apigw: &aws_sdk_apigateway::Client,
+    what: &str,
+    role: Option<&String>,
+) -> Result<(), ProviderError> {
+    apigw
+        .update_account()
+        .patch_operations(replace("/cloudwatchRoleArn", role.cloned()))
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(failed!(format!("{what}: UpdateAccount")))
 }
 
 #[async_trait]

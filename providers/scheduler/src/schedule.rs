@@ -48,7 +48,7 @@ const UNSUPPORTED_TARGET_BLOCKS: &[&str] = &["EcsParameters"];
 const DEFAULT_RETRY: (i32, i32) = (86_400, 185);
 
 /// How long a create or update waits for a role just created to become assumable.
-const ROLE_WAIT: Duration = Duration::from_secs(60);
+const ROLE_WAIT: Duration = cdkd_aws_common::IAM_PROPAGATION;
 
 /// The `AWS::Scheduler::Schedule` provider.
 #[derive(Default)]
@@ -287,7 +287,7 @@ fn role_not_ready(code: Option<&str>, message: Option<&str>) -> bool {
 }
 
 /// `call` retried while Scheduler cannot assume the target's role yet, up to [`ROLE_WAIT`]
-/// (500 ms doubling to 5 s); any other answer returned as it is.
+/// (paced by the time waited from 500 ms); any other answer returned as it is.
 async fn with_role_retry<T, E, F, Fut>(what: &str, call: F) -> Result<T, E>
 where
     E: ProvideErrorMetadata,
@@ -305,6 +305,24 @@ where
         again
     };
     cdkd_aws_common::retry_while(Duration::from_millis(500), ROLE_WAIT, retry, call).await
+}
+
+/// `err`, naming the target's role when Scheduler still could not assume it after
+/// [`ROLE_WAIT`] (`refused`).
+fn role_still_refused(
+    err: ProviderError,
+    refused: bool,
+    properties: &Map<String, Value>,
+) -> ProviderError {
+    if !refused {
+        return err;
+    }
+    let role = properties
+        .get("Target")
+        .and_then(|t| t.get("RoleArn"))
+        .and_then(Value::as_str)
+        .unwrap_or("of the target");
+    cdkd_aws_common::not_propagated(err, &format!("the role {role}"), ROLE_WAIT)
 }
 
 /// The attributes of the schedule whose ARN is `arn`.
@@ -596,10 +614,12 @@ impl ResourceProvider for Schedule {
         let answer = with_role_retry(&what, || call.clone().send())
             .await
             .map_err(|e| {
-                with_create_kind(aws_error(
+                let refused = role_not_ready(e.code(), e.message());
+                let err = with_create_kind(aws_error(
                     &format!("{what}: CreateSchedule {group}/{name}"),
                     e,
-                ))
+                ));
+                role_still_refused(err, refused, &request.properties)
             })?;
         Ok(CreateResult {
             attributes: attributes_of(answer.schedule_arn()),
@@ -625,10 +645,12 @@ impl ResourceProvider for Schedule {
         let answer = with_role_retry(&what, || call.clone().send())
             .await
             .map_err(|e| {
-                with_scheduler_kind(aws_error(
+                let refused = role_not_ready(e.code(), e.message());
+                let err = with_scheduler_kind(aws_error(
                     &format!("{what}: UpdateSchedule {group}/{name}"),
                     e,
-                ))
+                ));
+                role_still_refused(err, refused, &request.properties)
             })?;
         Ok(UpdateResult {
             attributes: attributes_of(answer.schedule_arn()),

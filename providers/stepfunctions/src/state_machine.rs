@@ -6,7 +6,6 @@
 //! goes to Cloud Control.
 
 use std::future::Future;
-use std::time::Duration;
 
 use aws_sdk_sfn::operation::describe_state_machine::DescribeStateMachineOutput;
 use aws_sdk_sfn::types::{
@@ -37,9 +36,6 @@ const MAX_NAME: usize = 80;
 
 /// The revision id CloudFormation reports for a state machine never updated.
 const INITIAL_REVISION: &str = "INITIAL";
-
-/// How long a create or update waits for a role just made to become usable by Step Functions.
-const ROLE_WAIT: Duration = Duration::from_secs(60);
 
 /// Parts of Step Functions' messages meaning the role (or its policy) is not yet visible to it,
 /// which IAM's propagation delay causes right after the role is made: CloudFormation's own
@@ -318,21 +314,25 @@ fn role_not_ready(err: &ProviderError) -> bool {
         ) || err.kind == ErrorKind::ACCESS_DENIED)
 }
 
-/// `call` retried while the role it names is not yet usable by Step Functions, for up to
-/// [`ROLE_WAIT`] (500 ms doubling to 5 s between tries).
-async fn while_role_propagates<T, F, Fut>(what: &str, call: F) -> Result<T, ProviderError>
+/// `call` retried while `role` is not yet usable by Step Functions, for up to
+/// [`IAM_PROPAGATION`](cdkd_aws_common::IAM_PROPAGATION); then an error naming the role.
+async fn while_role_propagates<T, F, Fut>(
+    what: &str,
+    role: &str,
+    call: F,
+) -> Result<T, ProviderError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, ProviderError>>,
 {
-    let retry = |err: &ProviderError, _| {
+    let retry = |err: &ProviderError| {
         let again = role_not_ready(err);
         if again {
             tracing::debug!("{what}: role not usable yet, retrying: {}", err.message);
         }
         again
     };
-    cdkd_aws_common::retry_while(Duration::from_millis(500), ROLE_WAIT, retry, call).await
+    cdkd_aws_common::while_iam_propagates(&format!("the role {role}"), retry, call).await
 }
 
 /// The attributes of the state machine `arn`.
@@ -547,7 +547,7 @@ impl ResourceProvider for StateMachine {
         let what = what.as_str();
         let operation = format!("CreateStateMachine {name}");
         let operation = operation.as_str();
-        let answer = while_role_propagates(what, || {
+        let answer = while_role_propagates(what, &role, || {
             let call = sfn
                 .create_state_machine()
                 .name(&name)
@@ -582,7 +582,8 @@ impl ResourceProvider for StateMachine {
         let mut revision = None;
         if changes.any() {
             let what = what.as_str();
-            let answer = while_role_propagates(what, || {
+            let role = text(after.get("RoleArn")).unwrap_or_default();
+            let answer = while_role_propagates(what, &role, || {
                 let call = sfn
                     .update_state_machine()
                     .state_machine_arn(arn)
