@@ -18,6 +18,8 @@ pub mod aws_facts;
 pub mod cli;
 pub mod cloudformation;
 pub mod deployment;
+#[cfg(test)]
+mod layers;
 pub mod local;
 pub mod provisioning;
 pub mod state;

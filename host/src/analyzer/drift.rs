@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::deployment::secrets::MASK;
+use crate::state::schema::MASK;
 
 /// One position where AWS differs from the baseline.
 #[derive(Debug, Clone, PartialEq)]

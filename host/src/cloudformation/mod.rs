@@ -37,7 +37,7 @@ pub use staging::{BucketStaging, TemplateStaging};
 pub const INLINE_LIMIT: usize = 51_200;
 
 /// CloudFormation's type of a nested stack.
-const NESTED_STACK: &str = "AWS::CloudFormation::Stack";
+pub const NESTED_STACK: &str = "AWS::CloudFormation::Stack";
 
 /// Stack statuses a stack can be migrated from, or an interrupted export taken up again in:
 /// settled, and not being rolled back or deleted.

@@ -11,8 +11,7 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
-/// What stands in for a secret in state, outputs and printed records.
-pub const MASK: &str = "***";
+pub use crate::state::schema::MASK;
 
 /// Puts the mask into `observed` wherever `recorded` holds it: a value a resource consumed
 /// from a `NoEcho` response reads back in plaintext, and must be written down masked there too.

@@ -11,6 +11,8 @@ use super::router::{decide, AllowedDrops, Decision};
 use super::type_schemas::RegistrySchema;
 use crate::state::schema::{ProvisionedBy, StackState};
 
+pub use crate::cloudformation::NESTED_STACK;
+
 /// One resource to route.
 #[derive(Debug, Clone, Copy)]
 pub struct Candidate<'a> {
@@ -21,9 +23,6 @@ pub struct Candidate<'a> {
     /// Its plan-time properties.
     pub properties: &'a Map<String, Value>,
 }
-
-/// The type of a nested stack.
-pub const NESTED_STACK: &str = "AWS::CloudFormation::Stack";
 
 /// The resources bound for Cloud Control whose type it cannot provision (its registry schema
 /// has no read handler, or is `NON_PROVISIONABLE`), each named with what to do; `to_call` are

@@ -14,6 +14,9 @@ pub const SCHEMA_VERSION_CURRENT: u32 = 9;
 /// The oldest readable schema version (the legacy, non-region key layout).
 pub const SCHEMA_VERSION_LEGACY: u32 = 1;
 
+/// What stands in for a secret (a `NoEcho` value) in state, outputs and printed records.
+pub const MASK: &str = "***";
+
 /// One stack's state record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
