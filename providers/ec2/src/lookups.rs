@@ -106,18 +106,7 @@ async fn vpc(ec2: &aws_sdk_ec2::Client, props: &Value) -> Result<Value, Provider
     for subnet in subnets.subnets() {
         looked_up.push(classify(subnet, tables.route_tables(), name_tag)?);
     }
-    // Groups by (type, name), in order of first appearance; subnets by zone within a group.
-    let mut groups: Vec<((String, String), Vec<LookedUpSubnet>)> = Vec::new();
-    for subnet in looked_up {
-        let key = (subnet.kind.clone(), subnet.name.clone());
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, members)) => members.push(subnet),
-            None => groups.push((key, vec![subnet])),
-        }
-    }
-    for (_, members) in &mut groups {
-        members.sort_by(|a, b| a.zone.cmp(&b.zone));
-    }
+    let groups = grouped(looked_up);
     let mut answer = Map::new();
     answer.insert("vpcId".into(), json!(vpc_id));
     answer.insert(
@@ -134,44 +123,7 @@ async fn vpc(ec2: &aws_sdk_ec2::Client, props: &Value) -> Result<Value, Provider
     if asymmetric {
         answer.insert("availabilityZones".into(), json!([]));
     } else {
-        let zones = |members: &[LookedUpSubnet]| -> Vec<String> {
-            members.iter().map(|s| s.zone.clone()).collect()
-        };
-        let first = groups
-            .first()
-            .map(|(_, members)| zones(members))
-            .ok_or_else(|| failed(format!("VPC {vpc_id} has no subnets")))?;
-        for (_, members) in &groups {
-            let theirs = zones(members);
-            if theirs != first {
-                return Err(failed(format!(
-                    "Not all subnets in VPC have the same AZs: {} vs {}",
-                    theirs.join(","),
-                    first.join(",")
-                )));
-            }
-        }
-        answer.insert("availabilityZones".into(), json!(first));
-        for kind in TYPES {
-            let of_kind: Vec<&(_, Vec<LookedUpSubnet>)> =
-                groups.iter().filter(|((k, _), _)| k == kind).collect();
-            if of_kind.is_empty() {
-                continue;
-            }
-            let prefix = kind.to_ascii_lowercase();
-            let ids: Vec<&str> = of_kind
-                .iter()
-                .flat_map(|(_, m)| m.iter().map(|s| s.id.as_str()))
-                .collect();
-            let names: Vec<&str> = of_kind.iter().map(|((_, n), _)| n.as_str()).collect();
-            let tables: Vec<&str> = of_kind
-                .iter()
-                .flat_map(|(_, m)| m.iter().map(|s| s.route_table.as_str()))
-                .collect();
-            answer.insert(format!("{prefix}SubnetIds"), json!(ids));
-            answer.insert(format!("{prefix}SubnetNames"), json!(names));
-            answer.insert(format!("{prefix}SubnetRouteTableIds"), json!(tables));
-        }
+        symmetric(&mut answer, &groups, &vpc_id)?;
     }
     if props
         .get("returnVpnGateways")
@@ -191,28 +143,100 @@ async fn vpc(ec2: &aws_sdk_ec2::Client, props: &Value) -> Result<Value, Provider
         }
     }
     if asymmetric {
-        let groups: Vec<Value> = groups
-            .iter()
-            .map(|((kind, name), members)| {
-                json!({
-                    "name": name,
-                    "type": kind,
-                    "subnets": members.iter().map(|s| {
-                        let mut subnet = Map::new();
-                        subnet.insert("subnetId".into(), json!(s.id));
-                        if let Some(cidr) = &s.cidr {
-                            subnet.insert("cidr".into(), json!(cidr));
-                        }
-                        subnet.insert("availabilityZone".into(), json!(s.zone));
-                        subnet.insert("routeTableId".into(), json!(s.route_table));
-                        Value::Object(subnet)
-                    }).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        answer.insert("subnetGroups".into(), json!(groups));
+        answer.insert("subnetGroups".into(), subnet_groups(&groups));
     }
     Ok(Value::Object(answer))
+}
+
+/// Subnets grouped by (type, name), with their members.
+type Groups = Vec<((String, String), Vec<LookedUpSubnet>)>;
+
+/// Groups by (type, name), in order of first appearance; subnets by zone within a group.
+fn grouped(looked_up: Vec<LookedUpSubnet>) -> Groups {
+    let mut groups: Groups = Vec::new();
+    for subnet in looked_up {
+        let key = (subnet.kind.clone(), subnet.name.clone());
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(subnet),
+            None => groups.push((key, vec![subnet])),
+        }
+    }
+    for (_, members) in &mut groups {
+        members.sort_by(|a, b| a.zone.cmp(&b.zone));
+    }
+    groups
+}
+
+/// The symmetric answer's zones and, per subnet type, its subnet ids, names and route tables;
+/// every group must span the same zones.
+fn symmetric(
+    answer: &mut Map<String, Value>,
+    groups: &Groups,
+    vpc_id: &str,
+) -> Result<(), ProviderError> {
+    let zones = |members: &[LookedUpSubnet]| -> Vec<String> {
+        members.iter().map(|s| s.zone.clone()).collect()
+    };
+    let first = groups
+        .first()
+        .map(|(_, members)| zones(members))
+        .ok_or_else(|| failed(format!("VPC {vpc_id} has no subnets")))?;
+    for (_, members) in groups {
+        let theirs = zones(members);
+        if theirs != first {
+            return Err(failed(format!(
+                "Not all subnets in VPC have the same AZs: {} vs {}",
+                theirs.join(","),
+                first.join(",")
+            )));
+        }
+    }
+    answer.insert("availabilityZones".into(), json!(first));
+    for kind in TYPES {
+        let of_kind: Vec<&(_, Vec<LookedUpSubnet>)> =
+            groups.iter().filter(|((k, _), _)| k == kind).collect();
+        if of_kind.is_empty() {
+            continue;
+        }
+        let prefix = kind.to_ascii_lowercase();
+        let ids: Vec<&str> = of_kind
+            .iter()
+            .flat_map(|(_, m)| m.iter().map(|s| s.id.as_str()))
+            .collect();
+        let names: Vec<&str> = of_kind.iter().map(|((_, n), _)| n.as_str()).collect();
+        let tables: Vec<&str> = of_kind
+            .iter()
+            .flat_map(|(_, m)| m.iter().map(|s| s.route_table.as_str()))
+            .collect();
+        answer.insert(format!("{prefix}SubnetIds"), json!(ids));
+        answer.insert(format!("{prefix}SubnetNames"), json!(names));
+        answer.insert(format!("{prefix}SubnetRouteTableIds"), json!(tables));
+    }
+    Ok(())
+}
+
+/// The asymmetric answer's `subnetGroups`.
+fn subnet_groups(groups: &Groups) -> Value {
+    let groups: Vec<Value> = groups
+        .iter()
+        .map(|((kind, name), members)| {
+            json!({
+                "name": name,
+                "type": kind,
+                "subnets": members.iter().map(|s| {
+                    let mut subnet = Map::new();
+                    subnet.insert("subnetId".into(), json!(s.id));
+                    if let Some(cidr) = &s.cidr {
+                        subnet.insert("cidr".into(), json!(cidr));
+                    }
+                    subnet.insert("availabilityZone".into(), json!(s.zone));
+                    subnet.insert("routeTableId".into(), json!(s.route_table));
+                    Value::Object(subnet)
+                }).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!(groups)
 }
 
 /// A subnet's type (tag, public IPs on launch, then its route table's routes), name and table.
