@@ -2,26 +2,18 @@
 
 use aws_sdk_ec2::types::{Filter, ResourceType};
 use cdkd_aws_common::{aws_error, optional, put};
-use cdkd_aws_common::{Readable, TypeSchema};
-use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
-};
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, ErrorKind, ProviderError};
 use serde_json::{Map, Value};
 
-use crate::created::FindsCreated;
-use crate::dependants::{attachments, delete_unless_held};
-use crate::{
-    client, does_not_exist, id_attribute, retag_only, tag_spec, tags_value, until_released, what,
-    DEPENDENCY_BUDGET,
-};
-
-const IGW: &str = "AWS::EC2::InternetGateway";
+use crate::dependants::{attachments, Dependant};
+use crate::tagged::{Kind, Tagged};
+use crate::{does_not_exist, tag_spec, tags_value, until_released, DEPENDENCY_BUDGET};
 
 /// `AWS::EC2::InternetGateway`.
-#[derive(Default)]
-pub struct InternetGateway;
+pub(crate) type InternetGateway = Tagged<Gateway>;
+
+/// The internet gateway's own calls.
+pub(crate) struct Gateway;
 
 /// Internet gateway `id`, or `None` when EC2 does not know it.
 pub(crate) async fn describe_igw(
@@ -69,39 +61,29 @@ pub(crate) async fn detach(
 }
 
 #[async_trait]
-impl Readable for InternetGateway {
-    async fn read(
-        &self,
-        ctx: &PluginContext,
+impl Kind for Gateway {
+    type Described = aws_sdk_ec2::types::InternetGateway;
+    const TYPE_NAME: &'static str = "AWS::EC2::InternetGateway";
+    const ID_ATTRIBUTE: &'static str = "InternetGatewayId";
+    const HANDLES: &'static [&'static str] = &["Tags"];
+    const CREATE_ONLY: &'static [&'static str] = &[];
+    const HELD: &'static str = "still attached to";
+
+    async fn describe(
+        ec2: &aws_sdk_ec2::Client,
         what: &str,
-        request: &ReadCurrentStateRequest,
-    ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let ec2 = client(ctx).await?;
-        Ok(describe_igw(&ec2, what, &request.physical_id)
-            .await?
-            .map(|g| {
-                let mut props = Map::new();
-                put(&mut props, "Tags", tags_value(g.tags()));
-                props
-            }))
+        id: &str,
+    ) -> Result<Option<Self::Described>, ProviderError> {
+        describe_igw(ec2, what, id).await
     }
 
-    async fn attributes(
-        &self,
-        _ctx: &PluginContext,
-        _what: &str,
-        physical_id: &str,
-    ) -> Result<Map<String, Value>, ProviderError> {
-        Ok(id_attribute("InternetGatewayId", physical_id))
+    fn properties(gateway: &Self::Described) -> Map<String, Value> {
+        let mut props = Map::new();
+        put(&mut props, "Tags", tags_value(gateway.tags()));
+        props
     }
-}
-
-#[async_trait]
-impl FindsCreated for InternetGateway {
-    const TYPE_NAME: &'static str = IGW;
 
     async fn tagged(
-        &self,
         ec2: &aws_sdk_ec2::Client,
         what: &str,
         by_token: Filter,
@@ -123,103 +105,53 @@ impl FindsCreated for InternetGateway {
         }
         Ok(ids)
     }
-}
-
-#[async_trait]
-impl ResourceProvider for InternetGateway {
-    fn schema(&self) -> ResourceTypeSchema {
-        TypeSchema::builder(IGW)
-            .handles(&["Tags"])
-            .read_and_import()
-            .operations(&[operation::FIND_CREATED])
-            .build()
-    }
-
-    async fn invoke_other(
-        &self,
-        ctx: &PluginContext,
-        name: &str,
-        request: Value,
-    ) -> Result<Value, ProviderError> {
-        crate::created::invoke(self, ctx, name, request).await
-    }
 
     async fn create(
-        &self,
-        ctx: &PluginContext,
-        request: CreateRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let what = what(IGW, &request.logical_id);
-        let ec2 = client(ctx).await?;
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        properties: &Map<String, Value>,
+        token: &str,
+    ) -> Result<String, ProviderError> {
         let created = ec2
             .create_internet_gateway()
-            .set_tag_specifications(tag_spec(
-                ResourceType::InternetGateway,
-                &request.properties,
-                &request.client_token,
-            ))
+            .set_tag_specifications(tag_spec(ResourceType::InternetGateway, properties, token))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: creating"), e))?;
-        let id = created
+        Ok(created
             .internet_gateway()
             .and_then(|g| g.internet_gateway_id())
-            .ok_or_else(|| does_not_exist(&what, "the new internet gateway"))?
-            .to_string();
-        Ok(CreateResult {
-            attributes: id_attribute("InternetGatewayId", &id),
-            physical_id: id,
-            ..Default::default()
-        })
+            .ok_or_else(|| does_not_exist(what, "the new internet gateway"))?
+            .to_string())
     }
 
-    async fn update(
-        &self,
-        ctx: &PluginContext,
-        request: UpdateRequest,
-    ) -> Result<UpdateResult, ProviderError> {
-        let attributes = id_attribute("InternetGatewayId", &request.physical_id);
-        retag_only(ctx, &what(IGW, &request.logical_id), request, attributes).await
+    fn dependants(gateway: &Self::Described) -> Vec<Dependant> {
+        attachments(gateway)
     }
 
-    /// Detaches the gateway from any VPC still attached (an attachment made outside the stack
-    /// would otherwise block the delete for good), then deletes it.
-    async fn delete(
-        &self,
-        ctx: &PluginContext,
-        request: DeleteRequest,
-    ) -> Result<DeleteResult, ProviderError> {
-        let what = what(IGW, &request.logical_id);
-        let ec2 = client(ctx).await?;
-        let id = &request.physical_id;
-        let Some(gateway) = describe_igw(&ec2, &what, id).await? else {
-            return Ok(DeleteResult::Deleted);
+    /// Detaches the gateway from any VPC still attached: an attachment made outside the stack
+    /// would otherwise block the delete for good.
+    async fn before_delete(
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        id: &str,
+    ) -> Result<bool, ProviderError> {
+        let Some(gateway) = describe_igw(ec2, what, id).await? else {
+            return Ok(false);
         };
         for vpc in gateway.attachments().iter().filter_map(|a| a.vpc_id()) {
             tracing::info!("{what}: detaching {id} from {vpc} before deleting it");
-            detach(&ec2, &what, id, vpc).await?;
+            detach(ec2, what, id, vpc).await?;
         }
-        delete_unless_held(
-            &what,
-            id,
-            "still attached to",
-            || async {
-                ec2.delete_internet_gateway()
-                    .internet_gateway_id(id)
-                    .send()
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
-            },
-            || async {
-                Ok::<_, ProviderError>(
-                    describe_igw(&ec2, &what, id)
-                        .await?
-                        .map(|g| attachments(&g))
-                        .unwrap_or_default(),
-                )
-            },
-        )
-        .await
+        Ok(true)
+    }
+
+    async fn delete(ec2: &aws_sdk_ec2::Client, what: &str, id: &str) -> Result<(), ProviderError> {
+        ec2.delete_internet_gateway()
+            .internet_gateway_id(id)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
     }
 }

@@ -28,6 +28,7 @@ mod security_group_ingress;
 mod subnet;
 mod subnet_network_acl_association;
 mod subnet_route_table_association;
+mod tagged;
 mod volume;
 mod vpc;
 mod vpc_gateway_attachment;

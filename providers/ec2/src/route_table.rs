@@ -2,21 +2,12 @@
 
 use aws_sdk_ec2::types::{Filter, ResourceType};
 use cdkd_aws_common::{aws_error, optional, put, require_str};
-use cdkd_aws_common::{Readable, TypeSchema};
-use cdkd_provider_api::protocol::{
-    operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
-};
-use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::{async_trait, ProviderError};
 use serde_json::{Map, Value};
 
-use crate::created::FindsCreated;
-use crate::dependants::{delete_unless_held, table_associations};
-use crate::{
-    client, does_not_exist, id_attribute, retag_only, some_str, tag_spec, tags_value, what,
-};
-
-const TABLE: &str = "AWS::EC2::RouteTable";
+use crate::dependants::{table_associations, Dependant};
+use crate::tagged::{Kind, Tagged};
+use crate::{does_not_exist, some_str, tag_spec, tags_value};
 
 /// Route table `id`, or `None` when EC2 does not know it.
 pub(crate) async fn describe_table(
@@ -32,44 +23,36 @@ pub(crate) async fn describe_table(
 }
 
 /// `AWS::EC2::RouteTable`.
-#[derive(Default)]
-pub struct RouteTable;
+pub(crate) type RouteTable = Tagged<Table>;
+
+/// The route table's own calls.
+pub(crate) struct Table;
 
 #[async_trait]
-impl Readable for RouteTable {
-    async fn read(
-        &self,
-        ctx: &PluginContext,
+impl Kind for Table {
+    type Described = aws_sdk_ec2::types::RouteTable;
+    const TYPE_NAME: &'static str = "AWS::EC2::RouteTable";
+    const ID_ATTRIBUTE: &'static str = "RouteTableId";
+    const HANDLES: &'static [&'static str] = &["VpcId", "Tags"];
+    const CREATE_ONLY: &'static [&'static str] = &["VpcId"];
+    const HELD: &'static str = "still associated with";
+
+    async fn describe(
+        ec2: &aws_sdk_ec2::Client,
         what: &str,
-        request: &ReadCurrentStateRequest,
-    ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let ec2 = client(ctx).await?;
-        Ok(describe_table(&ec2, what, &request.physical_id)
-            .await?
-            .map(|t| {
-                let mut props = Map::new();
-                put(&mut props, "VpcId", some_str(t.vpc_id()));
-                put(&mut props, "Tags", tags_value(t.tags()));
-                props
-            }))
+        id: &str,
+    ) -> Result<Option<Self::Described>, ProviderError> {
+        describe_table(ec2, what, id).await
     }
 
-    async fn attributes(
-        &self,
-        _ctx: &PluginContext,
-        _what: &str,
-        physical_id: &str,
-    ) -> Result<Map<String, Value>, ProviderError> {
-        Ok(id_attribute("RouteTableId", physical_id))
+    fn properties(table: &Self::Described) -> Map<String, Value> {
+        let mut props = Map::new();
+        put(&mut props, "VpcId", some_str(table.vpc_id()));
+        put(&mut props, "Tags", tags_value(table.tags()));
+        props
     }
-}
-
-#[async_trait]
-impl FindsCreated for RouteTable {
-    const TYPE_NAME: &'static str = TABLE;
 
     async fn tagged(
-        &self,
         ec2: &aws_sdk_ec2::Client,
         what: &str,
         by_token: Filter,
@@ -91,97 +74,38 @@ impl FindsCreated for RouteTable {
         }
         Ok(ids)
     }
-}
-
-#[async_trait]
-impl ResourceProvider for RouteTable {
-    fn schema(&self) -> ResourceTypeSchema {
-        TypeSchema::builder(TABLE)
-            .handles(&["VpcId", "Tags"])
-            .create_only(&["VpcId"])
-            .read_and_import()
-            .operations(&[operation::FIND_CREATED])
-            .build()
-    }
-
-    async fn invoke_other(
-        &self,
-        ctx: &PluginContext,
-        name: &str,
-        request: Value,
-    ) -> Result<Value, ProviderError> {
-        crate::created::invoke(self, ctx, name, request).await
-    }
 
     async fn create(
-        &self,
-        ctx: &PluginContext,
-        request: CreateRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let what = what(TABLE, &request.logical_id);
-        let vpc = require_str(&request.properties, "VpcId", &what)?;
-        let ec2 = client(ctx).await?;
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        properties: &Map<String, Value>,
+        token: &str,
+    ) -> Result<String, ProviderError> {
+        let vpc = require_str(properties, "VpcId", what)?;
         let created = ec2
             .create_route_table()
             .vpc_id(vpc)
-            .set_tag_specifications(tag_spec(
-                ResourceType::RouteTable,
-                &request.properties,
-                &request.client_token,
-            ))
+            .set_tag_specifications(tag_spec(ResourceType::RouteTable, properties, token))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: creating in {vpc}"), e))?;
-        let id = created
+        Ok(created
             .route_table()
             .and_then(|t| t.route_table_id())
-            .ok_or_else(|| does_not_exist(&what, "the new route table"))?
-            .to_string();
-        Ok(CreateResult {
-            attributes: id_attribute("RouteTableId", &id),
-            physical_id: id,
-            ..Default::default()
-        })
+            .ok_or_else(|| does_not_exist(what, "the new route table"))?
+            .to_string())
     }
 
-    async fn update(
-        &self,
-        ctx: &PluginContext,
-        request: UpdateRequest,
-    ) -> Result<UpdateResult, ProviderError> {
-        let attributes = id_attribute("RouteTableId", &request.physical_id);
-        retag_only(ctx, &what(TABLE, &request.logical_id), request, attributes).await
+    fn dependants(table: &Self::Described) -> Vec<Dependant> {
+        table_associations(table)
     }
 
-    async fn delete(
-        &self,
-        ctx: &PluginContext,
-        request: DeleteRequest,
-    ) -> Result<DeleteResult, ProviderError> {
-        let what = what(TABLE, &request.logical_id);
-        let ec2 = client(ctx).await?;
-        let id = &request.physical_id;
-        delete_unless_held(
-            &what,
-            id,
-            "still associated with",
-            || async {
-                ec2.delete_route_table()
-                    .route_table_id(id)
-                    .send()
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
-            },
-            || async {
-                Ok::<_, ProviderError>(
-                    describe_table(&ec2, &what, id)
-                        .await?
-                        .map(|t| table_associations(&t))
-                        .unwrap_or_default(),
-                )
-            },
-        )
-        .await
+    async fn delete(ec2: &aws_sdk_ec2::Client, what: &str, id: &str) -> Result<(), ProviderError> {
+        ec2.delete_route_table()
+            .route_table_id(id)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| aws_error(&format!("{what}: deleting {id}"), e))
     }
 }
