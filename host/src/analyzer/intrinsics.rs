@@ -405,143 +405,14 @@ impl<'a> Resolver<'a> {
             "Condition" => Ok(Some(Value::Bool(
                 self.condition(argument.as_str().unwrap_or_default())?,
             ))),
-            "Fn::GetAtt" => {
-                let (logical_id, attribute) =
-                    match argument {
-                        Value::String(dotted) => match dotted.split_once('.') {
-                            Some((id, attr)) => (id.to_string(), attr.to_string()),
-                            None => return fail(
-                                path,
-                                "Fn::GetAtt takes \"Resource.Attribute\" or [Resource, Attribute]",
-                            ),
-                        },
-                        Value::Array(items) if items.len() == 2 => {
-                            let id = items[0].as_str().map(ToString::to_string);
-                            let attr = self.string_arg(
-                                &items[1],
-                                &format!("{path}[1]"),
-                                "the attribute name",
-                            )?;
-                            match (id, attr) {
-                                (Some(id), Some(attr)) => (id, attr),
-                                (Some(id), None) => return Ok(Some(unknown(format!("{id}.?")))),
-                                _ => return fail(path, "Fn::GetAtt takes [Resource, Attribute]"),
-                            }
-                        }
-                        _ => {
-                            return fail(
-                                path,
-                                "Fn::GetAtt takes \"Resource.Attribute\" or [Resource, Attribute]",
-                            )
-                        }
-                    };
-                self.attribute(&logical_id, &attribute, path).map(Some)
-            }
-            "Fn::Join" => {
-                let items = self.args(argument, 2..=2, name, path)?;
-                let delimiter = match items[0].as_str() {
-                    Some(delimiter) => delimiter,
-                    None => return fail(path, "Fn::Join's delimiter must be a string"),
-                };
-                let Some(parts) =
-                    self.list_arg(&items[1], &format!("{path}[1]"), "Fn::Join's list")?
-                else {
-                    return Ok(Some(unknown("Fn::Join")));
-                };
-                let mut texts = Vec::with_capacity(parts.len());
-                for (index, part) in parts.iter().enumerate() {
-                    if contains_unknown(part) {
-                        return Ok(Some(unknown("Fn::Join")));
-                    }
-                    match text_of(part) {
-                        Some(text) => texts.push(text),
-                        None => {
-                            return fail(
-                                &format!("{path}[1][{index}]"),
-                                format!("Fn::Join joins strings, found {part}"),
-                            )
-                        }
-                    }
-                }
-                Ok(Some(Value::String(texts.join(delimiter))))
-            }
+            "Fn::GetAtt" => self.get_att(argument, path),
+            "Fn::Join" => self.join(argument, path),
             "Fn::Sub" => self.sub(argument, path).map(Some),
-            "Fn::Select" => {
-                let items = self.args(argument, 2..=2, name, path)?;
-                let Some(index) = self.string_arg(&items[0], &format!("{path}[0]"), "the index")?
-                else {
-                    return Ok(Some(unknown("Fn::Select")));
-                };
-                let index: usize = index
-                    .parse()
-                    .or_else(|_| fail(path, format!("index {index} is not a whole number")))?;
-                let Some(list) =
-                    self.list_arg(&items[1], &format!("{path}[1]"), "Fn::Select's list")?
-                else {
-                    return Ok(Some(unknown("Fn::Select")));
-                };
-                match list.get(index) {
-                    Some(item) => Ok(Some(item.clone())),
-                    None => fail(
-                        path,
-                        format!("index {index} is out of range for a list of {}", list.len()),
-                    ),
-                }
-            }
-            "Fn::Split" => {
-                let items = self.args(argument, 2..=2, name, path)?;
-                let delimiter = match items[0].as_str() {
-                    Some(d) if !d.is_empty() => d,
-                    _ => return fail(path, "Fn::Split's delimiter must be a non-empty string"),
-                };
-                match self.string_arg(&items[1], &format!("{path}[1]"), "Fn::Split's source")? {
-                    Some(text) => Ok(Some(Value::Array(
-                        text.split(delimiter)
-                            .map(|s| Value::String(s.to_string()))
-                            .collect(),
-                    ))),
-                    None => Ok(Some(unknown("Fn::Split"))),
-                }
-            }
-            "Fn::If" => {
-                let items = self.args(argument, 3..=3, name, path)?;
-                let condition = match items[0].as_str() {
-                    Some(condition) => condition,
-                    None => return fail(path, "Fn::If's first argument must be a condition name"),
-                };
-                if self.condition(condition)? {
-                    self.value(&items[1], &format!("{path}[1]"))
-                } else {
-                    self.value(&items[2], &format!("{path}[2]"))
-                }
-            }
-            "Fn::Equals" => {
-                let items = self.args(argument, 2..=2, name, path)?;
-                let left = self.resolve(&items[0], &format!("{path}[0]"))?;
-                let right = self.resolve(&items[1], &format!("{path}[1]"))?;
-                if contains_unknown(&left) || contains_unknown(&right) {
-                    return Ok(Some(unknown("Fn::Equals")));
-                }
-                // CloudFormation compares the string forms: "1" equals 1.
-                let equal = match (text_of(&left), text_of(&right)) {
-                    (Some(l), Some(r)) => l == r,
-                    _ => left == right,
-                };
-                Ok(Some(Value::Bool(equal)))
-            }
-            "Fn::And" | "Fn::Or" => {
-                let items = self.args(argument, 1..=10, name, path)?;
-                let mut result = name == "Fn::And";
-                for (index, item) in items.iter().enumerate() {
-                    let value = self.boolean(item, &format!("{path}[{index}]"))?;
-                    if name == "Fn::And" {
-                        result &= value;
-                    } else {
-                        result |= value;
-                    }
-                }
-                Ok(Some(Value::Bool(result)))
-            }
+            "Fn::Select" => self.select(argument, path),
+            "Fn::Split" => self.split(argument, path),
+            "Fn::If" => self.if_then_else(argument, path),
+            "Fn::Equals" => self.equals(argument, path),
+            "Fn::And" | "Fn::Or" => self.and_or(name, argument, path),
             "Fn::Not" => {
                 let items = self.args(argument, 1..=1, name, path)?;
                 Ok(Some(Value::Bool(
@@ -559,84 +430,13 @@ impl<'a> Resolver<'a> {
                 None => Ok(Some(unknown("Fn::ImportValue"))),
             },
             "Fn::GetStackOutput" => self.stack_output(argument, path).map(Some),
-            "Fn::FindInMap" => {
-                let items = self.args(argument, 3..=4, name, path)?;
-                let mut keys = Vec::with_capacity(3);
-                for (index, item) in items.iter().take(3).enumerate() {
-                    match self.string_arg(
-                        item,
-                        &format!("{path}[{index}]"),
-                        "a Fn::FindInMap key",
-                    )? {
-                        Some(key) => keys.push(key),
-                        None => return Ok(Some(unknown("Fn::FindInMap"))),
-                    }
-                }
-                let found = self
-                    .template
-                    .mappings
-                    .get(&keys[0])
-                    .and_then(|map| map.get(&keys[1]))
-                    .and_then(|second| second.get(&keys[2]));
-                match (found, items.get(3)) {
-                    (Some(value), _) => Ok(Some(value.clone())),
-                    (None, Some(default)) => match default.get("DefaultValue") {
-                        Some(value) => self.value(value, &format!("{path}[3].DefaultValue")),
-                        None => fail(path, "the fourth argument must be {\"DefaultValue\": …}"),
-                    },
-                    (None, None) => fail(
-                        path,
-                        format!("Mappings has no {}.{}.{}", keys[0], keys[1], keys[2]),
-                    ),
-                }
-            }
+            "Fn::FindInMap" => self.find_in_map(argument, path),
             "Fn::Base64" => match self.string_arg(argument, path, "Fn::Base64's input")? {
                 Some(text) => Ok(Some(Value::String(base64(text.as_bytes())))),
                 None => Ok(Some(unknown("Fn::Base64"))),
             },
-            "Fn::GetAZs" => {
-                let region = match self.string_arg(argument, path, "the region")? {
-                    Some(region) if !region.is_empty() => region,
-                    Some(_) => match self
-                        .env
-                        .pseudo("AWS::Region")
-                        .and_then(|r| r.as_str().map(ToString::to_string))
-                    {
-                        Some(region) => region,
-                        None => return fail(path, "no region to list availability zones of"),
-                    },
-                    None => return Ok(Some(unknown("Fn::GetAZs"))),
-                };
-                self.known(self.env.availability_zones(&region), "Fn::GetAZs", path)
-                    .map(Some)
-            }
-            "Fn::Cidr" => {
-                let items = self.args(argument, 3..=3, name, path)?;
-                let mut texts = Vec::with_capacity(3);
-                for (index, item) in items.iter().enumerate() {
-                    match self.string_arg(
-                        item,
-                        &format!("{path}[{index}]"),
-                        "a Fn::Cidr argument",
-                    )? {
-                        Some(text) => texts.push(text),
-                        None => return Ok(Some(unknown("Fn::Cidr"))),
-                    }
-                }
-                let count: u32 = texts[1]
-                    .parse()
-                    .or_else(|_| fail(path, format!("count {} is not a whole number", texts[1])))?;
-                let bits: u32 = texts[2].parse().or_else(|_| {
-                    fail(path, format!("cidrBits {} is not a whole number", texts[2]))
-                })?;
-                cidr(&texts[0], count, bits)
-                    .map(|blocks| {
-                        Some(Value::Array(
-                            blocks.into_iter().map(Value::String).collect(),
-                        ))
-                    })
-                    .or_else(|message| fail(path, message))
-            }
+            "Fn::GetAZs" => self.get_azs(argument, path),
+            "Fn::Cidr" => self.cidr_blocks(argument, path),
             other if other.starts_with("Fn::") && !KNOWN_INTRINSICS.contains(&other) => fail(
                 path,
                 format!("{other} is not an intrinsic function cdkd supports"),
@@ -646,6 +446,228 @@ impl<'a> Resolver<'a> {
                 format!("{other} is not an intrinsic function cdkd supports"),
             ),
         }
+    }
+
+    /// `Fn::GetAtt`: `"Resource.Attribute"` or `[Resource, Attribute]`.
+    fn get_att(&self, argument: &Value, path: &str) -> Result<Option<Value>, ResolveError> {
+        let (logical_id, attribute) = match argument {
+            Value::String(dotted) => match dotted.split_once('.') {
+                Some((id, attr)) => (id.to_string(), attr.to_string()),
+                None => {
+                    return fail(
+                        path,
+                        "Fn::GetAtt takes \"Resource.Attribute\" or [Resource, Attribute]",
+                    )
+                }
+            },
+            Value::Array(items) if items.len() == 2 => {
+                let id = items[0].as_str().map(ToString::to_string);
+                let attr =
+                    self.string_arg(&items[1], &format!("{path}[1]"), "the attribute name")?;
+                match (id, attr) {
+                    (Some(id), Some(attr)) => (id, attr),
+                    (Some(id), None) => return Ok(Some(unknown(format!("{id}.?")))),
+                    _ => return fail(path, "Fn::GetAtt takes [Resource, Attribute]"),
+                }
+            }
+            _ => {
+                return fail(
+                    path,
+                    "Fn::GetAtt takes \"Resource.Attribute\" or [Resource, Attribute]",
+                )
+            }
+        };
+        self.attribute(&logical_id, &attribute, path).map(Some)
+    }
+
+    /// `Fn::Join`: `[delimiter, [strings]]`.
+    fn join(&self, argument: &Value, path: &str) -> Result<Option<Value>, ResolveError> {
+        let items = self.args(argument, 2..=2, "Fn::Join", path)?;
+        let delimiter = match items[0].as_str() {
+            Some(delimiter) => delimiter,
+            None => return fail(path, "Fn::Join's delimiter must be a string"),
+        };
+        let Some(parts) = self.list_arg(&items[1], &format!("{path}[1]"), "Fn::Join's list")?
+        else {
+            return Ok(Some(unknown("Fn::Join")));
+        };
+        let mut texts = Vec::with_capacity(parts.len());
+        for (index, part) in parts.iter().enumerate() {
+            if contains_unknown(part) {
+                return Ok(Some(unknown("Fn::Join")));
+            }
+            match text_of(part) {
+                Some(text) => texts.push(text),
+                None => {
+                    return fail(
+                        &format!("{path}[1][{index}]"),
+                        format!("Fn::Join joins strings, found {part}"),
+                    )
+                }
+            }
+        }
+        Ok(Some(Value::String(texts.join(delimiter))))
+    }
+
+    /// `Fn::Select`: `[index, list]`.
+    fn select(&self, argument: &Value, path: &str) -> Result<Option<Value>, ResolveError> {
+        let items = self.args(argument, 2..=2, "Fn::Select", path)?;
+        let Some(index) = self.string_arg(&items[0], &format!("{path}[0]"), "the index")? else {
+            return Ok(Some(unknown("Fn::Select")));
+        };
+        let index: usize = index
+            .parse()
+            .or_else(|_| fail(path, format!("index {index} is not a whole number")))?;
+        let Some(list) = self.list_arg(&items[1], &format!("{path}[1]"), "Fn::Select's list")?
+        else {
+            return Ok(Some(unknown("Fn::Select")));
+        };
+        match list.get(index) {
+            Some(item) => Ok(Some(item.clone())),
+            None => fail(
+                path,
+                format!("index {index} is out of range for a list of {}", list.len()),
+            ),
+        }
+    }
+
+    /// `Fn::Split`: `[delimiter, source]`.
+    fn split(&self, argument: &Value, path: &str) -> Result<Option<Value>, ResolveError> {
+        let items = self.args(argument, 2..=2, "Fn::Split", path)?;
+        let delimiter = match items[0].as_str() {
+            Some(d) if !d.is_empty() => d,
+            _ => return fail(path, "Fn::Split's delimiter must be a non-empty string"),
+        };
+        match self.string_arg(&items[1], &format!("{path}[1]"), "Fn::Split's source")? {
+            Some(text) => Ok(Some(Value::Array(
+                text.split(delimiter)
+                    .map(|s| Value::String(s.to_string()))
+                    .collect(),
+            ))),
+            None => Ok(Some(unknown("Fn::Split"))),
+        }
+    }
+
+    /// `Fn::If`: `[condition, then, else]`.
+    fn if_then_else(&self, argument: &Value, path: &str) -> Result<Option<Value>, ResolveError> {
+        let items = self.args(argument, 3..=3, "Fn::If", path)?;
+        let condition = match items[0].as_str() {
+            Some(condition) => condition,
+            None => return fail(path, "Fn::If's first argument must be a condition name"),
+        };
+        if self.condition(condition)? {
+            self.value(&items[1], &format!("{path}[1]"))
+        } else {
+            self.value(&items[2], &format!("{path}[2]"))
+        }
+    }
+
+    /// `Fn::Equals`: compares the string forms, as CloudFormation does.
+    fn equals(&self, argument: &Value, path: &str) -> Result<Option<Value>, ResolveError> {
+        let items = self.args(argument, 2..=2, "Fn::Equals", path)?;
+        let left = self.resolve(&items[0], &format!("{path}[0]"))?;
+        let right = self.resolve(&items[1], &format!("{path}[1]"))?;
+        if contains_unknown(&left) || contains_unknown(&right) {
+            return Ok(Some(unknown("Fn::Equals")));
+        }
+        // CloudFormation compares the string forms: "1" equals 1.
+        let equal = match (text_of(&left), text_of(&right)) {
+            (Some(l), Some(r)) => l == r,
+            _ => left == right,
+        };
+        Ok(Some(Value::Bool(equal)))
+    }
+
+    /// `Fn::And` and `Fn::Or`: one to ten conditions.
+    fn and_or(
+        &self,
+        name: &str,
+        argument: &Value,
+        path: &str,
+    ) -> Result<Option<Value>, ResolveError> {
+        let items = self.args(argument, 1..=10, name, path)?;
+        let mut result = name == "Fn::And";
+        for (index, item) in items.iter().enumerate() {
+            let value = self.boolean(item, &format!("{path}[{index}]"))?;
+            if name == "Fn::And" {
+                result &= value;
+            } else {
+                result |= value;
+            }
+        }
+        Ok(Some(Value::Bool(result)))
+    }
+
+    /// `Fn::FindInMap`: `[map, first key, second key]`, with an optional `{"DefaultValue": …}`.
+    fn find_in_map(&self, argument: &Value, path: &str) -> Result<Option<Value>, ResolveError> {
+        let items = self.args(argument, 3..=4, "Fn::FindInMap", path)?;
+        let mut keys = Vec::with_capacity(3);
+        for (index, item) in items.iter().take(3).enumerate() {
+            match self.string_arg(item, &format!("{path}[{index}]"), "a Fn::FindInMap key")? {
+                Some(key) => keys.push(key),
+                None => return Ok(Some(unknown("Fn::FindInMap"))),
+            }
+        }
+        let found = self
+            .template
+            .mappings
+            .get(&keys[0])
+            .and_then(|map| map.get(&keys[1]))
+            .and_then(|second| second.get(&keys[2]));
+        match (found, items.get(3)) {
+            (Some(value), _) => Ok(Some(value.clone())),
+            (None, Some(default)) => match default.get("DefaultValue") {
+                Some(value) => self.value(value, &format!("{path}[3].DefaultValue")),
+                None => fail(path, "the fourth argument must be {\"DefaultValue\": …}"),
+            },
+            (None, None) => fail(
+                path,
+                format!("Mappings has no {}.{}.{}", keys[0], keys[1], keys[2]),
+            ),
+        }
+    }
+
+    /// `Fn::GetAZs`: the availability zones of a region (`""`: the stack's).
+    fn get_azs(&self, argument: &Value, path: &str) -> Result<Option<Value>, ResolveError> {
+        let region = match self.string_arg(argument, path, "the region")? {
+            Some(region) if !region.is_empty() => region,
+            Some(_) => match self
+                .env
+                .pseudo("AWS::Region")
+                .and_then(|r| r.as_str().map(ToString::to_string))
+            {
+                Some(region) => region,
+                None => return fail(path, "no region to list availability zones of"),
+            },
+            None => return Ok(Some(unknown("Fn::GetAZs"))),
+        };
+        self.known(self.env.availability_zones(&region), "Fn::GetAZs", path)
+            .map(Some)
+    }
+
+    /// `Fn::Cidr`: `[ip block, count, cidr bits]`.
+    fn cidr_blocks(&self, argument: &Value, path: &str) -> Result<Option<Value>, ResolveError> {
+        let items = self.args(argument, 3..=3, "Fn::Cidr", path)?;
+        let mut texts = Vec::with_capacity(3);
+        for (index, item) in items.iter().enumerate() {
+            match self.string_arg(item, &format!("{path}[{index}]"), "a Fn::Cidr argument")? {
+                Some(text) => texts.push(text),
+                None => return Ok(Some(unknown("Fn::Cidr"))),
+            }
+        }
+        let count: u32 = texts[1]
+            .parse()
+            .or_else(|_| fail(path, format!("count {} is not a whole number", texts[1])))?;
+        let bits: u32 = texts[2]
+            .parse()
+            .or_else(|_| fail(path, format!("cidrBits {} is not a whole number", texts[2])))?;
+        cidr(&texts[0], count, bits)
+            .map(|blocks| {
+                Some(Value::Array(
+                    blocks.into_iter().map(Value::String).collect(),
+                ))
+            })
+            .or_else(|message| fail(path, message))
     }
 
     fn sub(&self, argument: &Value, path: &str) -> Result<Value, ResolveError> {

@@ -18,6 +18,7 @@ use crate::deployment::export::tree::{Loader, TreeStack};
 use crate::deployment::export::{reads_of, template};
 use crate::provisioning::providers::LiveProviders;
 use crate::provisioning::type_schemas::TypeSchemas;
+use crate::state::store::StateStore;
 use crate::synthesis::selection::select;
 use crate::synthesis::template_file::{TemplateFile, TemplateFormat};
 
@@ -151,21 +152,7 @@ async fn source(context: &CommandContext, args: &ExportArgs) -> anyhow::Result<S
 
 /// `cdkd export`.
 pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<ExitCode> {
-    let overrides: Vec<String> = (args.app.context.iter())
-        .map(|(k, v)| format!("-c {}", shell_word(&format!("{k}={v}"))))
-        .collect();
-    if !overrides.is_empty() {
-        if !args.accept_transient_context {
-            anyhow::bail!(
-                "cdkd export refuses context overrides ({}): they are not saved, so a later `cdk deploy` without them would synthesize another template. Move them into cdk.json's \"context\" and run again, or pass --accept-transient-context and give the same -c flags to every later cdk command",
-                overrides.join(" ")
-            );
-        }
-        eprintln!(
-            "warning: exporting with context overrides {}: give the same flags to every later `cdk diff` / `cdk deploy` of this stack, or move them into cdk.json",
-            overrides.join(" ")
-        );
-    }
+    let overrides = context_overrides(&args)?;
     let child_names = key_values(&args.child_stack_names, "--cfn-child-stack-name")?;
     let parameter_overrides = key_values(&args.parameters, "--parameter")?;
     let Source {
@@ -198,27 +185,7 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
     let mut tree = loader
         .load(stack.clone(), cfn_stack.clone(), file, state)
         .await?;
-    let known: BTreeSet<&str> = tree.all().iter().map(|s| s.name.as_str()).collect();
-    let unknown: Vec<&String> = child_names
-        .keys()
-        .filter(|k| !known.contains(k.as_str()) || *k == &stack)
-        .collect();
-    if !unknown.is_empty() {
-        let nested: Vec<&str> = known.iter().copied().filter(|k| *k != stack).collect();
-        anyhow::bail!(
-            "--cfn-child-stack-name names {} but {stack}'s nested stacks are: {}",
-            unknown
-                .iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            if nested.is_empty() {
-                "none".to_string()
-            } else {
-                nested.join(", ")
-            }
-        );
-    }
+    check_child_names(&tree, &child_names, &stack)?;
     let types = tree.resource_types();
     let schemas = if args.dry_run {
         TypeSchemas::new(aws).cached_only(&region, types)
@@ -244,26 +211,7 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
     for plan in tree.plans_mut() {
         look_up_identifiers(&live, &region, plan).await?;
     }
-    let consumers: Vec<String> = others
-        .iter()
-        .filter_map(|(name, template)| {
-            let reads = reads_of(template, &stack);
-            (!reads.is_empty()).then(|| format!("{name} ({})", reads.join(", ")))
-        })
-        .collect();
-    if !consumers.is_empty() {
-        // Their reads name the stack: CloudFormation's fallback finds it only under that name.
-        let message = if cfn_stack == stack {
-            format!(
-                "stack(s) {} read {stack}'s outputs by Fn::GetStackOutput; after the export they resolve through the CloudFormation fallback (they break only when deployed with --no-cfn-fallback)",
-                consumers.join(", ")
-            )
-        } else {
-            format!(
-                "stack(s) {} read {stack}'s outputs by Fn::GetStackOutput, which names stack {stack}: exported as CloudFormation stack {cfn_stack}, their next deploy finds neither cdkd state nor a CloudFormation stack of that name and fails. Export without --cfn-stack-name, or after the export give the CDK stack stackName '{cfn_stack}' (the consumers' reads follow it) before deploying them again",
-                consumers.join(", ")
-            )
-        };
+    if let Some(message) = consumers_warning(&others, &stack, &cfn_stack) {
         if args.strict_cross_stack {
             anyhow::bail!("{message}; refusing because of --strict-cross-stack (export the consumers first, or drop the flag)");
         }
@@ -275,15 +223,7 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
     } else {
         Destinations::read(&cloudformation, &tree, &region).await?
     };
-    let mut problems = destinations.problems.clone();
-    for part in tree.all() {
-        for problem in Phases::of(part).problems(part) {
-            problems.push((part.name.clone(), problem));
-        }
-    }
-    for (name, problem) in problems {
-        tree.add_problem(&name, problem);
-    }
+    add_problems(&mut tree, &destinations);
     for warning in tree.warnings() {
         eprintln!("warning: {warning}");
     }
@@ -302,31 +242,174 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
         return Ok(ExitCode::SUCCESS);
     }
 
-    let mut locks = Vec::new();
+    let planned = Planned {
+        stack: &stack,
+        cfn_stack: &cfn_stack,
+        region: &region,
+        tree: &tree,
+        destinations: &destinations,
+    };
+    if planned
+        .hand_over(context, &store, &cloudformation, &live)
+        .await?
+    {
+        planned.print_done(&display, &overrides);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `-c` context overrides as `cdk` flags. Refused unless `--accept-transient-context`:
+/// they are not saved, so a later `cdk deploy` without them would synthesize another
+/// template.
+fn context_overrides(args: &ExportArgs) -> anyhow::Result<Vec<String>> {
+    let overrides: Vec<String> = (args.app.context.iter())
+        .map(|(k, v)| format!("-c {}", shell_word(&format!("{k}={v}"))))
+        .collect();
+    if !overrides.is_empty() {
+        if !args.accept_transient_context {
+            anyhow::bail!(
+                "cdkd export refuses context overrides ({}): they are not saved, so a later `cdk deploy` without them would synthesize another template. Move them into cdk.json's \"context\" and run again, or pass --accept-transient-context and give the same -c flags to every later cdk command",
+                overrides.join(" ")
+            );
+        }
+        eprintln!(
+            "warning: exporting with context overrides {}: give the same flags to every later `cdk diff` / `cdk deploy` of this stack, or move them into cdk.json",
+            overrides.join(" ")
+        );
+    }
+    Ok(overrides)
+}
+
+/// Refuses a `--cfn-child-stack-name` that names no nested stack of the tree.
+fn check_child_names(
+    tree: &TreeStack,
+    child_names: &BTreeMap<String, String>,
+    stack: &str,
+) -> anyhow::Result<()> {
+    let known: BTreeSet<&str> = tree.all().iter().map(|s| s.name.as_str()).collect();
+    let unknown: Vec<&String> = child_names
+        .keys()
+        .filter(|k| !known.contains(k.as_str()) || *k == stack)
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let nested: Vec<&str> = known.iter().copied().filter(|k| *k != stack).collect();
+    anyhow::bail!(
+        "--cfn-child-stack-name names {} but {stack}'s nested stacks are: {}",
+        unknown
+            .iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        if nested.is_empty() {
+            "none".to_string()
+        } else {
+            nested.join(", ")
+        }
+    );
+}
+
+/// The warning when other stacks of the app read the stack's outputs (`Fn::GetStackOutput`);
+/// `None` when none does.
+fn consumers_warning(others: &[(String, Value)], stack: &str, cfn_stack: &str) -> Option<String> {
+    let consumers: Vec<String> = others
+        .iter()
+        .filter_map(|(name, template)| {
+            let reads = reads_of(template, stack);
+            (!reads.is_empty()).then(|| format!("{name} ({})", reads.join(", ")))
+        })
+        .collect();
+    if consumers.is_empty() {
+        return None;
+    }
+    // Their reads name the stack: CloudFormation's fallback finds it only under that name.
+    Some(if cfn_stack == stack {
+        format!(
+            "stack(s) {} read {stack}'s outputs by Fn::GetStackOutput; after the export they resolve through the CloudFormation fallback (they break only when deployed with --no-cfn-fallback)",
+            consumers.join(", ")
+        )
+    } else {
+        format!(
+            "stack(s) {} read {stack}'s outputs by Fn::GetStackOutput, which names stack {stack}: exported as CloudFormation stack {cfn_stack}, their next deploy finds neither cdkd state nor a CloudFormation stack of that name and fails. Export without --cfn-stack-name, or after the export give the CDK stack stackName '{cfn_stack}' (the consumers' reads follow it) before deploying them again",
+            consumers.join(", ")
+        )
+    })
+}
+
+/// Adds to the tree what its destinations and its handover phases cannot take.
+fn add_problems(tree: &mut TreeStack, destinations: &Destinations) {
+    let mut problems = destinations.problems.clone();
     for part in tree.all() {
-        match store.locks.acquire(&part.name, &region, "export").await {
-            Ok(lock) => locks.push(lock),
-            Err(err) => {
-                for lock in locks {
-                    lock.release().await;
-                }
-                return Err(err.into());
-            }
+        for problem in Phases::of(part).problems(part) {
+            problems.push((part.name.clone(), problem));
         }
     }
-    let result = async {
+    for (name, problem) in problems {
+        tree.add_problem(&name, problem);
+    }
+}
+
+/// A planned export, ready to be handed over.
+struct Planned<'a> {
+    stack: &'a str,
+    cfn_stack: &'a str,
+    region: &'a str,
+    tree: &'a TreeStack,
+    destinations: &'a Destinations,
+}
+
+impl Planned<'_> {
+    /// Locks every stack of the tree, checks that nothing changed since the plan, asks, and
+    /// hands the tree over. `Ok(false)`: the user said no.
+    async fn hand_over(
+        &self,
+        context: &CommandContext,
+        store: &StateStore,
+        cloudformation: &CloudFormation,
+        live: &LiveProviders<'_>,
+    ) -> anyhow::Result<bool> {
+        let mut locks = Vec::new();
+        for part in self.tree.all() {
+            match store.locks.acquire(&part.name, self.region, "export").await {
+                Ok(lock) => locks.push(lock),
+                Err(err) => {
+                    for lock in locks {
+                        lock.release().await;
+                    }
+                    return Err(err.into());
+                }
+            }
+        }
+        let result = self
+            .hand_over_locked(context, store, cloudformation, live)
+            .await;
+        for lock in locks {
+            lock.release().await;
+        }
+        result
+    }
+
+    async fn hand_over_locked(
+        &self,
+        context: &CommandContext,
+        store: &StateStore,
+        cloudformation: &CloudFormation,
+        live: &LiveProviders<'_>,
+    ) -> anyhow::Result<bool> {
+        let (stack, cfn_stack, region, tree) = (self.stack, self.cfn_stack, self.region, self.tree);
         // Planned without the locks: a deploy that ran meanwhile changed what is to be handed
         // over, so the plan no longer holds.
         for part in tree.all() {
-            let locked = super::state::load(&store, &part.name, &region).await?;
+            let locked = super::state::load(store, &part.name, region).await?;
             if locked.resources != part.state.resources {
                 anyhow::bail!("stack {}'s state changed while the export was being planned (another cdkd command ran); nothing was changed, run cdkd export again", part.name);
             }
         }
         // Read again for the same reason: another export may have made or changed one.
-        let locked = Destinations::read(&cloudformation, &tree, &region).await?;
+        let locked = Destinations::read(cloudformation, tree, region).await?;
         if let Some(part) = (tree.all().into_iter())
-            .find(|p| locked.by_stack.get(&p.name) != destinations.by_stack.get(&p.name))
+            .find(|p| locked.by_stack.get(&p.name) != self.destinations.by_stack.get(&p.name))
         {
             anyhow::bail!("CloudFormation stack {} (where {} goes) changed while the export was being planned (another export ran?); nothing was changed, run cdkd export again", part.cfn_name, part.name);
         }
@@ -341,22 +424,21 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
             return Ok(false);
         }
         Handover {
-            cloudformation: &cloudformation,
+            cloudformation,
             records: &store.backend,
-            staging: &BucketStaging::new(store.backend.clone(), &region),
-            live: &live,
-            region: &region,
+            staging: &BucketStaging::new(store.backend.clone(), region),
+            live,
+            region,
         }
-        .run(&tree, &destinations)
+        .run(tree, self.destinations)
         .await?;
         Ok(true)
     }
-    .await;
-    for lock in locks {
-        lock.release().await;
-    }
-    if result? {
-        let records = if tree.children.is_empty() {
+
+    /// What the user does next, after a handover.
+    fn print_done(&self, display: &str, overrides: &[String]) {
+        let (stack, cfn_stack, region) = (self.stack, self.cfn_stack, self.region);
+        let records = if self.tree.children.is_empty() {
             "cdkd's state record is deleted"
         } else {
             "cdkd's state records are deleted"
@@ -366,14 +448,13 @@ pub async fn run(context: &CommandContext, args: ExportArgs) -> anyhow::Result<E
             println!("The CDK app still names the stack {stack}: give it stackName: '{cfn_stack}' before the next `cdk deploy`, which would otherwise create a second stack.");
         }
         if !overrides.is_empty() {
-            let target = shell_word(&display);
+            let target = shell_word(display);
             println!(
                 "Deploy it from now on with the same context: cdk diff {target} {0} && cdk deploy {target} {0}",
                 overrides.join(" ")
             );
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `word` as one shell word: as it is when it is plain, else single-quoted.

@@ -8,7 +8,7 @@
 //! refuses a producer that live consumers still import from.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::Map;
@@ -20,7 +20,7 @@ use super::engine::Engine;
 use super::executor::{Executor, Outcome};
 use super::external::StateSnapshot;
 use super::journal::{self, Reason};
-use super::ledger::Ledger;
+use super::ledger::{Ledger, Saver};
 use super::nested::{NestedStacks, WithNested};
 use super::reconcile;
 use super::report::Summary;
@@ -179,19 +179,13 @@ impl Engine<'_> {
         let records: Vec<&ResourceState> = stored.state.resources.values().collect();
         let providers = self.owners_of(region, &records, &[]).await?;
         let doomed: BTreeMap<String, ResourceState> = stored.state.resources.clone();
-        let policy_of = |logical_id: &str, record: &ResourceState| {
-            record
-                .deletion_policy
-                .clone()
-                .or_else(|| template_policies.get(logical_id).cloned())
-        };
         // Pre-flight: a resource whose snapshot cannot be taken stops the destroy before any
         // delete, never deleted silently.
         let unsnapshottable: Vec<String> = doomed
             .iter()
             .filter(|(id, record)| {
                 !options.skip_final_snapshot
-                    && is_snapshot(policy_of(id, record).as_deref())
+                    && is_snapshot(policy_of(template_policies, id, record).as_deref())
                     && providers.for_snapshot(&record.resource_type).is_none()
             })
             .map(|(id, record)| no_snapshot_path(id, &record.resource_type, true))
@@ -204,65 +198,46 @@ impl Engine<'_> {
         }
         let ledger = Ledger::new(self.store.clone(), stack, region, Some(stored));
         let saver = ledger.start_saver();
-        let summary = std::sync::Mutex::new(Summary::default());
+        let teardown = Teardown {
+            engine: self,
+            stack,
+            region,
+            providers: providers.as_ref(),
+            ledger: &ledger,
+            summary: Mutex::new(Summary::default()),
+        };
         let tasks = deletion_tasks(&doomed);
         self.reporter.expect(stack, tasks.len());
         let work = |logical_id: String| {
             let record = doomed[&logical_id].clone();
+            let policy = policy_of(template_policies, &logical_id, &record);
             let (shown_id, resource_type) = (logical_id.clone(), record.resource_type.clone());
-            let (providers, ledger, summary) = (providers.as_ref(), &ledger, &summary);
+            let teardown = &teardown;
             let delete = async move {
                 let began = Instant::now();
-                let policy = policy_of(&logical_id, &record);
                 let retained = is_retained(policy.as_deref());
-                let due = (is_snapshot(policy.as_deref()) && !options.skip_final_snapshot)
-                    .then_some(SnapshotDue { stack, region });
                 let mut snapshot = None;
                 if !retained {
-                    match delete_one(
+                    let due = (is_snapshot(policy.as_deref()) && !options.skip_final_snapshot)
+                        .then_some(SnapshotDue { stack, region });
+                    let deleted = delete_one(
                         &self.reporter,
                         stack,
-                        providers,
+                        teardown.providers,
                         &logical_id,
                         &record,
                         began,
                         due,
-                    )
-                    .await
-                    {
+                    );
+                    match deleted.await {
                         Ok(taken) => snapshot = taken,
                         Err(err) => {
-                            summary.lock().unwrap().failed += 1;
+                            teardown.summary.lock().unwrap().failed += 1;
                             return Err(err);
                         }
                     }
                 }
-                ledger.change(|s| {
-                    // A retained row stays in every snapshot until the record itself is
-                    // deleted, so a destroy that stops part-way still knows what it kept.
-                    if !retained {
-                        s.resources.remove(&logical_id);
-                    }
-                    // A partly destroyed stack advertises nothing.
-                    s.outputs = Map::new();
-                    s.imports = None;
-                    s.output_reads = None;
-                });
-                summary.lock().unwrap().deleted += 1;
-                let action = match (retained, snapshot) {
-                    (true, _) => {
-                        "kept in AWS (DeletionPolicy); its row goes with the record".to_string()
-                    }
-                    (false, Some(snapshot)) => format!("deleted ({snapshot})"),
-                    (false, None) => "deleted".to_string(),
-                };
-                self.reporter.resource(
-                    stack,
-                    &logical_id,
-                    &record.resource_type,
-                    &action,
-                    Some(began.elapsed()),
-                );
+                teardown.trim(&logical_id, &record, retained, snapshot, began);
                 Ok(())
             };
             let reporter = &self.reporter;
@@ -275,46 +250,7 @@ impl Engine<'_> {
         let outcomes = Executor::in_lanes(Arc::clone(&options.lanes))
             .run(&tasks, &self.stop, work)
             .await;
-        let failed: Vec<String> = outcomes
-            .iter()
-            .filter_map(|(id, o)| match o {
-                Outcome::Failed(message) => Some(format!("{id}: {message}")),
-                _ => None,
-            })
-            .collect();
-        let complete = outcomes.values().all(|o| *o == Outcome::Done);
-        if complete {
-            drop(saver);
-            ledger.delete().await?;
-            self.store.withdraw_exports(stack, region).await;
-            match left.filter(|j| !j.pending_creates.is_empty()) {
-                // Intents that could not be checked stay, so nothing is forgotten silently.
-                Some(mut kept) => {
-                    kept.segments.clear();
-                    self.store.write_journal(&kept).await?;
-                }
-                None => self.store.remove_journal(stack, region).await?,
-            }
-            self.reporter.finish(
-                stack,
-                &summary.lock().unwrap(),
-                started.elapsed(),
-                &Map::new(),
-            );
-            return Ok(true);
-        }
-        ledger.flush().await?;
-        drop(saver);
-        self.reporter.finish(
-            stack,
-            &summary.lock().unwrap(),
-            started.elapsed(),
-            &Map::new(),
-        );
-        if failed.is_empty() {
-            anyhow::bail!("destroy of {stack} ({region}) was interrupted; the state lists what still exists; run it again to finish");
-        }
-        anyhow::bail!("destroy of {stack} ({region}) failed: {}; the state lists what still exists; fix the cause and run it again", failed.join("; "))
+        teardown.finish(outcomes, saver, left, started).await
     }
 
     /// Replays the newest journal segment of a stack (without synthesis).
@@ -412,63 +348,13 @@ impl Engine<'_> {
                 break;
             }
             if revert_failed {
-                let mut unreverted = Vec::new();
-                for failed in segment.failed_operations.drain(..) {
-                    if let Some(before) = failed.before.clone() {
-                        let id = failed.logical_id.clone();
-                        if let Some(refusal) = replay_refusal(&id, &before.properties) {
-                            self.reporter.resource(
-                                stack,
-                                &id,
-                                &failed.resource_type,
-                                &format!("not reverted: {refusal}"),
-                                None,
-                            );
-                            unreverted.push(failed);
-                            partial = true;
-                            continue;
-                        }
-                        let result = providers
-                            .for_record(&before)
-                            .update(
-                                &before.resource_type,
-                                &id,
-                                stack,
-                                &before.physical_id,
-                                &failed.attempted_properties,
-                                &before.properties,
-                                &[],
-                            )
-                            .await;
-                        match result {
-                            Ok(_) => {
-                                ledger.change(|s| {
-                                    s.resources.insert(id.clone(), before.clone());
-                                });
-                                self.reporter.resource(
-                                    stack,
-                                    &id,
-                                    &failed.resource_type,
-                                    "failed operation reverted",
-                                    None,
-                                );
-                            }
-                            Err(err) => {
-                                self.reporter.resource(
-                                    stack,
-                                    &id,
-                                    &failed.resource_type,
-                                    &format!("could not revert the failed operation: {err}"),
-                                    None,
-                                );
-                                unreverted.push(failed);
-                                partial = true;
-                            }
-                        }
-                    }
-                }
+                let failed = std::mem::take(&mut segment.failed_operations);
+                let unreverted = self
+                    .revert_failed_operations(stack, &ledger, providers.as_ref(), failed)
+                    .await;
                 // What could not be reverted stays in the journal for the next attempt.
                 if !unreverted.is_empty() {
+                    partial = true;
                     segment.failed_operations = unreverted;
                     journal.segments.push(segment);
                     break;
@@ -490,6 +376,176 @@ impl Engine<'_> {
             self.store.write_journal(&journal).await?;
         }
         Ok(RollbackOutcome::Clean)
+    }
+
+    /// `--revert-failed`: puts each failed operation's resource back as it was recorded
+    /// before the operation; returns the failed operations that could not be reverted.
+    async fn revert_failed_operations(
+        &self,
+        stack: &str,
+        ledger: &Ledger,
+        providers: &dyn ProviderSet,
+        failed_operations: Vec<journal::FailedOperation>,
+    ) -> Vec<journal::FailedOperation> {
+        let mut unreverted = Vec::new();
+        for failed in failed_operations {
+            let Some(before) = failed.before.clone() else {
+                continue;
+            };
+            let id = failed.logical_id.clone();
+            if let Some(refusal) = replay_refusal(&id, &before.properties) {
+                self.reporter.resource(
+                    stack,
+                    &id,
+                    &failed.resource_type,
+                    &format!("not reverted: {refusal}"),
+                    None,
+                );
+                unreverted.push(failed);
+                continue;
+            }
+            let result = providers
+                .for_record(&before)
+                .update(
+                    &before.resource_type,
+                    &id,
+                    stack,
+                    &before.physical_id,
+                    &failed.attempted_properties,
+                    &before.properties,
+                    &[],
+                )
+                .await;
+            match result {
+                Ok(_) => {
+                    ledger.change(|s| {
+                        s.resources.insert(id.clone(), before.clone());
+                    });
+                    self.reporter.resource(
+                        stack,
+                        &id,
+                        &failed.resource_type,
+                        "failed operation reverted",
+                        None,
+                    );
+                }
+                Err(err) => {
+                    self.reporter.resource(
+                        stack,
+                        &id,
+                        &failed.resource_type,
+                        &format!("could not revert the failed operation: {err}"),
+                        None,
+                    );
+                    unreverted.push(failed);
+                }
+            }
+        }
+        unreverted
+    }
+}
+
+/// The `DeletionPolicy` of a record, or (records that predate schema v5) of its template.
+fn policy_of(
+    template_policies: &BTreeMap<String, String>,
+    logical_id: &str,
+    record: &ResourceState,
+) -> Option<String> {
+    record
+        .deletion_policy
+        .clone()
+        .or_else(|| template_policies.get(logical_id).cloned())
+}
+
+/// One destroy under way: the stack, its providers and its record as it is trimmed.
+struct Teardown<'a, 'e> {
+    engine: &'a Engine<'e>,
+    stack: &'a str,
+    region: &'a str,
+    providers: &'a dyn ProviderSet,
+    ledger: &'a Ledger,
+    summary: Mutex<Summary>,
+}
+
+impl Teardown<'_, '_> {
+    /// Trims the record after one resource was deleted (or, `retained`, kept in AWS by its
+    /// policy), and reports it.
+    fn trim(
+        &self,
+        logical_id: &str,
+        record: &ResourceState,
+        retained: bool,
+        snapshot: Option<String>,
+        began: Instant,
+    ) {
+        self.ledger.change(|s| {
+            // A retained row stays in every snapshot until the record itself is deleted, so a
+            // destroy that stops part-way still knows what it kept.
+            if !retained {
+                s.resources.remove(logical_id);
+            }
+            // A partly destroyed stack advertises nothing.
+            s.outputs = Map::new();
+            s.imports = None;
+            s.output_reads = None;
+        });
+        self.summary.lock().unwrap().deleted += 1;
+        let action = match (retained, snapshot) {
+            (true, _) => "kept in AWS (DeletionPolicy); its row goes with the record".to_string(),
+            (false, Some(snapshot)) => format!("deleted ({snapshot})"),
+            (false, None) => "deleted".to_string(),
+        };
+        self.engine.reporter.resource(
+            self.stack,
+            logical_id,
+            &record.resource_type,
+            &action,
+            Some(began.elapsed()),
+        );
+    }
+
+    /// Ends the destroy: on full success the record and its exports go, and the journal keeps
+    /// only the intents that could not be checked; otherwise the trimmed record is saved and
+    /// the destroy fails with what failed. `Ok(true)`: the stack is gone.
+    async fn finish(
+        self,
+        outcomes: BTreeMap<String, Outcome>,
+        saver: Saver,
+        left: Option<journal::Journal>,
+        started: Instant,
+    ) -> anyhow::Result<bool> {
+        let (stack, region) = (self.stack, self.region);
+        let (store, reporter) = (&self.engine.store, &self.engine.reporter);
+        let failed: Vec<String> = outcomes
+            .iter()
+            .filter_map(|(id, o)| match o {
+                Outcome::Failed(message) => Some(format!("{id}: {message}")),
+                _ => None,
+            })
+            .collect();
+        let summary = self.summary.into_inner().unwrap();
+        if outcomes.values().all(|o| *o == Outcome::Done) {
+            drop(saver);
+            self.ledger.delete().await?;
+            store.withdraw_exports(stack, region).await;
+            match left.filter(|j| !j.pending_creates.is_empty()) {
+                // Intents that could not be checked stay, so nothing is forgotten silently.
+                Some(mut kept) => {
+                    kept.segments.clear();
+                    store.write_journal(&kept).await?;
+                }
+                None => store.remove_journal(stack, region).await?,
+            }
+            reporter.finish(stack, &summary, started.elapsed(), &Map::new());
+            return Ok(true);
+        }
+        self.ledger.flush().await?;
+        drop(saver);
+        reporter.finish(stack, &summary, started.elapsed(), &Map::new());
+        if failed.is_empty() {
+            anyhow::bail!("destroy of {stack} ({region}) was interrupted; the state lists what still exists; run it again to finish");
+        }
+        anyhow::bail!("destroy of {stack} ({region}) failed: {}; the state lists what still exists; fix the cause and run it again", failed.join("; "))
     }
 }
 

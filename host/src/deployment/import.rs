@@ -24,7 +24,7 @@ use crate::analyzer::drift::without_sibling_rules;
 use crate::analyzer::intrinsics::contains_unknown;
 use crate::analyzer::plan::StackPlan;
 use crate::provisioning::names;
-use crate::provisioning::operations::{Observation, ProviderSet};
+use crate::provisioning::operations::{AccountIds, Observation, ProviderSet};
 use crate::provisioning::preflight::NESTED_STACK;
 use crate::provisioning::router::{AllowedDrops, Decision};
 use crate::state::schema::{ResourceState, StackState};
@@ -99,35 +99,12 @@ impl Engine<'_> {
     ) -> anyhow::Result<Vec<Imported>> {
         let context = &input.context;
         let (stack, region) = (context.stack_name.as_str(), context.region.as_str());
-        let refused = |problems: Vec<String>| ImportRefused {
-            stack: stack.to_string(),
-            problems,
-        };
         let stored = self.store.load(stack, region).await?;
         let recorded = stored.as_ref().map(|s| s.state.clone());
         let planned = self
             .plan_against(input, snapshot, recorded.as_ref())
             .await?;
-        let template = &input.template;
-
-        let mut problems = Vec::new();
-        for logical_id in request.resources.keys().chain(request.nested.keys()) {
-            if !planned.properties.contains_key(logical_id) {
-                let mut available: Vec<&String> = planned.properties.keys().collect();
-                available.sort();
-                problems.push(format!(
-                    "{logical_id} is not a resource of the template (its resources: {})",
-                    available
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-        }
-        if !problems.is_empty() {
-            return Err(refused(problems).into());
-        }
+        refuse_any(stack, unknown_ids(request, &planned))?;
 
         // Routing, exactly as a deploy would decide it.
         let decisions = self
@@ -138,77 +115,98 @@ impl Engine<'_> {
                 &AllowedDrops::default(),
                 &BTreeMap::new(),
             )
-            .map_err(refused)?;
+            .map_err(|problems| refused(stack, problems))?;
         let plugin_types: BTreeSet<String> = decisions
             .iter()
             .filter(|(_, d)| matches!(d, Decision::Plugin(_)))
-            .map(|(id, _)| template.resources[id].kind.clone())
+            .map(|(id, _)| input.template.resources[id].kind.clone())
             .collect();
         let timeout = std::time::Duration::from_secs(30 * 60);
         let providers = self
             .providers
             .prepare(region, &plugin_types, timeout)
             .await?;
-        let providers = providers.as_ref();
+        let scope = Adoption {
+            input,
+            snapshot,
+            request,
+            planned: &planned,
+            decisions: &decisions,
+            providers: providers.as_ref(),
+            recorded: recorded.as_ref(),
+        };
 
         // What to import: the resources named, then (`--auto`) the others by their names.
-        let mut outcomes = Vec::new();
         let mut wanted: BTreeMap<String, String> = request.resources.clone();
+        let mut outcomes = Vec::new();
         if request.auto {
             let ids = self.providers.account_ids(region).await;
-            for logical_id in planned.graph.order() {
-                if wanted.contains_key(logical_id) {
-                    continue;
-                }
-                let kind = &template.resources[logical_id].kind;
-                let recorded_already =
-                    (recorded.as_ref()).is_some_and(|s| s.resources.contains_key(logical_id));
-                let skip = |reason: &str| Imported::Skipped(logical_id.clone(), reason.into());
-                if recorded_already && !request.force {
-                    outcomes.push(skip("already in state"));
-                    continue;
-                }
-                let name = names::rule_for(kind).and_then(|rule| {
-                    planned.properties[logical_id]
-                        .get(rule.property)
-                        .and_then(Value::as_str)
-                        .map(|name| (rule.property, name.to_string()))
-                });
-                let Some((property, name)) = name else {
-                    outcomes.push(skip(
-                        "the template gives it no physical name; pass --resource LogicalId=physicalId",
-                    ));
-                    continue;
-                };
-                let provider = providers.for_decision(kind, &decisions[logical_id]);
-                match provider.find_named(kind, logical_id, &name, &ids).await {
-                    Ok(Some(found)) => {
-                        wanted.insert(logical_id.clone(), found.physical_id);
-                    }
-                    Ok(None) => {
-                        outcomes.push(skip(&format!("no {kind} named {name} ({property}) exists")))
-                    }
-                    Err(err) => outcomes.push(skip(&format!("cannot look it up by name: {err}"))),
-                }
-            }
+            outcomes = scope.find_by_name(&ids, &mut wanted).await;
         }
+        let (derived, problems) = self.check_wanted(&scope, &mut wanted);
+        refuse_any(stack, problems)?;
 
-        // An id given in a looser form the spec accepts is recorded in the provider's form.
+        // Every resource must exist and have an importer; all are read before anything is
+        // written. Composite ids built from properties come second, once the resources their
+        // properties name have ids.
+        for logical_id in &derived {
+            wanted.remove(logical_id);
+        }
+        let mut state = initial_state(input, scope.recorded, request);
+        let mut records = scope.nested_records();
+        let adopted = adopt_all(
+            scope.providers,
+            &planned,
+            &input.template,
+            &decisions,
+            &wanted,
+        )
+        .await;
+        refuse_any(stack, settle(adopted, &mut records))?;
+        let mut resolved = self
+            .resolve_adopted(input, snapshot, &mut state, &records)
+            .await?;
+        if !derived.is_empty() {
+            resolved = self
+                .adopt_derived(&scope, &derived, &resolved, &mut state, &mut records)
+                .await?;
+        }
+        scope.reread_stale(&wanted, &resolved, &mut records).await;
+        scope.record_all(&resolved, &mut records, &mut state);
+        outcomes.extend(adopted_outcomes(scope.recorded, &records));
+        if !request.dry_run && (!records.is_empty() || request.outputs.is_some()) {
+            self.store
+                .save(stack, region, &mut state, stored.as_ref())
+                .await?;
+        }
+        Ok(outcomes)
+    }
+
+    /// Puts each id given in a looser form the spec accepts into the provider's form, and
+    /// checks every wanted resource: not a nested stack, not recorded already (unless forced),
+    /// a composite id of its type's shape. Returns the resources whose composite id is to be
+    /// built from their properties (`--derive-composites`), and the problems.
+    fn check_wanted(
+        &self,
+        scope: &Adoption<'_>,
+        wanted: &mut BTreeMap<String, String>,
+    ) -> (Vec<String>, Vec<String>) {
+        let template = &scope.input.template;
         for (logical_id, physical_id) in wanted.iter_mut() {
             if let Some(id) = accepted_id(&template.resources[logical_id].kind, physical_id) {
                 *physical_id = id;
             }
         }
-        let mut derived = Vec::new();
-        for (logical_id, physical_id) in &wanted {
+        let (mut derived, mut problems) = (Vec::new(), Vec::new());
+        for (logical_id, physical_id) in wanted.iter() {
             let kind = &template.resources[logical_id].kind;
             if kind == NESTED_STACK {
                 problems.push(format!(
                     "{logical_id}: a nested stack is adopted with its parent by --migrate-from-cloudformation, not on its own"
                 ));
             }
-            if let Some(existing) = recorded.as_ref().and_then(|s| s.resources.get(logical_id)) {
-                if !request.force {
+            if let Some(existing) = scope.recorded.and_then(|s| s.resources.get(logical_id)) {
+                if !scope.request.force {
                     problems.push(format!(
                         "{logical_id} is already in state as {} ({}); pass --force to re-point it to {physical_id}",
                         existing.physical_id, existing.resource_type
@@ -223,7 +221,7 @@ impl Engine<'_> {
                 let found = physical_id.split('|').count();
                 let misshapen =
                     found != composite.segments.len() || physical_id.split('|').any(str::is_empty);
-                if misshapen && request.derive_composites {
+                if misshapen && scope.request.derive_composites {
                     derived.push(logical_id.clone());
                 } else if misshapen {
                     problems.push(format!(
@@ -239,141 +237,36 @@ impl Engine<'_> {
                 }
             }
         }
-        if !problems.is_empty() {
-            return Err(refused(problems).into());
-        }
+        (derived, problems)
+    }
 
-        // Every resource must exist and have an importer; all are read before anything is
-        // written. Composite ids built from properties come second, once the resources their
-        // properties name have ids.
-        for logical_id in &derived {
-            wanted.remove(logical_id);
-        }
-        let mut state = recorded.clone().unwrap_or_else(|| {
-            let mut state = StackState::new(stack, region);
-            if let Some(parent) = &input.parent {
-                state.parent_stack = Some(parent.stack.clone());
-                state.parent_logical_id = Some(parent.logical_id.clone());
-                state.parent_region = Some(parent.region.clone());
-            }
-            state
-        });
-        if let Some(outputs) = &request.outputs {
-            state.outputs = outputs.clone();
-        }
-        let mut records = BTreeMap::new();
-        for (logical_id, (physical_id, attributes)) in &request.nested {
-            let resource = &template.resources[logical_id];
-            let node = planned
-                .graph
-                .node(logical_id)
-                .expect("planned ids are nodes");
-            let record = ResourceState {
-                physical_id: physical_id.clone(),
-                resource_type: resource.kind.clone(),
-                properties: planned.properties[logical_id].clone(),
-                observed_properties: None,
-                attributes: Some(attributes.clone()),
-                dependencies: Some(node.dependencies.iter().cloned().collect()),
-                metadata: None,
-                deletion_policy: resource.deletion_policy.clone(),
-                update_replace_policy: resource.update_replace_policy.clone(),
-                provisioned_by: decisions[logical_id].provisioned_by(),
-                extra: Map::new(),
-            };
-            records.insert(logical_id.clone(), (record, None));
-        }
-        let adopted = adopt_all(providers, &planned, template, &decisions, &wanted).await;
-        problems.extend(settle(adopted, &mut records));
-        if !problems.is_empty() {
-            return Err(refused(problems).into());
-        }
-        let mut resolved = self
-            .resolve_adopted(input, snapshot, &mut state, &records)
-            .await?;
-        if !derived.is_empty() {
-            let mut built = BTreeMap::new();
-            for logical_id in &derived {
-                let kind = &template.resources[logical_id].kind;
-                match composite_from_properties(
-                    self.registry,
-                    kind,
-                    &resolved.properties[logical_id],
-                ) {
-                    Ok(id) => {
-                        built.insert(logical_id.clone(), id);
-                    }
-                    Err(problem) => problems.push(format!("{logical_id}: {problem}")),
+    /// Adopts the resources whose composite ids are built from their resolved properties,
+    /// and resolves the template again against them.
+    async fn adopt_derived(
+        &self,
+        scope: &Adoption<'_>,
+        derived: &[String],
+        resolved: &StackPlan,
+        state: &mut StackState,
+        records: &mut BTreeMap<String, Adopted>,
+    ) -> anyhow::Result<StackPlan> {
+        let template = &scope.input.template;
+        let mut problems = Vec::new();
+        let mut built = BTreeMap::new();
+        for logical_id in derived {
+            let kind = &template.resources[logical_id].kind;
+            match composite_from_properties(self.registry, kind, &resolved.properties[logical_id]) {
+                Ok(id) => {
+                    built.insert(logical_id.clone(), id);
                 }
-            }
-            let adopted = adopt_all(providers, &resolved, template, &decisions, &built).await;
-            problems.extend(settle(adopted, &mut records));
-            if !problems.is_empty() {
-                return Err(refused(problems).into());
-            }
-            resolved = self
-                .resolve_adopted(input, snapshot, &mut state, &records)
-                .await?;
-        }
-        // A resource read while a property still named another adopted resource was read
-        // without the template's spelling of it (an alias's target key by ARN, where KMS
-        // answers the key id): read again with the resolved properties, so the same value in
-        // another spelling is not recorded as a change the next deploy would make.
-        let stale: Vec<&String> = wanted
-            .keys()
-            .filter(|id| needs_reread(&planned.properties[*id], &resolved.properties[*id]))
-            .collect();
-        for (logical_id, live) in
-            reread(providers, &resolved, template, &decisions, &records, stale).await
-        {
-            // A read that fails now keeps what the first one found.
-            if let (Some(live), Some((record, observed))) = (live, records.get_mut(&logical_id)) {
-                record.observed_properties = Some(live.clone());
-                *observed = Some(live);
+                Err(problem) => problems.push(format!("{logical_id}: {problem}")),
             }
         }
-        let siblings: Vec<(&str, &Map<String, Value>)> = resolved
-            .properties
-            .iter()
-            .map(|(id, properties)| (template.resources[id].kind.as_str(), properties))
-            .collect();
-        for (logical_id, (record, live)) in &mut records {
-            // A group's rules that the stack's standalone ingress / egress resources own are
-            // theirs, as in a deploy's record.
-            if record.resource_type == "AWS::EC2::SecurityGroup" {
-                for properties in live.iter_mut().chain(record.observed_properties.iter_mut()) {
-                    without_sibling_rules(
-                        &record.physical_id,
-                        properties,
-                        siblings.iter().copied(),
-                    );
-                }
-            }
-            record.properties =
-                recorded_properties(&resolved.properties[logical_id], live.as_ref());
-            inherit_attributes(
-                record,
-                (recorded.as_ref()).and_then(|s| s.resources.get(logical_id)),
-            );
-            state.resources.insert(logical_id.clone(), record.clone());
-        }
-        for (logical_id, (record, _)) in &records {
-            let replaced = (recorded.as_ref())
-                .and_then(|s| s.resources.get(logical_id))
-                .map(|r| r.physical_id.clone());
-            outcomes.push(Imported::Adopted {
-                logical_id: logical_id.clone(),
-                resource_type: record.resource_type.clone(),
-                physical_id: record.physical_id.clone(),
-                replaced,
-            });
-        }
-        if !request.dry_run && (!records.is_empty() || request.outputs.is_some()) {
-            self.store
-                .save(stack, region, &mut state, stored.as_ref())
-                .await?;
-        }
-        Ok(outcomes)
+        let adopted = adopt_all(scope.providers, resolved, template, scope.decisions, &built).await;
+        problems.extend(settle(adopted, records));
+        refuse_any(&scope.input.context.stack_name, problems)?;
+        self.resolve_adopted(scope.input, scope.snapshot, state, records)
+            .await
     }
 
     /// Puts the adopted records into `state` and resolves the template against them.
@@ -411,6 +304,244 @@ impl Engine<'_> {
             resolved = self.plan_against(input, snapshot, Some(state)).await?;
         }
         Ok(resolved)
+    }
+}
+
+/// An import's refusal, with every problem found.
+fn refused(stack: &str, problems: Vec<String>) -> ImportRefused {
+    ImportRefused {
+        stack: stack.to_string(),
+        problems,
+    }
+}
+
+/// Refuses the import when there is any problem.
+fn refuse_any(stack: &str, problems: Vec<String>) -> anyhow::Result<()> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(refused(stack, problems).into())
+    }
+}
+
+/// A problem for each logical id of the request that is not a resource of the template.
+fn unknown_ids(request: &ImportRequest, planned: &StackPlan) -> Vec<String> {
+    let mut problems = Vec::new();
+    for logical_id in request.resources.keys().chain(request.nested.keys()) {
+        if !planned.properties.contains_key(logical_id) {
+            let mut available: Vec<&String> = planned.properties.keys().collect();
+            available.sort();
+            problems.push(format!(
+                "{logical_id} is not a resource of the template (its resources: {})",
+                available
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    problems
+}
+
+/// The record the adopted resources go into: the stack's, or a new one (placed under its
+/// parent for a nested stack), with the outputs the previous owner reported.
+fn initial_state(
+    input: &StackInput,
+    recorded: Option<&StackState>,
+    request: &ImportRequest,
+) -> StackState {
+    let context = &input.context;
+    let mut state = recorded.cloned().unwrap_or_else(|| {
+        let mut state = StackState::new(&context.stack_name, &context.region);
+        if let Some(parent) = &input.parent {
+            state.parent_stack = Some(parent.stack.clone());
+            state.parent_logical_id = Some(parent.logical_id.clone());
+            state.parent_region = Some(parent.region.clone());
+        }
+        state
+    });
+    if let Some(outputs) = &request.outputs {
+        state.outputs = outputs.clone();
+    }
+    state
+}
+
+/// What the import reports for each adopted record (with the physical id it replaced).
+fn adopted_outcomes(
+    recorded: Option<&StackState>,
+    records: &BTreeMap<String, Adopted>,
+) -> Vec<Imported> {
+    records
+        .iter()
+        .map(|(logical_id, (record, _))| Imported::Adopted {
+            logical_id: logical_id.clone(),
+            resource_type: record.resource_type.clone(),
+            physical_id: record.physical_id.clone(),
+            replaced: recorded
+                .and_then(|s| s.resources.get(logical_id))
+                .map(|r| r.physical_id.clone()),
+        })
+        .collect()
+}
+
+/// One import's fixed inputs: the stack, the request, the template planned against the record
+/// before the import, its routing and the providers prepared for it.
+struct Adoption<'a> {
+    input: &'a StackInput,
+    snapshot: &'a StateSnapshot,
+    request: &'a ImportRequest,
+    planned: &'a StackPlan,
+    decisions: &'a BTreeMap<String, Decision>,
+    providers: &'a dyn ProviderSet,
+    recorded: Option<&'a StackState>,
+}
+
+impl Adoption<'_> {
+    /// `--auto`: finds each resource not named by the physical name its template declares,
+    /// adding what is found to `wanted`; returns the resources left out, with why.
+    async fn find_by_name(
+        &self,
+        ids: &AccountIds,
+        wanted: &mut BTreeMap<String, String>,
+    ) -> Vec<Imported> {
+        let mut outcomes = Vec::new();
+        for logical_id in self.planned.graph.order() {
+            if wanted.contains_key(logical_id) {
+                continue;
+            }
+            let kind = &self.input.template.resources[logical_id].kind;
+            let recorded_already = self
+                .recorded
+                .is_some_and(|s| s.resources.contains_key(logical_id));
+            let skip = |reason: &str| Imported::Skipped(logical_id.clone(), reason.into());
+            if recorded_already && !self.request.force {
+                outcomes.push(skip("already in state"));
+                continue;
+            }
+            let name = names::rule_for(kind).and_then(|rule| {
+                self.planned.properties[logical_id]
+                    .get(rule.property)
+                    .and_then(Value::as_str)
+                    .map(|name| (rule.property, name.to_string()))
+            });
+            let Some((property, name)) = name else {
+                outcomes.push(skip(
+                    "the template gives it no physical name; pass --resource LogicalId=physicalId",
+                ));
+                continue;
+            };
+            let provider = self
+                .providers
+                .for_decision(kind, &self.decisions[logical_id]);
+            match provider.find_named(kind, logical_id, &name, ids).await {
+                Ok(Some(found)) => {
+                    wanted.insert(logical_id.clone(), found.physical_id);
+                }
+                Ok(None) => {
+                    outcomes.push(skip(&format!("no {kind} named {name} ({property}) exists")))
+                }
+                Err(err) => outcomes.push(skip(&format!("cannot look it up by name: {err}"))),
+            }
+        }
+        outcomes
+    }
+
+    /// The records of the nested stacks whose children were adopted already.
+    fn nested_records(&self) -> BTreeMap<String, Adopted> {
+        let mut records = BTreeMap::new();
+        for (logical_id, (physical_id, attributes)) in &self.request.nested {
+            let resource = &self.input.template.resources[logical_id];
+            let node = self
+                .planned
+                .graph
+                .node(logical_id)
+                .expect("planned ids are nodes");
+            let record = ResourceState {
+                physical_id: physical_id.clone(),
+                resource_type: resource.kind.clone(),
+                properties: self.planned.properties[logical_id].clone(),
+                observed_properties: None,
+                attributes: Some(attributes.clone()),
+                dependencies: Some(node.dependencies.iter().cloned().collect()),
+                metadata: None,
+                deletion_policy: resource.deletion_policy.clone(),
+                update_replace_policy: resource.update_replace_policy.clone(),
+                provisioned_by: self.decisions[logical_id].provisioned_by(),
+                extra: Map::new(),
+            };
+            records.insert(logical_id.clone(), (record, None));
+        }
+        records
+    }
+
+    /// A resource read while a property still named another adopted resource was read
+    /// without the template's spelling of it (an alias's target key by ARN, where KMS
+    /// answers the key id): reads it again with the resolved properties, so the same value in
+    /// another spelling is not recorded as a change the next deploy would make.
+    async fn reread_stale(
+        &self,
+        wanted: &BTreeMap<String, String>,
+        resolved: &StackPlan,
+        records: &mut BTreeMap<String, Adopted>,
+    ) {
+        let stale: Vec<&String> = wanted
+            .keys()
+            .filter(|id| needs_reread(&self.planned.properties[*id], &resolved.properties[*id]))
+            .collect();
+        let template = &self.input.template;
+        let live = reread(
+            self.providers,
+            resolved,
+            template,
+            self.decisions,
+            records,
+            stale,
+        );
+        for (logical_id, live) in live.await {
+            // A read that fails now keeps what the first one found.
+            if let (Some(live), Some((record, observed))) = (live, records.get_mut(&logical_id)) {
+                record.observed_properties = Some(live.clone());
+                *observed = Some(live);
+            }
+        }
+    }
+
+    /// Writes each adopted record into `state` as a deploy would have recorded it: the
+    /// resolved properties with AWS's values, a group without the rules its sibling ingress
+    /// and egress resources own, and the attributes it keeps.
+    fn record_all(
+        &self,
+        resolved: &StackPlan,
+        records: &mut BTreeMap<String, Adopted>,
+        state: &mut StackState,
+    ) {
+        let template = &self.input.template;
+        let siblings: Vec<(&str, &Map<String, Value>)> = resolved
+            .properties
+            .iter()
+            .map(|(id, properties)| (template.resources[id].kind.as_str(), properties))
+            .collect();
+        for (logical_id, (record, live)) in records.iter_mut() {
+            // A group's rules that the stack's standalone ingress / egress resources own are
+            // theirs, as in a deploy's record.
+            if record.resource_type == "AWS::EC2::SecurityGroup" {
+                for properties in live.iter_mut().chain(record.observed_properties.iter_mut()) {
+                    without_sibling_rules(
+                        &record.physical_id,
+                        properties,
+                        siblings.iter().copied(),
+                    );
+                }
+            }
+            record.properties =
+                recorded_properties(&resolved.properties[logical_id], live.as_ref());
+            inherit_attributes(
+                record,
+                self.recorded.and_then(|s| s.resources.get(logical_id)),
+            );
+            state.resources.insert(logical_id.clone(), record.clone());
+        }
     }
 }
 

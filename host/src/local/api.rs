@@ -576,102 +576,177 @@ pub fn event(request: &HttpRequest, matched: &Matched<'_>, context: &EventContex
         Target::Lambda { payload, .. } => *payload,
         Target::Unsupported(_) => Payload::V1,
     };
-    let (raw_path, raw_query) = split_target(&request.target);
-    let (body, base64) = body_of(request);
-    let user_agent = request
-        .headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("user-agent"))
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default();
-    let time = chrono::DateTime::from_timestamp_millis(context.epoch_ms)
-        .unwrap_or_default()
-        .format("%d/%b/%Y:%H:%M:%S +0000")
-        .to_string();
+    let common = Common::of(request, matched, context);
+    if payload == Payload::V2 {
+        event_v2(request, matched, context, common)
+    } else {
+        event_v1(request, matched, context, common)
+    }
+}
+
+/// What both payload versions of an event carry.
+struct Common<'r> {
+    raw_path: &'r str,
+    raw_query: &'r str,
+    body: Value,
+    base64: bool,
+    user_agent: String,
+    time: String,
+    domain_prefix: String,
+    route_key: String,
+}
+
+impl<'r> Common<'r> {
+    fn of(
+        request: &'r HttpRequest,
+        matched: &Matched<'_>,
+        context: &EventContext<'_>,
+    ) -> Common<'r> {
+        let (raw_path, raw_query) = split_target(&request.target);
+        let (body, base64) = body_of(request);
+        let user_agent = request
+            .headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("user-agent"))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        let time = chrono::DateTime::from_timestamp_millis(context.epoch_ms)
+            .unwrap_or_default()
+            .format("%d/%b/%Y:%H:%M:%S +0000")
+            .to_string();
+        let domain_prefix = context
+            .host
+            .split('.')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let route_key = if matched.route.path == "$default" {
+            "$default".to_string()
+        } else {
+            format!("{} {}", matched.route.method, matched.route.path)
+        };
+        Common {
+            raw_path,
+            raw_query,
+            body,
+            base64,
+            user_agent,
+            time,
+            domain_prefix,
+            route_key,
+        }
+    }
+}
+
+/// The payload format 2.0 event (HTTP APIs).
+fn event_v2(
+    request: &HttpRequest,
+    matched: &Matched<'_>,
+    context: &EventContext<'_>,
+    common: Common<'_>,
+) -> Value {
+    let Common {
+        raw_path,
+        raw_query,
+        body,
+        base64,
+        user_agent,
+        time,
+        domain_prefix,
+        route_key,
+    } = common;
     let api = context.api;
     let stage = api.stage.clone();
-    let domain_prefix = context
-        .host
-        .split('.')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let route_key = if matched.route.path == "$default" {
-        "$default".to_string()
-    } else {
-        format!("{} {}", matched.route.method, matched.route.path)
-    };
-    if payload == Payload::V2 {
-        let mut headers: BTreeMap<String, String> = BTreeMap::new();
-        let mut cookies = Vec::new();
-        for (name, value) in &request.headers {
-            let name = name.to_lowercase();
-            if name == "cookie" {
-                cookies.extend(value.split(';').map(|c| c.trim().to_string()));
-                continue;
-            }
-            headers
-                .entry(name)
-                .and_modify(|v| {
-                    v.push(',');
-                    v.push_str(value);
-                })
-                .or_insert_with(|| value.clone());
+    let mut headers: BTreeMap<String, String> = BTreeMap::new();
+    let mut cookies = Vec::new();
+    for (name, value) in &request.headers {
+        let name = name.to_lowercase();
+        if name == "cookie" {
+            cookies.extend(value.split(';').map(|c| c.trim().to_string()));
+            continue;
         }
-        let mut query: BTreeMap<String, String> = BTreeMap::new();
-        for (k, v) in query_pairs(raw_query) {
-            query
-                .entry(k)
-                .and_modify(|old| {
-                    old.push(',');
-                    old.push_str(&v);
-                })
-                .or_insert(v);
-        }
-        let mut event = json!({
-            "version": "2.0",
-            "routeKey": route_key,
-            "rawPath": raw_path,
-            "rawQueryString": raw_query,
-            "headers": headers,
-            "requestContext": {
-                "accountId": context.account,
-                "apiId": api.logical_id,
-                "domainName": context.host,
-                "domainPrefix": domain_prefix,
-                "http": {
-                    "method": request.method,
-                    "path": raw_path,
-                    "protocol": "HTTP/1.1",
-                    "sourceIp": request.source_ip,
-                    "userAgent": user_agent,
-                },
-                "requestId": context.request_id,
-                "routeKey": route_key,
-                "stage": stage,
-                "time": time,
-                "timeEpoch": context.epoch_ms,
-            },
-            "isBase64Encoded": base64,
-        });
-        let object = event.as_object_mut().expect("an object");
-        if !cookies.is_empty() {
-            object.insert("cookies".into(), json!(cookies));
-        }
-        if !query.is_empty() {
-            object.insert("queryStringParameters".into(), json!(query));
-        }
-        if !matched.parameters.is_empty() {
-            object.insert("pathParameters".into(), json!(matched.parameters));
-        }
-        if !api.stage_variables.is_empty() {
-            object.insert("stageVariables".into(), json!(api.stage_variables));
-        }
-        if !body.is_null() {
-            object.insert("body".into(), body);
-        }
-        return event;
+        headers
+            .entry(name)
+            .and_modify(|v| {
+                v.push(',');
+                v.push_str(value);
+            })
+            .or_insert_with(|| value.clone());
     }
+    let mut query: BTreeMap<String, String> = BTreeMap::new();
+    for (k, v) in query_pairs(raw_query) {
+        query
+            .entry(k)
+            .and_modify(|old| {
+                old.push(',');
+                old.push_str(&v);
+            })
+            .or_insert(v);
+    }
+    let mut event = json!({
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": raw_path,
+        "rawQueryString": raw_query,
+        "headers": headers,
+        "requestContext": {
+            "accountId": context.account,
+            "apiId": api.logical_id,
+            "domainName": context.host,
+            "domainPrefix": domain_prefix,
+            "http": {
+                "method": request.method,
+                "path": raw_path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": request.source_ip,
+                "userAgent": user_agent,
+            },
+            "requestId": context.request_id,
+            "routeKey": route_key,
+            "stage": stage,
+            "time": time,
+            "timeEpoch": context.epoch_ms,
+        },
+        "isBase64Encoded": base64,
+    });
+    let object = event.as_object_mut().expect("an object");
+    if !cookies.is_empty() {
+        object.insert("cookies".into(), json!(cookies));
+    }
+    if !query.is_empty() {
+        object.insert("queryStringParameters".into(), json!(query));
+    }
+    if !matched.parameters.is_empty() {
+        object.insert("pathParameters".into(), json!(matched.parameters));
+    }
+    if !api.stage_variables.is_empty() {
+        object.insert("stageVariables".into(), json!(api.stage_variables));
+    }
+    if !body.is_null() {
+        object.insert("body".into(), body);
+    }
+    event
+}
+
+/// The payload format 1.0 event (REST APIs, and HTTP APIs that ask for it).
+fn event_v1(
+    request: &HttpRequest,
+    matched: &Matched<'_>,
+    context: &EventContext<'_>,
+    common: Common<'_>,
+) -> Value {
+    let Common {
+        raw_path,
+        raw_query,
+        body,
+        base64,
+        user_agent,
+        time,
+        domain_prefix,
+        route_key,
+    } = common;
+    let api = context.api;
+    let stage = api.stage.clone();
     let mut headers: BTreeMap<String, String> = BTreeMap::new();
     let mut multi_headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (name, value) in &request.headers {

@@ -232,27 +232,13 @@ impl Engine<'_> {
         let (stack, region) = (context.stack_name.as_str(), context.region.as_str());
 
         // Plan. The journal may hold an interrupted run's intents: read it with the record.
-        // A first deploy of a stack CloudFormation holds (one `cdkd export` handed over) would
-        // create every resource a second time, so a stack with neither asks CloudFormation:
-        // one round trip on first deploys only, and no request on every later one. Nested
-        // records (`parent~child`) are not names CloudFormation allows, and are not asked about.
         let (stored, journal_found) = tokio::join!(
             self.store.load(stack, region),
             self.store.read_journal(stack, region),
         );
         let (stored, journal_found) = (stored?, journal_found?);
-        if stored.is_none() && journal_found.is_none() && !stack.contains('~') {
-            match self.providers.cloudformation_status(region, stack).await {
-                Ok(Some(status)) => {
-                    return Err(DeployFailed(format!(
-                        "stack {stack} has no cdkd state in {region}, but CloudFormation stack {stack} exists ({status}): it was handed to CloudFormation (cdkd export) or is managed there, and deploying it with cdkd would create its resources a second time; nothing was changed. Deploy the other stacks with --exclusively (-e), or take it back with `cdkd import {stack} --migrate-from-cloudformation`"
-                    ))
-                    .into());
-                }
-                Ok(None) => {}
-                // Callers without cloudformation:DescribeStacks deploy as before.
-                Err(err) => tracing::debug!("stack {stack}: CloudFormation not asked: {err:#}"),
-            }
+        if stored.is_none() && journal_found.is_none() {
+            self.refuse_held_by_cloudformation(stack, region).await?;
         }
         let recorded = stored.as_ref().map(|s| s.state.clone());
         let (planned, create_only) = plan_stack(
@@ -280,78 +266,18 @@ impl Engine<'_> {
                     refused.join("\n  - ")
                 ))
             })?;
-
-        // Cloud Control refuses some types outright (no read handler): refused now, by name,
-        // rather than part-way. Their schemas are cached a day, so this asks once.
-        let to_cloud_control: Vec<(&str, &str)> = planned
-            .changes
-            .iter()
-            .filter(|c| matches!(c.action, Action::Create | Action::Update))
-            .filter(|c| {
-                matches!(
-                    decisions.get(&c.logical_id),
-                    Some(Decision::CloudControl(_))
-                )
-            })
-            .map(|c| {
-                let kind = input.template.resources[&c.logical_id].kind.as_str();
-                (c.logical_id.as_str(), kind)
-            })
-            .collect();
-        if !to_cloud_control.is_empty() {
-            let types: BTreeSet<String> = to_cloud_control
-                .iter()
-                .map(|(_, t)| t.to_string())
-                .collect();
-            let schemas = self
-                .providers
-                .registry_schemas(region, types.into_iter().collect())
-                .await;
-            let refused = refuse_unprovisionable(to_cloud_control, &schemas);
-            if !refused.is_empty() {
-                return Err(DeployFailed(format!(
-                    "stack {stack} cannot be deployed; nothing was changed:\n  - {}",
-                    refused.join("\n  - ")
-                ))
-                .into());
-            }
-        }
+        self.refuse_unprovisionable(input, &planned, &decisions)
+            .await?;
 
         // Security-sensitive changes wait for approval, before anything changes.
         self.approved(stack, &planned, recorded.as_ref(), options)
             .await?;
 
-        // The providers of what will be routed, recorded or reconciled.
-        let pending = journal_found
-            .as_ref()
-            .map(|j| j.pending_creates.as_slice())
-            .unwrap_or_default();
-        let mut plugin_types: BTreeSet<String> = decisions
-            .iter()
-            .filter(|(_, d)| matches!(d, Decision::Plugin(_)))
-            .map(|(id, _)| input.template.resources[id].kind.clone())
-            .collect();
-        plugin_types.extend(owner_types(
-            recorded.iter().flat_map(|s| s.resources.values()),
-            pending
-                .iter()
-                .map(|i| (i.resource_type.as_str(), i.provisioned_by)),
-        ));
-        let providers: Box<dyn ProviderSet + '_> = Box::new(WithNested {
-            inner: self
-                .providers
-                .prepare(region, &plugin_types, options.resource_timeout)
-                .await?,
-            nested: NestedStacks {
-                engine: self,
-                region: region.to_string(),
-                deploys: Some(ChildDeploys {
-                    children: &input.children,
-                    snapshot,
-                    options,
-                }),
-            },
-        });
+        let plugin_types =
+            plugin_types(input, &decisions, recorded.as_ref(), journal_found.as_ref());
+        let providers = self
+            .deploy_providers(input, snapshot, options, &plugin_types)
+            .await?;
         refuse_unsnapshottable(
             stack,
             region,
@@ -412,15 +338,144 @@ impl Engine<'_> {
             captures: Captures::new(options.capture_observed),
             started,
         };
-        run.read_back_missing_attributes().await;
-        run.queue_missing_baselines();
+        run.run_to_end().await
+    }
+
+    /// A first deploy of a stack CloudFormation holds (one `cdkd export` handed over) would
+    /// create every resource a second time: a stack without record or journal asks
+    /// CloudFormation, one round trip on first deploys only. Nested records (`parent~child`)
+    /// are not names CloudFormation allows, and are not asked about.
+    async fn refuse_held_by_cloudformation(&self, stack: &str, region: &str) -> anyhow::Result<()> {
+        if stack.contains('~') {
+            return Ok(());
+        }
+        match self.providers.cloudformation_status(region, stack).await {
+            Ok(Some(status)) => {
+                return Err(DeployFailed(format!(
+                    "stack {stack} has no cdkd state in {region}, but CloudFormation stack {stack} exists ({status}): it was handed to CloudFormation (cdkd export) or is managed there, and deploying it with cdkd would create its resources a second time; nothing was changed. Deploy the other stacks with --exclusively (-e), or take it back with `cdkd import {stack} --migrate-from-cloudformation`"
+                ))
+                .into());
+            }
+            Ok(None) => {}
+            // Callers without cloudformation:DescribeStacks deploy as before.
+            Err(err) => tracing::debug!("stack {stack}: CloudFormation not asked: {err:#}"),
+        }
+        Ok(())
+    }
+
+    /// Cloud Control refuses some types outright (no read handler): refused now, by name,
+    /// rather than part-way. Their schemas are cached a day, so this asks once.
+    async fn refuse_unprovisionable(
+        &self,
+        input: &StackInput,
+        planned: &StackPlan,
+        decisions: &BTreeMap<String, Decision>,
+    ) -> anyhow::Result<()> {
+        let context = &input.context;
+        let (stack, region) = (context.stack_name.as_str(), context.region.as_str());
+        let to_cloud_control: Vec<(&str, &str)> = planned
+            .changes
+            .iter()
+            .filter(|c| matches!(c.action, Action::Create | Action::Update))
+            .filter(|c| {
+                matches!(
+                    decisions.get(&c.logical_id),
+                    Some(Decision::CloudControl(_))
+                )
+            })
+            .map(|c| {
+                let kind = input.template.resources[&c.logical_id].kind.as_str();
+                (c.logical_id.as_str(), kind)
+            })
+            .collect();
+        if to_cloud_control.is_empty() {
+            return Ok(());
+        }
+        let types: BTreeSet<String> = to_cloud_control
+            .iter()
+            .map(|(_, t)| t.to_string())
+            .collect();
+        let schemas = self
+            .providers
+            .registry_schemas(region, types.into_iter().collect())
+            .await;
+        let refused = refuse_unprovisionable(to_cloud_control, &schemas);
+        if !refused.is_empty() {
+            return Err(DeployFailed(format!(
+                "stack {stack} cannot be deployed; nothing was changed:\n  - {}",
+                refused.join("\n  - ")
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    /// The providers of `plugin_types` and Cloud Control, nested stacks included.
+    async fn deploy_providers<'a>(
+        &'a self,
+        input: &'a StackInput,
+        snapshot: &'a StateSnapshot,
+        options: &'a DeployOptions,
+        plugin_types: &BTreeSet<String>,
+    ) -> anyhow::Result<Box<dyn ProviderSet + 'a>> {
+        let region = &input.context.region;
+        Ok(Box::new(WithNested {
+            inner: self
+                .providers
+                .prepare(region, plugin_types, options.resource_timeout)
+                .await?,
+            nested: NestedStacks {
+                engine: self,
+                region: region.to_string(),
+                deploys: Some(ChildDeploys {
+                    children: &input.children,
+                    snapshot,
+                    options,
+                }),
+            },
+        }))
+    }
+}
+
+/// The plugin types of what will be routed, recorded or reconciled (an interrupted run's
+/// intents).
+fn plugin_types(
+    input: &StackInput,
+    decisions: &BTreeMap<String, Decision>,
+    recorded: Option<&StackState>,
+    journal: Option<&super::journal::Journal>,
+) -> BTreeSet<String> {
+    let pending = journal
+        .map(|j| j.pending_creates.as_slice())
+        .unwrap_or_default();
+    let mut plugin_types: BTreeSet<String> = decisions
+        .iter()
+        .filter(|(_, d)| matches!(d, Decision::Plugin(_)))
+        .map(|(id, _)| input.template.resources[id].kind.clone())
+        .collect();
+    plugin_types.extend(owner_types(
+        recorded.iter().flat_map(|s| s.resources.values()),
+        pending
+            .iter()
+            .map(|i| (i.resource_type.as_str(), i.provisioned_by)),
+    ));
+    plugin_types
+}
+
+impl StackRun<'_> {
+    /// Runs the deploy's resource steps and settles: finished when every step succeeded, else
+    /// failed (with the first failure, or as interrupted).
+    async fn run_to_end(self) -> anyhow::Result<Deployed> {
+        self.read_back_missing_attributes().await;
+        self.queue_missing_baselines();
+        let run = &self;
         // A deploy whose resources all succeeded settles (deletes, a save, the journal
         // clean-up) while the last observed-state reads are still running.
         let ((outcomes, settled), ()) = tokio::join!(
             async {
                 let outcomes = run.execute().await;
                 run.captures.close();
-                let clean = !*self.stop.borrow()
+                let clean = !*run.engine.stop.borrow()
                     && !outcomes.values().any(|o| matches!(o, Outcome::Failed(_)));
                 let settled = if clean {
                     Some(run.settle().await)
@@ -435,7 +490,7 @@ impl Engine<'_> {
             settled?;
             return run.finish().await;
         }
-        let interrupted = *self.stop.borrow();
+        let interrupted = *run.engine.stop.borrow();
         let failure = outcomes.iter().find_map(|(id, o)| match o {
             Outcome::Failed(message) => Some(format!("{id}: {message}")),
             _ => None,
