@@ -1,16 +1,20 @@
 //! The Cloud Control provider: any `AWS::` type no plugin handles.
 //!
 //! Create sends the desired state (nulls stripped) and polls the request until it leaves
-//! IN_PROGRESS: first immediately (fast resources finish within one round trip), then after
-//! 100 ms growing ×1.6 up to 2 s. The reference polls 1 s ×1.5 up to 10 s, which costs a
-//! second or more on every fast resource. A failed create that left a resource behind is
-//! deleted. Update sends an RFC 6902 patch of the top-level properties that changed (none: no
-//! call). Delete treats NotFound as deleted.
+//! IN_PROGRESS: first immediately (fast resources finish within one round trip), then paced by
+//! the time the request has taken, a tenth of it, from 100 ms up to 5 s ([`PollSchedule`]): a
+//! request takes 16-27 s for simple types on AWS and minutes for a NAT gateway or a
+//! distribution, so its end is seen within about a tenth of its time, with about two dozen
+//! polls per tenfold of it. The reference polls 1 s ×1.5 up to 10 s, which costs a second or
+//! more on every fast resource and up to 10 s on slow ones. A failed create that left a
+//! resource behind is deleted. Update sends an RFC 6902 patch of the top-level properties that
+//! changed (none: no call). Delete treats NotFound as deleted.
 
 use std::time::{Duration, Instant};
 
 use aws_sdk_cloudcontrol::types::{OperationStatus, ProgressEvent};
 use aws_sdk_cloudcontrol::Client;
+use cdkd_aws_common::Pacing;
 use cdkd_provider_api::protocol::{CreateResult, DeleteResult, UpdateResult};
 use cdkd_provider_api::{ErrorKind, ProviderError};
 use serde_json::{json, Map, Value};
@@ -20,12 +24,9 @@ use crate::aws_env::AwsEnvironment;
 /// Polling and timeouts.
 #[derive(Debug, Clone)]
 pub struct PollSchedule {
-    /// The wait before the second poll (the first is immediate).
-    pub first_delay: Duration,
-    /// Growth factor.
-    pub factor: f64,
-    /// The longest wait between polls.
-    pub max_delay: Duration,
+    /// The pauses between polls after the first (which is immediate): a tenth of the time the
+    /// request has taken so far, within the bounds.
+    pub pacing: Pacing,
     /// The longest a single operation may take.
     pub timeout: Duration,
 }
@@ -33,25 +34,24 @@ pub struct PollSchedule {
 impl Default for PollSchedule {
     fn default() -> PollSchedule {
         PollSchedule {
-            first_delay: Duration::from_millis(100),
-            factor: 1.6,
-            max_delay: Duration::from_secs(2),
+            pacing: Pacing {
+                floor: Duration::from_millis(100),
+                cap: Duration::from_secs(5),
+            },
             timeout: Duration::from_secs(30 * 60),
         }
     }
 }
 
 impl PollSchedule {
-    /// The waits before polls 1, 2, 3, …: zero, then growing to the cap.
-    pub fn delays(&self) -> impl Iterator<Item = Duration> + '_ {
-        std::iter::once(Duration::ZERO).chain(std::iter::successors(
-            Some(self.first_delay),
-            move |d| {
-                Some(Duration::from_secs_f64(
-                    (d.as_secs_f64() * self.factor).min(self.max_delay.as_secs_f64()),
-                ))
-            },
-        ))
+    /// The wait before the next poll, the request having taken `waited` so far and been
+    /// polled `polls` times: none before the first, then a tenth of `waited` within the bounds.
+    pub fn delay(&self, polls: u32, waited: Duration) -> Duration {
+        if polls == 0 {
+            Duration::ZERO
+        } else {
+            self.pacing.pause(waited)
+        }
     }
 }
 
@@ -242,7 +242,7 @@ impl CloudControlProvider {
         mut event: ProgressEvent,
     ) -> Result<ProgressEvent, ProviderError> {
         let started = Instant::now();
-        let mut delays = self.schedule.delays();
+        let mut polls = 0;
         loop {
             if let Some(
                 OperationStatus::Success
@@ -266,7 +266,8 @@ impl CloudControlProvider {
                 .map(|o| o.as_str().to_lowercase())
                 .unwrap_or_else(|| "request".into());
             super::activity::waiting(&format!("Cloud Control: {operation} in progress, polling"));
-            tokio::time::sleep(delays.next().unwrap_or(self.schedule.max_delay)).await;
+            tokio::time::sleep(self.schedule.delay(polls, started.elapsed())).await;
+            polls += 1;
             let token = event.request_token().unwrap_or_default().to_string();
             let polled = self
                 .client
@@ -549,13 +550,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_schedule_polls_at_once_then_backs_off_to_a_cap() {
+    fn the_schedule_polls_at_once_then_a_tenth_of_the_time_taken() {
         let schedule = PollSchedule::default();
-        let delays: Vec<u128> = schedule.delays().take(10).map(|d| d.as_millis()).collect();
-        assert_eq!(delays[0], 0);
-        assert_eq!(delays[1], 100);
-        assert_eq!(delays[2], 160);
-        assert_eq!(*delays.last().unwrap(), 2000);
+        let ms = |ms: u64| Duration::from_millis(ms);
+        assert_eq!(schedule.delay(0, ms(430)), Duration::ZERO);
+        assert_eq!(schedule.delay(1, ms(430)), ms(100));
+        assert_eq!(schedule.delay(5, ms(16_000)), ms(1_600));
+        assert_eq!(schedule.delay(30, ms(95_000)), ms(5_000));
+    }
+
+    #[test]
+    fn a_request_is_seen_finished_within_a_tenth_of_its_time() {
+        let schedule = PollSchedule::default();
+        // Cloud Control's measured and estimated times: OAC, S3, security group, EC2 instance,
+        // NAT gateway, distribution, RDS instance.
+        for secs in [2.3, 16.0, 26.5, 45.0, 95.0, 175.0, 425.0] {
+            let done = Duration::from_secs_f64(secs);
+            // The create's own answer (0.43 s), then each poll's round trip (0.33 s).
+            let mut now = Duration::from_millis(430);
+            let mut polls = 0;
+            while now < done {
+                now += schedule.delay(polls, now) + Duration::from_millis(330);
+                polls += 1;
+            }
+            let late = now - done;
+            assert!(
+                late <= done / 10 + Duration::from_millis(430),
+                "{secs} s: seen {late:?} late"
+            );
+            assert!(polls <= 120, "{secs} s: {polls} polls");
+        }
     }
 
     #[test]
