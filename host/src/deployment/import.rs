@@ -24,7 +24,7 @@ use crate::analyzer::drift::without_sibling_rules;
 use crate::analyzer::intrinsics::contains_unknown;
 use crate::analyzer::plan::StackPlan;
 use crate::provisioning::names;
-use crate::provisioning::operations::{AccountIds, Observation, ProviderSet};
+use crate::provisioning::operations::{Observation, ProviderSet};
 use crate::provisioning::preflight::NESTED_STACK;
 use crate::provisioning::router::{AllowedDrops, Decision};
 use crate::state::schema::{ResourceState, StackState};
@@ -140,8 +140,7 @@ impl Engine<'_> {
         let mut wanted: BTreeMap<String, String> = request.resources.clone();
         let mut outcomes = Vec::new();
         if request.auto {
-            let ids = self.providers.account_ids(region).await;
-            outcomes = scope.find_by_name(&ids, &mut wanted).await;
+            outcomes = scope.find_by_name(self, &mut wanted).await;
         }
         let (derived, problems) = self.check_wanted(&scope, &mut wanted);
         refuse_any(stack, problems)?;
@@ -402,9 +401,13 @@ impl Adoption<'_> {
     /// adding what is found to `wanted`; returns the resources left out, with why.
     async fn find_by_name(
         &self,
-        ids: &AccountIds,
+        engine: &Engine<'_>,
         wanted: &mut BTreeMap<String, String>,
     ) -> Vec<Imported> {
+        let ids = engine
+            .providers
+            .account_ids(&self.input.context.region)
+            .await;
         let mut outcomes = Vec::new();
         for logical_id in self.planned.graph.order() {
             if wanted.contains_key(logical_id) {
@@ -434,7 +437,7 @@ impl Adoption<'_> {
             let provider = self
                 .providers
                 .for_decision(kind, &self.decisions[logical_id]);
-            match provider.find_named(kind, logical_id, &name, ids).await {
+            match provider.find_named(kind, logical_id, &name, &ids).await {
                 Ok(Some(found)) => {
                     wanted.insert(logical_id.clone(), found.physical_id);
                 }
