@@ -331,6 +331,90 @@ async fn diff_is_all_create_against_empty_state_and_no_change_against_its_own_re
     );
 }
 
+/// `diff --critical-path` of the reference app's stacks (issue 29): the longest chain counts a
+/// fresh instance profile's IAM propagation once, before the instance that uses it (not the
+/// role's and then the profile's), a function's `Active` only before a version or a custom
+/// resource, and the deploy's own calls (lock, state, the first deploy's CloudFormation
+/// question, intents, read-back, save); the total is the sum of what it lists.
+#[tokio::test]
+async fn the_critical_path_waits_for_propagation_once_and_counts_the_deploys_own_calls() {
+    let emulator = Emulator::shared();
+    let bucket_name = Emulator::unique("critical");
+    cdkd_on(
+        emulator,
+        &["--state-bucket", &bucket_name, "bootstrap", "--no-assets"],
+    )
+    .success();
+    let reference = fixture("reference");
+    let path_of = |stack: &str| {
+        let args = [
+            "--state-bucket",
+            bucket_name.as_str(),
+            "diff",
+            "-a",
+            reference.as_str(),
+            stack,
+            "--critical-path",
+            "--json",
+        ];
+        let document = cdkd_on(emulator, &args).success().json();
+        document["stacks"][0]["criticalPath"].clone()
+    };
+    let total = |path: &Value| {
+        let steps: u64 = path["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["expectedMs"].as_u64().unwrap() + s["settleMs"].as_u64().unwrap_or(0))
+            .sum();
+        let own: u64 = path["ownCalls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["expectedMs"].as_u64().unwrap())
+            .sum();
+        steps + own
+    };
+
+    let ec2 = path_of("RefEc2Stack");
+    assert_eq!(ec2["totalMs"].as_u64().unwrap(), total(&ec2), "{ec2:#}");
+    let steps = ec2["steps"].as_array().unwrap();
+    let types: Vec<&str> = steps
+        .iter()
+        .map(|s| s["resourceType"].as_str().unwrap())
+        .collect();
+    assert_eq!(types.last(), Some(&"AWS::EC2::Instance"), "{ec2:#}");
+    let instance = steps.last().unwrap();
+    assert_eq!(instance["settleMs"], json!(7900), "{ec2:#}");
+    let settled: Vec<&Value> = steps.iter().filter(|s| s["settleMs"].is_u64()).collect();
+    assert_eq!(settled.len(), 1, "propagation counted more than once: {ec2:#}");
+    let own: Vec<&str> = ec2["ownCalls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["what"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        own,
+        [
+            "take the lock",
+            "read the state and journal",
+            "ask CloudFormation about a first deploy",
+            "record the intents",
+            "read back the last resource",
+            "save the state"
+        ]
+    );
+
+    // A function's URL and event source mapping take it Pending: no 300 s VPC wait on the path.
+    let vpc_lambda = path_of("RefVpcLambdaCfStack");
+    assert_eq!(vpc_lambda["totalMs"].as_u64().unwrap(), total(&vpc_lambda));
+    assert!(
+        vpc_lambda["totalMs"].as_u64().unwrap() < 200_000,
+        "{vpc_lambda:#}"
+    );
+}
+
 #[test]
 fn ssm_and_availability_zone_lookups_are_answered_saved_and_the_app_rerun() {
     let emulator = Emulator::shared();

@@ -58,6 +58,12 @@ fn print_critical_path(path: &CriticalPath) {
         "Critical path (expected AWS time): {}",
         seconds(path.total_ms)
     );
+    let own = |after: bool| {
+        for call in path.own_calls.iter().filter(|c| c.after == after) {
+            println!("  {:>8}  ({})", seconds(call.expected_ms), call.what);
+        }
+    };
+    own(false);
     for step in &path.steps {
         let route = match step.route {
             Route::Sdk => "plugin",
@@ -78,6 +84,7 @@ fn print_critical_path(path: &CriticalPath) {
             step.resource_type
         );
     }
+    own(true);
     println!();
 }
 

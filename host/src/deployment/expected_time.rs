@@ -125,7 +125,9 @@ pub enum ExpectedTimesError {
         detail: String,
     },
     /// The overrides are not JSON.
-    #[error("expected times {origin}: not JSON ({detail}); fix the file or unset {OVERRIDE_VARIABLE}")]
+    #[error(
+        "expected times {origin}: not JSON ({detail}); fix the file or unset {OVERRIDE_VARIABLE}"
+    )]
     NotJson {
         /// Where the overrides came from.
         origin: String,
@@ -154,6 +156,23 @@ pub struct ExpectedTimes {
     default: Routes,
     /// By type, or `Type?Property` for a resource of that type that has the property.
     types: BTreeMap<String, Routes>,
+    /// The deploy's own calls around the resources.
+    #[serde(default)]
+    deploy: DeployCalls,
+}
+
+/// The expected times of a deploy's own calls, in milliseconds: the state bucket's lock, reads
+/// and writes and the first deploy's CloudFormation question, each one call that the resources'
+/// operations wait for or that waits for them.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeployCalls {
+    lock: u64,
+    read: u64,
+    first_deploy_check: u64,
+    intent: u64,
+    read_back: u64,
+    save: u64,
 }
 
 impl ExpectedTimes {
@@ -325,6 +344,23 @@ pub struct CriticalPath {
     pub total_ms: u64,
     /// Its operations, first to last.
     pub steps: Vec<Step>,
+    /// The deploy's own calls on the chain (the lock, the state's reads and writes, ...), in
+    /// the order they are made; their times are in `total_ms`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub own_calls: Vec<OwnCall>,
+}
+
+/// One of a deploy's own calls on its critical path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnCall {
+    /// What it is, e.g. "take the lock".
+    pub what: &'static str,
+    /// Its expected AWS time, in milliseconds.
+    pub expected_ms: u64,
+    /// Whether it comes after the resources' operations (else before them).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub after: bool,
 }
 
 /// The expected time of each create or update in `plan` on its route (`decisions`; a resource
@@ -355,9 +391,56 @@ pub fn plan_durations(
         .collect()
 }
 
-/// The critical path of deploying `plan` (see [`CriticalPath`]); `recorded` gives the deletes'
-/// types, routes and dependencies.
+/// The critical path of deploying `plan` (see [`CriticalPath`]): its resources' longest chain
+/// with the deploy's own calls before and after it (the lock and the state read, the first
+/// deploy's CloudFormation question, the intents written before the first create; the last
+/// resource read back for its drift baseline and the state saved). A plan that changes nothing
+/// has none. `recorded` gives the deletes' types, routes and dependencies.
 pub fn critical_path(
+    plan: &StackPlan,
+    template: &Template,
+    decisions: &BTreeMap<String, Decision>,
+    recorded: Option<&StackState>,
+    table: &ExpectedTimes,
+) -> CriticalPath {
+    let mut path = resource_path(plan, template, decisions, recorded, table);
+    if path.steps.is_empty() {
+        return path;
+    }
+    let calls = table.deploy;
+    let writes = path.steps.iter().any(|s| s.operation != Operation::Delete);
+    let first_deploy_check = match recorded {
+        None => calls.first_deploy_check,
+        Some(_) => 0,
+    };
+    let read_back = if writes { calls.read_back } else { 0 };
+    let own = [
+        ("take the lock", calls.lock, false),
+        ("read the state and journal", calls.read, false),
+        (
+            "ask CloudFormation about a first deploy",
+            first_deploy_check,
+            false,
+        ),
+        ("record the intents", calls.intent, false),
+        ("read back the last resource", read_back, true),
+        ("save the state", calls.save, true),
+    ];
+    path.own_calls = own
+        .into_iter()
+        .filter(|(_, ms, _)| *ms > 0)
+        .map(|(what, expected_ms, after)| OwnCall {
+            what,
+            expected_ms,
+            after,
+        })
+        .collect();
+    path.total_ms += path.own_calls.iter().map(|c| c.expected_ms).sum::<u64>();
+    path
+}
+
+/// The longest chain of the resources' operations alone.
+fn resource_path(
     plan: &StackPlan,
     template: &Template,
     decisions: &BTreeMap<String, Decision>,
@@ -522,7 +605,9 @@ fn longest_chain(nodes: &[Node]) -> CriticalPath {
                 Some((total + waited, d.as_str(), waited))
             })
             .max_by_key(|(total, id, _)| (*total, std::cmp::Reverse(*id)));
-        let entry = before.map_or((own, None, 0), |(t, id, waited)| (t + own, Some(id), waited));
+        let entry = before.map_or((own, None, 0), |(t, id, waited)| {
+            (t + own, Some(id), waited)
+        });
         best.insert(node.id.as_str(), entry);
     }
     let Some((end, (total, _, _))) = best
@@ -545,6 +630,7 @@ fn longest_chain(nodes: &[Node]) -> CriticalPath {
     CriticalPath {
         total_ms: *total,
         steps,
+        own_calls: Vec::new(),
     }
 }
 
