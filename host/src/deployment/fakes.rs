@@ -16,9 +16,8 @@ use serde_json::{json, Map, Value};
 use super::journal::Journal;
 use super::store::{HeldLock, RecordStore, StackLocks};
 use crate::provisioning::operations::{
-    Observation, ProviderSet, ProviderSource, ResourceOperations,
+    AccountIds, CreateSpec, Found, Observation, ProviderSet, ProviderSource, ResourceOperations,
 };
-use crate::provisioning::provider::{AccountIds, CreateSpec, Found};
 use crate::provisioning::router::Decision;
 use crate::state::backend::{StateLocation, StoredState};
 use crate::state::schema::{ProvisionedBy, ResourceState, StackState};

@@ -15,9 +15,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::store::RecordStore;
 use crate::state::schema::{now_millis, ProvisionedBy, ResourceState};
-use crate::state::StateError;
 
 /// The journal format version.
 pub const JOURNAL_VERSION: u32 = 1;
@@ -171,19 +169,4 @@ impl Segment {
             failed_operations,
         }
     }
-}
-
-/// Appends a segment to the stack's journal.
-pub async fn append(
-    store: &dyn RecordStore,
-    stack: &str,
-    region: &str,
-    segment: Segment,
-) -> Result<(), StateError> {
-    let mut journal = store
-        .read_journal(stack, region)
-        .await?
-        .unwrap_or_else(|| Journal::new(stack, region));
-    journal.segments.push(segment);
-    store.write_journal(&journal).await
 }

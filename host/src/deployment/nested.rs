@@ -15,9 +15,10 @@ use super::deploy::{DeployOptions, StackInput};
 use super::destroy::DestroyOptions;
 use super::engine::Engine;
 use super::external::StateSnapshot;
-use crate::provisioning::operations::{Observation, ProviderSet, ResourceOperations};
+use crate::provisioning::operations::{
+    AccountIds, CreateSpec, Found, Observation, ProviderSet, ResourceOperations,
+};
 use crate::provisioning::preflight::NESTED_STACK;
-use crate::provisioning::provider::{AccountIds, CreateSpec, Found};
 use crate::provisioning::router::Decision;
 use crate::state::schema::{ProvisionedBy, ResourceState};
 

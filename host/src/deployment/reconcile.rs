@@ -31,8 +31,7 @@ use super::deletes::is_retained;
 use super::journal::CreateIntent;
 use super::report::Reporter;
 use crate::analyzer::ref_values::RefValues;
-use crate::provisioning::operations::{ProviderSet, ResourceOperations};
-use crate::provisioning::provider::{AccountIds, Found};
+use crate::provisioning::operations::{AccountIds, Found, ProviderSet, ResourceOperations};
 use crate::state::schema::{now_millis, ProvisionedBy, ResourceState, StackState};
 
 /// How long a Cloud Control client token deduplicates (36 hours), with a margin.
@@ -660,8 +659,7 @@ mod tests {
     #[tokio::test]
     async fn an_unnamed_create_is_found_by_its_token() {
         use crate::deployment::fakes::FakeCloud;
-        use crate::provisioning::operations::ProviderSource;
-        use crate::provisioning::provider::CreateSpec;
+        use crate::provisioning::operations::{CreateSpec, ProviderSource};
         let cloud = FakeCloud::default();
         let ids = AccountIds::default();
         let spec = CreateSpec {

@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use super::journal::Journal;
+use super::journal::{Journal, Segment};
 use crate::state::backend::{StateBackend, StoredState};
 use crate::state::exports_index;
 use crate::state::lock::{LockHandle, LockManager};
@@ -41,6 +41,21 @@ pub trait RecordStore: Send + Sync {
 
     /// Deletes the journal and every earlier version of it (it holds attempted properties).
     async fn remove_journal(&self, stack: &str, region: &str) -> Result<(), StateError>;
+
+    /// Appends a segment to the stack's journal (a new journal when it has none).
+    async fn append_segment(
+        &self,
+        stack: &str,
+        region: &str,
+        segment: Segment,
+    ) -> Result<(), StateError> {
+        let mut journal = self
+            .read_journal(stack, region)
+            .await?
+            .unwrap_or_else(|| Journal::new(stack, region));
+        journal.segments.push(segment);
+        self.write_journal(&journal).await
+    }
 
     /// Forgets a stack whose resources now belong to someone else (`cdkd state orphan`, an
     /// export): its journal and then its record go, the resources stay. Journal first: a

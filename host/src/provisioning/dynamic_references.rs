@@ -18,8 +18,7 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{ErrorKind, ProviderError};
 use serde_json::{Map, Value};
 
-use super::operations::{Observation, ResourceOperations};
-use super::provider::{AccountIds, CreateSpec, Found};
+use super::operations::{AccountIds, CreateSpec, Found, Observation, ResourceOperations};
 use crate::aws_env::AwsEnvironment;
 
 const OPEN: &str = "{{resolve:";

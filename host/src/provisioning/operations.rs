@@ -14,10 +14,41 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::ProviderError;
 use serde_json::{Map, Value};
 
-use super::provider::{AccountIds, CreateSpec, Found};
+use super::names::ChosenName;
 use super::router::Decision;
 use super::type_schemas::RegistrySchema;
 use crate::state::schema::{ProvisionedBy, ResourceState};
+
+/// What makes one create idempotent, and what it must report.
+#[derive(Debug, Clone, Copy)]
+pub struct CreateSpec<'a> {
+    /// The create's idempotency token (Cloud Control's `ClientToken`), the same on every retry.
+    pub token: &'a str,
+    /// The physical name, chosen before the call (generated ones are added to the request).
+    pub name: Option<&'a ChosenName>,
+    /// The attributes the template reads from the resource (`Fn::GetAtt`).
+    pub needed: &'a [String],
+    /// The account and partition, for ids built from names.
+    pub ids: &'a AccountIds,
+}
+
+/// The account and partition a stack deploys into.
+#[derive(Debug, Clone, Default)]
+pub struct AccountIds {
+    /// The account id.
+    pub account: String,
+    /// The partition (`aws`, `aws-cn`, ...).
+    pub partition: String,
+}
+
+/// An existing resource found by its name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    /// Its physical id.
+    pub physical_id: String,
+    /// Its properties as read back (Cloud Control's model, or the plugin's template shape).
+    pub properties: Map<String, Value>,
+}
 
 /// The calls the engine makes for one resource.
 #[async_trait]

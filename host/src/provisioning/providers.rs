@@ -11,8 +11,8 @@ use cdkd_provider_api::protocol::operation;
 
 use super::cloud_control::{CloudControlProvider, PollSchedule};
 use super::dynamic_references::{AwsSecrets, DynamicReferences, Resolving};
-use super::operations::{ProviderSet, ProviderSource, ResourceOperations};
-use super::provider::{AccountIds, Provider};
+use super::operations::{AccountIds, ProviderSet, ProviderSource, ResourceOperations};
+use super::provider::Provider;
 use super::registry::{Registry, Route};
 use super::router::Decision;
 use super::type_schemas::{RegistrySchema, TypeSchemas};

@@ -14,7 +14,7 @@ use crate::analyzer::plan::CreateOnlyProperties;
 use crate::deployment::deletes::{delete_record, is_snapshot, take_final_snapshot, SnapshotDue};
 use crate::deployment::journal::{FailedOperation, Operation, OperationKind};
 use crate::provisioning::names;
-use crate::provisioning::provider::CreateSpec;
+use crate::provisioning::operations::CreateSpec;
 use crate::state::schema::ResourceState;
 
 /// Which summary count a completed operation adds to.

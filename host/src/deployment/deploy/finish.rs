@@ -236,7 +236,7 @@ impl StackRun<'_> {
                 Reason::NoRollbackFailure
             };
             let segment = Segment::new(why, operations, failures);
-            crate::deployment::journal::append(store.as_ref(), stack, region, segment).await?;
+            store.append_segment(stack, region, segment).await?;
             reporter.finish(stack, &summary, self.started.elapsed(), &Map::new());
             let what = if interrupted {
                 "was interrupted"
@@ -253,7 +253,7 @@ impl StackRun<'_> {
             operations.clone(),
             failures.clone(),
         );
-        crate::deployment::journal::append(store.as_ref(), stack, region, started).await?;
+        store.append_segment(stack, region, started).await?;
         reporter.stack(
             stack,
             &format!(

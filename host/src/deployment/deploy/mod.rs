@@ -37,9 +37,8 @@ use crate::analyzer::template::Template;
 use crate::provisioning::cloud_control::has_attribute;
 use crate::provisioning::concurrency::{service_of, Concurrency, Lanes};
 use crate::provisioning::create_only::KnownCreateOnly;
-use crate::provisioning::operations::{owner_types, Observation, ProviderSet};
+use crate::provisioning::operations::{owner_types, AccountIds, Observation, ProviderSet};
 use crate::provisioning::preflight::{refuse_unprovisionable, route_all, Candidate};
-use crate::provisioning::provider::AccountIds;
 use crate::provisioning::router::{AllowedDrops, Decision};
 use crate::state::schema::{ProvisionedBy, ResourceState, StackState};
 
