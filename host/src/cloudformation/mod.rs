@@ -54,6 +54,8 @@ pub const SETTLED: &[&str] = &[
 pub struct CallError {
     /// CloudFormation's error code, when it answered (`ValidationError`, ...).
     pub code: Option<String>,
+    /// CloudFormation's message, when it answered with one.
+    pub message: Option<String>,
     /// One line: `Code: message (HTTP status)`, or the chain of causes when it did not answer.
     pub line: String,
     /// Every cause, as the SDK's `DisplayErrorContext` writes them.
@@ -68,6 +70,7 @@ impl CallError {
         let text = format!("{code}: {message}");
         CallError {
             code: Some(code.to_string()),
+            message: Some(message.to_string()),
             line: text.clone(),
             context: text.clone(),
             summary: text,
@@ -372,6 +375,12 @@ impl CloudFormation {
     /// CloudFormation's exports in the region: name → value.
     pub async fn exports(&self) -> Result<BTreeMap<String, String>, CallError> {
         self.api.list_exports().await
+    }
+
+    /// `DescribeStacks` of one stack as CloudFormation answers it (a missing stack is an
+    /// error, [`CallError::no_such_stack`]), for callers with their own messages.
+    pub async fn describe_stack(&self, stack: &str) -> Result<Option<StackDescription>, CallError> {
+        self.api.describe_stack(stack).await
     }
 
     /// Polls until the stack reaches `done` (gone counts as deleted), or fails naming why.

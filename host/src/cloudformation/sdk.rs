@@ -39,6 +39,7 @@ where
 {
     CallError {
         code: err.code().map(str::to_string),
+        message: err.message().map(str::to_string),
         line: cdkd_aws_common::error_line(&err),
         context: DisplayErrorContext(&err).to_string(),
         summary: err.to_string(),

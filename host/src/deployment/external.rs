@@ -20,13 +20,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use aws_sdk_cloudformation::error::{DisplayErrorContext, ProvideErrorMetadata};
 use serde_json::Value;
 
 use crate::analyzer::intrinsics::Lookup;
 use crate::analyzer::plan::ExternalValues;
 use crate::analyzer::template::{StackRead, Template};
 use crate::aws_env::AwsEnvironment;
+use crate::cloudformation::{CallError, CloudFormation};
 use crate::provisioning::preflight::NESTED_STACK;
 use crate::state::backend::StateBackend;
 use crate::state::bucket::{default_bucket_name, state_bucket_client};
@@ -189,73 +189,54 @@ pub fn output_producers(template: &Template, consumer_region: &str) -> BTreeSet<
     found
 }
 
+/// A failed CloudFormation call as the fallback's messages quote it: its code and message,
+/// or (no answer: a timeout, no connection) its whole chain of causes.
+fn reason(err: &CallError) -> String {
+    match (&err.code, &err.message) {
+        (Some(code), Some(message)) => format!("{code}: {message}"),
+        (Some(code), None) => code.clone(),
+        _ => err.context.clone(),
+    }
+}
+
 /// Reads one stack from CloudFormation.
 async fn describe(
-    client: &aws_sdk_cloudformation::Client,
+    cloudformation: &CloudFormation,
     stack: &str,
     region: &str,
 ) -> anyhow::Result<CloudFormationStack> {
-    match client.describe_stacks().stack_name(stack).send().await {
-        Ok(answer) => Ok(match answer.stacks().first() {
-            None => CloudFormationStack::Absent(None),
-            Some(described) => {
-                let outputs = described
-                    .outputs()
-                    .iter()
-                    .filter_map(|o| {
-                        Some((
-                            o.output_key()?.to_string(),
-                            Value::String(o.output_value()?.to_string()),
-                        ))
-                    })
-                    .collect();
-                let status = described.stack_status().map_or("", |s| s.as_str());
-                CloudFormationStack::described(status, outputs)
-            }
-        }),
-        Err(err) if no_such_stack(err.code(), err.message()) => {
+    match cloudformation.describe_stack(stack).await {
+        Ok(None) => Ok(CloudFormationStack::Absent(None)),
+        Ok(Some(described)) => {
+            let outputs = (described.outputs.into_iter())
+                .filter_map(|(key, value)| Some((key, Value::String(value?))))
+                .collect();
+            Ok(CloudFormationStack::described(&described.status, outputs))
+        }
+        Err(err) if no_such_stack(err.code.as_deref(), err.message.as_deref()) => {
             Ok(CloudFormationStack::Absent(None))
         }
-        Err(err) => {
-            // A service error by its code and message; anything else (a timeout, no
-            // connection) with its whole chain of causes.
-            let reason = match (err.code(), err.message()) {
-                (Some(code), Some(message)) => format!("{code}: {message}"),
-                (Some(code), None) => code.to_string(),
-                _ => DisplayErrorContext(&err).to_string(),
-            };
-            Err(anyhow::anyhow!(
-                "reading the outputs of stack {stack} ({region}) from CloudFormation failed (cdkd has no state for it, and Fn::GetStackOutput reads it): DescribeStacks: {reason}; fix the access, or pass --no-cfn-fallback to read cdkd state only"
-            ))
-        }
+        Err(err) => Err(anyhow::anyhow!(
+            "reading the outputs of stack {stack} ({region}) from CloudFormation failed (cdkd has no state for it, and Fn::GetStackOutput reads it): DescribeStacks: {}; fix the access, or pass --no-cfn-fallback to read cdkd state only",
+            reason(&err)
+        )),
     }
 }
 
 /// CloudFormation's exports in one region (every page): name → value.
 async fn list_exports(
-    client: &aws_sdk_cloudformation::Client,
+    cloudformation: &CloudFormation,
     region: &str,
 ) -> anyhow::Result<BTreeMap<String, Value>> {
-    let mut exports = BTreeMap::new();
-    let mut pages = client.list_exports().into_paginator().send();
-    while let Some(page) = pages.next().await {
-        let page = page.map_err(|err| {
-            let reason = match (err.code(), err.message()) {
-                (Some(code), Some(message)) => format!("{code}: {message}"),
-                (Some(code), None) => code.to_string(),
-                _ => DisplayErrorContext(&err).to_string(),
-            };
-            anyhow::anyhow!(
-                "reading the exports of {region} from CloudFormation failed (no cdkd state exports a name Fn::ImportValue reads): ListExports: {reason}; fix the access, or pass --no-cfn-fallback to read cdkd state only"
-            )
-        })?;
-        for export in page.exports() {
-            if let (Some(name), Some(value)) = (export.name(), export.value()) {
-                exports.insert(name.to_string(), Value::String(value.to_string()));
-            }
-        }
-    }
-    Ok(exports)
+    let exports = cloudformation.exports().await.map_err(|err| {
+        anyhow::anyhow!(
+            "reading the exports of {region} from CloudFormation failed (no cdkd state exports a name Fn::ImportValue reads): ListExports: {}; fix the access, or pass --no-cfn-fallback to read cdkd state only",
+            reason(&err)
+        )
+    })?;
+    Ok((exports.into_iter())
+        .map(|(name, value)| (name, Value::String(value)))
+        .collect())
 }
 
 /// The literal `Fn::GetStackOutput` reads with a `RoleArn` in `template`, as (role, stack,
@@ -615,16 +596,27 @@ impl StateSnapshot {
         consumers: impl IntoIterator<Item = (&'t Template, &'t str)>,
         in_run: &BTreeSet<String>,
     ) -> anyhow::Result<()> {
+        let cloudformation_in = |region: &str| CloudFormation::new(aws, region);
+        self.read_cloudformation_over(cloudformation_in, consumers, in_run)
+            .await
+    }
+
+    /// [`StateSnapshot::read_cloudformation`] through `cloudformation_in` (CloudFormation in
+    /// a region: the SDK, or a fake).
+    pub async fn read_cloudformation_over<'t>(
+        &mut self,
+        cloudformation_in: impl Fn(&str) -> CloudFormation,
+        consumers: impl IntoIterator<Item = (&'t Template, &'t str)>,
+        in_run: &BTreeSet<String>,
+    ) -> anyhow::Result<()> {
         let consumers: Vec<(&Template, &str)> = consumers.into_iter().collect();
         let export_regions = self.export_candidates(consumers.iter().copied());
         let wanted = self.cloudformation_candidates(consumers.iter().copied(), in_run);
         let mut failures = Vec::new();
+        let cloudformation_in = &cloudformation_in;
         let listed = export_regions.iter().map(|region| async move {
-            let config = aws_sdk_cloudformation::config::Builder::from(aws.sdk_config())
-                .region(aws_sdk_cloudformation::config::Region::new(region.clone()))
-                .build();
-            let client = aws_sdk_cloudformation::Client::from_conf(config);
-            (region, list_exports(&client, region).await)
+            let cloudformation = cloudformation_in(region);
+            (region, list_exports(&cloudformation, region).await)
         });
         for (region, listed) in futures_util::future::join_all(listed).await {
             match listed {
@@ -638,21 +630,13 @@ impl StateSnapshot {
             }
             return Ok(());
         }
-        let clients: BTreeMap<&str, aws_sdk_cloudformation::Client> = wanted
+        let clients: BTreeMap<&str, CloudFormation> = wanted
             .iter()
-            .map(|(_, region)| {
-                let config = aws_sdk_cloudformation::config::Builder::from(aws.sdk_config())
-                    .region(aws_sdk_cloudformation::config::Region::new(region.clone()))
-                    .build();
-                (
-                    region.as_str(),
-                    aws_sdk_cloudformation::Client::from_conf(config),
-                )
-            })
+            .map(|(_, region)| (region.as_str(), cloudformation_in(region)))
             .collect();
         let reads = wanted.iter().map(|(stack, region)| {
-            let client = &clients[region.as_str()];
-            async move { (stack, region, describe(client, stack, region).await) }
+            let cloudformation = &clients[region.as_str()];
+            async move { (stack, region, describe(cloudformation, stack, region).await) }
         });
         for (stack, region, read) in futures_util::future::join_all(reads).await {
             match read {
@@ -1343,6 +1327,46 @@ mod tests {
                 CloudFormationStack::Outputs(some.clone())
             );
         }
+    }
+
+    #[tokio::test]
+    async fn producers_without_a_record_are_read_from_cloudformation() {
+        use crate::cloudformation::fake::FakeCloudFormation;
+        let fake = std::sync::Arc::new(FakeCloudFormation::new(REGION, Default::default()));
+        let producer = json!({"Resources": {"Q": {"Type": "AWS::SQS::Queue"}},
+            "Outputs": {"Name": {"Value": {"Ref": "Q"}, "Export": {"Name": "QueueName"}}}});
+        fake.put_stack(
+            "Exported",
+            "UPDATE_COMPLETE",
+            &producer,
+            &[("Q", "the-queue")],
+            &[],
+        );
+        let consumer = Template::parse(&json!({"Resources": {"R": {"Type": "AWS::SNS::Topic",
+            "Properties": {"DisplayName": {"Fn::Join": ["", [
+                {"Fn::ImportValue": "QueueName"},
+                {"Fn::GetStackOutput": {"StackName": "Exported", "OutputName": "Name"}},
+                {"Fn::GetStackOutput": {"StackName": "Gone", "OutputName": "Name"}}]]}}}}}))
+        .unwrap();
+        let mut snapshot = StateSnapshot::default();
+        let api: std::sync::Arc<dyn crate::cloudformation::CloudFormationApi> = fake.clone();
+        let over = |region: &str| CloudFormation::over(api.clone(), region);
+        (snapshot.read_cloudformation_over(over, [(&consumer, REGION)], &BTreeSet::new()))
+            .await
+            .unwrap();
+        let outputs = BTreeMap::from([("Name".to_string(), json!("the-queue"))]);
+        assert_eq!(
+            snapshot.cloudformation("Exported", REGION),
+            Some(&CloudFormationStack::Outputs(outputs))
+        );
+        assert_eq!(
+            snapshot.cloudformation("Gone", REGION),
+            Some(&CloudFormationStack::Absent(None))
+        );
+        assert_eq!(
+            snapshot.cloudformation_export(REGION, "QueueName"),
+            Some(&json!("the-queue"))
+        );
     }
 
     #[test]
