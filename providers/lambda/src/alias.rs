@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use aws_sdk_lambda::types::{AliasRoutingConfiguration, ProvisionedConcurrencyStatusEnum};
 use cdkd_aws_common::{aws_error, deleted_unless_failed, int, optional, require_str, text};
-use cdkd_aws_common::{Readable, TypeSchema};
+use cdkd_aws_common::{poll_paced, Pacing, Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
     ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
@@ -93,35 +93,42 @@ async fn put_provisioned(
     if put.status() == Some(&ProvisionedConcurrencyStatusEnum::Ready) {
         return Ok(());
     }
-    // Allocation takes minutes on AWS: poll from 1 s, backing off to 15 s, for up to 30 min.
-    let mut waited = Duration::ZERO;
-    let mut pause = Duration::from_secs(1);
-    while waited < Duration::from_secs(1800) {
-        tokio::time::sleep(pause).await;
-        waited += pause;
-        pause = (pause * 2).min(Duration::from_secs(15));
-        let config = lambda
-            .get_provisioned_concurrency_config()
-            .function_name(function)
-            .qualifier(alias)
-            .send()
-            .await
-            .map_err(|e| aws_error(&format!("{failed} (GetProvisionedConcurrencyConfig)"), e))?;
-        match config.status() {
-            Some(ProvisionedConcurrencyStatusEnum::Ready) => return Ok(()),
-            Some(ProvisionedConcurrencyStatusEnum::Failed) => {
-                return Err(ProviderError::other(format!(
-                    "{failed}: Lambda could not allocate it: {}",
-                    config.status_reason().unwrap_or("no reason given")
-                )))
+    // Allocation takes minutes on AWS: polled for up to 30 min, paced by the time waited and
+    // capped at 15 s (a few minutes' wait, where 15 s is under a tenth of it), starting 1 s
+    // after the put (never READY sooner).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let ready = poll_paced(
+        Pacing::capped(Duration::from_secs(15)),
+        Duration::from_secs(1800),
+        || async {
+            let config = lambda
+                .get_provisioned_concurrency_config()
+                .function_name(function)
+                .qualifier(alias)
+                .send()
+                .await
+                .map_err(|e| {
+                    aws_error(&format!("{failed} (GetProvisionedConcurrencyConfig)"), e)
+                })?;
+            match config.status() {
+                Some(ProvisionedConcurrencyStatusEnum::Ready) => Ok(Some(())),
+                Some(ProvisionedConcurrencyStatusEnum::Failed) => {
+                    Err(ProviderError::other(format!(
+                        "{failed}: Lambda could not allocate it: {}",
+                        config.status_reason().unwrap_or("no reason given")
+                    )))
+                }
+                _ => Ok(None),
             }
-            _ => {}
-        }
-    }
-    Err(ProviderError::new(
-        ErrorKind::TIMEOUT,
-        format!("{failed}: not READY after 30 minutes"),
-    ))
+        },
+    )
+    .await?;
+    ready.ok_or_else(|| {
+        ProviderError::new(
+            ErrorKind::TIMEOUT,
+            format!("{failed}: not READY after 30 minutes"),
+        )
+    })
 }
 
 /// Applies the template's provisioned concurrency (none: deletes the alias's).

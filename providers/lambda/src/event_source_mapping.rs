@@ -119,6 +119,18 @@ impl Readable for EventSourceMapping {
     }
 }
 
+/// Whether Lambda refused a mapping because the function's execution role cannot read the
+/// source yet (a role or policy IAM has not propagated): "The provided execution role does not
+/// have permissions to call ReceiveMessage on SQS", "Cannot access stream ... Please ensure
+/// the role can perform the GetRecords ... Actions on your stream".
+fn role_not_ready(err: &ProviderError) -> bool {
+    err.aws_code() == Some("InvalidParameterValueException")
+        && (err
+            .message
+            .contains("execution role does not have permissions")
+            || err.message.contains("Please ensure the role can perform"))
+}
+
 #[async_trait]
 impl ResourceProvider for EventSourceMapping {
     fn schema(&self) -> ResourceTypeSchema {
@@ -164,10 +176,11 @@ impl ResourceProvider for EventSourceMapping {
     ) -> Result<CreateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let props = &request.properties;
-        let created = client(ctx)
+        let function = require_str(props, "FunctionName", &what)?;
+        let call = client(ctx)
             .await?
             .create_event_source_mapping()
-            .function_name(require_str(props, "FunctionName", &what)?)
+            .function_name(function)
             .event_source_arn(require_str(props, "EventSourceArn", &what)?)
             .set_batch_size(int(props.get("BatchSize")))
             .set_enabled(flag(props.get("Enabled")))
@@ -198,10 +211,23 @@ impl ResourceProvider for EventSourceMapping {
             .set_kms_key_arn(text(props.get("KmsKeyArn")))
             .set_queues(strings(props.get("Queues")))
             .set_topics(strings(props.get("Topics")))
-            .set_tags(tags(props.get("Tags")))
-            .send()
-            .await
-            .map_err(|e| aws_error(&format!("{what}: CreateEventSourceMapping"), e))?;
+            .set_tags(tags(props.get("Tags")));
+        // Lambda checks the source against the function's execution role: a role (or policy)
+        // of the same run is refused until IAM has propagated it.
+        let what = what.as_str();
+        let created = cdkd_aws_common::while_iam_propagates(
+            &format!("the execution role of {function}"),
+            role_not_ready,
+            || {
+                let call = call.clone();
+                async move {
+                    call.send()
+                        .await
+                        .map_err(|e| aws_error(&format!("{what}: CreateEventSourceMapping"), e))
+                }
+            },
+        )
+        .await?;
         let uuid = created.uuid().unwrap_or_default().to_string();
         Ok(CreateResult {
             attributes: attributes(&uuid, created.event_source_mapping_arn()),
@@ -406,5 +432,27 @@ fn cleared<T>(was_set: bool, value: Option<T>, empty: impl FnOnce() -> T) -> Opt
         Some(value) => Some(value),
         None if was_set => Some(empty()),
         None => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_role_lambda_cannot_use_yet_is_waited_for() {
+        let refused = |message: &str| {
+            ProviderError::new(ErrorKind::VALIDATION, message)
+                .with_aws_code("InvalidParameterValueException")
+        };
+        assert!(role_not_ready(&refused(
+            "E: CreateEventSourceMapping: The provided execution role does not have permissions to call ReceiveMessage on SQS"
+        )));
+        assert!(role_not_ready(&refused(
+            "E: CreateEventSourceMapping: Cannot access stream arn:s. Please ensure the role can perform the GetRecords, GetShardIterator, DescribeStream, and ListStreams Actions on your stream in IAM."
+        )));
+        assert!(!role_not_ready(&refused(
+            "E: CreateEventSourceMapping: Unsupported MaximumBatchingWindowInSeconds"
+        )));
     }
 }
