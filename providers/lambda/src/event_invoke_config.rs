@@ -2,6 +2,7 @@
 //! Physical id = `<functionName>|<qualifier>`; a bare function name (older state) means
 //! `$LATEST`.
 
+use cdkd_aws_common::optional;
 use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, deleted_unless_failed, int, require_str};
 use cdkd_provider_api::protocol::{
@@ -10,7 +11,7 @@ use cdkd_provider_api::protocol::{
     UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use aws_sdk_lambda::types::{DestinationConfig, OnFailure, OnSuccess};
 
@@ -68,6 +69,53 @@ async fn put(
     Ok(format!("{function}|{qualifier}"))
 }
 
+/// `AWS::Lambda::EventInvokeConfig` by `<functionName>|<qualifier>`.
+async fn current(
+    lambda: &aws_sdk_lambda::Client,
+    what: &str,
+    physical_id: &str,
+) -> Result<Option<Map<String, Value>>, ProviderError> {
+    let (function, qualifier) = target(physical_id);
+    let Some(config) = optional(
+        &format!("{what}: GetFunctionEventInvokeConfig"),
+        lambda
+            .get_function_event_invoke_config()
+            .function_name(function)
+            .qualifier(qualifier)
+            .send()
+            .await,
+    )?
+    else {
+        return Ok(None);
+    };
+    let mut props = Map::new();
+    props.insert("FunctionName".into(), json!(function));
+    props.insert("Qualifier".into(), json!(qualifier));
+    cdkd_aws_common::put(
+        &mut props,
+        "MaximumRetryAttempts",
+        config.maximum_retry_attempts().map(|m| json!(m)),
+    );
+    cdkd_aws_common::put(
+        &mut props,
+        "MaximumEventAgeInSeconds",
+        config.maximum_event_age_in_seconds().map(|m| json!(m)),
+    );
+    if let Some(destinations) = config.destination_config() {
+        let mut d = Map::new();
+        if let Some(to) = destinations.on_success().and_then(|o| o.destination()) {
+            d.insert("OnSuccess".into(), json!({"Destination": to}));
+        }
+        if let Some(to) = destinations.on_failure().and_then(|o| o.destination()) {
+            d.insert("OnFailure".into(), json!({"Destination": to}));
+        }
+        if !d.is_empty() {
+            props.insert("DestinationConfig".into(), Value::Object(d));
+        }
+    }
+    Ok(Some(props))
+}
+
 #[async_trait]
 impl ResourceProvider for EventInvokeConfig {
     fn schema(&self) -> ResourceTypeSchema {
@@ -94,7 +142,7 @@ impl ResourceProvider for EventInvokeConfig {
         let what = format!("{TYPE} {}", request.logical_id);
         let lambda = client(ctx).await?;
         Ok(ReadCurrentStateResult {
-            properties: read::event_invoke_config(&lambda, &what, &request.physical_id).await?,
+            properties: current(&lambda, &what, &request.physical_id).await?,
         })
     }
 
@@ -105,7 +153,7 @@ impl ResourceProvider for EventInvokeConfig {
     ) -> Result<CreateResult, ProviderError> {
         let what = format!("{TYPE} {}", request.logical_id);
         let lambda = client(ctx).await?;
-        read::event_invoke_config(&lambda, &what, &request.physical_id)
+        current(&lambda, &what, &request.physical_id)
             .await?
             .ok_or_else(|| read::missing(&what, &request.physical_id))?;
         // A bare function name (older state) is recorded in the composite form.

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use cdkd_aws_common::{aws_error, deleted_unless_failed, flag, int, require_str, strings, text};
+use cdkd_aws_common::{optional, put};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
@@ -17,7 +18,7 @@ use aws_sdk_lambda::types::{
     OnFailure, OnSuccess, ScalingConfig,
 };
 
-use crate::{client, read};
+use crate::client;
 
 /// The provider.
 #[derive(Default)]
@@ -34,6 +35,63 @@ fn attributes(uuid: &str, arn: Option<&str>) -> Map<String, Value> {
     attributes
 }
 
+/// `AWS::Lambda::EventSourceMapping` by UUID, with its ARN.
+async fn current(
+    lambda: &aws_sdk_lambda::Client,
+    what: &str,
+    uuid: &str,
+) -> Result<Option<(Map<String, Value>, Option<String>)>, ProviderError> {
+    let Some(mapping) = optional(
+        &format!("{what}: GetEventSourceMapping"),
+        lambda.get_event_source_mapping().uuid(uuid).send().await,
+    )?
+    else {
+        return Ok(None);
+    };
+    let mut props = Map::new();
+    put(
+        &mut props,
+        "FunctionName",
+        mapping.function_arn().map(|f| json!(f)),
+    );
+    put(
+        &mut props,
+        "EventSourceArn",
+        mapping.event_source_arn().map(|e| json!(e)),
+    );
+    put(
+        &mut props,
+        "BatchSize",
+        mapping.batch_size().map(|b| json!(b)),
+    );
+    put(
+        &mut props,
+        "MaximumBatchingWindowInSeconds",
+        mapping
+            .maximum_batching_window_in_seconds()
+            .map(|w| json!(w)),
+    );
+    put(
+        &mut props,
+        "StartingPosition",
+        mapping.starting_position().map(|p| json!(p.as_str())),
+    );
+    put(
+        &mut props,
+        "Enabled",
+        mapping.state().map(|s| {
+            json!(matches!(
+                s,
+                "Enabled" | "Enabling" | "Creating" | "Updating"
+            ))
+        }),
+    );
+    Ok(Some((
+        props,
+        mapping.event_source_mapping_arn().map(ToString::to_string),
+    )))
+}
+
 #[async_trait]
 impl Readable for EventSourceMapping {
     async fn read(
@@ -43,11 +101,9 @@ impl Readable for EventSourceMapping {
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
         let lambda = client(ctx).await?;
-        Ok(
-            read::event_source_mapping(&lambda, what, &request.physical_id)
-                .await?
-                .map(|(props, _)| props),
-        )
+        Ok(current(&lambda, what, &request.physical_id)
+            .await?
+            .map(|(props, _)| props))
     }
 
     /// `Id` (the UUID) and `EventSourceMappingArn`.
@@ -58,7 +114,7 @@ impl Readable for EventSourceMapping {
         physical_id: &str,
     ) -> Result<Map<String, Value>, ProviderError> {
         let lambda = client(ctx).await?;
-        let arn = read::event_source_mapping(&lambda, what, physical_id)
+        let arn = current(&lambda, what, physical_id)
             .await?
             .and_then(|(_, arn)| arn);
         Ok(attributes(physical_id, arn.as_deref()))

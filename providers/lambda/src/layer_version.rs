@@ -4,17 +4,18 @@
 use cdkd_aws_common::{
     aws_error, deleted_unless_failed, given_or_generated_name, require_str, string, strings,
 };
+use cdkd_aws_common::{optional, put};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use aws_sdk_lambda::types::{Architecture, LayerVersionContentInput, Runtime};
 
-use crate::{client, read};
+use crate::client;
 
 /// The provider.
 #[derive(Default)]
@@ -40,6 +41,68 @@ pub fn parse_arn(arn: &str) -> Option<(&str, i64)> {
     (parts.next()?.ends_with(":layer")).then_some((name, version))
 }
 
+/// `AWS::Lambda::LayerVersion` by layer version ARN. `Content` cannot be read back (Lambda
+/// hands out a download link, not the S3 location it was published from).
+async fn current(
+    lambda: &aws_sdk_lambda::Client,
+    what: &str,
+    arn: &str,
+) -> Result<Option<Map<String, Value>>, ProviderError> {
+    let (name, number) = parse_arn(arn).ok_or_else(|| {
+        ProviderError::validation(format!(
+            "{what}: {arn} is not a layer version ARN (…:layer:<name>:<version>)"
+        ))
+    })?;
+    let Some(layer) = optional(
+        &format!("{what}: GetLayerVersion"),
+        lambda
+            .get_layer_version()
+            .layer_name(name)
+            .version_number(number)
+            .send()
+            .await,
+    )?
+    else {
+        return Ok(None);
+    };
+    let mut props = Map::new();
+    props.insert("LayerName".into(), json!(name));
+    put(
+        &mut props,
+        "Description",
+        layer
+            .description()
+            .filter(|d| !d.is_empty())
+            .map(|d| json!(d)),
+    );
+    if !layer.compatible_runtimes().is_empty() {
+        props.insert(
+            "CompatibleRuntimes".into(),
+            json!(layer
+                .compatible_runtimes()
+                .iter()
+                .map(|r| r.as_str())
+                .collect::<Vec<_>>()),
+        );
+    }
+    if !layer.compatible_architectures().is_empty() {
+        props.insert(
+            "CompatibleArchitectures".into(),
+            json!(layer
+                .compatible_architectures()
+                .iter()
+                .map(|a| a.as_str())
+                .collect::<Vec<_>>()),
+        );
+    }
+    put(
+        &mut props,
+        "LicenseInfo",
+        layer.license_info().map(|l| json!(l)),
+    );
+    Ok(Some(props))
+}
+
 #[async_trait]
 impl Readable for LayerVersion {
     async fn read(
@@ -49,7 +112,7 @@ impl Readable for LayerVersion {
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
         let lambda = client(ctx).await?;
-        read::layer_version(&lambda, what, &request.physical_id).await
+        current(&lambda, what, &request.physical_id).await
     }
 }
 

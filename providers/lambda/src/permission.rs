@@ -1,15 +1,16 @@
 //! `AWS::Lambda::Permission`.
 
 use cdkd_aws_common::{aws_error, deleted_unless_failed, flag, physical_name, require_str, text};
+use cdkd_aws_common::{optional, put};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
-use crate::{client, function_name, read};
+use crate::{client, function_name};
 
 /// `AWS::Lambda::Permission`: physical id = the statement id. State written by Cloud Control
 /// holds `<functionArn>|<statementId>`; both forms are read.
@@ -40,6 +41,72 @@ pub fn permission_target<'a>(
     }
 }
 
+/// `AWS::Lambda::Permission`: the statement in the function's resource policy.
+async fn current(
+    lambda: &aws_sdk_lambda::Client,
+    what: &str,
+    physical_id: &str,
+    template: &Map<String, Value>,
+) -> Result<Option<Map<String, Value>>, ProviderError> {
+    let (function, statement) = permission_target(physical_id, template);
+    if function.is_empty() {
+        return Err(ProviderError::validation(format!(
+            "{what}: the statement id {physical_id} needs the template's FunctionName (or the id as <functionArn>|<statementId>)"
+        )));
+    }
+    let Some(policy) = optional(
+        &format!("{what}: GetPolicy of {function}"),
+        lambda.get_policy().function_name(&function).send().await,
+    )?
+    .and_then(|p| p.policy) else {
+        return Ok(None);
+    };
+    let policy: Value = serde_json::from_str(&policy).unwrap_or(Value::Null);
+    Ok(statement_properties(&policy, &function, statement))
+}
+
+/// One statement of a resource policy in `AWS::Lambda::Permission` shape.
+fn statement_properties(policy: &Value, function: &str, sid: &str) -> Option<Map<String, Value>> {
+    let statements = match &policy["Statement"] {
+        Value::Array(items) => items.clone(),
+        Value::Null => Vec::new(),
+        single => vec![single.clone()],
+    };
+    let found = statements.into_iter().find(|s| s["Sid"] == sid)?;
+    let mut props = Map::new();
+    props.insert("FunctionName".into(), json!(function));
+    put(&mut props, "Action", found.get("Action").cloned());
+    let principal = match &found["Principal"] {
+        Value::Object(p) => p.get("Service").or_else(|| p.get("AWS")).cloned(),
+        other if other.is_string() => Some(other.clone()),
+        _ => None,
+    };
+    put(&mut props, "Principal", principal);
+    let condition = &found["Condition"];
+    put(
+        &mut props,
+        "SourceArn",
+        condition["ArnLike"]["AWS:SourceArn"]
+            .as_str()
+            .map(|v| json!(v)),
+    );
+    put(
+        &mut props,
+        "SourceAccount",
+        condition["StringEquals"]["AWS:SourceAccount"]
+            .as_str()
+            .map(|v| json!(v)),
+    );
+    put(
+        &mut props,
+        "FunctionUrlAuthType",
+        condition["StringEquals"]["lambda:FunctionUrlAuthType"]
+            .as_str()
+            .map(|v| json!(v)),
+    );
+    Some(props)
+}
+
 #[async_trait]
 impl Readable for Permission {
     async fn read(
@@ -49,7 +116,7 @@ impl Readable for Permission {
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
         let lambda = client(ctx).await?;
-        read::permission(&lambda, what, &request.physical_id, &request.properties).await
+        current(&lambda, what, &request.physical_id, &request.properties).await
     }
 
     /// The statement id generated from the token, in the function's policy.
@@ -166,6 +233,27 @@ mod tests {
         assert_eq!(
             permission_target("arn:aws:lambda:us-east-1:123:function:other|sid-2", &props),
             ("other".to_string(), "sid-2")
+        );
+    }
+
+    #[test]
+    fn a_permission_statement_reads_back_in_template_shape() {
+        let policy = json!({"Version": "2012-10-17", "Statement": [
+            {"Sid": "other", "Action": "lambda:InvokeFunction", "Principal": "*"},
+            {"Sid": "Stack-Invoke-ABC", "Effect": "Allow", "Action": "lambda:InvokeFunction",
+             "Principal": {"Service": "s3.amazonaws.com"},
+             "Condition": {"ArnLike": {"AWS:SourceArn": "arn:aws:s3:::b"},
+                           "StringEquals": {"AWS:SourceAccount": "123456789012"}}}]});
+        assert_eq!(
+            Value::Object(statement_properties(&policy, "fn", "Stack-Invoke-ABC").unwrap()),
+            json!({"FunctionName": "fn", "Action": "lambda:InvokeFunction",
+                   "Principal": "s3.amazonaws.com", "SourceArn": "arn:aws:s3:::b",
+                   "SourceAccount": "123456789012"})
+        );
+        assert!(statement_properties(&policy, "fn", "missing").is_none());
+        assert_eq!(
+            statement_properties(&policy, "fn", "other").unwrap()["Principal"],
+            "*"
         );
     }
 }

@@ -2,6 +2,7 @@
 
 use cdkd_aws_common::TypeSchema;
 use cdkd_aws_common::{aws_error, deleted_unless_failed, require_str, text};
+use cdkd_aws_common::{optional, put};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
     FindCreatedResult, ImportRequest, ReadCurrentStateRequest, ReadCurrentStateResult,
@@ -40,6 +41,59 @@ fn cors(props: &Map<String, Value>) -> Option<aws_sdk_lambda::types::Cors> {
     )
 }
 
+/// `AWS::Lambda::Url` of a function ARN, with its `FunctionUrl`.
+async fn current(
+    lambda: &aws_sdk_lambda::Client,
+    what: &str,
+    function_arn: &str,
+    template: &Map<String, Value>,
+) -> Result<Option<(Map<String, Value>, String)>, ProviderError> {
+    let Some(config) = optional(
+        &format!("{what}: GetFunctionUrlConfig"),
+        lambda
+            .get_function_url_config()
+            .function_name(function_arn)
+            .set_qualifier(text(template.get("Qualifier")))
+            .send()
+            .await,
+    )?
+    else {
+        return Ok(None);
+    };
+    let mut props = Map::new();
+    props.insert("TargetFunctionArn".into(), json!(config.function_arn()));
+    props.insert("AuthType".into(), json!(config.auth_type().as_str()));
+    put(&mut props, "Qualifier", template.get("Qualifier").cloned());
+    put(
+        &mut props,
+        "InvokeMode",
+        config.invoke_mode().map(|m| json!(m.as_str())),
+    );
+    if let Some(cors) = config.cors() {
+        let mut c = Map::new();
+        for (key, values) in [
+            ("AllowOrigins", cors.allow_origins()),
+            ("AllowMethods", cors.allow_methods()),
+            ("AllowHeaders", cors.allow_headers()),
+            ("ExposeHeaders", cors.expose_headers()),
+        ] {
+            if !values.is_empty() {
+                c.insert(key.into(), json!(values));
+            }
+        }
+        put(
+            &mut c,
+            "AllowCredentials",
+            cors.allow_credentials().map(Value::Bool),
+        );
+        put(&mut c, "MaxAge", cors.max_age().map(|m| json!(m)));
+        if !c.is_empty() {
+            props.insert("Cors".into(), Value::Object(c));
+        }
+    }
+    Ok(Some((props, config.function_url().to_string())))
+}
+
 #[async_trait]
 impl ResourceProvider for Url {
     fn schema(&self) -> ResourceTypeSchema {
@@ -75,7 +129,7 @@ impl ResourceProvider for Url {
         let what = format!("{URL} {}", request.logical_id);
         let target = require_str(&request.properties, "TargetFunctionArn", &what)?;
         let lambda = client(ctx).await?;
-        let found = match read::url(&lambda, &what, target, &request.properties).await? {
+        let found = match current(&lambda, &what, target, &request.properties).await? {
             Some((properties, _)) => FindCreatedResult {
                 physical_id: properties
                     .get("TargetFunctionArn")
@@ -96,7 +150,7 @@ impl ResourceProvider for Url {
         let what = format!("{URL} {}", request.logical_id);
         let lambda = client(ctx).await?;
         Ok(ReadCurrentStateResult {
-            properties: read::url(&lambda, &what, &request.physical_id, &request.properties)
+            properties: current(&lambda, &what, &request.physical_id, &request.properties)
                 .await?
                 .map(|(props, _)| props),
         })
@@ -109,12 +163,9 @@ impl ResourceProvider for Url {
     ) -> Result<CreateResult, ProviderError> {
         let what = format!("{URL} {}", request.logical_id);
         let lambda = client(ctx).await?;
-        let (_, function_url) =
-            read::url(&lambda, &what, &request.physical_id, &request.properties)
-                .await?
-                .ok_or_else(|| {
-                    read::missing(&what, &format!("the URL of {}", request.physical_id))
-                })?;
+        let (_, function_url) = current(&lambda, &what, &request.physical_id, &request.properties)
+            .await?
+            .ok_or_else(|| read::missing(&what, &format!("the URL of {}", request.physical_id)))?;
         let attributes = json!({"FunctionUrl": function_url, "FunctionArn": request.physical_id});
         Ok(CreateResult {
             physical_id: request.physical_id,

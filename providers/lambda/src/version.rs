@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use cdkd_aws_common::{aws_error, deleted_unless_failed, require_str, retry_while, text};
+use cdkd_aws_common::{optional, put};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
@@ -11,13 +12,57 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::{client, function_name, not_ready, read, NOT_READY_PATIENCE};
+use crate::{client, function_name, not_ready, NOT_READY_PATIENCE};
 
 /// `AWS::Lambda::Version`: physical id = the version ARN; attribute `Version`.
 #[derive(Default)]
 pub struct Version;
 
 const VERSION: &str = "AWS::Lambda::Version";
+
+/// `AWS::Lambda::Version` by version ARN, with its version number.
+async fn current(
+    lambda: &aws_sdk_lambda::Client,
+    what: &str,
+    arn: &str,
+) -> Result<Option<(Map<String, Value>, String)>, ProviderError> {
+    let Some((function, number)) = arn.rsplit_once(':') else {
+        return Err(ProviderError::validation(format!(
+            "{what}: {arn} is not a version ARN (…:function:<name>:<version>)"
+        )));
+    };
+    let Some(config) = optional(
+        &format!("{what}: GetFunctionConfiguration"),
+        lambda
+            .get_function_configuration()
+            .function_name(function_name(function))
+            .qualifier(number)
+            .send()
+            .await,
+    )?
+    else {
+        return Ok(None);
+    };
+    let mut props = Map::new();
+    props.insert("FunctionName".into(), json!(function_name(function)));
+    put(
+        &mut props,
+        "Description",
+        config
+            .description()
+            .filter(|d| !d.is_empty())
+            .map(|d| json!(d)),
+    );
+    put(
+        &mut props,
+        "CodeSha256",
+        config.code_sha256().map(|c| json!(c)),
+    );
+    Ok(Some((
+        props,
+        config.version().unwrap_or(number).to_string(),
+    )))
+}
 
 #[async_trait]
 impl Readable for Version {
@@ -28,7 +73,7 @@ impl Readable for Version {
         request: &ReadCurrentStateRequest,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
         let lambda = client(ctx).await?;
-        Ok(read::version(&lambda, what, &request.physical_id)
+        Ok(current(&lambda, what, &request.physical_id)
             .await?
             .map(|(props, _)| props))
     }
@@ -41,7 +86,7 @@ impl Readable for Version {
         physical_id: &str,
     ) -> Result<Map<String, Value>, ProviderError> {
         let lambda = client(ctx).await?;
-        let version = read::version(&lambda, what, physical_id)
+        let version = current(&lambda, what, physical_id)
             .await?
             .map(|(_, version)| version)
             .unwrap_or_default();
