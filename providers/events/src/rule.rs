@@ -45,9 +45,16 @@ const DEFAULT_BUS: &str = "default";
 /// Target blocks this plugin does not map: a target using one is refused by name.
 const REFUSED_TARGET_BLOCKS: &[&str] = &["EcsParameters"];
 
-/// How long a refused PutTargets is tried again: a target's role created just before may not
-/// have propagated through IAM yet.
+/// How long a refused PutTargets is tried again: a resource policy created just before (a
+/// queue's or topic's) may not have propagated yet. A target with a role is tried for
+/// [`IAM_PROPAGATION`](cdkd_aws_common::IAM_PROPAGATION) instead: IAM is slower.
 const PUT_TARGETS_PATIENCE: Duration = Duration::from_secs(30);
+
+/// The pauses between two PutTargets: from 200 ms, a tenth of the time waited, up to 5 s.
+const PUT_TARGETS_PACING: cdkd_aws_common::Pacing = cdkd_aws_common::Pacing {
+    floor: Duration::from_millis(200),
+    cap: Duration::from_secs(5),
+};
 
 /// Most targets one PutTargets call takes.
 const PUT_TARGETS_BATCH: usize = 10;
@@ -660,8 +667,13 @@ async fn put_targets(
     targets: Vec<Target>,
 ) -> Result<(), ProviderError> {
     for batch in targets.chunks(PUT_TARGETS_BATCH) {
-        let deadline = tokio::time::Instant::now() + PUT_TARGETS_PATIENCE;
-        let mut delay = Duration::from_millis(200);
+        let started = tokio::time::Instant::now();
+        let roles: Vec<&str> = batch.iter().filter_map(|t| t.role_arn()).collect();
+        let patience = if roles.is_empty() {
+            PUT_TARGETS_PATIENCE
+        } else {
+            cdkd_aws_common::IAM_PROPAGATION
+        };
         let mut pending = batch.to_vec();
         loop {
             let answer = events
@@ -712,12 +724,17 @@ async fn put_targets(
                 Err(err) if err.kind == ErrorKind::ACCESS_DENIED => err,
                 Err(err) => return Err(err),
             };
-            if tokio::time::Instant::now() + delay > deadline {
-                return Err(failure);
+            let delay = PUT_TARGETS_PACING.pause(started.elapsed());
+            if started.elapsed() + delay > patience {
+                return Err(if roles.is_empty() {
+                    failure
+                } else {
+                    let roles = format!("the target roles {}", roles.join(", "));
+                    cdkd_aws_common::not_propagated(failure, &roles, started.elapsed())
+                });
             }
             tracing::debug!("{what}: PutTargets not accepted yet, trying again: {failure:?}");
             tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(5));
         }
     }
     Ok(())

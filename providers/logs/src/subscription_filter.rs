@@ -3,7 +3,7 @@
 //! filter, so a create and an update are one call, and a property the template drops goes back
 //! to AWS's default by being left out of it.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aws_sdk_cloudwatchlogs::types::Distribution;
 use cdkd_aws_common::{
@@ -25,7 +25,7 @@ const TYPE: &str = "AWS::Logs::SubscriptionFilter";
 /// How long a put waits for a Lambda destination to become invokable by CloudWatch Logs.
 const LAMBDA_PATIENCE: Duration = Duration::from_secs(30);
 
-/// The first pause between those attempts (doubling).
+/// The first pause between those attempts (then a tenth of the time waited, up to 5 s).
 const LAMBDA_FIRST_PAUSE: Duration = Duration::from_millis(500);
 
 /// The `AWS::Logs::SubscriptionFilter` provider.
@@ -182,26 +182,51 @@ async fn put(
 ) -> Result<(), ProviderError> {
     let filter = filter(properties, what)?;
     let context = format!("{what}: PutSubscriptionFilter {name} in {}", filter.group);
-    let started = Instant::now();
-    let mut pause = LAMBDA_FIRST_PAUSE;
-    loop {
-        match put_once(logs, &context, name, &filter).await {
-            Err(err)
-                if lambda_not_ready(&err, &context)
-                    && started.elapsed() + pause < LAMBDA_PATIENCE =>
-            {
-                tracing::info!(
-                    "{what}: waiting for {} to accept CloudWatch Logs ({}; {:.0?} so far)",
-                    filter.destination,
-                    err.message,
-                    started.elapsed()
-                );
-                tokio::time::sleep(pause).await;
-                pause *= 2;
-            }
-            other => return other,
+    // With a role (a Kinesis or Firehose destination), CloudWatch Logs' test delivery fails
+    // until IAM has propagated the role: waited for as long as any role consumer.
+    let role = filter.role.as_deref();
+    let not_ready = |err: &ProviderError| {
+        lambda_not_ready(err, &context) || (role.is_some() && undeliverable(err, &context))
+    };
+    let patience = match role {
+        Some(_) => cdkd_aws_common::IAM_PROPAGATION,
+        None => LAMBDA_PATIENCE,
+    };
+    let started = tokio::time::Instant::now();
+    let retry = |err: &ProviderError, _| {
+        let again = not_ready(err);
+        if again {
+            tracing::info!(
+                "{what}: waiting for {} to accept CloudWatch Logs ({}; {:.0?} so far)",
+                filter.destination,
+                err.message,
+                started.elapsed()
+            );
         }
+        again
+    };
+    let answer = cdkd_aws_common::retry_while(LAMBDA_FIRST_PAUSE, patience, retry, || {
+        put_once(logs, &context, name, &filter)
+    })
+    .await;
+    match (answer, role) {
+        (Err(err), Some(role)) if not_ready(&err) => Err(cdkd_aws_common::not_propagated(
+            err,
+            &format!("the role {role}"),
+            started.elapsed(),
+        )),
+        (other, _) => other,
     }
+}
+
+/// Whether `err` is CloudWatch Logs' test delivery to a stream destination failing ("Could not
+/// deliver test message to specified Kinesis stream", ... Firehose ...): the destination's
+/// role not usable yet.
+fn undeliverable(err: &ProviderError, context: &str) -> bool {
+    let message = err.message.as_str();
+    let message = message.strip_prefix(context).unwrap_or(message);
+    err.aws_code() == Some("InvalidParameterException")
+        && message.contains("Could not deliver test message")
 }
 
 #[async_trait]
@@ -384,6 +409,14 @@ mod tests {
                 format!("{context}: no permission")
             )
             .with_aws_code("AccessDeniedException"),
+            context
+        ));
+        assert!(undeliverable(
+            &invalid(&format!("{context}: Could not deliver test message to specified Kinesis stream. Check if the given kinesis stream is in ACTIVE state.")),
+            context
+        ));
+        assert!(!undeliverable(
+            &invalid(&format!("{context}: invalid filter pattern")),
             context
         ));
     }
