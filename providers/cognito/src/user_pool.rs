@@ -337,83 +337,11 @@ async fn apply_mfa(
 fn template_shape(pool: &UserPoolType) -> Map<String, Value> {
     let mut props = Map::new();
     put(&mut props, "UserPoolName", pool.name().map(Value::from));
-    put(
-        &mut props,
-        "Policies",
-        pool.policies().map(|p| {
-            let mut shape = Map::new();
-            put(
-                &mut shape,
-                "PasswordPolicy",
-                p.password_policy().map(|pp| {
-                    let mut policy = Map::new();
-                    put(&mut policy, "MinimumLength", pp.minimum_length().map(Value::from));
-                    policy.insert("RequireUppercase".into(), json!(pp.require_uppercase()));
-                    policy.insert("RequireLowercase".into(), json!(pp.require_lowercase()));
-                    policy.insert("RequireNumbers".into(), json!(pp.require_numbers()));
-                    policy.insert("RequireSymbols".into(), json!(pp.require_symbols()));
-                    put(
-                        &mut policy,
-                        "PasswordHistorySize",
-                        pp.password_history_size().map(Value::from),
-                    );
-                    policy.insert(
-                        "TemporaryPasswordValidityDays".into(),
-                        json!(pp.temporary_password_validity_days()),
-                    );
-                    Value::Object(policy)
-                }),
-            );
-            put(
-                &mut shape,
-                "SignInPolicy",
-                p.sign_in_policy().map(|s| {
-                    json!({"AllowedFirstAuthFactors": s.allowed_first_auth_factors().iter().map(|f| f.as_str()).collect::<Vec<_>>()})
-                }),
-            );
-            Value::Object(shape)
-        }),
-    );
+    put(&mut props, "Policies", pool.policies().map(policies_shape));
     let schema: Vec<Value> = pool
         .schema_attributes()
         .iter()
-        .map(|a| {
-            let mut item = Map::new();
-            put(&mut item, "Name", a.name().map(Value::from));
-            put(
-                &mut item,
-                "AttributeDataType",
-                a.attribute_data_type().map(|t| json!(t.as_str())),
-            );
-            put(
-                &mut item,
-                "DeveloperOnlyAttribute",
-                a.developer_only_attribute().map(Value::from),
-            );
-            put(&mut item, "Mutable", a.mutable().map(Value::from));
-            put(&mut item, "Required", a.required().map(Value::from));
-            put(
-                &mut item,
-                "NumberAttributeConstraints",
-                a.number_attribute_constraints().map(|c| {
-                    let mut shape = Map::new();
-                    put(&mut shape, "MinValue", c.min_value().map(Value::from));
-                    put(&mut shape, "MaxValue", c.max_value().map(Value::from));
-                    Value::Object(shape)
-                }),
-            );
-            put(
-                &mut item,
-                "StringAttributeConstraints",
-                a.string_attribute_constraints().map(|c| {
-                    let mut shape = Map::new();
-                    put(&mut shape, "MinLength", c.min_length().map(Value::from));
-                    put(&mut shape, "MaxLength", c.max_length().map(Value::from));
-                    Value::Object(shape)
-                }),
-            );
-            Value::Object(item)
-        })
+        .map(schema_attribute_shape)
         .collect();
     if !schema.is_empty() {
         props.insert("Schema".into(), Value::Array(schema));
@@ -454,100 +382,19 @@ fn template_shape(pool: &UserPoolType) -> Map<String, Value> {
     put(
         &mut props,
         "AdminCreateUserConfig",
-        pool.admin_create_user_config().map(|c| {
-            let mut shape = Map::new();
-            shape.insert(
-                "AllowAdminCreateUserOnly".into(),
-                json!(c.allow_admin_create_user_only()),
-            );
-            shape.insert(
-                "UnusedAccountValidityDays".into(),
-                json!(c.unused_account_validity_days()),
-            );
-            put(
-                &mut shape,
-                "InviteMessageTemplate",
-                c.invite_message_template().map(|t| {
-                    let mut template = Map::new();
-                    put(
-                        &mut template,
-                        "EmailMessage",
-                        t.email_message().map(Value::from),
-                    );
-                    put(
-                        &mut template,
-                        "EmailSubject",
-                        t.email_subject().map(Value::from),
-                    );
-                    put(
-                        &mut template,
-                        "SMSMessage",
-                        t.sms_message().map(Value::from),
-                    );
-                    Value::Object(template)
-                }),
-            );
-            Value::Object(shape)
-        }),
+        pool.admin_create_user_config()
+            .map(admin_create_user_config),
     );
     put(
         &mut props,
         "EmailConfiguration",
-        pool.email_configuration().map(|e| {
-            let mut shape = Map::new();
-            put(&mut shape, "SourceArn", e.source_arn().map(Value::from));
-            put(
-                &mut shape,
-                "ReplyToEmailAddress",
-                e.reply_to_email_address().map(Value::from),
-            );
-            put(
-                &mut shape,
-                "EmailSendingAccount",
-                e.email_sending_account().map(|a| json!(a.as_str())),
-            );
-            put(&mut shape, "From", e.from().map(Value::from));
-            put(
-                &mut shape,
-                "ConfigurationSet",
-                e.configuration_set().map(Value::from),
-            );
-            Value::Object(shape)
-        }),
+        pool.email_configuration().map(email_configuration),
     );
     put(
         &mut props,
         "VerificationMessageTemplate",
-        pool.verification_message_template().map(|t| {
-            let mut shape = Map::new();
-            put(&mut shape, "SmsMessage", t.sms_message().map(Value::from));
-            put(
-                &mut shape,
-                "EmailMessage",
-                t.email_message().map(Value::from),
-            );
-            put(
-                &mut shape,
-                "EmailSubject",
-                t.email_subject().map(Value::from),
-            );
-            put(
-                &mut shape,
-                "EmailMessageByLink",
-                t.email_message_by_link().map(Value::from),
-            );
-            put(
-                &mut shape,
-                "EmailSubjectByLink",
-                t.email_subject_by_link().map(Value::from),
-            );
-            put(
-                &mut shape,
-                "DefaultEmailOption",
-                t.default_email_option().map(|o| json!(o.as_str())),
-            );
-            Value::Object(shape)
-        }),
+        pool.verification_message_template()
+            .map(verification_message_template),
     );
     for (key, value) in [
         (
@@ -589,6 +436,184 @@ fn template_shape(pool: &UserPoolType) -> Map<String, Value> {
     );
     put(&mut props, "UserPoolTags", live_tags(pool.user_pool_tags()));
     props
+}
+
+/// The pool's `Policies` in template shape.
+fn policies_shape(p: &aws_sdk_cognitoidentityprovider::types::UserPoolPolicyType) -> Value {
+    let mut shape = Map::new();
+    put(
+        &mut shape,
+        "PasswordPolicy",
+        p.password_policy().map(|pp| {
+            let mut policy = Map::new();
+            put(
+                &mut policy,
+                "MinimumLength",
+                pp.minimum_length().map(Value::from),
+            );
+            policy.insert("RequireUppercase".into(), json!(pp.require_uppercase()));
+            policy.insert("RequireLowercase".into(), json!(pp.require_lowercase()));
+            policy.insert("RequireNumbers".into(), json!(pp.require_numbers()));
+            policy.insert("RequireSymbols".into(), json!(pp.require_symbols()));
+            put(
+                &mut policy,
+                "PasswordHistorySize",
+                pp.password_history_size().map(Value::from),
+            );
+            policy.insert(
+                "TemporaryPasswordValidityDays".into(),
+                json!(pp.temporary_password_validity_days()),
+            );
+            Value::Object(policy)
+        }),
+    );
+    put(
+        &mut shape,
+        "SignInPolicy",
+        p.sign_in_policy().map(|s| {
+            json!({"AllowedFirstAuthFactors": s.allowed_first_auth_factors().iter().map(|f| f.as_str()).collect::<Vec<_>>()})
+        }),
+    );
+    Value::Object(shape)
+}
+
+/// One `Schema` attribute in template shape.
+fn schema_attribute_shape(
+    a: &aws_sdk_cognitoidentityprovider::types::SchemaAttributeType,
+) -> Value {
+    let mut item = Map::new();
+    put(&mut item, "Name", a.name().map(Value::from));
+    put(
+        &mut item,
+        "AttributeDataType",
+        a.attribute_data_type().map(|t| json!(t.as_str())),
+    );
+    put(
+        &mut item,
+        "DeveloperOnlyAttribute",
+        a.developer_only_attribute().map(Value::from),
+    );
+    put(&mut item, "Mutable", a.mutable().map(Value::from));
+    put(&mut item, "Required", a.required().map(Value::from));
+    put(
+        &mut item,
+        "NumberAttributeConstraints",
+        a.number_attribute_constraints().map(|c| {
+            let mut shape = Map::new();
+            put(&mut shape, "MinValue", c.min_value().map(Value::from));
+            put(&mut shape, "MaxValue", c.max_value().map(Value::from));
+            Value::Object(shape)
+        }),
+    );
+    put(
+        &mut item,
+        "StringAttributeConstraints",
+        a.string_attribute_constraints().map(|c| {
+            let mut shape = Map::new();
+            put(&mut shape, "MinLength", c.min_length().map(Value::from));
+            put(&mut shape, "MaxLength", c.max_length().map(Value::from));
+            Value::Object(shape)
+        }),
+    );
+    Value::Object(item)
+}
+
+/// `AdminCreateUserConfig` in template shape.
+fn admin_create_user_config(
+    c: &aws_sdk_cognitoidentityprovider::types::AdminCreateUserConfigType,
+) -> Value {
+    let mut shape = Map::new();
+    shape.insert(
+        "AllowAdminCreateUserOnly".into(),
+        json!(c.allow_admin_create_user_only()),
+    );
+    shape.insert(
+        "UnusedAccountValidityDays".into(),
+        json!(c.unused_account_validity_days()),
+    );
+    put(
+        &mut shape,
+        "InviteMessageTemplate",
+        c.invite_message_template().map(|t| {
+            let mut template = Map::new();
+            put(
+                &mut template,
+                "EmailMessage",
+                t.email_message().map(Value::from),
+            );
+            put(
+                &mut template,
+                "EmailSubject",
+                t.email_subject().map(Value::from),
+            );
+            put(
+                &mut template,
+                "SMSMessage",
+                t.sms_message().map(Value::from),
+            );
+            Value::Object(template)
+        }),
+    );
+    Value::Object(shape)
+}
+
+/// `EmailConfiguration` in template shape.
+fn email_configuration(
+    e: &aws_sdk_cognitoidentityprovider::types::EmailConfigurationType,
+) -> Value {
+    let mut shape = Map::new();
+    put(&mut shape, "SourceArn", e.source_arn().map(Value::from));
+    put(
+        &mut shape,
+        "ReplyToEmailAddress",
+        e.reply_to_email_address().map(Value::from),
+    );
+    put(
+        &mut shape,
+        "EmailSendingAccount",
+        e.email_sending_account().map(|a| json!(a.as_str())),
+    );
+    put(&mut shape, "From", e.from().map(Value::from));
+    put(
+        &mut shape,
+        "ConfigurationSet",
+        e.configuration_set().map(Value::from),
+    );
+    Value::Object(shape)
+}
+
+/// `VerificationMessageTemplate` in template shape.
+fn verification_message_template(
+    t: &aws_sdk_cognitoidentityprovider::types::VerificationMessageTemplateType,
+) -> Value {
+    let mut shape = Map::new();
+    put(&mut shape, "SmsMessage", t.sms_message().map(Value::from));
+    put(
+        &mut shape,
+        "EmailMessage",
+        t.email_message().map(Value::from),
+    );
+    put(
+        &mut shape,
+        "EmailSubject",
+        t.email_subject().map(Value::from),
+    );
+    put(
+        &mut shape,
+        "EmailMessageByLink",
+        t.email_message_by_link().map(Value::from),
+    );
+    put(
+        &mut shape,
+        "EmailSubjectByLink",
+        t.email_subject_by_link().map(Value::from),
+    );
+    put(
+        &mut shape,
+        "DefaultEmailOption",
+        t.default_email_option().map(|o| json!(o.as_str())),
+    );
+    Value::Object(shape)
 }
 
 /// The ids of pools named `name` carrying the create token `token`.

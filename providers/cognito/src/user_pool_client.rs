@@ -165,25 +165,7 @@ fn template_shape(client: &UserPoolClientType) -> Map<String, Value> {
     put(
         &mut props,
         "TokenValidityUnits",
-        client.token_validity_units().map(|u| {
-            let mut shape = Map::new();
-            put(
-                &mut shape,
-                "AccessToken",
-                u.access_token().map(|t| json!(t.as_str())),
-            );
-            put(
-                &mut shape,
-                "IdToken",
-                u.id_token().map(|t| json!(t.as_str())),
-            );
-            put(
-                &mut shape,
-                "RefreshToken",
-                u.refresh_token().map(|t| json!(t.as_str())),
-            );
-            Value::Object(shape)
-        }),
+        client.token_validity_units().map(token_validity_units),
     );
     let list = |items: Vec<&str>| (!items.is_empty()).then(|| json!(items));
     put(
@@ -294,6 +276,29 @@ fn template_shape(client: &UserPoolClientType) -> Map<String, Value> {
             .map(Value::from),
     );
     props
+}
+
+/// `TokenValidityUnits` in template shape.
+fn token_validity_units(
+    u: &aws_sdk_cognitoidentityprovider::types::TokenValidityUnitsType,
+) -> Value {
+    let mut shape = Map::new();
+    put(
+        &mut shape,
+        "AccessToken",
+        u.access_token().map(|t| json!(t.as_str())),
+    );
+    put(
+        &mut shape,
+        "IdToken",
+        u.id_token().map(|t| json!(t.as_str())),
+    );
+    put(
+        &mut shape,
+        "RefreshToken",
+        u.refresh_token().map(|t| json!(t.as_str())),
+    );
+    Value::Object(shape)
 }
 
 /// The client `id` of `pool`; `None` when it (or its pool) does not exist.
