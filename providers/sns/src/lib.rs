@@ -19,7 +19,7 @@ cdkd_provider_api::register_provider!(
 use std::collections::BTreeMap;
 
 use aws_sdk_sns::config::Region;
-use cdkd_aws_common::{aws_error, optional};
+use cdkd_aws_common::{aws_error, optional, policy_principals, while_iam_propagates};
 pub(crate) use cdkd_aws_common::{json_text as document, parsed};
 use cdkd_provider_api::{PluginContext, ProviderError};
 use serde_json::{json, Map, Value};
@@ -138,28 +138,41 @@ pub(crate) fn is_default_policy(topic_arn: &str, policy: &Value) -> bool {
         || policy.get("Id").and_then(Value::as_str) == Some("__default_policy_ID")
 }
 
-/// Sets a topic's `Policy` attribute.
+/// Sets a topic's `Policy` attribute. A policy naming IAM principals is refused ("Policy Error:
+/// PrincipalNotFound") while one of them is too new for SNS to know: tried again for as long
+/// as IAM takes to propagate it.
 pub(crate) async fn set_policy(
     ctx: &PluginContext,
     what: &str,
     topic_arn: &str,
     policy: &str,
 ) -> Result<(), ProviderError> {
-    client_for(ctx, topic_arn)
-        .await?
-        .set_topic_attributes()
-        .topic_arn(topic_arn)
-        .attribute_name("Policy")
-        .attribute_value(policy)
-        .send()
-        .await
-        .map(|_| ())
-        .map_err(|e| {
-            aws_error(
-                &format!("{what}: SetTopicAttributes Policy on {topic_arn}"),
-                e,
-            )
-        })
+    let sns = client_for(ctx, topic_arn).await?;
+    let set = || async {
+        sns.set_topic_attributes()
+            .topic_arn(topic_arn)
+            .attribute_name("Policy")
+            .attribute_value(policy)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| {
+                aws_error(
+                    &format!("{what}: SetTopicAttributes Policy on {topic_arn}"),
+                    e,
+                )
+            })
+    };
+    let principals = policy_principals(&Value::String(policy.to_string()));
+    if !principals.starts_with("the principals") {
+        return set().await;
+    }
+    while_iam_propagates(
+        &principals,
+        |e| e.message.contains("PrincipalNotFound"),
+        set,
+    )
+    .await
 }
 
 /// Gives a topic SNS's default policy back; a topic that no longer exists has nothing to reset.

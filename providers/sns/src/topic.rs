@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use cdkd_aws_common::{
-    aws_error, deleted_unless_failed, flag, generated_name, optional, string, Readable, TypeSchema,
+    aws_error, deleted_unless_failed, flag, generated_name, optional, string, while_iam_propagates,
+    Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
@@ -298,6 +299,23 @@ async fn unsubscribe(
     Ok(())
 }
 
+/// The delivery-status feedback roles among a topic's attributes, for a message ("the roles
+/// A, B"); `None` when it has none.
+fn feedback_roles(attributes: &BTreeMap<String, String>) -> Option<String> {
+    let roles: Vec<&str> = attributes
+        .iter()
+        .filter(|(name, value)| name.ends_with("FeedbackRoleArn") && !value.is_empty())
+        .map(|(_, value)| value.as_str())
+        .collect();
+    (!roles.is_empty()).then(|| format!("the roles {}", roles.join(", ")))
+}
+
+/// Whether SNS refused a feedback role it cannot use yet ("... is not a valid role to allow SNS
+/// to write to Cloudwatch Logs"): a role of the same run IAM has not propagated.
+fn feedback_role_unknown(err: &ProviderError) -> bool {
+    err.message.contains("is not a valid role to allow SNS")
+}
+
 #[async_trait]
 impl ResourceProvider for Topic {
     fn schema(&self) -> ResourceTypeSchema {
@@ -344,9 +362,10 @@ impl ResourceProvider for Topic {
             .map_err(|e| ProviderError::validation(format!("{what}: {e}")))?;
         let tags = tags(props);
         let sns = client(ctx).await?;
+        let roles = feedback_roles(&attributes_map);
         // CreateTopic answers the existing topic for the same name and attributes, so a retried
-        // create finds its own topic.
-        let created = sns
+        // create finds its own topic (and a retry while a feedback role propagates is safe).
+        let call = sns
             .create_topic()
             .name(&name)
             .set_attributes(
@@ -354,10 +373,21 @@ impl ResourceProvider for Topic {
                     .filter(|a| !a.is_empty()),
             )
             .set_tags(Some(tags).filter(|t| !t.is_empty()))
-            .set_data_protection_policy(props.get("DataProtectionPolicy").and_then(attribute_text))
-            .send()
-            .await
-            .map_err(|e| aws_error(&format!("{what}: CreateTopic {name}"), e))?;
+            .set_data_protection_policy(props.get("DataProtectionPolicy").and_then(attribute_text));
+        let create = || {
+            let call = call.clone();
+            let what = &what;
+            let name = &name;
+            async move {
+                call.send()
+                    .await
+                    .map_err(|e| aws_error(&format!("{what}: CreateTopic {name}"), e))
+            }
+        };
+        let created = match roles {
+            None => create().await?,
+            Some(roles) => while_iam_propagates(&roles, feedback_role_unknown, create).await?,
+        };
         let arn = created
             .topic_arn()
             .ok_or_else(|| ProviderError::other(format!("{what}: CreateTopic returned no ARN")))?
@@ -392,13 +422,22 @@ impl ResourceProvider for Topic {
         old.remove("FifoTopic");
         new.remove("FifoTopic");
         for (name, value) in attribute_changes(&old, &new, reset_value) {
-            sns.set_topic_attributes()
-                .topic_arn(&arn)
-                .attribute_name(&name)
-                .attribute_value(value)
-                .send()
-                .await
-                .map_err(|e| aws_error(&format!("{what}: SetTopicAttributes {name}"), e))?;
+            let set = || async {
+                sns.set_topic_attributes()
+                    .topic_arn(&arn)
+                    .attribute_name(&name)
+                    .attribute_value(&value)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| aws_error(&format!("{what}: SetTopicAttributes {name}"), e))
+            };
+            if name.ends_with("FeedbackRoleArn") && !value.is_empty() {
+                let role = format!("the role {value}");
+                while_iam_propagates(&role, feedback_role_unknown, set).await?;
+            } else {
+                set().await?;
+            }
         }
         if before.get("DataProtectionPolicy") != after.get("DataProtectionPolicy") {
             // A removed policy is put as "": SNS takes an empty policy as none, which is what
@@ -570,6 +609,26 @@ impl Readable for Topic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn feedback_roles_are_named_and_their_refusal_waited_for() {
+        let attributes = topic_attributes(&props(json!({"DeliveryStatusLogging": [
+            {"Protocol": "sqs", "SuccessFeedbackRoleArn": "arn:role/ok", "FailureFeedbackRoleArn": "arn:role/bad"}
+        ]})))
+        .unwrap();
+        assert_eq!(
+            feedback_roles(&attributes).as_deref(),
+            Some("the roles arn:role/bad, arn:role/ok")
+        );
+        assert_eq!(feedback_roles(&BTreeMap::new()), None);
+        let refused = ProviderError::validation(
+            "T: CreateTopic t: InvalidParameter: Invalid parameter: Attributes Reason: arn:role/ok is not a valid role to allow SNS to write to Cloudwatch Logs",
+        );
+        assert!(feedback_role_unknown(&refused));
+        assert!(!feedback_role_unknown(&ProviderError::validation(
+            "bad name"
+        )));
+    }
 
     fn props(value: Value) -> Map<String, Value> {
         value.as_object().unwrap().clone()

@@ -16,7 +16,7 @@ cdkd_provider_api::register_provider!(
 );
 
 use aws_sdk_sqs::types::QueueAttributeName;
-use cdkd_aws_common::aws_error;
+use cdkd_aws_common::{aws_error, policy_principals, while_iam_propagates};
 pub(crate) use cdkd_aws_common::{json_text, parsed};
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
 use serde_json::Value;
@@ -85,25 +85,40 @@ pub(crate) async fn queue_policy(
     }
 }
 
-/// Sets the `Policy` attribute of the queue at `url` (`""` removes it).
+/// Sets the `Policy` attribute of the queue at `url` (`""` removes it). A policy naming IAM
+/// principals is refused ("Invalid value for the parameter Policy") while one of them is too
+/// new for SQS to know: tried again for as long as IAM takes to propagate it.
 pub(crate) async fn set_policy(
     sqs: &aws_sdk_sqs::Client,
     what: &str,
     url: &str,
     document: &str,
 ) -> Result<(), ProviderError> {
-    sqs.set_queue_attributes()
-        .queue_url(url)
-        .attributes(QueueAttributeName::Policy, document)
-        .send()
-        .await
-        .map(|_| ())
-        .map_err(|err| {
-            with_sqs_kind(aws_error(
-                &format!("{what}: SetQueueAttributes Policy on {url}"),
-                err,
-            ))
-        })
+    let set = || async {
+        sqs.set_queue_attributes()
+            .queue_url(url)
+            .attributes(QueueAttributeName::Policy, document)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|err| {
+                with_sqs_kind(aws_error(
+                    &format!("{what}: SetQueueAttributes Policy on {url}"),
+                    err,
+                ))
+            })
+    };
+    let principals = policy_principals(&Value::String(document.to_string()));
+    if !principals.starts_with("the principals") {
+        return set().await;
+    }
+    while_iam_propagates(&principals, principal_unknown, set).await
+}
+
+/// Whether SQS refused a policy as SQS does while a principal it names is not yet known.
+fn principal_unknown(err: &ProviderError) -> bool {
+    err.message
+        .contains("Invalid value for the parameter Policy")
 }
 
 /// Removes the policy of the queue at `url`; a queue already gone has none left to remove.
