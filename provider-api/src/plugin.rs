@@ -163,6 +163,11 @@ impl PluginContext {
             .map(std::time::Duration::from_secs)
     }
 
+    /// What creates and updates wait for, `cdkd deploy --wait` ([`crate::protocol::Wait`]).
+    pub fn wait(&self) -> crate::protocol::Wait {
+        self.config.wait
+    }
+
     /// cdkd's state bucket, when the host has one for this command.
     pub fn state_bucket(&self) -> Option<&crate::protocol::StateBucketRef> {
         self.config.state_bucket.as_ref()

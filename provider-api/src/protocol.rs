@@ -281,6 +281,10 @@ pub struct HostConfig {
     /// `--resource-timeout`, when the user gave one: the longest one operation may take.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_timeout_secs: Option<u64>,
+    /// What creates and updates wait for before they answer, `cdkd deploy --wait` (added in
+    /// 0.1.9; an older host sends none: [`Wait::Dependents`]).
+    #[serde(default, skip_serializing_if = "Wait::is_default")]
+    pub wait: Wait,
 }
 
 /// A state bucket and the region it lives in.
@@ -320,10 +324,6 @@ pub struct CreateRequest {
     /// (`cdkd_aws_common::physical_name` does), so a retry finds its own resource.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub client_token: String,
-    /// What the create waits for before it answers (added in 0.1.9; an older host sends none:
-    /// [`Wait::Dependents`]).
-    #[serde(default, skip_serializing_if = "Wait::is_default")]
-    pub wait: Wait,
 }
 
 /// What a create or update waits for before it answers (`cdkd deploy --wait`, docs/deploy.md).
@@ -402,9 +402,6 @@ pub struct UpdateRequest {
     /// The properties last applied.
     #[serde(default)]
     pub previous_properties: Map<String, Value>,
-    /// What the update waits for before it answers (added in 0.1.9).
-    #[serde(default, skip_serializing_if = "Wait::is_default")]
-    pub wait: Wait,
 }
 
 /// The outcome of an update.

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
+use cdkd_provider_api::protocol::Wait;
 use serde_json::Value;
 
 use super::app::{load_assembly, stack_target, AppArgs};
@@ -56,6 +57,28 @@ pub(super) fn stop_signal(what: &'static str) -> tokio::sync::watch::Receiver<bo
         }
     });
     receiver
+}
+
+/// `--wait`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WaitArg {
+    /// What a dependent needs to be created correctly, and no more.
+    Dependents,
+    /// Everything stable, as CloudFormation waits.
+    Full,
+    /// Each create and update accepted: no stabilization waits.
+    None,
+}
+
+impl WaitArg {
+    /// The mode plugins are given: `--no-wait` wins.
+    fn mode(self, no_wait: bool) -> Wait {
+        match (self, no_wait) {
+            (_, true) | (WaitArg::None, _) => Wait::None,
+            (WaitArg::Full, _) => Wait::Full,
+            (WaitArg::Dependents, _) => Wait::Dependents,
+        }
+    }
 }
 
 /// `--progress`.
@@ -163,6 +186,14 @@ pub struct DeployArgs {
     /// custom resource's handler, CloudFormation's limits).
     #[arg(long, value_name = "SECONDS")]
     resource_timeout: Option<u64>,
+    /// What creates and updates wait for: `dependents` (what the resources that depend on them
+    /// need, the default), `full` (every resource stable, as CloudFormation waits: a
+    /// distribution deployed, a load balancer active, a service's tasks running) or `none`.
+    #[arg(long, value_enum, default_value_t = WaitArg::Dependents)]
+    wait: WaitArg,
+    /// The same as `--wait none`: each create and update answers once AWS accepted it.
+    #[arg(long, conflicts_with = "wait")]
+    no_wait: bool,
     /// Do not read resources back as their drift baseline (`observedProperties`) after
     /// creates and updates, nor fill in records that lack one.
     #[arg(long)]
@@ -261,6 +292,7 @@ pub(super) async fn deploy_until(
     if let Some(seconds) = args.resource_timeout {
         registry.set_resource_timeout(seconds);
     }
+    registry.set_wait(args.wait.mode(args.no_wait));
     // Stacks that read each other's values run in order; other stacks' records are read only
     // when some template reads another stack.
     let aws = context.aws().await;

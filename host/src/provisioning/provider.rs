@@ -138,7 +138,6 @@ impl ResourceOperations for Provider<'_> {
                                 stack_name: stack.to_string(),
                                 properties: sent.clone(),
                                 client_token: spec.token.to_string(),
-                                ..Default::default()
                             },
                         )
                         .await
@@ -412,7 +411,6 @@ impl ResourceOperations for Provider<'_> {
                                 physical_id: physical_id.to_string(),
                                 properties: desired.clone(),
                                 previous_properties: previous.clone(),
-                                ..Default::default()
                             },
                         )
                         .await

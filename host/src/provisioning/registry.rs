@@ -9,7 +9,9 @@ use crate::analyzer::ref_values::RefValues;
 use std::collections::BTreeMap;
 
 use cdkd_provider_api::host::{self, PluginLibrary};
-use cdkd_provider_api::protocol::{best_match, HostConfig, ResourceTypeSchema, StateBucketRef};
+use cdkd_provider_api::protocol::{
+    best_match, HostConfig, ResourceTypeSchema, StateBucketRef, Wait,
+};
 use cdkd_provider_api::ProviderError;
 use tokio::sync::OnceCell;
 
@@ -108,6 +110,8 @@ pub struct Registry {
     state_bucket: std::sync::OnceLock<StateBucketRef>,
     /// `--resource-timeout`, handed to plugins at init when the user gave one.
     resource_timeout: std::sync::OnceLock<u64>,
+    /// `--wait` / `--no-wait`, handed to plugins at init.
+    wait: std::sync::OnceLock<Wait>,
 }
 
 /// Whether a type goes to the custom-resource path rather than a provider.
@@ -133,6 +137,7 @@ impl Registry {
             owners,
             state_bucket: std::sync::OnceLock::new(),
             resource_timeout: std::sync::OnceLock::new(),
+            wait: std::sync::OnceLock::new(),
         }
     }
 
@@ -148,6 +153,11 @@ impl Registry {
     /// Hands the user's `--resource-timeout` to plugins when they start.
     pub fn set_resource_timeout(&self, seconds: u64) {
         let _ = self.resource_timeout.set(seconds);
+    }
+
+    /// Hands the user's `--wait` / `--no-wait` to plugins when they start.
+    pub fn set_wait(&self, wait: Wait) {
+        let _ = self.wait.set(wait);
     }
 
     /// The plugins file the registry came from.
@@ -279,6 +289,7 @@ impl Registry {
                     worker_threads: 2,
                     state_bucket: self.state_bucket.get().cloned(),
                     resource_timeout_secs: self.resource_timeout.get().copied(),
+                    wait: self.wait.get().copied().unwrap_or_default(),
                 };
                 let started = std::time::Instant::now();
                 let result = plugin
@@ -450,6 +461,7 @@ mod tests {
             slots: Vec::new(),
             state_bucket: std::sync::OnceLock::new(),
             resource_timeout: std::sync::OnceLock::new(),
+            wait: std::sync::OnceLock::new(),
             owners: BTreeMap::from([
                 ("Custom::*".to_string(), TypeOwner::Plugin(0)),
                 ("Custom::Acme*".to_string(), TypeOwner::Plugin(1)),

@@ -575,7 +575,6 @@ mod tests {
             stack_name: "Shop".into(),
             client_token: "t1".into(),
             properties: properties.as_object().cloned().unwrap(),
-            ..Default::default()
         };
         let name = api_name(&request(json!({})));
         assert!(name.starts_with("Shop-HttpApi-"), "{name}");

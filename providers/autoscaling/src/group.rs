@@ -805,7 +805,6 @@ mod tests {
             stack_name: "Shop".into(),
             client_token: "t1".into(),
             properties: Map::new(),
-            ..Default::default()
         };
         let first = given_or_generated_name(&request, "AutoScalingGroupName", MAX_NAME, false);
         let again = given_or_generated_name(&request, "AutoScalingGroupName", MAX_NAME, false);

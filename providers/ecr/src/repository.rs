@@ -596,7 +596,6 @@ mod tests {
             stack_name: "Shop".into(),
             client_token: "t1".into(),
             properties: Map::new(),
-            ..Default::default()
         };
         let name = given_or_generated_name(&request, "RepositoryName", MAX_NAME, true);
         assert!(name.starts_with("shop-repoe9a1-"), "{name}");

@@ -687,7 +687,7 @@ impl ResourceProvider for Function {
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: CreateFunction {name}"), e))?;
-        if let Err(error) = finish_create(&lambda, &what, &name, props, created.state(), request.wait).await {
+        if let Err(error) = finish_create(&lambda, &what, &name, props, created.state(), ctx.wait()).await {
             // The function exists: undo it so nothing is left unrecorded.
             let note = match lambda.delete_function().function_name(&name).send().await {
                 Ok(_) => format!("; the new function {name} was deleted again"),

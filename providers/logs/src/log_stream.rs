@@ -187,7 +187,6 @@ mod tests {
             stack_name: "App".into(),
             client_token: "t1".into(),
             properties: properties.as_object().cloned().unwrap(),
-            ..Default::default()
         };
         let generated = given_or_generated_name(
             &request(json!({"LogGroupName": "g"})),

@@ -621,7 +621,6 @@ mod tests {
             stack_name: "Shop".into(),
             client_token: "t1".into(),
             properties: props(properties),
-            ..Default::default()
         };
         let fifo = queue_name(&request(json!({"FifoQueue": true})));
         assert!(fifo.starts_with("Shop-OrdersQueue-"), "{fifo}");
