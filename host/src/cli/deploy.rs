@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
-use clap::Args;
 use cdkd_provider_api::protocol::Wait;
+use clap::Args;
 use serde_json::Value;
 
 use super::app::{load_assembly, stack_target, AppArgs};
