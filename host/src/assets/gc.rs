@@ -73,7 +73,7 @@ pub async fn collect(
         ..GcReport::default()
     };
     let backend = &store.backend;
-    let marker = read_marker(backend.client(), backend.bucket(), region).await?;
+    let marker = read_marker(backend.client()?, backend.bucket(), region).await?;
     // Every record's text: an asset is referenced when its key appears in any of them.
     let mut records = String::new();
     for stack in backend.list_stacks().await? {
@@ -146,7 +146,7 @@ pub async fn collect(
     let state_bucket = backend.bucket();
     for key in backend.list_keys(RESPONSES).await? {
         let head = backend
-            .client()
+            .client()?
             .head_object()
             .bucket(state_bucket)
             .key(&key)
@@ -164,7 +164,7 @@ pub async fn collect(
             backend.delete_object(&key).await?;
             // The handler's full response, `Data` included: its history goes too.
             purge::purge_and_report(
-                backend.client(),
+                backend.client()?,
                 state_bucket,
                 &key,
                 PurgedObject::CustomResourceResponse,

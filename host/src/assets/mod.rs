@@ -294,7 +294,7 @@ async fn for_stack(
         return unchanged(template);
     }
     let marker = match store {
-        Some(store) => read_marker(store.backend.client(), store.backend.bucket(), region).await?,
+        Some(store) => read_marker(store.backend.client()?, store.backend.bucket(), region).await?,
         None => None,
     };
     let mut repositories: Vec<(Vec<String>, String)> = Vec::new();

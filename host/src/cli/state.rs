@@ -602,7 +602,7 @@ async fn info(
     let region = bucket::bucket_region(aws, &store.bucket.name).await;
     let stacks = store.backend.list_stacks().await?;
     let asset_regions =
-        bootstrap::opted_in_regions(store.backend.client(), &store.bucket.name).await?;
+        bootstrap::opted_in_regions(store.backend.client()?, &store.bucket.name).await?;
     let doc = json!({
         "bucket": store.bucket.name,
         "region": region,

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 
 use crate::state::backend::StateBackend;
-use crate::state::purge::{purge_and_report, PurgeLogLevel, PurgedObject};
+use crate::state::purge::{purge_and_report_on, PurgeLogLevel, PurgedObject};
 
 /// A transient template put for CloudFormation to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,9 +64,8 @@ impl TemplateStaging for BucketStaging {
     async fn purge(&self, key: &str) {
         let bucket = &self.backend;
         let _ = bucket.delete_object(key).await;
-        purge_and_report(
-            bucket.client(),
-            bucket.bucket(),
+        purge_and_report_on(
+            bucket.storage().as_ref(),
             key,
             PurgedObject::TransientTemplate,
             PurgeLogLevel::Warn,

@@ -530,3 +530,124 @@ impl HeldLock for MemoryLock {
         guard(&self.held).remove(&self.key);
     }
 }
+
+/// The seam-level rules the engine's tests rely on, run against the fakes above and against
+/// the real store and locks over [`MemoryStorage`](crate::state::storage::MemoryStorage)
+/// (which `state_conformance_tests!` proves to answer as S3): a rule the fakes break is a
+/// place where the engine's unit tests would pass against a store that does not exist.
+#[cfg(test)]
+mod conformance {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::{Journal, MemoryLocks, MemoryStore, RecordStore, StackLocks, StackState};
+    use crate::state::backend::StateBackend;
+    use crate::state::keys::StateKeys;
+    use crate::state::lock::{LockConfig, LockManager};
+    use crate::state::storage::{MemoryStorage, ObjectStorage};
+    use crate::state::StateError;
+
+    const REGION: &str = "us-east-1";
+
+    /// The real store over an empty in-memory bucket.
+    fn real_store() -> (StateBackend, Arc<dyn ObjectStorage>) {
+        let storage: Arc<dyn ObjectStorage> = Arc::new(MemoryStorage::new("cdkd-state-test"));
+        (
+            StateBackend::on(storage.clone(), StateKeys::new("cdkd")),
+            storage,
+        )
+    }
+
+    /// A real lock manager acting as `owner`, never waiting for a held lock.
+    fn real_locks(storage: &Arc<dyn ObjectStorage>, owner: &str) -> LockManager {
+        let config = LockConfig {
+            ttl: Duration::from_secs(600),
+            retries: 0,
+            retry_delay: Duration::from_millis(10),
+            renew_every: Some(Duration::from_secs(3600)),
+        };
+        LockManager::on(
+            storage.clone(),
+            StateKeys::new("cdkd"),
+            config,
+            owner.into(),
+        )
+    }
+
+    /// Saves are conditional on the record read before, deletes and journals are as written.
+    async fn record_rules(store: &dyn RecordStore) {
+        assert!(store.load("S", REGION).await.unwrap().is_none());
+        let mut state = StackState::new("S", REGION);
+        let first = store.save("S", REGION, &mut state, None).await.unwrap();
+        let loaded = store.load("S", REGION).await.unwrap().expect("saved");
+        assert_eq!(loaded.etag, first);
+        assert_eq!(loaded.state.stack_name, "S");
+        assert_eq!(loaded.state.region.as_deref(), Some(REGION));
+        // A first save over a record someone else wrote is refused (a different record: the
+        // store takes its own retried write, byte for byte the same, as written).
+        state.outputs.insert("Written".into(), "first".into());
+        let refused = store.save("S", REGION, &mut state.clone(), None).await;
+        assert!(matches!(
+            refused,
+            Err(StateError::ConcurrentModification { .. })
+        ));
+        let second = (store.save("S", REGION, &mut state.clone(), Some(&loaded)))
+            .await
+            .unwrap();
+        assert_ne!(second, first);
+        // The record read before the second save is stale now.
+        state.outputs.insert("Written".into(), "stale".into());
+        let stale = store.save("S", REGION, &mut state, Some(&loaded)).await;
+        assert!(matches!(
+            stale,
+            Err(StateError::ConcurrentModification { .. })
+        ));
+        store.delete("S", REGION).await.unwrap();
+        assert!(store.load("S", REGION).await.unwrap().is_none());
+
+        assert!(store.read_journal("S", REGION).await.unwrap().is_none());
+        let journal = Journal::new("S", REGION);
+        store.write_journal(&journal).await.unwrap();
+        assert_eq!(
+            store.read_journal("S", REGION).await.unwrap(),
+            Some(journal)
+        );
+        store.remove_journal("S", REGION).await.unwrap();
+        assert!(store.read_journal("S", REGION).await.unwrap().is_none());
+        store.remove_journal("S", REGION).await.unwrap();
+    }
+
+    /// A held lock refuses another holder until it is released.
+    async fn lock_rules(first: &dyn StackLocks, second: &dyn StackLocks) {
+        assert!(!first.is_locked("S", REGION).await.unwrap());
+        let held = first.acquire("S", REGION, "deploy").await.unwrap();
+        assert!(second.is_locked("S", REGION).await.unwrap());
+        let refused = second.acquire("S", REGION, "destroy").await;
+        assert!(matches!(refused, Err(StateError::Locked { .. })));
+        // Another stack's lock is another lock.
+        let other = second.acquire("T", REGION, "deploy").await.unwrap();
+        held.release().await;
+        assert!(!second.is_locked("S", REGION).await.unwrap());
+        second
+            .acquire("S", REGION, "deploy")
+            .await
+            .unwrap()
+            .release()
+            .await;
+        other.release().await;
+    }
+
+    #[tokio::test]
+    async fn the_memory_store_saves_as_the_state_store() {
+        record_rules(&MemoryStore::default()).await;
+        record_rules(&real_store().0).await;
+    }
+
+    #[tokio::test]
+    async fn the_memory_locks_lock_as_the_state_locks() {
+        let locks = MemoryLocks::default();
+        lock_rules(&locks, &locks.clone()).await;
+        let (_, storage) = real_store();
+        lock_rules(&real_locks(&storage, "one"), &real_locks(&storage, "two")).await;
+    }
+}

@@ -65,7 +65,7 @@ pub async fn scrub_stack(
     let journal = backend.get_object(&journal_key).await?;
     report.journal = journal.as_ref().is_some_and(|j| known.found_in(&j.body));
     let state_key = backend.keys().state(stack, region);
-    let client = backend.client();
+    let client = backend.client()?;
     let bucket = backend.bucket();
     let holds = |body: &[u8]| known.found_in(body);
     let mut doomed = Vec::new();

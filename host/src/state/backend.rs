@@ -86,12 +86,12 @@ impl StateBackend {
         self.storage.bucket()
     }
 
-    /// The S3 client, for the calls outside the seam (bootstrap markers, gc, scrub). Those run
-    /// only on the state bucket, never on in-memory storage, where this panics.
-    pub fn client(&self) -> &Client {
-        self.client
-            .as_ref()
-            .expect("an S3 client: this backend is not on in-memory storage")
+    /// The S3 client, for the calls outside the seam (bootstrap markers, gc, scrub), which run
+    /// only on the state bucket: over other storage, [`StateError::NotOnS3`].
+    pub fn client(&self) -> Result<&Client, StateError> {
+        self.client.as_ref().ok_or_else(|| StateError::NotOnS3 {
+            bucket: self.bucket().to_string(),
+        })
     }
 
     /// Reads an object, `None` when it does not exist.

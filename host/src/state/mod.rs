@@ -127,6 +127,13 @@ pub enum StateError {
     /// Another AWS call failed.
     #[error("{0}")]
     Aws(String),
+    /// A call outside the storage seam (bootstrap markers, gc, scrub) on a backend that is not
+    /// on S3.
+    #[error("bucket {bucket} is not on S3 (in-memory state), and this needs S3 itself")]
+    NotOnS3 {
+        /// The bucket.
+        bucket: String,
+    },
 }
 
 impl StateError {

@@ -18,10 +18,8 @@ pub struct StateStore {
 impl StateStore {
     /// The state bucket's region (its client's).
     pub fn region(&self) -> String {
-        self.backend
-            .client()
-            .config()
-            .region()
+        (self.backend.client().ok())
+            .and_then(|client| client.config().region())
             .map(ToString::to_string)
             .unwrap_or_else(|| crate::aws_env::FALLBACK_REGION.to_string())
     }
