@@ -67,3 +67,42 @@ pub async fn destroy_stacks(
     }
     Ok(())
 }
+
+/// Every recorded stack with its region, consumers first: a stack importing from another goes
+/// before it (the most imports first, then by name).
+pub fn recorded_destroy_order(snapshot: &StateSnapshot) -> Vec<(String, String)> {
+    let mut all: Vec<(String, String, usize)> = snapshot
+        .iter()
+        .map(|(stack, region, state)| {
+            (
+                stack.to_string(),
+                region.to_string(),
+                state.imports.as_ref().map_or(0, |i| i.len()),
+            )
+        })
+        .collect();
+    all.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    all.into_iter().map(|(s, r, _)| (s, r)).collect()
+}
+
+/// The stacks (with their regions) that have a rollback journal, in `region` only when given.
+pub async fn journaled_stacks(
+    backend: &StateBackend,
+    region: Option<&str>,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let mut journaled = Vec::new();
+    for found in backend.list_stacks().await? {
+        let found_region = found.region.unwrap_or_default();
+        if region.is_some_and(|r| r != found_region) {
+            continue;
+        }
+        if backend
+            .get_object(&backend.keys().journal(&found.stack, &found_region))
+            .await?
+            .is_some()
+        {
+            journaled.push((found.stack, found_region));
+        }
+    }
+    Ok(journaled)
+}

@@ -11,12 +11,12 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::deploy::{RunLog, StackInputs, StackRun};
-use super::fallback::{read_cloudformation, CloudFormationRegions, Consumer};
+use super::fallback::{read_cloudformation, Consumer};
 use super::order::RunOrder;
 use crate::analyzer::plan::StackContext;
 use crate::analyzer::template::Template;
 use crate::cloudformation::fake::{FakeCloudFormation, FakeStaging};
-use crate::cloudformation::CloudFormationApi;
+use crate::cloudformation::CloudFormation;
 use crate::deployment::deploy::{DeployOptions, StackInput};
 use crate::deployment::engine::Engine;
 use crate::deployment::external::StateSnapshot;
@@ -300,13 +300,11 @@ async fn stack_concurrency_bounds_the_stacks_in_flight() {
     }
 }
 
-/// The fake CloudFormation, in every region.
-struct OneRegion(Arc<FakeCloudFormation>);
-
-impl CloudFormationRegions for OneRegion {
-    fn in_region(&self, region: &str) -> Arc<dyn CloudFormationApi> {
+/// The fake CloudFormation as the fallback reaches it, in the one region of these tests.
+fn in_region(fake: &Arc<FakeCloudFormation>) -> impl Fn(&str) -> CloudFormation + '_ {
+    move |region: &str| {
         assert_eq!(region, REGION);
-        self.0.clone()
+        CloudFormation::over(fake.clone(), region)
     }
 }
 
@@ -354,7 +352,7 @@ async fn producers_without_a_record_are_read_from_cloudformation_before_the_run(
     let mut snapshot = StateSnapshot::default();
     read_cloudformation(
         &mut snapshot,
-        &OneRegion(cloudformation.clone()),
+        in_region(&cloudformation),
         &consumers,
         &in_run,
     )
@@ -367,7 +365,7 @@ async fn producers_without_a_record_are_read_from_cloudformation_before_the_run(
     // A second read asks nothing again.
     read_cloudformation(
         &mut snapshot,
-        &OneRegion(cloudformation.clone()),
+        in_region(&cloudformation),
         &consumers,
         &in_run,
     )
@@ -412,7 +410,7 @@ async fn a_producer_neither_cdkd_nor_cloudformation_knows_fails_its_consumer_by_
     let mut snapshot = StateSnapshot::default();
     read_cloudformation(
         &mut snapshot,
-        &OneRegion(cloudformation.clone()),
+        in_region(&cloudformation),
         &consumers,
         &["Reader".to_string()].into(),
     )
@@ -472,4 +470,39 @@ fn destroy_takes_consumers_before_their_producers() {
     assert_eq!(order.deploy_order(), ["Apart", "Source", "Reader"]);
     assert_eq!(order.destroy_order(), ["Reader", "Source", "Apart"]);
     assert!(order.cross_stack());
+}
+
+#[test]
+fn state_destroy_all_takes_the_stacks_that_import_most_first() {
+    use crate::state::schema::{StackState, StateImportEntry};
+    let importing = |name: &str, from: &[&str]| {
+        let mut state = StackState::new(name, REGION);
+        state.imports = Some(
+            (from.iter())
+                .map(|source| StateImportEntry {
+                    source_stack: source.to_string(),
+                    source_region: REGION.into(),
+                    export_name: format!("{source}Arn"),
+                    extra: Default::default(),
+                })
+                .collect(),
+        );
+        state
+    };
+    let mut snapshot = StateSnapshot::default();
+    for state in [
+        importing("Base", &[]),
+        importing("Top", &["Middle", "Base"]),
+        importing("Middle", &["Base"]),
+        importing("Alone", &[]),
+    ] {
+        snapshot.update(state);
+    }
+    let order: Vec<String> = (super::destroy::recorded_destroy_order(&snapshot).into_iter())
+        .map(|(stack, region)| {
+            assert_eq!(region, REGION);
+            stack
+        })
+        .collect();
+    assert_eq!(order, ["Top", "Middle", "Alone", "Base"]);
 }

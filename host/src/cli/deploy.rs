@@ -19,7 +19,9 @@ use super::{confirm, CommandContext};
 use crate::analyzer::security::RequireApproval;
 use crate::analyzer::template::Template;
 use crate::app::deploy::{initial_snapshot, warn_recreate_consumers, AssemblyInputs, RunLog};
-use crate::app::destroy::{destroy_stacks, DestroyTarget};
+use crate::app::destroy::{
+    destroy_stacks, journaled_stacks, recorded_destroy_order, DestroyTarget,
+};
 use crate::app::fallback::{read_fallbacks, Consumer};
 use crate::app::{Backends, RunOrder, StackRun};
 use crate::deployment::deploy::{DeployOptions, RememberedDeploys};
@@ -534,20 +536,8 @@ pub async fn state_destroy(
     let fallback = context.aws().await.region();
     let mut targets: Vec<(String, String)> = Vec::new();
     if args.all {
-        let snapshot = StateSnapshot::load(&store.backend).await?;
         // Consumers first: a stack importing from another goes before it.
-        let mut all: Vec<(String, String, usize)> = snapshot
-            .iter()
-            .map(|(stack, region, state)| {
-                (
-                    stack.to_string(),
-                    region.to_string(),
-                    state.imports.as_ref().map_or(0, |i| i.len()),
-                )
-            })
-            .collect();
-        all.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
-        targets = all.into_iter().map(|(s, r, _)| (s, r)).collect();
+        targets = recorded_destroy_order(&StateSnapshot::load(&store.backend).await?);
     } else {
         for stack in &args.stacks {
             targets.push((
@@ -642,21 +632,7 @@ pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::R
                 .await?,
         )],
         None => {
-            let mut journaled = Vec::new();
-            for found in store.backend.list_stacks().await? {
-                let region = found.region.unwrap_or_default();
-                if args.stack_region.as_ref().is_some_and(|r| r != &region) {
-                    continue;
-                }
-                if store
-                    .backend
-                    .get_object(&store.backend.keys().journal(&found.stack, &region))
-                    .await?
-                    .is_some()
-                {
-                    journaled.push((found.stack, region));
-                }
-            }
+            let journaled = journaled_stacks(&store.backend, args.stack_region.as_deref()).await?;
             match journaled.len() {
                 0 => anyhow::bail!("no stack has a rollback journal; nothing to roll back"),
                 1 => journaled,
@@ -682,7 +658,7 @@ pub async fn rollback(context: &CommandContext, args: RollbackArgs) -> anyhow::R
     let mut failures = Vec::new();
     // One stack after another: each holds its own lock, and a failure leaves the others to go.
     for (stack, region) in targets {
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let result = engine
             .rollback(&stack, &region, args.revert_failed, &args.orphan)
             .await;
