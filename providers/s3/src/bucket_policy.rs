@@ -1,7 +1,7 @@
 //! `AWS::S3::BucketPolicy`: the policy document of one bucket; the physical id is the bucket.
 
 use cdkd_aws_common::{aws_error, deleted_unless_failed, optional, require_str};
-use cdkd_aws_common::{Readable, TypeSchema};
+use cdkd_aws_common::{policy_principals, while_iam_propagates, Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
     ResourceTypeSchema, UpdateRequest, UpdateResult,
@@ -28,14 +28,25 @@ async fn put(
         Value::String(text) => text.clone(),
         other => other.to_string(),
     };
-    crate::client(ctx)
-        .await?
-        .put_bucket_policy()
-        .bucket(&bucket)
-        .policy(document)
-        .send()
-        .await
-        .map_err(|err| aws_error(&format!("{what}: PutBucketPolicy on {bucket}"), err))?;
+    let s3 = crate::client(ctx).await?;
+    let put = || async {
+        s3.put_bucket_policy()
+            .bucket(&bucket)
+            .policy(&document)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|err| aws_error(&format!("{what}: PutBucketPolicy on {bucket}"), err))
+    };
+    // S3 refuses a principal too new for it to know ("Invalid principal in policy") until IAM
+    // has propagated it: a role or user of the same run.
+    let principals = policy_principals(&Value::String(document.clone()));
+    if principals.starts_with("the principals") {
+        let unknown = |e: &ProviderError| e.message.contains("Invalid principal in policy");
+        while_iam_propagates(&principals, unknown, put).await?;
+    } else {
+        put().await?;
+    }
     Ok(bucket)
 }
 

@@ -36,6 +36,12 @@ fn policy_document(properties: &Map<String, Value>, what: &str) -> Result<String
         })
 }
 
+/// Whether Secrets Manager refused a policy because a principal in it is unknown to it yet.
+fn principal_unknown(err: &ProviderError) -> bool {
+    err.aws_code() == Some("MalformedPolicyDocumentException")
+        && err.message.to_lowercase().contains("principal")
+}
+
 /// Puts the template's policy on the secret `secret_id`; answers the secret's ARN.
 async fn put_policy(
     sm: &aws_sdk_secretsmanager::Client,
@@ -44,19 +50,28 @@ async fn put_policy(
     properties: &Map<String, Value>,
 ) -> Result<String, ProviderError> {
     let document = policy_document(properties, what)?;
-    let answer = sm
-        .put_resource_policy()
-        .secret_id(secret_id)
-        .resource_policy(document)
-        .set_block_public_policy(flag(properties.get("BlockPublicPolicy")))
-        .send()
-        .await
-        .map_err(|e| {
-            with_secrets_kind(aws_error(
-                &format!("{what}: PutResourcePolicy {secret_id}"),
-                e,
-            ))
-        })?;
+    let principals = cdkd_aws_common::policy_principals(&Value::String(document.clone()));
+    let put = || async {
+        sm.put_resource_policy()
+            .secret_id(secret_id)
+            .resource_policy(&document)
+            .set_block_public_policy(flag(properties.get("BlockPublicPolicy")))
+            .send()
+            .await
+            .map_err(|e| {
+                with_secrets_kind(aws_error(
+                    &format!("{what}: PutResourcePolicy {secret_id}"),
+                    e,
+                ))
+            })
+    };
+    // Secrets Manager refuses a principal too new for it to know (MalformedPolicyDocument
+    // "... invalid principal") until IAM has propagated it: a role of the same run.
+    let answer = if principals.starts_with("the principals") {
+        cdkd_aws_common::while_iam_propagates(&principals, principal_unknown, put).await?
+    } else {
+        put().await?
+    };
     Ok(answer.arn().unwrap_or(secret_id).to_string())
 }
 
