@@ -400,6 +400,42 @@ async fn stream_tags(
     }
 }
 
+/// Whether the live stream already is as `step` would make it (a step that only adds or
+/// removes, such as tags or metrics, never is).
+fn satisfied(live: &StreamDescriptionSummary, step: &Step) -> bool {
+    match step {
+        Step::Mode { on_demand, .. } => {
+            live.stream_mode_details()
+                .is_some_and(|d| d.stream_mode() == &StreamMode::OnDemand)
+                == *on_demand
+        }
+        Step::ShardCount(count) => live.open_shard_count() == *count,
+        Step::Retention(hours) => live.retention_period_hours() == *hours,
+        Step::StartEncryption(key) => {
+            live.encryption_type() == Some(&EncryptionType::Kms)
+                && live.key_id() == Some(key.as_str())
+        }
+        Step::StopEncryption(_) => live.encryption_type() != Some(&EncryptionType::Kms),
+        Step::MaxRecordSize(size) => live.max_record_size_in_kib() == Some(*size),
+        Step::Distribution(strategy) => live
+            .record_distribution_strategy()
+            .is_some_and(|s| s.as_str() == strategy),
+        Step::DisableMetrics(_)
+        | Step::EnableMetrics(_)
+        | Step::WarmThroughput(_)
+        | Step::RemoveTags(_)
+        | Step::AddTags(_) => false,
+    }
+}
+
+/// Shard-level metric names as Kinesis's.
+fn metric_names(metrics: &[String]) -> Vec<MetricsName> {
+    metrics
+        .iter()
+        .map(|m| MetricsName::from(m.as_str()))
+        .collect()
+}
+
 /// Runs `step` on the live stream `live`; answers whether it changed anything (a step the
 /// stream already satisfies is skipped).
 async fn run_step(
@@ -416,17 +452,14 @@ async fn run_step(
             |e| with_kinesis_kind(aws_error(&format!("{what}: {} {name}", $op), e))
         };
     }
+    if satisfied(live, step) {
+        return Ok(false);
+    }
     match step {
         Step::Mode {
             on_demand,
             warm_mibps,
         } => {
-            let live_on_demand = live
-                .stream_mode_details()
-                .is_some_and(|d| d.stream_mode() == &StreamMode::OnDemand);
-            if live_on_demand == *on_demand {
-                return Ok(false);
-            }
             kinesis
                 .update_stream_mode()
                 .stream_arn(arn)
@@ -437,9 +470,6 @@ async fn run_step(
                 .map_err(fail!("UpdateStreamMode"))?;
         }
         Step::ShardCount(count) => {
-            if live.open_shard_count() == *count {
-                return Ok(false);
-            }
             kinesis
                 .update_shard_count()
                 .stream_name(name)
@@ -450,11 +480,7 @@ async fn run_step(
                 .map_err(fail!("UpdateShardCount"))?;
         }
         Step::Retention(hours) => {
-            let current = live.retention_period_hours();
-            if current == *hours {
-                return Ok(false);
-            }
-            if *hours > current {
+            if *hours > live.retention_period_hours() {
                 kinesis
                     .increase_stream_retention_period()
                     .stream_name(name)
@@ -473,11 +499,6 @@ async fn run_step(
             }
         }
         Step::StartEncryption(key) => {
-            if live.encryption_type() == Some(&EncryptionType::Kms)
-                && live.key_id() == Some(key.as_str())
-            {
-                return Ok(false);
-            }
             kinesis
                 .start_stream_encryption()
                 .stream_name(name)
@@ -488,9 +509,6 @@ async fn run_step(
                 .map_err(fail!("StartStreamEncryption"))?;
         }
         Step::StopEncryption(template_key) => {
-            if live.encryption_type() != Some(&EncryptionType::Kms) {
-                return Ok(false);
-            }
             kinesis
                 .stop_stream_encryption()
                 .stream_name(name)
@@ -504,12 +522,7 @@ async fn run_step(
             kinesis
                 .disable_enhanced_monitoring()
                 .stream_name(name)
-                .set_shard_level_metrics(Some(
-                    metrics
-                        .iter()
-                        .map(|m| MetricsName::from(m.as_str()))
-                        .collect(),
-                ))
+                .set_shard_level_metrics(Some(metric_names(metrics)))
                 .send()
                 .await
                 .map_err(fail!("DisableEnhancedMonitoring"))?;
@@ -518,20 +531,12 @@ async fn run_step(
             kinesis
                 .enable_enhanced_monitoring()
                 .stream_name(name)
-                .set_shard_level_metrics(Some(
-                    metrics
-                        .iter()
-                        .map(|m| MetricsName::from(m.as_str()))
-                        .collect(),
-                ))
+                .set_shard_level_metrics(Some(metric_names(metrics)))
                 .send()
                 .await
                 .map_err(fail!("EnableEnhancedMonitoring"))?;
         }
         Step::MaxRecordSize(size) => {
-            if live.max_record_size_in_kib() == Some(*size) {
-                return Ok(false);
-            }
             kinesis
                 .update_max_record_size()
                 .stream_arn(arn)
@@ -550,12 +555,6 @@ async fn run_step(
                 .map_err(fail!("UpdateStreamWarmThroughput"))?;
         }
         Step::Distribution(strategy) => {
-            if live
-                .record_distribution_strategy()
-                .is_some_and(|s| s.as_str() == strategy)
-            {
-                return Ok(false);
-            }
             kinesis
                 .update_stream_record_distribution_strategy()
                 .stream_arn(arn)
