@@ -110,31 +110,7 @@ pub(crate) fn template_shape(
             props.insert("ProvisionedThroughput".into(), throughput);
         }
     }
-    let template_indexes = crate::indexes::by_name(template);
-    let mut globals: Vec<Value> = table
-        .global_secondary_indexes()
-        .iter()
-        .map(|index| {
-            let name = index.index_name().unwrap_or_default();
-            let mut out = Map::new();
-            out.insert("IndexName".into(), json!(name));
-            out.insert("KeySchema".into(), keys(index.key_schema()));
-            out.insert("Projection".into(), projection(index.projection()));
-            if provisioned {
-                if let Some(throughput) = capacity(index.provisioned_throughput()) {
-                    out.insert("ProvisionedThroughput".into(), throughput);
-                }
-            }
-            if let Some(given) = template_indexes.get(name) {
-                for key in UNREAD_INDEX_KEYS {
-                    if let Some(value) = given.get(*key) {
-                        out.insert((*key).into(), value.clone());
-                    }
-                }
-            }
-            Value::Object(out)
-        })
-        .collect();
+    let mut globals = global_indexes(table, provisioned, template);
     if !globals.is_empty() {
         order_like(
             &mut globals,
@@ -182,50 +158,14 @@ pub(crate) fn template_shape(
             );
         }
     }
-    if let Some(pitr) = pitr {
-        if pitr.point_in_time_recovery_status() == Some(&PointInTimeRecoveryStatus::Enabled) {
-            let mut spec = Map::new();
-            spec.insert("PointInTimeRecoveryEnabled".into(), json!(true));
-            let given_period = template
-                .get("PointInTimeRecoverySpecification")
-                .and_then(|p| p.get("RecoveryPeriodInDays"))
-                .is_some();
-            // The default period (35) is reported only where the template names a period.
-            match pitr.recovery_period_in_days() {
-                Some(days) if days != 35 || given_period => {
-                    spec.insert("RecoveryPeriodInDays".into(), json!(days));
-                }
-                _ => {}
-            }
-            props.insert(
-                "PointInTimeRecoverySpecification".into(),
-                Value::Object(spec),
-            );
-        }
+    if let Some(spec) = pitr.and_then(|pitr| recovery_spec(pitr, template)) {
+        props.insert("PointInTimeRecoverySpecification".into(), spec);
     }
-    if let Some(sse) = table.sse_description() {
-        if matches!(
-            sse.status(),
-            Some(SseStatus::Enabled | SseStatus::Enabling | SseStatus::Updating)
-        ) {
-            let mut spec = Map::new();
-            spec.insert("SSEEnabled".into(), json!(true));
-            if let Some(kind) = sse.sse_type() {
-                spec.insert("SSEType".into(), json!(kind.as_str()));
-            }
-            let given = template
-                .get("SSESpecification")
-                .and_then(|s| string(s.get("KMSMasterKeyId")));
-            if let (Some(arn), Some(given)) = (sse.kms_master_key_arn(), given) {
-                // The template may name the key by id or ARN; DynamoDB answers the ARN.
-                let same = arn == given || arn.ends_with(&format!("/{given}"));
-                spec.insert(
-                    "KMSMasterKeyId".into(),
-                    json!(if same { given.as_str() } else { arn }),
-                );
-            }
-            props.insert("SSESpecification".into(), Value::Object(spec));
-        }
+    if let Some(spec) = table
+        .sse_description()
+        .and_then(|sse| sse_spec(sse, template))
+    {
+        props.insert("SSESpecification".into(), spec);
     }
     if table.deletion_protection_enabled() == Some(true) {
         props.insert("DeletionProtectionEnabled".into(), json!(true));
@@ -251,6 +191,94 @@ pub(crate) fn template_shape(
         );
     }
     props
+}
+
+/// The global secondary indexes in template shape, with the keys DynamoDB does not report
+/// taken from the template's index of the same name.
+fn global_indexes(
+    table: &TableDescription,
+    provisioned: bool,
+    template: &Map<String, Value>,
+) -> Vec<Value> {
+    let template_indexes = crate::indexes::by_name(template);
+    table
+        .global_secondary_indexes()
+        .iter()
+        .map(|index| {
+            let name = index.index_name().unwrap_or_default();
+            let mut out = Map::new();
+            out.insert("IndexName".into(), json!(name));
+            out.insert("KeySchema".into(), keys(index.key_schema()));
+            out.insert("Projection".into(), projection(index.projection()));
+            if provisioned {
+                if let Some(throughput) = capacity(index.provisioned_throughput()) {
+                    out.insert("ProvisionedThroughput".into(), throughput);
+                }
+            }
+            if let Some(given) = template_indexes.get(name) {
+                for key in UNREAD_INDEX_KEYS {
+                    if let Some(value) = given.get(*key) {
+                        out.insert((*key).into(), value.clone());
+                    }
+                }
+            }
+            Value::Object(out)
+        })
+        .collect()
+}
+
+/// `PointInTimeRecoverySpecification` when recovery is on.
+fn recovery_spec(
+    pitr: &PointInTimeRecoveryDescription,
+    template: &Map<String, Value>,
+) -> Option<Value> {
+    if pitr.point_in_time_recovery_status() == Some(&PointInTimeRecoveryStatus::Enabled) {
+        let mut spec = Map::new();
+        spec.insert("PointInTimeRecoveryEnabled".into(), json!(true));
+        let given_period = template
+            .get("PointInTimeRecoverySpecification")
+            .and_then(|p| p.get("RecoveryPeriodInDays"))
+            .is_some();
+        // The default period (35) is reported only where the template names a period.
+        match pitr.recovery_period_in_days() {
+            Some(days) if days != 35 || given_period => {
+                spec.insert("RecoveryPeriodInDays".into(), json!(days));
+            }
+            _ => {}
+        }
+        return Some(Value::Object(spec));
+    }
+    None
+}
+
+/// `SSESpecification` when server-side encryption is on.
+fn sse_spec(
+    sse: &aws_sdk_dynamodb::types::SseDescription,
+    template: &Map<String, Value>,
+) -> Option<Value> {
+    if matches!(
+        sse.status(),
+        Some(SseStatus::Enabled | SseStatus::Enabling | SseStatus::Updating)
+    ) {
+        let mut spec = Map::new();
+        spec.insert("SSEEnabled".into(), json!(true));
+        if let Some(kind) = sse.sse_type() {
+            spec.insert("SSEType".into(), json!(kind.as_str()));
+        }
+        let given = template
+            .get("SSESpecification")
+            .and_then(|s| string(s.get("KMSMasterKeyId")));
+        if let (Some(arn), Some(given)) = (sse.kms_master_key_arn(), given) {
+            // The template may name the key by id or ARN; DynamoDB answers the ARN.
+            let same = arn == given || arn.ends_with(&format!("/{given}"));
+            spec.insert(
+                "KMSMasterKeyId".into(),
+                json!(if same { given.as_str() } else { arn }),
+            );
+        }
+        return Some(Value::Object(spec));
+    }
+    None
 }
 
 #[cfg(test)]
