@@ -493,12 +493,10 @@ async fn look_up_identifiers(
     for (logical_id, row) in std::mem::take(&mut plan.looked_up) {
         let operations = providers.for_record(&row);
         let answer = operations
-            .import(
-                &row.resource_type,
-                &logical_id,
-                &row.physical_id,
-                &serde_json::Map::new(),
-            )
+            .import(crate::provisioning::operations::ReadCall {
+                properties: &serde_json::Map::new(),
+                ..crate::provisioning::operations::ReadCall::of(&logical_id, &row)
+            })
             .await;
         match answer.map(|created| {
             created

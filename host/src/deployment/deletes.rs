@@ -11,7 +11,7 @@ use cdkd_provider_api::{ErrorKind, ProviderError};
 use super::executor::Task;
 use super::report::Reporter;
 use crate::provisioning::concurrency::service_of;
-use crate::provisioning::operations::ProviderSet;
+use crate::provisioning::operations::{DeleteCall, ProviderSet};
 use crate::state::schema::ResourceState;
 
 /// Why a deploy deletes a record.
@@ -188,12 +188,7 @@ pub async fn delete_record(
 ) -> Result<(), DeleteError> {
     providers
         .for_record(record)
-        .delete(
-            &record.resource_type,
-            logical_id,
-            &record.physical_id,
-            &record.properties,
-        )
+        .delete(DeleteCall::of(logical_id, record))
         .await
         .map(|_| ())
         .map_err(DeleteError::Provider)

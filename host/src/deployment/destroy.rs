@@ -27,7 +27,7 @@ use super::report::Summary;
 use super::revert::revert_operations;
 use super::secrets::replay_refusal;
 use crate::provisioning::concurrency::{Concurrency, Lanes};
-use crate::provisioning::operations::{owner_types, ProviderSet};
+use crate::provisioning::operations::{owner_types, ProviderSet, UpdateCall};
 use crate::state::schema::ResourceState;
 
 /// How a rollback ended.
@@ -406,15 +406,15 @@ impl Engine<'_> {
             }
             let result = providers
                 .for_record(&before)
-                .update(
-                    &before.resource_type,
-                    &id,
+                .update(UpdateCall {
+                    resource_type: &before.resource_type,
+                    logical_id: &id,
                     stack,
-                    &before.physical_id,
-                    &failed.attempted_properties,
-                    &before.properties,
-                    &[],
-                )
+                    physical_id: &before.physical_id,
+                    previous: &failed.attempted_properties,
+                    desired: &before.properties,
+                    needed: &[],
+                })
                 .await;
             match result {
                 Ok(_) => {

@@ -16,7 +16,7 @@ use super::secrets::masked_like;
 use crate::analyzer::drift::{
     accepted, compare, reverted, without_sibling_rules, Difference, Refused,
 };
-use crate::provisioning::operations::{read_record, Observation, ProviderSet};
+use crate::provisioning::operations::{read_record, Observation, ProviderSet, UpdateCall};
 use crate::provisioning::preflight::NESTED_STACK;
 use crate::provisioning::registry::is_custom_resource;
 use crate::state::backend::StoredState;
@@ -463,15 +463,15 @@ async fn restore(
     let provider = providers.for_record(record);
     let naming_stack = crate::provisioning::names::stack_for_names(stack);
     let updated = provider
-        .update(
-            &record.resource_type,
+        .update(UpdateCall {
+            resource_type: &record.resource_type,
             logical_id,
-            &naming_stack,
-            &record.physical_id,
-            live,
-            &desired,
-            &[],
-        )
+            stack: &naming_stack,
+            physical_id: &record.physical_id,
+            previous: live,
+            desired: &desired,
+            needed: &[],
+        })
         .await;
     if let Err(err) = updated {
         return (

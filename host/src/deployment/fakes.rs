@@ -16,7 +16,8 @@ use serde_json::{json, Map, Value};
 use super::journal::Journal;
 use super::store::{HeldLock, RecordStore, StackLocks};
 use crate::provisioning::operations::{
-    AccountIds, CreateSpec, Found, Observation, ProviderSet, ProviderSource, ResourceOperations,
+    AccountIds, CreateCall, DeleteCall, Found, Observation, ProviderSet, ProviderSource, ReadCall,
+    ResourceOperations, UpdateCall,
 };
 use crate::provisioning::router::Decision;
 use crate::state::backend::{StateLocation, StoredState};
@@ -132,14 +133,14 @@ impl ResourceOperations for FakeCloud {
         "the fake cloud".into()
     }
 
-    async fn create(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        _stack: &str,
-        properties: &Map<String, Value>,
-        spec: &CreateSpec<'_>,
-    ) -> Result<CreateResult, ProviderError> {
+    async fn create(&self, call: CreateCall<'_>) -> Result<CreateResult, ProviderError> {
+        let CreateCall {
+            resource_type,
+            logical_id,
+            properties,
+            spec,
+            ..
+        } = call;
         self.enter("create", logical_id).await?;
         let mut cloud = guard(&self.cloud);
         cloud.next += 1;
@@ -158,43 +159,6 @@ impl ResourceOperations for FakeCloud {
             physical_id,
             ..Default::default()
         })
-    }
-
-    async fn adopt(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        stack: &str,
-        found: Found,
-        desired: &Map<String, Value>,
-        needed: &[String],
-    ) -> Result<CreateResult, ProviderError> {
-        let updated = self
-            .update(
-                resource_type,
-                logical_id,
-                stack,
-                &found.physical_id,
-                &found.properties,
-                desired,
-                needed,
-            )
-            .await?;
-        Ok(CreateResult {
-            physical_id: updated.physical_id,
-            attributes: updated.attributes,
-            ..Default::default()
-        })
-    }
-
-    async fn find_named(
-        &self,
-        _resource_type: &str,
-        _logical_id: &str,
-        _name: &str,
-        _ids: &AccountIds,
-    ) -> Result<Option<Found>, ProviderError> {
-        Ok(None)
     }
 
     async fn find_created(
@@ -217,16 +181,13 @@ impl ResourceOperations for FakeCloud {
             }))
     }
 
-    async fn update(
-        &self,
-        _resource_type: &str,
-        logical_id: &str,
-        _stack: &str,
-        physical_id: &str,
-        _previous: &Map<String, Value>,
-        desired: &Map<String, Value>,
-        _needed: &[String],
-    ) -> Result<UpdateResult, ProviderError> {
+    async fn update(&self, call: UpdateCall<'_>) -> Result<UpdateResult, ProviderError> {
+        let UpdateCall {
+            logical_id,
+            physical_id,
+            desired,
+            ..
+        } = call;
         self.enter("update", logical_id).await?;
         let mut cloud = guard(&self.cloud);
         let Some(resource) = cloud.resources.get_mut(physical_id) else {
@@ -243,25 +204,19 @@ impl ResourceOperations for FakeCloud {
         })
     }
 
-    async fn delete(
-        &self,
-        _resource_type: &str,
-        logical_id: &str,
-        physical_id: &str,
-        _properties: &Map<String, Value>,
-    ) -> Result<DeleteResult, ProviderError> {
+    async fn delete(&self, call: DeleteCall<'_>) -> Result<DeleteResult, ProviderError> {
+        let DeleteCall {
+            logical_id,
+            physical_id,
+            ..
+        } = call;
         self.enter("delete", logical_id).await?;
         guard(&self.cloud).resources.remove(physical_id);
         Ok(DeleteResult::Deleted)
     }
 
-    async fn read_current_state(
-        &self,
-        _resource_type: &str,
-        _logical_id: &str,
-        physical_id: &str,
-        _properties: &Map<String, Value>,
-    ) -> Result<Observation, ProviderError> {
+    async fn read_current_state(&self, call: ReadCall<'_>) -> Result<Observation, ProviderError> {
+        let ReadCall { physical_id, .. } = call;
         let cloud = guard(&self.cloud);
         Ok(match cloud.resources.get(physical_id) {
             Some(resource) => Observation::Live(resource.properties.clone()),
@@ -270,13 +225,12 @@ impl ResourceOperations for FakeCloud {
     }
 
     /// Logged as `"import {logical id}"`: a resource the cloud holds is adopted as it is.
-    async fn import(
-        &self,
-        _resource_type: &str,
-        logical_id: &str,
-        physical_id: &str,
-        _properties: &Map<String, Value>,
-    ) -> Result<CreateResult, ProviderError> {
+    async fn import(&self, call: ReadCall<'_>) -> Result<CreateResult, ProviderError> {
+        let ReadCall {
+            logical_id,
+            physical_id,
+            ..
+        } = call;
         self.enter("import", logical_id).await?;
         if !guard(&self.cloud).resources.contains_key(physical_id) {
             return Err(ProviderError::new(

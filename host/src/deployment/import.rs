@@ -24,7 +24,7 @@ use crate::analyzer::drift::without_sibling_rules;
 use crate::analyzer::intrinsics::contains_unknown;
 use crate::analyzer::plan::StackPlan;
 use crate::provisioning::names;
-use crate::provisioning::operations::{Observation, ProviderSet};
+use crate::provisioning::operations::{Observation, ProviderSet, ReadCall};
 use crate::provisioning::preflight::NESTED_STACK;
 use crate::provisioning::router::{AllowedDrops, Decision};
 use crate::state::schema::{ResourceState, StackState};
@@ -659,7 +659,12 @@ async fn adopt_all(
             let provider = providers.for_decision(&resource.kind, decision);
             let properties = &planned.properties[logical_id];
             let adopted = provider
-                .import(&resource.kind, logical_id, physical_id, properties)
+                .import(ReadCall {
+                    resource_type: &resource.kind,
+                    logical_id,
+                    physical_id,
+                    properties,
+                })
                 .await
                 .map_err(|err| err.to_string());
             let adopted = match adopted {
@@ -667,7 +672,12 @@ async fn adopt_all(
                 Err(problem) => return (logical_id.clone(), Err(problem)),
             };
             let live = match provider
-                .read_current_state(&resource.kind, logical_id, &adopted.physical_id, properties)
+                .read_current_state(ReadCall {
+                    resource_type: &resource.kind,
+                    logical_id,
+                    physical_id: &adopted.physical_id,
+                    properties,
+                })
                 .await
             {
                 Ok(Observation::Live(live)) => Some(live),
@@ -723,12 +733,12 @@ async fn reread(
             let provider = providers.for_decision(kind, &decisions[logical_id]);
             let physical_id = &records[logical_id].0.physical_id;
             let live = match provider
-                .read_current_state(
-                    kind,
+                .read_current_state(ReadCall {
+                    resource_type: kind,
                     logical_id,
                     physical_id,
-                    &resolved.properties[logical_id],
-                )
+                    properties: &resolved.properties[logical_id],
+                })
                 .await
             {
                 Ok(Observation::Live(live)) => Some(live),

@@ -16,7 +16,7 @@ use super::destroy::DestroyOptions;
 use super::engine::Engine;
 use super::external::StateSnapshot;
 use crate::provisioning::operations::{
-    AccountIds, CreateSpec, Found, Observation, ProviderSet, ResourceOperations,
+    CreateCall, DeleteCall, Observation, ProviderSet, ReadCall, ResourceOperations, UpdateCall,
 };
 use crate::provisioning::preflight::NESTED_STACK;
 use crate::provisioning::router::Decision;
@@ -111,14 +111,12 @@ impl ResourceOperations for NestedStacks<'_> {
         "nested stack".into()
     }
 
-    async fn create(
-        &self,
-        _resource_type: &str,
-        logical_id: &str,
-        _stack: &str,
-        properties: &Map<String, Value>,
-        _spec: &CreateSpec<'_>,
-    ) -> Result<CreateResult, ProviderError> {
+    async fn create(&self, call: CreateCall<'_>) -> Result<CreateResult, ProviderError> {
+        let CreateCall {
+            logical_id,
+            properties,
+            ..
+        } = call;
         let (physical_id, attributes, sensitive_attributes) =
             self.deploy(logical_id, properties).await?;
         Ok(CreateResult {
@@ -128,46 +126,12 @@ impl ResourceOperations for NestedStacks<'_> {
         })
     }
 
-    async fn adopt(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        stack: &str,
-        _found: Found,
-        desired: &Map<String, Value>,
-        needed: &[String],
-    ) -> Result<CreateResult, ProviderError> {
-        let ids = AccountIds::default();
-        let spec = CreateSpec {
-            token: "",
-            name: None,
-            needed,
-            ids: &ids,
-        };
-        self.create(resource_type, logical_id, stack, desired, &spec)
-            .await
-    }
-
-    async fn find_named(
-        &self,
-        _resource_type: &str,
-        _logical_id: &str,
-        _name: &str,
-        _ids: &AccountIds,
-    ) -> Result<Option<Found>, ProviderError> {
-        Ok(None)
-    }
-
-    async fn update(
-        &self,
-        _resource_type: &str,
-        logical_id: &str,
-        _stack: &str,
-        _physical_id: &str,
-        _previous: &Map<String, Value>,
-        desired: &Map<String, Value>,
-        _needed: &[String],
-    ) -> Result<UpdateResult, ProviderError> {
+    async fn update(&self, call: UpdateCall<'_>) -> Result<UpdateResult, ProviderError> {
+        let UpdateCall {
+            logical_id,
+            desired,
+            ..
+        } = call;
         let (physical_id, attributes, sensitive_attributes) =
             self.deploy(logical_id, desired).await?;
         Ok(UpdateResult {
@@ -178,13 +142,12 @@ impl ResourceOperations for NestedStacks<'_> {
         })
     }
 
-    async fn delete(
-        &self,
-        _resource_type: &str,
-        logical_id: &str,
-        physical_id: &str,
-        _properties: &Map<String, Value>,
-    ) -> Result<DeleteResult, ProviderError> {
+    async fn delete(&self, call: DeleteCall<'_>) -> Result<DeleteResult, ProviderError> {
+        let DeleteCall {
+            logical_id,
+            physical_id,
+            ..
+        } = call;
         let Some(child) = child_of(physical_id) else {
             return Err(ProviderError::validation(format!(
                 "nested stack {logical_id}: {physical_id} is not a stack id cdkd wrote"
@@ -205,13 +168,7 @@ impl ResourceOperations for NestedStacks<'_> {
         Ok(DeleteResult::Deleted)
     }
 
-    async fn read_current_state(
-        &self,
-        _resource_type: &str,
-        _logical_id: &str,
-        _physical_id: &str,
-        _properties: &Map<String, Value>,
-    ) -> Result<Observation, ProviderError> {
+    async fn read_current_state(&self, _call: ReadCall<'_>) -> Result<Observation, ProviderError> {
         // A nested stack's resources are read in its own record, not through the parent.
         Ok(Observation::NoReader)
     }

@@ -31,7 +31,9 @@ use super::deletes::is_retained;
 use super::journal::CreateIntent;
 use super::report::Reporter;
 use crate::analyzer::ref_values::RefValues;
-use crate::provisioning::operations::{AccountIds, Found, ProviderSet, ResourceOperations};
+use crate::provisioning::operations::{
+    AccountIds, DeleteCall, Found, ProviderSet, ReadCall, ResourceOperations,
+};
 use crate::state::schema::{now_millis, ProvisionedBy, ResourceState, StackState};
 
 /// How long a Cloud Control client token deduplicates (36 hours), with a margin.
@@ -268,7 +270,12 @@ async fn scope_within(
                     // An attribute of a resource nobody recorded: its provider reports it.
                     Some(attribute) => providers
                         .for_layer(resource_type, *provisioned_by)
-                        .import(resource_type, &id, &found.physical_id, &found.properties)
+                        .import(ReadCall {
+                            resource_type,
+                            logical_id: &id,
+                            physical_id: &found.physical_id,
+                            properties: &found.properties,
+                        })
                         .await
                         .map_err(|err| {
                             Decision::Unknown(format!("reading {id}'s {attribute}: {err}"))
@@ -442,7 +449,13 @@ async fn remove_leftover(
     why: &str,
 ) -> bool {
     let (id, kind) = (&intent.logical_id, &intent.resource_type);
-    match provider.delete(kind, id, physical_id, properties).await {
+    let call = DeleteCall {
+        resource_type: kind,
+        logical_id: id,
+        physical_id,
+        properties,
+    };
+    match provider.delete(call).await {
         Ok(_) => {
             reporter.resource(
                 stack,
@@ -659,7 +672,7 @@ mod tests {
     #[tokio::test]
     async fn an_unnamed_create_is_found_by_its_token() {
         use crate::deployment::fakes::FakeCloud;
-        use crate::provisioning::operations::{CreateSpec, ProviderSource};
+        use crate::provisioning::operations::{CreateCall, CreateSpec, ProviderSource};
         let cloud = FakeCloud::default();
         let ids = AccountIds::default();
         let spec = CreateSpec {
@@ -669,7 +682,13 @@ mod tests {
             ids: &ids,
         };
         let made = cloud
-            .create("AWS::EC2::Subnet", "Subnet", "S", &Map::new(), &spec)
+            .create(CreateCall {
+                resource_type: "AWS::EC2::Subnet",
+                logical_id: "Subnet",
+                stack: "S",
+                properties: &Map::new(),
+                spec: &spec,
+            })
             .await
             .unwrap();
         let unnamed = |token: &str| CreateIntent {

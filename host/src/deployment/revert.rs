@@ -10,7 +10,7 @@ use super::journal::{Operation, OperationKind};
 use super::ledger::Ledger;
 use super::report::Reporter;
 use super::secrets::replay_refusal;
-use crate::provisioning::operations::ProviderSet;
+use crate::provisioning::operations::{ProviderSet, UpdateCall};
 
 /// Undoes completed operations, newest first; returns those that could not be undone (the
 /// first failure stops the walk, so the journal keeps them in order).
@@ -101,7 +101,10 @@ async fn revert_one(
             });
         }
         OperationKind::Update => {
-            let after = operation.after.as_ref().ok_or(RevertError::Missing("no record of the update"))?;
+            let after = operation
+                .after
+                .as_ref()
+                .ok_or(RevertError::Missing("no record of the update"))?;
             let mut before = operation
                 .before
                 .clone()
@@ -111,15 +114,15 @@ async fn revert_one(
             }
             let restored = providers
                 .for_record(after)
-                .update(
-                    &after.resource_type,
-                    id,
+                .update(UpdateCall {
+                    resource_type: &after.resource_type,
+                    logical_id: id,
                     stack,
-                    &after.physical_id,
-                    &after.properties,
-                    &before.properties,
-                    &[],
-                )
+                    physical_id: &after.physical_id,
+                    previous: &after.properties,
+                    desired: &before.properties,
+                    needed: &[],
+                })
                 .await
                 .map_err(RevertError::Update)?;
             before.physical_id = restored.physical_id;
@@ -129,7 +132,10 @@ async fn revert_one(
             });
         }
         OperationKind::Policy => {
-            let before = operation.before.clone().ok_or(RevertError::Missing("no previous record"))?;
+            let before = operation
+                .before
+                .clone()
+                .ok_or(RevertError::Missing("no previous record"))?;
             ledger.change(|s| {
                 s.resources.insert(id.clone(), before);
             });

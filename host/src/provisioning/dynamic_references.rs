@@ -18,7 +18,10 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{ErrorKind, ProviderError};
 use serde_json::{Map, Value};
 
-use super::operations::{AccountIds, CreateSpec, Found, Observation, ResourceOperations};
+use super::operations::{
+    AccountIds, CreateCall, DeleteCall, Found, Observation, ReadCall, ResourceOperations,
+    UpdateCall,
+};
 use crate::aws_env::AwsEnvironment;
 
 const OPEN: &str = "{{resolve:";
@@ -547,18 +550,18 @@ impl<O: ResourceOperations> ResourceOperations for Resolving<O> {
         self.inner.label()
     }
 
-    async fn create(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        stack: &str,
-        properties: &Map<String, Value>,
-        spec: &CreateSpec<'_>,
-    ) -> Result<CreateResult, ProviderError> {
-        let resolved = self.references.resolve(logical_id, properties).await?;
+    async fn create(&self, call: CreateCall<'_>) -> Result<CreateResult, ProviderError> {
+        let resolved = self
+            .references
+            .resolve(call.logical_id, call.properties)
+            .await?;
+        let sent = CreateCall {
+            properties: &resolved.properties,
+            ..call
+        };
         let mut result = self
             .inner
-            .create(resource_type, logical_id, stack, &resolved.properties, spec)
+            .create(sent)
             .await
             .map_err(|e| resolved.scrub_error(e))?;
         resolved.scrub_map(&mut result.attributes);
@@ -624,29 +627,23 @@ impl<O: ResourceOperations> ResourceOperations for Resolving<O> {
             .await
     }
 
-    async fn update(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        stack: &str,
-        physical_id: &str,
-        previous: &Map<String, Value>,
-        desired: &Map<String, Value>,
-        needed: &[String],
-    ) -> Result<UpdateResult, ProviderError> {
-        let before = self.references.resolve(logical_id, previous).await?;
-        let after = self.references.resolve(logical_id, desired).await?;
+    async fn update(&self, call: UpdateCall<'_>) -> Result<UpdateResult, ProviderError> {
+        let before = self
+            .references
+            .resolve(call.logical_id, call.previous)
+            .await?;
+        let after = self
+            .references
+            .resolve(call.logical_id, call.desired)
+            .await?;
+        let sent = UpdateCall {
+            previous: &before.properties,
+            desired: &after.properties,
+            ..call
+        };
         let mut result = self
             .inner
-            .update(
-                resource_type,
-                logical_id,
-                stack,
-                physical_id,
-                &before.properties,
-                &after.properties,
-                needed,
-            )
+            .update(sent)
             .await
             .map_err(|e| before.scrub_error(after.scrub_error(e)))?;
         after.scrub_map(&mut result.attributes);
@@ -654,13 +651,12 @@ impl<O: ResourceOperations> ResourceOperations for Resolving<O> {
         Ok(result)
     }
 
-    async fn delete(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        physical_id: &str,
-        properties: &Map<String, Value>,
-    ) -> Result<DeleteResult, ProviderError> {
+    async fn delete(&self, call: DeleteCall<'_>) -> Result<DeleteResult, ProviderError> {
+        let DeleteCall {
+            logical_id,
+            properties,
+            ..
+        } = call;
         // A reference that no longer resolves (the secret was deleted first) must not block
         // the delete: the provider gets the expressions instead.
         let resolved = match self.references.resolve(logical_id, properties).await {
@@ -670,23 +666,28 @@ impl<O: ResourceOperations> ResourceOperations for Resolving<O> {
                 ..Resolution::default()
             },
         };
+        let sent = DeleteCall {
+            properties: &resolved.properties,
+            ..call
+        };
         self.inner
-            .delete(resource_type, logical_id, physical_id, &resolved.properties)
+            .delete(sent)
             .await
             .map_err(|e| resolved.scrub_error(e))
     }
 
-    async fn read_current_state(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        physical_id: &str,
-        properties: &Map<String, Value>,
-    ) -> Result<Observation, ProviderError> {
-        let resolved = self.references.resolve(logical_id, properties).await?;
+    async fn read_current_state(&self, call: ReadCall<'_>) -> Result<Observation, ProviderError> {
+        let resolved = self
+            .references
+            .resolve(call.logical_id, call.properties)
+            .await?;
+        let sent = ReadCall {
+            properties: &resolved.properties,
+            ..call
+        };
         let observed = self
             .inner
-            .read_current_state(resource_type, logical_id, physical_id, &resolved.properties)
+            .read_current_state(sent)
             .await
             .map_err(|e| resolved.scrub_error(e))?;
         Ok(match observed {
@@ -698,17 +699,18 @@ impl<O: ResourceOperations> ResourceOperations for Resolving<O> {
         })
     }
 
-    async fn import(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        physical_id: &str,
-        properties: &Map<String, Value>,
-    ) -> Result<CreateResult, ProviderError> {
-        let resolved = self.references.resolve(logical_id, properties).await?;
+    async fn import(&self, call: ReadCall<'_>) -> Result<CreateResult, ProviderError> {
+        let resolved = self
+            .references
+            .resolve(call.logical_id, call.properties)
+            .await?;
+        let sent = ReadCall {
+            properties: &resolved.properties,
+            ..call
+        };
         let mut result = self
             .inner
-            .import(resource_type, logical_id, physical_id, &resolved.properties)
+            .import(sent)
             .await
             .map_err(|e| resolved.scrub_error(e))?;
         resolved.scrub_map(&mut result.attributes);

@@ -50,6 +50,90 @@ pub struct Found {
     pub properties: Map<String, Value>,
 }
 
+/// A create: the resource, the properties to send and what makes the create idempotent.
+#[derive(Debug, Clone, Copy)]
+pub struct CreateCall<'a> {
+    /// The resource's type.
+    pub resource_type: &'a str,
+    /// Its logical id in the template.
+    pub logical_id: &'a str,
+    /// The stack it belongs to (for generated physical names).
+    pub stack: &'a str,
+    /// The resolved properties.
+    pub properties: &'a Map<String, Value>,
+    /// Its token, name, needed attributes and account.
+    pub spec: &'a CreateSpec<'a>,
+}
+
+/// An update of a recorded resource from `previous` to `desired`.
+#[derive(Debug, Clone, Copy)]
+pub struct UpdateCall<'a> {
+    /// The resource's type.
+    pub resource_type: &'a str,
+    /// Its logical id in the template.
+    pub logical_id: &'a str,
+    /// The stack it belongs to.
+    pub stack: &'a str,
+    /// Its physical id.
+    pub physical_id: &'a str,
+    /// The properties last applied.
+    pub previous: &'a Map<String, Value>,
+    /// The properties wanted.
+    pub desired: &'a Map<String, Value>,
+    /// The attributes the template reads from it.
+    pub needed: &'a [String],
+}
+
+/// A delete of a recorded resource.
+#[derive(Debug, Clone, Copy)]
+pub struct DeleteCall<'a> {
+    /// The resource's type.
+    pub resource_type: &'a str,
+    /// Its logical id in the template.
+    pub logical_id: &'a str,
+    /// Its physical id.
+    pub physical_id: &'a str,
+    /// The properties last applied (some deletes need them, e.g. a policy's role).
+    pub properties: &'a Map<String, Value>,
+}
+
+impl<'a> DeleteCall<'a> {
+    /// The delete of `record`.
+    pub fn of(logical_id: &'a str, record: &'a ResourceState) -> DeleteCall<'a> {
+        DeleteCall {
+            resource_type: &record.resource_type,
+            logical_id,
+            physical_id: &record.physical_id,
+            properties: &record.properties,
+        }
+    }
+}
+
+/// A read of an existing resource by its physical id (what AWS holds now, or an import).
+#[derive(Debug, Clone, Copy)]
+pub struct ReadCall<'a> {
+    /// The resource's type.
+    pub resource_type: &'a str,
+    /// Its logical id in the template.
+    pub logical_id: &'a str,
+    /// Its physical id.
+    pub physical_id: &'a str,
+    /// The properties last applied (an import: the template's), as a hint for what to read.
+    pub properties: &'a Map<String, Value>,
+}
+
+impl<'a> ReadCall<'a> {
+    /// The read of `record`.
+    pub fn of(logical_id: &'a str, record: &'a ResourceState) -> ReadCall<'a> {
+        ReadCall {
+            resource_type: &record.resource_type,
+            logical_id,
+            physical_id: &record.physical_id,
+            properties: &record.properties,
+        }
+    }
+}
+
 /// The calls the engine makes for one resource.
 #[async_trait]
 pub trait ResourceOperations: Send + Sync {
@@ -61,16 +145,10 @@ pub trait ResourceOperations: Send + Sync {
     /// retry after a lost answer is deduplicated by the token (Cloud Control) or finds the
     /// resource by its name (an "already exists" for a name cdkd generated, or for any name
     /// on a retry, is the earlier attempt's resource and is adopted, not made again).
-    async fn create(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        stack: &str,
-        properties: &Map<String, Value>,
-        spec: &CreateSpec<'_>,
-    ) -> Result<CreateResult, ProviderError>;
+    async fn create(&self, call: CreateCall<'_>) -> Result<CreateResult, ProviderError>;
 
-    /// Records an existing resource as this create's result, bringing it to `desired`.
+    /// Records an existing resource as this create's result, bringing it to `desired`: by
+    /// default an update of what was found, answered as a create.
     async fn adopt(
         &self,
         resource_type: &str,
@@ -79,16 +157,37 @@ pub trait ResourceOperations: Send + Sync {
         found: Found,
         desired: &Map<String, Value>,
         needed: &[String],
-    ) -> Result<CreateResult, ProviderError>;
+    ) -> Result<CreateResult, ProviderError> {
+        let updated = self
+            .update(UpdateCall {
+                resource_type,
+                logical_id,
+                stack,
+                physical_id: &found.physical_id,
+                previous: &found.properties,
+                desired,
+                needed,
+            })
+            .await?;
+        Ok(CreateResult {
+            physical_id: updated.physical_id,
+            attributes: updated.attributes,
+            sensitive_attributes: updated.sensitive_attributes,
+        })
+    }
 
-    /// Finds the resource of `resource_type` named `name`, if it exists.
+    /// Finds the resource of `resource_type` named `name`, if it exists; by default none is
+    /// found (a provider that names nothing itself).
     async fn find_named(
         &self,
         resource_type: &str,
         logical_id: &str,
         name: &str,
         ids: &AccountIds,
-    ) -> Result<Option<Found>, ProviderError>;
+    ) -> Result<Option<Found>, ProviderError> {
+        let _ = (resource_type, logical_id, name, ids);
+        Ok(None)
+    }
 
     /// Whether a create of `resource_type` adopts an identical existing resource (its plugin
     /// declares `idempotent_create`), so repeating it after a crash is safe.
@@ -121,52 +220,23 @@ pub trait ResourceOperations: Send + Sync {
         )))
     }
 
-    /// Updates a resource (in place, or the provider reports a replacement); `needed` names
-    /// the attributes the template reads from it.
-    #[allow(clippy::too_many_arguments)]
-    async fn update(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        stack: &str,
-        physical_id: &str,
-        previous: &Map<String, Value>,
-        desired: &Map<String, Value>,
-        needed: &[String],
-    ) -> Result<UpdateResult, ProviderError>;
+    /// Updates a resource (in place, or the provider reports a replacement).
+    async fn update(&self, call: UpdateCall<'_>) -> Result<UpdateResult, ProviderError>;
 
     /// Deletes a resource; one already gone counts as deleted.
-    async fn delete(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        physical_id: &str,
-        properties: &Map<String, Value>,
-    ) -> Result<DeleteResult, ProviderError>;
+    async fn delete(&self, call: DeleteCall<'_>) -> Result<DeleteResult, ProviderError>;
 
     /// What AWS holds now: the resource's properties in template shape, its absence, or
     /// that this provider has no reader for the type.
-    async fn read_current_state(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        physical_id: &str,
-        properties: &Map<String, Value>,
-    ) -> Result<Observation, ProviderError>;
+    async fn read_current_state(&self, call: ReadCall<'_>) -> Result<Observation, ProviderError>;
 
     /// Adopts an existing resource by its physical id (`cdkd import`): checks that it exists
     /// and answers what a create would have (its id and attributes).
-    async fn import(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        physical_id: &str,
-        properties: &Map<String, Value>,
-    ) -> Result<CreateResult, ProviderError> {
-        let _ = (logical_id, physical_id, properties);
+    async fn import(&self, call: ReadCall<'_>) -> Result<CreateResult, ProviderError> {
         Err(ProviderError::unsupported(format!(
-            "{} cannot import {resource_type}",
-            self.label()
+            "{} cannot import {}",
+            self.label(),
+            call.resource_type
         )))
     }
 
@@ -212,12 +282,7 @@ pub async fn read_record(
     record: &ResourceState,
 ) -> Result<Observation, ProviderError> {
     provider
-        .read_current_state(
-            &record.resource_type,
-            logical_id,
-            &record.physical_id,
-            &record.properties,
-        )
+        .read_current_state(ReadCall::of(logical_id, record))
         .await
 }
 

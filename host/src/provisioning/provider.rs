@@ -17,7 +17,10 @@ use serde_json::{Map, Value};
 
 use super::cloud_control::CloudControlProvider;
 use super::names::{self, ChosenName, IdFromName};
-use super::operations::{AccountIds, CreateSpec, Found, Observation, ResourceOperations};
+use super::operations::{
+    AccountIds, CreateCall, DeleteCall, Found, Observation, ReadCall, ResourceOperations,
+    UpdateCall,
+};
 
 /// Where calls for one resource go.
 #[derive(Clone)]
@@ -115,14 +118,14 @@ impl ResourceOperations for Provider<'_> {
     /// retry after a lost answer is deduplicated by the token (Cloud Control) or finds the
     /// resource by its name (an "already exists" for a name cdkd generated, or for any name
     /// on a retry, is the earlier attempt's resource and is adopted, not made again).
-    async fn create(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        stack: &str,
-        properties: &Map<String, Value>,
-        spec: &CreateSpec<'_>,
-    ) -> Result<CreateResult, ProviderError> {
+    async fn create(&self, call: CreateCall<'_>) -> Result<CreateResult, ProviderError> {
+        let CreateCall {
+            resource_type,
+            logical_id,
+            stack,
+            properties,
+            spec,
+        } = call;
         self.doing(resource_type, "creating");
         let sent = names::with_name(resource_type, properties, spec.name);
         let attempts = AtomicU32::new(0);
@@ -203,12 +206,12 @@ impl ResourceOperations for Provider<'_> {
             });
             if fixed {
                 return self
-                    .import(
+                    .import(ReadCall {
                         resource_type,
                         logical_id,
-                        &found.physical_id,
-                        &found.properties,
-                    )
+                        physical_id: &found.physical_id,
+                        properties: &found.properties,
+                    })
                     .await;
             }
         }
@@ -219,15 +222,15 @@ impl ResourceOperations for Provider<'_> {
             .filter(|(key, _)| desired.contains_key(key))
             .collect();
         let updated = self
-            .update(
+            .update(UpdateCall {
                 resource_type,
                 logical_id,
                 stack,
-                &found.physical_id,
-                &previous,
+                physical_id: &found.physical_id,
+                previous: &previous,
                 desired,
                 needed,
-            )
+            })
             .await?;
         Ok(CreateResult {
             physical_id: updated.physical_id,
@@ -267,10 +270,14 @@ impl ResourceOperations for Provider<'_> {
                 // A queue's id is its URL, a topic's its ARN: the plugin's importer, asked by
                 // name, reports the id in an attribute.
                 if let Some(attribute) = rule.id_attribute {
-                    match self
-                        .import(resource_type, logical_id, name, &Map::new())
-                        .await
-                    {
+                    let unknown = Map::new();
+                    let by_name = ReadCall {
+                        resource_type,
+                        logical_id,
+                        physical_id: name,
+                        properties: &unknown,
+                    };
+                    match self.import(by_name).await {
                         Ok(imported) => {
                             if let Some(id) =
                                 imported.attributes.get(attribute).and_then(Value::as_str)
@@ -387,17 +394,16 @@ impl ResourceOperations for Provider<'_> {
 
     /// Updates a resource (in place, or the plugin reports a replacement); `needed` names
     /// the attributes the template reads from it.
-    #[allow(clippy::too_many_arguments)]
-    async fn update(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        stack: &str,
-        physical_id: &str,
-        previous: &Map<String, Value>,
-        desired: &Map<String, Value>,
-        needed: &[String],
-    ) -> Result<UpdateResult, ProviderError> {
+    async fn update(&self, call: UpdateCall<'_>) -> Result<UpdateResult, ProviderError> {
+        let UpdateCall {
+            resource_type,
+            logical_id,
+            stack,
+            physical_id,
+            previous,
+            desired,
+            needed,
+        } = call;
         self.doing(resource_type, "updating");
         with_retries(&format!("update {logical_id}"), || async {
             match self {
@@ -432,13 +438,13 @@ impl ResourceOperations for Provider<'_> {
     }
 
     /// Deletes a resource; one already gone counts as deleted.
-    async fn delete(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        physical_id: &str,
-        properties: &Map<String, Value>,
-    ) -> Result<DeleteResult, ProviderError> {
+    async fn delete(&self, call: DeleteCall<'_>) -> Result<DeleteResult, ProviderError> {
+        let DeleteCall {
+            resource_type,
+            logical_id,
+            physical_id,
+            properties,
+        } = call;
         self.doing(resource_type, "deleting");
         let result = with_retries(&format!("delete {logical_id}"), || async {
             match self {
@@ -467,13 +473,13 @@ impl ResourceOperations for Provider<'_> {
     }
 
     /// What AWS holds now (retried like every other call).
-    async fn read_current_state(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        physical_id: &str,
-        properties: &Map<String, Value>,
-    ) -> Result<Observation, ProviderError> {
+    async fn read_current_state(&self, call: ReadCall<'_>) -> Result<Observation, ProviderError> {
+        let ReadCall {
+            resource_type,
+            logical_id,
+            physical_id,
+            properties,
+        } = call;
         let read = with_retries(&format!("read {logical_id}"), || async {
             match self {
                 Provider::Plugin(plugin, _) => {
@@ -514,13 +520,13 @@ impl ResourceOperations for Provider<'_> {
     }
 
     /// A plugin's importer, or Cloud Control's `GetResource` (its model is the attributes).
-    async fn import(
-        &self,
-        resource_type: &str,
-        logical_id: &str,
-        physical_id: &str,
-        properties: &Map<String, Value>,
-    ) -> Result<CreateResult, ProviderError> {
+    async fn import(&self, call: ReadCall<'_>) -> Result<CreateResult, ProviderError> {
+        let ReadCall {
+            resource_type,
+            logical_id,
+            physical_id,
+            properties,
+        } = call;
         let missing = || {
             ProviderError::new(
                 ErrorKind::NOT_FOUND,

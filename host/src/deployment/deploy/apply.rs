@@ -14,7 +14,7 @@ use crate::analyzer::plan::CreateOnlyProperties;
 use crate::deployment::deletes::{delete_record, is_snapshot, take_final_snapshot, SnapshotDue};
 use crate::deployment::journal::{FailedOperation, Operation, OperationKind};
 use crate::provisioning::names;
-use crate::provisioning::operations::CreateSpec;
+use crate::provisioning::operations::{CreateCall, CreateSpec, UpdateCall};
 use crate::state::schema::ResourceState;
 
 /// Which summary count a completed operation adds to.
@@ -407,15 +407,15 @@ impl StackRun<'_> {
             .providers
             .for_decision(&resource.kind, &self.decisions[logical_id]);
         let updated = provider
-            .update(
-                &resource.kind,
+            .update(UpdateCall {
+                resource_type: &resource.kind,
                 logical_id,
-                &self.naming_stack(),
-                &before.physical_id,
-                &before.properties,
-                &properties,
-                self.needed(logical_id),
-            )
+                stack: &self.naming_stack(),
+                physical_id: &before.physical_id,
+                previous: &before.properties,
+                desired: &properties,
+                needed: self.needed(logical_id),
+            })
             .await;
         let updated = match updated {
             // A conditionally create-only property the handler cannot change in place:
@@ -538,13 +538,13 @@ impl StackRun<'_> {
         };
         self.providers
             .for_decision(&resource.kind, &self.decisions[logical_id])
-            .create(
-                &resource.kind,
+            .create(CreateCall {
+                resource_type: &resource.kind,
                 logical_id,
-                &self.naming_stack(),
+                stack: &self.naming_stack(),
                 properties,
-                &spec,
-            )
+                spec: &spec,
+            })
             .await
     }
 

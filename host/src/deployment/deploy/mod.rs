@@ -37,7 +37,9 @@ use crate::analyzer::template::Template;
 use crate::provisioning::cloud_control::has_attribute;
 use crate::provisioning::concurrency::{service_of, Concurrency, Lanes};
 use crate::provisioning::create_only::KnownCreateOnly;
-use crate::provisioning::operations::{owner_types, AccountIds, Observation, ProviderSet};
+use crate::provisioning::operations::{
+    owner_types, AccountIds, Observation, ProviderSet, ReadCall,
+};
 use crate::provisioning::preflight::{refuse_unprovisionable, route_all, Candidate};
 use crate::provisioning::router::{AllowedDrops, Decision};
 use crate::state::schema::{ProvisionedBy, ResourceState, StackState};
@@ -659,7 +661,10 @@ impl StackRun<'_> {
             let model = self
                 .providers
                 .for_record(record)
-                .read_current_state(&record.resource_type, id, &record.physical_id, &Map::new())
+                .read_current_state(ReadCall {
+                    properties: &Map::new(),
+                    ..ReadCall::of(id, record)
+                })
                 .await;
             (id, model)
         });

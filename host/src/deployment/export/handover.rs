@@ -21,7 +21,7 @@ use crate::cloudformation::{
     Body, CloudFormation, Outcome, TemplateStaging, ToImport, INLINE_LIMIT,
 };
 use crate::deployment::store::RecordStore;
-use crate::provisioning::operations::ProviderSource;
+use crate::provisioning::operations::{DeleteCall, ProviderSource};
 use crate::provisioning::preflight::NESTED_STACK;
 use crate::synthesis::template_file::TemplateFormat;
 
@@ -501,12 +501,12 @@ async fn delete_recreated(
     for recreated in recreated {
         providers
             .for_record(&recreated.state)
-            .delete(
-                &recreated.resource_type,
-                &recreated.logical_id,
-                &recreated.state.physical_id,
-                &recreated.state.properties,
-            )
+            .delete(DeleteCall {
+                resource_type: &recreated.resource_type,
+                logical_id: &recreated.logical_id,
+                physical_id: &recreated.state.physical_id,
+                properties: &recreated.state.properties,
+            })
             .await
             .map_err(|err| {
                 anyhow::anyhow!(

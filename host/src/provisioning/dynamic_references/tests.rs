@@ -3,6 +3,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
+use crate::provisioning::operations::CreateSpec;
+
 use super::*;
 
 /// Secrets in a map; every fetch is counted.
@@ -76,14 +78,8 @@ impl ResourceOperations for Echo {
     fn label(&self) -> String {
         "echo".into()
     }
-    async fn create(
-        &self,
-        _: &str,
-        _: &str,
-        _: &str,
-        properties: &Map<String, Value>,
-        _: &CreateSpec<'_>,
-    ) -> Result<CreateResult, ProviderError> {
+    async fn create(&self, call: CreateCall<'_>) -> Result<CreateResult, ProviderError> {
+        let CreateCall { properties, .. } = call;
         self.sent.lock().unwrap().push(properties.clone());
         if self.fail {
             return Err(ProviderError::new(
@@ -97,36 +93,12 @@ impl ResourceOperations for Echo {
             ..Default::default()
         })
     }
-    async fn adopt(
-        &self,
-        _: &str,
-        _: &str,
-        _: &str,
-        _: Found,
-        _: &Map<String, Value>,
-        _: &[String],
-    ) -> Result<CreateResult, ProviderError> {
-        unreachable!()
-    }
-    async fn find_named(
-        &self,
-        _: &str,
-        _: &str,
-        _: &str,
-        _: &AccountIds,
-    ) -> Result<Option<Found>, ProviderError> {
-        Ok(None)
-    }
-    async fn update(
-        &self,
-        _: &str,
-        _: &str,
-        _: &str,
-        id: &str,
-        _: &Map<String, Value>,
-        desired: &Map<String, Value>,
-        _: &[String],
-    ) -> Result<UpdateResult, ProviderError> {
+    async fn update(&self, call: UpdateCall<'_>) -> Result<UpdateResult, ProviderError> {
+        let UpdateCall {
+            physical_id: id,
+            desired,
+            ..
+        } = call;
         self.sent.lock().unwrap().push(desired.clone());
         Ok(UpdateResult {
             physical_id: id.into(),
@@ -134,23 +106,13 @@ impl ResourceOperations for Echo {
             ..Default::default()
         })
     }
-    async fn delete(
-        &self,
-        _: &str,
-        _: &str,
-        _: &str,
-        properties: &Map<String, Value>,
-    ) -> Result<DeleteResult, ProviderError> {
+    async fn delete(&self, call: DeleteCall<'_>) -> Result<DeleteResult, ProviderError> {
+        let DeleteCall { properties, .. } = call;
         self.sent.lock().unwrap().push(properties.clone());
         Ok(DeleteResult::Deleted)
     }
-    async fn read_current_state(
-        &self,
-        _: &str,
-        _: &str,
-        _: &str,
-        properties: &Map<String, Value>,
-    ) -> Result<Observation, ProviderError> {
+    async fn read_current_state(&self, call: ReadCall<'_>) -> Result<Observation, ProviderError> {
+        let ReadCall { properties, .. } = call;
         Ok(Observation::Live(properties.clone()))
     }
 }
@@ -241,7 +203,13 @@ async fn the_provider_gets_plaintext_and_everything_returned_gets_the_expression
         ids: &spec_ids(),
     };
     let result = provider
-        .create("AWS::Lambda::Function", "Fn", "S", &properties, &spec)
+        .create(CreateCall {
+            resource_type: "AWS::Lambda::Function",
+            logical_id: "Fn",
+            stack: "S",
+            properties: &properties,
+            spec: &spec,
+        })
         .await
         .unwrap();
 
@@ -281,7 +249,13 @@ async fn errors_and_read_back_state_never_carry_the_plaintext() {
         ids: &spec_ids(),
     };
     let err = provider
-        .create("T", "Fn", "S", &template_properties(), &spec)
+        .create(CreateCall {
+            resource_type: "T",
+            logical_id: "Fn",
+            stack: "S",
+            properties: &template_properties(),
+            spec: &spec,
+        })
         .await
         .unwrap_err();
     assert!(!err.message.contains("hunter2-long"), "{}", err.message);
@@ -293,7 +267,12 @@ async fn errors_and_read_back_state_never_carry_the_plaintext() {
     );
 
     let live = provider
-        .read_current_state("T", "Fn", "id", &template_properties())
+        .read_current_state(ReadCall {
+            resource_type: "T",
+            logical_id: "Fn",
+            physical_id: "id",
+            properties: &template_properties(),
+        })
         .await
         .unwrap();
     assert_eq!(live, Observation::Live(template_properties()));
@@ -326,7 +305,13 @@ async fn a_missing_secret_or_key_names_the_resource_and_reference() {
     ] {
         let properties = object(json!({"Value": reference}));
         let err = provider
-            .create("T", "Param", "S", &properties, &spec)
+            .create(CreateCall {
+                resource_type: "T",
+                logical_id: "Param",
+                stack: "S",
+                properties: &properties,
+                spec: &spec,
+            })
             .await
             .unwrap_err();
         assert!(
@@ -350,7 +335,12 @@ async fn a_delete_whose_secret_is_gone_still_runs() {
     let provider = Resolving::new(Echo::default(), references);
     let properties = object(json!({"Value": "{{resolve:secretsmanager:deleted-first}}"}));
     provider
-        .delete("T", "Param", "id", &properties)
+        .delete(DeleteCall {
+            resource_type: "T",
+            logical_id: "Param",
+            physical_id: "id",
+            properties: &properties,
+        })
         .await
         .unwrap();
     assert_eq!(provider.inner.sent.lock().unwrap()[0], properties);
