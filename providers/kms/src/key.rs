@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use aws_sdk_kms::types::{KeyMetadata, KeySpec, KeyState, KeyUsageType, OriginType, Tag};
-use cdkd_aws_common::parsed;
 use cdkd_aws_common::{
     aws_error, does_not_exist, flag, int, tag_pairs, text, Readable, TypeSchema,
 };
+use cdkd_aws_common::{parsed, policy_principals, while_iam_propagates};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
     FindCreatedResult, ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
@@ -35,9 +35,6 @@ const DEFAULT_PENDING_WINDOW: i32 = 30;
 
 /// KMS's rotation period when rotation is on and none is given.
 const DEFAULT_ROTATION_PERIOD: i32 = 365;
-
-/// How long a policy naming a principal IAM has not yet propagated is tried again.
-const PRINCIPAL_PROPAGATION: Duration = Duration::from_secs(120);
 
 /// How long a new key is waited for to be visible to the calls (and dependents) after it.
 const VISIBILITY: Duration = Duration::from_secs(600);
@@ -667,7 +664,8 @@ impl ResourceProvider for Key {
         let kms = client(ctx).await?;
         let (kms, what_ref, plan_ref) = (&kms, what.as_str(), &plan);
         // CreateKey refused for an unknown principal creates nothing, so trying it again is safe.
-        let created = retrying(PRINCIPAL_PROPAGATION, principal_not_yet_known, || {
+        let principals = policy_principals(&Value::String(plan.policy.clone().unwrap_or_default()));
+        let created = while_iam_propagates(&principals, principal_not_yet_known, || {
             let call = kms
                 .create_key()
                 .set_description(plan_ref.description.clone())
@@ -742,7 +740,8 @@ impl ResourceProvider for Key {
                 .unwrap_or_else(|| default_policy(metadata.arn().unwrap_or_default()));
             let bypass = flag(after.get("BypassPolicyLockoutSafetyCheck"));
             let (kms, what) = (&kms, what.as_str());
-            retrying(PRINCIPAL_PROPAGATION, principal_not_yet_known, || {
+            let principals = policy_principals(&Value::String(document.clone()));
+            while_iam_propagates(&principals, principal_not_yet_known, || {
                 let call = kms
                     .put_key_policy()
                     .key_id(key_id)
