@@ -169,21 +169,7 @@ fn template_shape(group: &AutoScalingGroup) -> Map<String, Value> {
     put(
         &mut props,
         "LaunchTemplate",
-        group.launch_template().map(|t| {
-            let mut shape = Map::new();
-            put(
-                &mut shape,
-                "LaunchTemplateId",
-                t.launch_template_id().map(Value::from),
-            );
-            put(
-                &mut shape,
-                "LaunchTemplateName",
-                t.launch_template_name().map(Value::from),
-            );
-            put(&mut shape, "Version", t.version().map(Value::from));
-            Value::Object(shape)
-        }),
+        group.launch_template().map(launch_template_shape),
     );
     let subnets: Vec<Value> = group
         .vpc_zone_identifier()
@@ -272,29 +258,11 @@ fn template_shape(group: &AutoScalingGroup) -> Map<String, Value> {
         "ServiceLinkedRoleARN",
         group.service_linked_role_arn().map(Value::from),
     );
-    let mut by_granularity: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for metric in group.enabled_metrics() {
-        if let (Some(granularity), Some(name)) = (metric.granularity(), metric.metric()) {
-            by_granularity
-                .entry(granularity.to_string())
-                .or_default()
-                .push(name.to_string());
-        }
-    }
-    if !by_granularity.is_empty() {
-        props.insert(
-            "MetricsCollection".into(),
-            Value::Array(
-                by_granularity
-                    .into_iter()
-                    .map(|(g, mut m)| {
-                        m.sort();
-                        json!({"Granularity": g, "Metrics": m})
-                    })
-                    .collect(),
-            ),
-        );
-    }
+    put(
+        &mut props,
+        "MetricsCollection",
+        live_metrics_collection(group),
+    );
     // `aws:` tags are AWS's own (CloudFormation's stack tags), never the template's.
     let tags: Vec<Value> = group
         .tags()
@@ -312,6 +280,47 @@ fn template_shape(group: &AutoScalingGroup) -> Map<String, Value> {
         props.insert("Tags".into(), Value::Array(tags));
     }
     props
+}
+
+/// The launch template in template shape.
+fn launch_template_shape(t: &aws_sdk_autoscaling::types::LaunchTemplateSpecification) -> Value {
+    let mut shape = Map::new();
+    put(
+        &mut shape,
+        "LaunchTemplateId",
+        t.launch_template_id().map(Value::from),
+    );
+    put(
+        &mut shape,
+        "LaunchTemplateName",
+        t.launch_template_name().map(Value::from),
+    );
+    put(&mut shape, "Version", t.version().map(Value::from));
+    Value::Object(shape)
+}
+
+/// `MetricsCollection`: the enabled metrics by granularity (none: absent).
+fn live_metrics_collection(group: &AutoScalingGroup) -> Option<Value> {
+    let mut by_granularity: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for metric in group.enabled_metrics() {
+        if let (Some(granularity), Some(name)) = (metric.granularity(), metric.metric()) {
+            by_granularity
+                .entry(granularity.to_string())
+                .or_default()
+                .push(name.to_string());
+        }
+    }
+    (!by_granularity.is_empty()).then(|| {
+        Value::Array(
+            by_granularity
+                .into_iter()
+                .map(|(g, mut m)| {
+                    m.sort();
+                    json!({"Granularity": g, "Metrics": m})
+                })
+                .collect(),
+        )
+    })
 }
 
 /// Turns metrics collection from `before`'s to `after`'s.
