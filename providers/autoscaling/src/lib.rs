@@ -26,7 +26,9 @@ cdkd_provider_api::register_provider!(
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<app_target::ScalableTarget>);
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<app_policy::ScalingPolicy>);
 
+use cdkd_aws_common::put;
 use cdkd_provider_api::{ErrorKind, PluginContext, ProviderError};
+use serde_json::{Map, Value};
 
 /// An EC2 Auto Scaling client for the host's endpoint and credentials.
 pub(crate) async fn client(
@@ -100,6 +102,27 @@ pub(crate) fn not_found_by_message(mut err: ProviderError) -> ProviderError {
         err.kind = ErrorKind::NOT_FOUND;
     }
     err
+}
+
+/// A `CustomizedMetricSpecification` in template shape: EC2 Auto Scaling's and Application
+/// Auto Scaling's policies spell it alike, each SDK with a type of its own.
+pub(crate) fn customized_metric(
+    name: Option<&str>,
+    namespace: Option<&str>,
+    statistic: Option<&str>,
+    unit: Option<&str>,
+    dimensions: impl Iterator<Item = Value>,
+) -> Value {
+    let mut spec = Map::new();
+    put(&mut spec, "MetricName", name.map(Value::from));
+    put(&mut spec, "Namespace", namespace.map(Value::from));
+    put(&mut spec, "Statistic", statistic.map(Value::from));
+    put(&mut spec, "Unit", unit.map(Value::from));
+    let dimensions: Vec<Value> = dimensions.collect();
+    if !dimensions.is_empty() {
+        spec.insert("Dimensions".into(), Value::Array(dimensions));
+    }
+    Value::Object(spec)
 }
 
 #[cfg(test)]

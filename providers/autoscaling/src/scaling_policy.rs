@@ -219,24 +219,15 @@ fn template_shape(policy: &LivePolicy) -> Map<String, Value> {
             &mut shape,
             "CustomizedMetricSpecification",
             t.customized_metric_specification().map(|c| {
-                let mut spec = Map::new();
-                put(&mut spec, "MetricName", c.metric_name().map(Value::from));
-                put(&mut spec, "Namespace", c.namespace().map(Value::from));
-                put(
-                    &mut spec,
-                    "Statistic",
-                    c.statistic().map(|s| json!(s.as_str())),
-                );
-                put(&mut spec, "Unit", c.unit().map(Value::from));
-                let dimensions: Vec<Value> = c
-                    .dimensions()
-                    .iter()
-                    .map(|d| json!({"Name": d.name(), "Value": d.value()}))
-                    .collect();
-                if !dimensions.is_empty() {
-                    spec.insert("Dimensions".into(), Value::Array(dimensions));
-                }
-                Value::Object(spec)
+                crate::customized_metric(
+                    c.metric_name(),
+                    c.namespace(),
+                    c.statistic().map(|s| s.as_str()),
+                    c.unit(),
+                    c.dimensions()
+                        .iter()
+                        .map(|d| json!({"Name": d.name(), "Value": d.value()})),
+                )
             }),
         );
         put(&mut shape, "TargetValue", t.target_value().map(Value::from));
