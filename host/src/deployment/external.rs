@@ -53,7 +53,8 @@ pub struct StateSnapshot {
     cloudformation_exports: BTreeMap<String, BTreeMap<String, Value>>,
     /// Other accounts' records read through a role, by (role ARN, stack, region): the record,
     /// or why it could not be read.
-    cross_account: BTreeMap<(String, String, String), Result<Option<StackState>, CrossAccountError>>,
+    cross_account:
+        BTreeMap<(String, String, String), Result<Option<StackState>, CrossAccountError>>,
 }
 
 /// Why another account's record could not be read through a role. Details are text: one
