@@ -47,6 +47,17 @@ pub struct Templates {
     pub phase_one: Value,
 }
 
+/// Why a stack's phase templates cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplatesError {
+    /// Identifier properties an overlay cannot rewrite: each one's reason.
+    #[error("the template's identifier properties cannot be matched: {}", .0.join("; "))]
+    Unrepresentable(Vec<String>),
+    /// Imported resources read what only phase 2 creates: `reader reads read` pairs.
+    #[error("these resources read a resource CloudFormation only creates in phase 2, so they cannot be imported first: {}. Remove the reference, or keep the stack on cdkd", .0.join(", "))]
+    ReadsPhaseTwo(Vec<String>),
+}
+
 /// The identifier overlay on the whole template, and the phase-1 template narrowed to
 /// `imported`; refuses naming every property an overlay cannot rewrite and every resource
 /// that reads one left out.
@@ -54,7 +65,7 @@ pub fn templates(
     template: &Value,
     plan: &ExportPlan,
     imported: &BTreeSet<String>,
-) -> Result<Templates, String> {
+) -> Result<Templates, TemplatesError> {
     let mut full = template.clone();
     let mut unrepresentable = Vec::new();
     for import in &plan.imports {
@@ -68,17 +79,14 @@ pub fn templates(
         }
     }
     if !unrepresentable.is_empty() {
-        return Err(format!(
-            "the template's identifier properties cannot be matched: {}",
-            unrepresentable.join("; ")
-        ));
+        return Err(TemplatesError::Unrepresentable(unrepresentable));
     }
     let phase_one = template::phase_one(&full, imported).map_err(|reads| {
         let pairs: Vec<String> = reads
             .iter()
             .map(|(reader, read)| format!("{reader} reads {read}"))
             .collect();
-        format!("these resources read a resource CloudFormation only creates in phase 2, so they cannot be imported first: {}. Remove the reference, or keep the stack on cdkd", pairs.join(", "))
+        TemplatesError::ReadsPhaseTwo(pairs)
     })?;
     Ok(Templates { full, phase_one })
 }
@@ -125,6 +133,7 @@ impl Phases {
         }
         for set in sets {
             if let Err(problem) = templates(&stack.file.body, &stack.plan, &set) {
+                let problem = problem.to_string();
                 if !problems.contains(&problem) {
                     problems.push(problem);
                 }
@@ -266,7 +275,8 @@ impl Handover<'_> {
         // Phase 1A: the stack's own resources (all of them when it has no nested stack).
         let mut imported: BTreeSet<String> = held.clone();
         imported.extend(phases.own.iter().cloned());
-        let templates = templates(&stack.file.body, &stack.plan, &imported).map_err(unexpected)?;
+        let templates = templates(&stack.file.body, &stack.plan, &imported)
+            .map_err(|err| unexpected(err.to_string()))?;
         let own = to_import(&phases.own, &BTreeMap::new());
         if !own.is_empty() || (existing.is_none() && phases.nesting.is_empty()) {
             let count = own.len();
@@ -352,7 +362,7 @@ impl Handover<'_> {
             "{}.export-phase2.{}",
             stack.cfn_name, full.extension
         ));
-        let written = std::fs::write(&saved, &full.text).map_err(|err| err.to_string());
+        let written = std::fs::write(&saved, &full.text);
         let kept: Vec<String> = (uploads.iter())
             .map(|key| self.staging.location(key))
             .collect();
@@ -436,7 +446,7 @@ struct ManualFinish<'a> {
     inline: bool,
     /// Where the template was written, or why it could not be.
     saved: &'a std::path::Path,
-    written: Result<(), String>,
+    written: std::io::Result<()>,
     /// The children's template uploads kept for it to point at.
     kept: Vec<String>,
 }
@@ -596,6 +606,13 @@ mod tests {
         let problems = phases.problems(&stack);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("Logs reads Made"), "{problems:?}");
+        let Err(refused) = templates(&stack.file.body, &stack.plan, &phases.nesting) else {
+            panic!("phase 1B reads what phase 2 creates");
+        };
+        assert!(
+            matches!(&refused, TemplatesError::ReadsPhaseTwo(pairs) if pairs.iter().any(|p| p == "Logs reads Made")),
+            "{refused}"
+        );
     }
 
     #[test]
@@ -620,7 +637,7 @@ mod tests {
             parameters: Vec::new(),
             inline: false,
             saved,
-            written: Err("read-only file system".into()),
+            written: Err(std::io::Error::other("read-only file system")),
             kept: vec!["s3://state/cdkd-migrate-tmp/S/1-nested-Child.json".into()],
         });
         assert!(
