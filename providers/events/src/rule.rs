@@ -159,6 +159,83 @@ fn object_of(map: &HashMap<String, String>) -> Value {
     json!(sorted)
 }
 
+/// A target's `RunCommandParameters` as EventBridge takes them.
+fn run_command_parameters(
+    r: &Value,
+) -> Result<RunCommandParameters, aws_sdk_eventbridge::error::BuildError> {
+    let targets = r
+        .get("RunCommandTargets")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            RunCommandTarget::builder()
+                .set_key(text(t.get("Key")))
+                .set_values(strings(t.get("Values")))
+                .build()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    RunCommandParameters::builder()
+        .set_run_command_targets(Some(targets))
+        .build()
+}
+
+/// A target's `SageMakerPipelineParameters` as EventBridge takes them.
+fn sage_maker_pipeline_parameters(
+    s: &Value,
+) -> Result<SageMakerPipelineParameters, aws_sdk_eventbridge::error::BuildError> {
+    let list = match s.get("PipelineParameterList").and_then(Value::as_array) {
+        Some(items) => Some(
+            items
+                .iter()
+                .map(|p| {
+                    SageMakerPipelineParameter::builder()
+                        .set_name(text(p.get("Name")))
+                        .set_value(text(p.get("Value")))
+                        .build()
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        None => None,
+    };
+    Ok(SageMakerPipelineParameters::builder()
+        .set_pipeline_parameter_list(list)
+        .build())
+}
+
+/// A target's `BatchParameters` as EventBridge takes them.
+fn batch_parameters(b: &Value) -> Result<BatchParameters, aws_sdk_eventbridge::error::BuildError> {
+    BatchParameters::builder()
+        .set_job_definition(text(b.get("JobDefinition")))
+        .set_job_name(text(b.get("JobName")))
+        .set_array_properties(b.get("ArrayProperties").filter(|v| v.is_object()).map(|a| {
+            BatchArrayProperties::builder()
+                .set_size(int(a.get("Size")))
+                .build()
+        }))
+        .set_retry_strategy(b.get("RetryStrategy").filter(|v| v.is_object()).map(|r| {
+            BatchRetryStrategy::builder()
+                .set_attempts(int(r.get("Attempts")))
+                .build()
+        }))
+        .build()
+}
+
+/// A target's `RedshiftDataParameters` as EventBridge takes them.
+fn redshift_data_parameters(
+    r: &Value,
+) -> Result<RedshiftDataParameters, aws_sdk_eventbridge::error::BuildError> {
+    RedshiftDataParameters::builder()
+        .set_database(text(r.get("Database")))
+        .set_db_user(text(r.get("DbUser")))
+        .set_secret_manager_arn(text(r.get("SecretManagerArn")))
+        .set_sql(text(r.get("Sql")))
+        .set_sqls(strings(r.get("Sqls")))
+        .set_statement_name(text(r.get("StatementName")))
+        .set_with_event(flag(r.get("WithEvent")))
+        .build()
+}
+
 /// A target of the template as PutTargets takes it.
 fn target(value: &Value, what: &str) -> Result<Target, ProviderError> {
     let id = string(value.get("Id")).ok_or_else(|| {
@@ -201,90 +278,22 @@ fn target(value: &Value, what: &str) -> Result<Target, ProviderError> {
         ),
         None => None,
     };
-    let run_command = match block("RunCommandParameters") {
-        Some(r) => {
-            let targets = r
-                .get("RunCommandTargets")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .map(|t| {
-                    RunCommandTarget::builder()
-                        .set_key(text(t.get("Key")))
-                        .set_values(strings(t.get("Values")))
-                        .build()
-                        .map_err(|e| built("RunCommandParameters", e))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Some(
-                RunCommandParameters::builder()
-                    .set_run_command_targets(Some(targets))
-                    .build()
-                    .map_err(|e| built("RunCommandParameters", e))?,
-            )
-        }
-        None => None,
-    };
-    let sage_maker = match block("SageMakerPipelineParameters") {
-        Some(s) => {
-            let list = match s.get("PipelineParameterList").and_then(Value::as_array) {
-                Some(items) => Some(
-                    items
-                        .iter()
-                        .map(|p| {
-                            SageMakerPipelineParameter::builder()
-                                .set_name(text(p.get("Name")))
-                                .set_value(text(p.get("Value")))
-                                .build()
-                                .map_err(|e| built("SageMakerPipelineParameters", e))
-                        })
-                        .collect::<Result<Vec<_>, _>>()?,
-                ),
-                None => None,
-            };
-            Some(
-                SageMakerPipelineParameters::builder()
-                    .set_pipeline_parameter_list(list)
-                    .build(),
-            )
-        }
-        None => None,
-    };
-    let batch = match block("BatchParameters") {
-        Some(b) => Some(
-            BatchParameters::builder()
-                .set_job_definition(text(b.get("JobDefinition")))
-                .set_job_name(text(b.get("JobName")))
-                .set_array_properties(b.get("ArrayProperties").filter(|v| v.is_object()).map(|a| {
-                    BatchArrayProperties::builder()
-                        .set_size(int(a.get("Size")))
-                        .build()
-                }))
-                .set_retry_strategy(b.get("RetryStrategy").filter(|v| v.is_object()).map(|r| {
-                    BatchRetryStrategy::builder()
-                        .set_attempts(int(r.get("Attempts")))
-                        .build()
-                }))
-                .build()
-                .map_err(|e| built("BatchParameters", e))?,
-        ),
-        None => None,
-    };
-    let redshift = match block("RedshiftDataParameters") {
-        Some(r) => Some(
-            RedshiftDataParameters::builder()
-                .set_database(text(r.get("Database")))
-                .set_db_user(text(r.get("DbUser")))
-                .set_secret_manager_arn(text(r.get("SecretManagerArn")))
-                .set_sql(text(r.get("Sql")))
-                .set_sqls(strings(r.get("Sqls")))
-                .set_statement_name(text(r.get("StatementName")))
-                .set_with_event(flag(r.get("WithEvent")))
-                .build()
-                .map_err(|e| built("RedshiftDataParameters", e))?,
-        ),
-        None => None,
-    };
+    let run_command = block("RunCommandParameters")
+        .map(run_command_parameters)
+        .transpose()
+        .map_err(|e| built("RunCommandParameters", e))?;
+    let sage_maker = block("SageMakerPipelineParameters")
+        .map(sage_maker_pipeline_parameters)
+        .transpose()
+        .map_err(|e| built("SageMakerPipelineParameters", e))?;
+    let batch = block("BatchParameters")
+        .map(batch_parameters)
+        .transpose()
+        .map_err(|e| built("BatchParameters", e))?;
+    let redshift = block("RedshiftDataParameters")
+        .map(redshift_data_parameters)
+        .transpose()
+        .map_err(|e| built("RedshiftDataParameters", e))?;
     Target::builder()
         .id(&id)
         .arn(arn)
@@ -479,49 +488,63 @@ fn target_shape(target: &Target) -> Value {
         );
         shape.insert("SageMakerPipelineParameters".into(), Value::Object(block));
     }
-    if let Some(b) = target.batch_parameters() {
-        let mut block = Map::new();
-        block.insert("JobDefinition".into(), json!(b.job_definition()));
-        block.insert("JobName".into(), json!(b.job_name()));
-        put(
-            &mut block,
-            "ArrayProperties",
-            b.array_properties().map(|a| json!({"Size": a.size()})),
-        );
-        put(
-            &mut block,
-            "RetryStrategy",
-            b.retry_strategy()
-                .map(|r| json!({"Attempts": r.attempts()})),
-        );
-        shape.insert("BatchParameters".into(), Value::Object(block));
-    }
-    if let Some(r) = target.redshift_data_parameters() {
-        let mut block = Map::new();
-        block.insert("Database".into(), json!(r.database()));
-        put(&mut block, "DbUser", r.db_user().map(|v| json!(v)));
-        put(
-            &mut block,
-            "SecretManagerArn",
-            r.secret_manager_arn().map(|v| json!(v)),
-        );
-        put(&mut block, "Sql", r.sql().map(|v| json!(v)));
-        put(&mut block, "Sqls", r.sqls.as_ref().map(|v| json!(v)));
-        put(
-            &mut block,
-            "StatementName",
-            r.statement_name().map(|v| json!(v)),
-        );
-        if r.with_event() {
-            block.insert("WithEvent".into(), json!(true));
-        }
-        shape.insert("RedshiftDataParameters".into(), Value::Object(block));
-    }
+    put(
+        &mut shape,
+        "BatchParameters",
+        target.batch_parameters().map(batch_shape),
+    );
+    put(
+        &mut shape,
+        "RedshiftDataParameters",
+        target.redshift_data_parameters().map(redshift_data_shape),
+    );
     if target.ecs_parameters().is_some() {
         // Not mapped: shown as present so a drift check sees the live target has one.
         shape.insert("EcsParameters".into(), json!({}));
     }
     Value::Object(shape)
+}
+
+/// A target's `BatchParameters` in template shape.
+fn batch_shape(b: &BatchParameters) -> Value {
+    let mut block = Map::new();
+    block.insert("JobDefinition".into(), json!(b.job_definition()));
+    block.insert("JobName".into(), json!(b.job_name()));
+    put(
+        &mut block,
+        "ArrayProperties",
+        b.array_properties().map(|a| json!({"Size": a.size()})),
+    );
+    put(
+        &mut block,
+        "RetryStrategy",
+        b.retry_strategy()
+            .map(|r| json!({"Attempts": r.attempts()})),
+    );
+    Value::Object(block)
+}
+
+/// A target's `RedshiftDataParameters` in template shape.
+fn redshift_data_shape(r: &RedshiftDataParameters) -> Value {
+    let mut block = Map::new();
+    block.insert("Database".into(), json!(r.database()));
+    put(&mut block, "DbUser", r.db_user().map(|v| json!(v)));
+    put(
+        &mut block,
+        "SecretManagerArn",
+        r.secret_manager_arn().map(|v| json!(v)),
+    );
+    put(&mut block, "Sql", r.sql().map(|v| json!(v)));
+    put(&mut block, "Sqls", r.sqls.as_ref().map(|v| json!(v)));
+    put(
+        &mut block,
+        "StatementName",
+        r.statement_name().map(|v| json!(v)),
+    );
+    if r.with_event() {
+        block.insert("WithEvent".into(), json!(true));
+    }
+    Value::Object(block)
 }
 
 /// Whether the template's `EventBusName` (a name or an ARN) names the bus `live`.
