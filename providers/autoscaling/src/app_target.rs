@@ -202,22 +202,33 @@ async fn register(
     props: &Map<String, Value>,
     tags: Option<HashMap<String, String>>,
 ) -> Result<(), ProviderError> {
-    aas.register_scalable_target()
-        .service_namespace(key.namespace())
-        .resource_id(&key.resource_id)
-        .scalable_dimension(key.dimension())
-        .set_min_capacity(int(props.get("MinCapacity")))
-        .set_max_capacity(int(props.get("MaxCapacity")))
-        .set_role_arn(string(props.get("RoleARN")))
-        .set_suspended_state(suspended_state(props))
-        .set_tags(tags)
-        .send()
-        .await
-        .map_err(app_failed!(format!(
-            "{what}: RegisterScalableTarget {}",
-            key.id()
-        )))?;
-    Ok(())
+    let role = string(props.get("RoleARN"));
+    let register = || async {
+        aas.register_scalable_target()
+            .service_namespace(key.namespace())
+            .resource_id(&key.resource_id)
+            .scalable_dimension(key.dimension())
+            .set_min_capacity(int(props.get("MinCapacity")))
+            .set_max_capacity(int(props.get("MaxCapacity")))
+            .set_role_arn(role.clone())
+            .set_suspended_state(suspended_state(props))
+            .set_tags(tags.clone())
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(app_failed!(format!(
+                "{what}: RegisterScalableTarget {}",
+                key.id()
+            )))
+    };
+    // Application Auto Scaling assumes the role on registering: a role of the same run is
+    // refused ("Unable to assume IAM role") until IAM has propagated it.
+    let principal = match &role {
+        Some(role) => format!("the role {role}"),
+        None => "the service-linked role".to_string(),
+    };
+    let unassumable = |e: &ProviderError| e.message.contains("Unable to assume IAM role");
+    cdkd_aws_common::while_iam_propagates(&principal, unassumable, register).await
 }
 
 fn attributes_of(key: &TargetKey) -> Map<String, Value> {

@@ -111,19 +111,33 @@ async fn put_hook(
     props: &Map<String, Value>,
 ) -> Result<(), ProviderError> {
     let group = group_of(props, what)?;
-    asg.put_lifecycle_hook()
-        .auto_scaling_group_name(&group)
-        .lifecycle_hook_name(name)
-        .set_lifecycle_transition(string(props.get("LifecycleTransition")))
-        .set_default_result(string(props.get("DefaultResult")))
-        .set_heartbeat_timeout(int(props.get("HeartbeatTimeout")))
-        .set_notification_metadata(text(props.get("NotificationMetadata")))
-        .set_notification_target_arn(string(props.get("NotificationTargetARN")))
-        .set_role_arn(string(props.get("RoleARN")))
-        .send()
-        .await
-        .map(|_| ())
-        .map_err(failed!(format!("{what}: PutLifecycleHook {group} {name}")))
+    let put = || async {
+        asg.put_lifecycle_hook()
+            .auto_scaling_group_name(&group)
+            .lifecycle_hook_name(name)
+            .set_lifecycle_transition(string(props.get("LifecycleTransition")))
+            .set_default_result(string(props.get("DefaultResult")))
+            .set_heartbeat_timeout(int(props.get("HeartbeatTimeout")))
+            .set_notification_metadata(text(props.get("NotificationMetadata")))
+            .set_notification_target_arn(string(props.get("NotificationTargetARN")))
+            .set_role_arn(string(props.get("RoleARN")))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(failed!(format!("{what}: PutLifecycleHook {group} {name}")))
+    };
+    // Auto Scaling publishes a test message to the target with the role: a role of the same run
+    // fails it ("Unable to publish test message to notification target ... using IAM role")
+    // until IAM has propagated it.
+    match string(props.get("RoleARN")) {
+        Some(role) => {
+            let unpublished =
+                |e: &ProviderError| e.message.contains("Unable to publish test message");
+            cdkd_aws_common::while_iam_propagates(&format!("the role {role}"), unpublished, put)
+                .await
+        }
+        None => put().await,
+    }
 }
 
 #[async_trait]

@@ -12,7 +12,7 @@ use std::time::Duration;
 use aws_sdk_ecs::types::ServiceField;
 use cdkd_aws_common::{
     created_name, deleted_unless_failed, does_not_exist, found, given_or_generated_name, poll, put,
-    stable_hash, Readable, TypeSchema,
+    stable_hash, while_iam_propagates, Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
@@ -291,6 +291,17 @@ async fn until(
     })
 }
 
+/// Whether ECS refused a service because it cannot use its role yet: "Unable to assume role
+/// and validate the specified targetGroupArn. Please verify that the ECS service role being
+/// passed has the proper permissions", "Unable to assume the service linked role".
+fn role_not_ready(err: &ProviderError) -> bool {
+    err.message
+        .contains("ECS service role being passed has the proper permissions")
+        || err
+            .message
+            .contains("Unable to assume the service linked role")
+}
+
 #[async_trait]
 impl ResourceProvider for Service {
     fn schema(&self) -> ResourceTypeSchema {
@@ -315,15 +326,26 @@ impl ResourceProvider for Service {
         let body = create_body(&request.properties, &cluster, &name, &request.client_token);
         let ecs = client(ctx).await?;
         let raw = RawJson::new(Some(&body));
-        ecs.create_service()
-            .service_name(&name)
-            .customize()
-            .interceptor(raw.clone())
-            .send()
-            .await
-            .map_err(failed!(format!(
-                "{what}: CreateService {name} in {cluster}"
-            )))?;
+        // ECS checks the load balancer against the service's role (or its service-linked
+        // role, made on first use): a role of the same run is refused until IAM has
+        // propagated it. The client token makes a repeated CreateService the same service.
+        let role = match request.properties.get("Role").and_then(Value::as_str) {
+            Some(role) => format!("the role {role}"),
+            None => "the ECS service-linked role".to_string(),
+        };
+        while_iam_propagates(&role, role_not_ready, || async {
+            ecs.create_service()
+                .service_name(&name)
+                .customize()
+                .interceptor(raw.clone())
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(failed!(format!(
+                    "{what}: CreateService {name} in {cluster}"
+                )))
+        })
+        .await?;
         let created = raw.answer(&format!("{what}: CreateService {name}"))?;
         let arn = created["service"]["serviceArn"]
             .as_str()
