@@ -173,9 +173,11 @@ impl RunLog for World {
         _: Instant,
         failure: Option<&str>,
     ) {
-        assert_eq!((operation, region), (Operation::Deploy, REGION));
-        let (now, most) = self.running.get();
-        self.running.set((now - 1, most));
+        assert_eq!(region, REGION);
+        if operation == Operation::Deploy {
+            let (now, most) = self.running.get();
+            self.running.set((now - 1, most));
+        }
         (self.finished.borrow_mut()).push((stack.to_string(), failure.map(str::to_string)));
     }
 }
@@ -505,4 +507,141 @@ fn state_destroy_all_takes_the_stacks_that_import_most_first() {
         })
         .collect();
     assert_eq!(order, ["Top", "Middle", "Alone", "Base"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn destroy_takes_consumers_first_and_reads_the_records_again_between_stacks() {
+    use super::destroy::{destroy_stacks, DestroyTarget};
+    use crate::deployment::destroy::DestroyOptions;
+    use crate::state::backend::StateBackend;
+    use crate::state::keys::{StateKeys, DEFAULT_PREFIX};
+    use crate::state::storage::MemoryStorage;
+    let world = World::new();
+    // The real record store over in-memory storage: destroy reads the records through it.
+    let backend = StateBackend::on(
+        Arc::new(MemoryStorage::new("state")),
+        StateKeys::new(DEFAULT_PREFIX),
+    );
+    let engine = Engine {
+        store: Arc::new(backend.clone()),
+        ..world.engine()
+    };
+    let stacks = [
+        (artifact("Source", &[]), producer("Source")),
+        (
+            artifact("Reader", &[]),
+            consumer("Reader", json!({"Fn::ImportValue": "SourceArn"})),
+        ),
+    ];
+    let order = RunOrder::of(
+        (stacks.iter())
+            .map(|(a, t)| (a, Template::parse(t).unwrap()))
+            .collect(),
+        REGION,
+    )
+    .unwrap();
+    let options = DeployOptions::default();
+    let run = StackRun {
+        engine: &engine,
+        options: &options,
+        stack_concurrency: 4,
+        inputs: &world,
+        log: &world,
+    };
+    let result = run.deploy(&order, StateSnapshot::default()).await;
+    assert_eq!(result.failures, Vec::<String>::new());
+    assert_eq!(world.cloud.live().len(), 2);
+    world.finished.borrow_mut().clear();
+
+    let targets = (order.destroy_order().into_iter())
+        .map(|stack| DestroyTarget {
+            stack,
+            region: REGION.into(),
+            policies: BTreeMap::new(),
+        })
+        .collect();
+    // The producer's destroy checks its consumers against the records: it succeeds only if
+    // the records were read again after the consumer went.
+    destroy_stacks(
+        &engine,
+        &backend,
+        targets,
+        DestroyOptions::default(),
+        None,
+        &world,
+    )
+    .await
+    .unwrap();
+    assert_eq!(world.finished(), ["Reader", "Source"]);
+    assert!(world.cloud.live().is_empty());
+    assert!(StateSnapshot::load(&backend)
+        .await
+        .unwrap()
+        .iter()
+        .next()
+        .is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_producer_whose_consumer_stays_is_not_destroyed() {
+    use super::destroy::{destroy_stacks, DestroyTarget};
+    use crate::deployment::destroy::DestroyOptions;
+    use crate::state::backend::StateBackend;
+    use crate::state::keys::{StateKeys, DEFAULT_PREFIX};
+    use crate::state::storage::MemoryStorage;
+    let world = World::new();
+    let backend = StateBackend::on(
+        Arc::new(MemoryStorage::new("state")),
+        StateKeys::new(DEFAULT_PREFIX),
+    );
+    let engine = Engine {
+        store: Arc::new(backend.clone()),
+        ..world.engine()
+    };
+    let stacks = [
+        (artifact("Source", &[]), producer("Source")),
+        (
+            artifact("Reader", &[]),
+            consumer("Reader", json!({"Fn::ImportValue": "SourceArn"})),
+        ),
+    ];
+    let order = RunOrder::of(
+        (stacks.iter())
+            .map(|(a, t)| (a, Template::parse(t).unwrap()))
+            .collect(),
+        REGION,
+    )
+    .unwrap();
+    let options = DeployOptions::default();
+    let run = StackRun {
+        engine: &engine,
+        options: &options,
+        stack_concurrency: 4,
+        inputs: &world,
+        log: &world,
+    };
+    assert!(run
+        .deploy(&order, StateSnapshot::default())
+        .await
+        .failures
+        .is_empty());
+    world.finished.borrow_mut().clear();
+    let only_source = vec![DestroyTarget {
+        stack: "Source".into(),
+        region: REGION.into(),
+        policies: BTreeMap::new(),
+    }];
+    let err = destroy_stacks(
+        &engine,
+        &backend,
+        only_source,
+        DestroyOptions::default(),
+        None,
+        &world,
+    )
+    .await
+    .unwrap_err();
+    assert!(format!("{err:#}").contains("Reader"), "{err:#}");
+    assert_eq!(world.cloud.live().len(), 2);
+    assert_eq!(world.finished(), ["Source"]);
 }
