@@ -232,89 +232,105 @@ pub(crate) fn action_shape(action: &Action) -> Value {
         put(&mut fixed, "MessageBody", f.message_body().map(Value::from));
         shape.insert("FixedResponseConfig".into(), Value::Object(fixed));
     }
-    if let Some(o) = action.authenticate_oidc_config() {
-        let mut oidc = Map::new();
-        put(&mut oidc, "Issuer", o.issuer().map(Value::from));
-        put(
-            &mut oidc,
-            "AuthorizationEndpoint",
-            o.authorization_endpoint().map(Value::from),
-        );
-        put(
-            &mut oidc,
-            "TokenEndpoint",
-            o.token_endpoint().map(Value::from),
-        );
-        put(
-            &mut oidc,
-            "UserInfoEndpoint",
-            o.user_info_endpoint().map(Value::from),
-        );
-        put(&mut oidc, "ClientId", o.client_id().map(Value::from));
-        put(
-            &mut oidc,
-            "SessionCookieName",
-            o.session_cookie_name().map(Value::from),
-        );
-        put(&mut oidc, "Scope", o.scope().map(Value::from));
-        put(
-            &mut oidc,
-            "SessionTimeout",
-            o.session_timeout().map(Value::from),
-        );
-        put(
-            &mut oidc,
-            "AuthenticationRequestExtraParams",
-            extra_params(o.authentication_request_extra_params()),
-        );
-        put(
-            &mut oidc,
-            "OnUnauthenticatedRequest",
-            o.on_unauthenticated_request().map(|b| json!(b.as_str())),
-        );
-        shape.insert("AuthenticateOidcConfig".into(), Value::Object(oidc));
-    }
-    if let Some(c) = action.authenticate_cognito_config() {
-        let mut cognito = Map::new();
-        put(
-            &mut cognito,
-            "UserPoolArn",
-            c.user_pool_arn().map(Value::from),
-        );
-        put(
-            &mut cognito,
-            "UserPoolClientId",
-            c.user_pool_client_id().map(Value::from),
-        );
-        put(
-            &mut cognito,
-            "UserPoolDomain",
-            c.user_pool_domain().map(Value::from),
-        );
-        put(
-            &mut cognito,
-            "SessionCookieName",
-            c.session_cookie_name().map(Value::from),
-        );
-        put(&mut cognito, "Scope", c.scope().map(Value::from));
-        put(
-            &mut cognito,
-            "SessionTimeout",
-            c.session_timeout().map(Value::from),
-        );
-        put(
-            &mut cognito,
-            "AuthenticationRequestExtraParams",
-            extra_params(c.authentication_request_extra_params()),
-        );
-        put(
-            &mut cognito,
-            "OnUnauthenticatedRequest",
-            c.on_unauthenticated_request().map(|b| json!(b.as_str())),
-        );
-        shape.insert("AuthenticateCognitoConfig".into(), Value::Object(cognito));
-    }
+    put(
+        &mut shape,
+        "AuthenticateOidcConfig",
+        action.authenticate_oidc_config().map(oidc_shape),
+    );
+    put(
+        &mut shape,
+        "AuthenticateCognitoConfig",
+        action.authenticate_cognito_config().map(cognito_shape),
+    );
     Value::Object(shape)
+}
+
+/// An action's `AuthenticateOidcConfig` in template shape (never the client secret).
+fn oidc_shape(o: &aws_sdk_elasticloadbalancingv2::types::AuthenticateOidcActionConfig) -> Value {
+    let mut oidc = Map::new();
+    put(&mut oidc, "Issuer", o.issuer().map(Value::from));
+    put(
+        &mut oidc,
+        "AuthorizationEndpoint",
+        o.authorization_endpoint().map(Value::from),
+    );
+    put(
+        &mut oidc,
+        "TokenEndpoint",
+        o.token_endpoint().map(Value::from),
+    );
+    put(
+        &mut oidc,
+        "UserInfoEndpoint",
+        o.user_info_endpoint().map(Value::from),
+    );
+    put(&mut oidc, "ClientId", o.client_id().map(Value::from));
+    put(
+        &mut oidc,
+        "SessionCookieName",
+        o.session_cookie_name().map(Value::from),
+    );
+    put(&mut oidc, "Scope", o.scope().map(Value::from));
+    put(
+        &mut oidc,
+        "SessionTimeout",
+        o.session_timeout().map(Value::from),
+    );
+    put(
+        &mut oidc,
+        "AuthenticationRequestExtraParams",
+        extra_params(o.authentication_request_extra_params()),
+    );
+    put(
+        &mut oidc,
+        "OnUnauthenticatedRequest",
+        o.on_unauthenticated_request().map(|b| json!(b.as_str())),
+    );
+    Value::Object(oidc)
+}
+
+/// An action's `AuthenticateCognitoConfig` in template shape.
+fn cognito_shape(
+    c: &aws_sdk_elasticloadbalancingv2::types::AuthenticateCognitoActionConfig,
+) -> Value {
+    let mut cognito = Map::new();
+    put(
+        &mut cognito,
+        "UserPoolArn",
+        c.user_pool_arn().map(Value::from),
+    );
+    put(
+        &mut cognito,
+        "UserPoolClientId",
+        c.user_pool_client_id().map(Value::from),
+    );
+    put(
+        &mut cognito,
+        "UserPoolDomain",
+        c.user_pool_domain().map(Value::from),
+    );
+    put(
+        &mut cognito,
+        "SessionCookieName",
+        c.session_cookie_name().map(Value::from),
+    );
+    put(&mut cognito, "Scope", c.scope().map(Value::from));
+    put(
+        &mut cognito,
+        "SessionTimeout",
+        c.session_timeout().map(Value::from),
+    );
+    put(
+        &mut cognito,
+        "AuthenticationRequestExtraParams",
+        extra_params(c.authentication_request_extra_params()),
+    );
+    put(
+        &mut cognito,
+        "OnUnauthenticatedRequest",
+        c.on_unauthenticated_request().map(|b| json!(b.as_str())),
+    );
+    Value::Object(cognito)
 }
 
 /// Live actions in template shape, in their order.
