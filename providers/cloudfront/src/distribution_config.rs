@@ -213,6 +213,56 @@ struct Behavior {
     grpc: Option<GrpcConfig>,
 }
 
+/// A behavior's legacy `ForwardedValues` (cookies, headers, query string keys).
+fn forwarded_values(what: &str, f: &Value) -> Result<ForwardedValues, ProviderError> {
+    let cookies = o(f, "Cookies").cloned().unwrap_or_default();
+    let names = list(&cookies, "WhitelistedNames");
+    let headers = list(f, "Headers");
+    let keys = list(f, "QueryStringCacheKeys");
+    built(
+        what,
+        ForwardedValues::builder()
+            .query_string(b(f, "QueryString").unwrap_or(false))
+            .cookies(built(
+                what,
+                CookiePreference::builder()
+                    .forward(
+                        s(&cookies, "Forward")
+                            .unwrap_or_else(|| "none".into())
+                            .as_str()
+                            .into(),
+                    )
+                    .set_whitelisted_names(if names.is_empty() {
+                        None
+                    } else {
+                        Some(built(
+                            what,
+                            CookieNames::builder()
+                                .quantity(names.len() as i32)
+                                .set_items(Some(names))
+                                .build(),
+                        )?)
+                    })
+                    .build(),
+            )?)
+            .headers(built(
+                what,
+                Headers::builder()
+                    .quantity(headers.len() as i32)
+                    .set_items(Some(headers).filter(|h| !h.is_empty()))
+                    .build(),
+            )?)
+            .query_string_cache_keys(built(
+                what,
+                QueryStringCacheKeys::builder()
+                    .quantity(keys.len() as i32)
+                    .set_items(Some(keys).filter(|k| !k.is_empty()))
+                    .build(),
+            )?)
+            .build(),
+    )
+}
+
 fn behavior(what: &str, v: &Value) -> Result<Behavior, ProviderError> {
     let signers = list(v, "TrustedSigners");
     let groups = list(v, "TrustedKeyGroups");
@@ -266,57 +316,9 @@ fn behavior(what: &str, v: &Value) -> Result<Behavior, ProviderError> {
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let forwarded = match o(v, "ForwardedValues") {
-        None => None,
-        Some(f) => {
-            let cookies = o(f, "Cookies").cloned().unwrap_or_default();
-            let names = list(&cookies, "WhitelistedNames");
-            let headers = list(f, "Headers");
-            let keys = list(f, "QueryStringCacheKeys");
-            Some(built(
-                what,
-                ForwardedValues::builder()
-                    .query_string(b(f, "QueryString").unwrap_or(false))
-                    .cookies(built(
-                        what,
-                        CookiePreference::builder()
-                            .forward(
-                                s(&cookies, "Forward")
-                                    .unwrap_or_else(|| "none".into())
-                                    .as_str()
-                                    .into(),
-                            )
-                            .set_whitelisted_names(if names.is_empty() {
-                                None
-                            } else {
-                                Some(built(
-                                    what,
-                                    CookieNames::builder()
-                                        .quantity(names.len() as i32)
-                                        .set_items(Some(names))
-                                        .build(),
-                                )?)
-                            })
-                            .build(),
-                    )?)
-                    .headers(built(
-                        what,
-                        Headers::builder()
-                            .quantity(headers.len() as i32)
-                            .set_items(Some(headers).filter(|h| !h.is_empty()))
-                            .build(),
-                    )?)
-                    .query_string_cache_keys(built(
-                        what,
-                        QueryStringCacheKeys::builder()
-                            .quantity(keys.len() as i32)
-                            .set_items(Some(keys).filter(|k| !k.is_empty()))
-                            .build(),
-                    )?)
-                    .build(),
-            )?)
-        }
-    };
+    let forwarded = o(v, "ForwardedValues")
+        .map(|f| forwarded_values(what, f))
+        .transpose()?;
     Ok(Behavior {
         target: s(v, "TargetOriginId").unwrap_or_default(),
         viewer_protocol_policy: s(v, "ViewerProtocolPolicy").unwrap_or_default(),
@@ -799,6 +801,54 @@ fn cache_behavior_shape(d: &CacheBehavior) -> Value {
     .done()
 }
 
+/// An origin group in template shape.
+fn origin_group_shape(g: &aws_sdk_cloudfront::types::OriginGroup) -> Value {
+    let codes = g
+        .failover_criteria()
+        .and_then(|f| f.status_codes())
+        .map(|c| c.items().to_vec())
+        .unwrap_or_default();
+    let members: Vec<Value> = g
+        .members()
+        .map(|m| m.items())
+        .unwrap_or_default()
+        .iter()
+        .map(|m| json!({"OriginId": m.origin_id()}))
+        .collect();
+    Shape::default()
+        .put("Id", Some(g.id()))
+        .put(
+            "FailoverCriteria",
+            Some(json!({"StatusCodes": {"Items": codes, "Quantity": codes.len()}})),
+        )
+        .put(
+            "Members",
+            Some(json!({"Items": members, "Quantity": members.len()})),
+        )
+        .put(
+            "SelectionCriteria",
+            g.selection_criteria().map(|c| c.as_str()),
+        )
+        .done()
+}
+
+/// A custom error response in template shape.
+fn error_response_shape(e: &aws_sdk_cloudfront::types::CustomErrorResponse) -> Value {
+    Shape::default()
+        .put("ErrorCode", Some(e.error_code()))
+        .text("ResponsePagePath", e.response_page_path())
+        .put(
+            "ResponseCode",
+            e.response_code().filter(|c| !c.is_empty()).map(|c| {
+                c.parse::<i64>()
+                    .map(Value::from)
+                    .unwrap_or_else(|_| json!(c))
+            }),
+        )
+        .put("ErrorCachingMinTTL", e.error_caching_min_ttl())
+        .done()
+}
+
 /// CloudFront's config in template shape (the `CallerReference` left out: no template has it).
 pub(crate) fn shape(dc: &DistributionConfig) -> Value {
     let origins: Vec<Value> = dc
@@ -813,35 +863,7 @@ pub(crate) fn shape(dc: &DistributionConfig) -> Value {
         .map(|g| g.items())
         .unwrap_or_default()
         .iter()
-        .map(|g| {
-            let codes = g
-                .failover_criteria()
-                .and_then(|f| f.status_codes())
-                .map(|c| c.items().to_vec())
-                .unwrap_or_default();
-            let members: Vec<Value> = g
-                .members()
-                .map(|m| m.items())
-                .unwrap_or_default()
-                .iter()
-                .map(|m| json!({"OriginId": m.origin_id()}))
-                .collect();
-            Shape::default()
-                .put("Id", Some(g.id()))
-                .put(
-                    "FailoverCriteria",
-                    Some(json!({"StatusCodes": {"Items": codes, "Quantity": codes.len()}})),
-                )
-                .put(
-                    "Members",
-                    Some(json!({"Items": members, "Quantity": members.len()})),
-                )
-                .put(
-                    "SelectionCriteria",
-                    g.selection_criteria().map(|c| c.as_str()),
-                )
-                .done()
-        })
+        .map(origin_group_shape)
         .collect();
     let behaviors: Vec<Value> = dc
         .cache_behaviors()
@@ -855,21 +877,7 @@ pub(crate) fn shape(dc: &DistributionConfig) -> Value {
         .map(|e| e.items())
         .unwrap_or_default()
         .iter()
-        .map(|e| {
-            Shape::default()
-                .put("ErrorCode", Some(e.error_code()))
-                .text("ResponsePagePath", e.response_page_path())
-                .put(
-                    "ResponseCode",
-                    e.response_code().filter(|c| !c.is_empty()).map(|c| {
-                        c.parse::<i64>()
-                            .map(Value::from)
-                            .unwrap_or_else(|_| json!(c))
-                    }),
-                )
-                .put("ErrorCachingMinTTL", e.error_caching_min_ttl())
-                .done()
-        })
+        .map(error_response_shape)
         .collect();
     let mut shape = Shape::default()
         .list(
