@@ -45,12 +45,48 @@ impl Destinations {
             match verdict(part, &destination, region, &tree.name) {
                 Ok(Some(line)) => out.taken_up.push(line),
                 Ok(None) => {}
-                Err(problem) => out.problems.push((part.name.clone(), problem)),
+                Err(problem) => out.problems.push((part.name.clone(), problem.to_string())),
             }
             out.by_stack.insert(part.name.clone(), destination);
         }
         Ok(out)
     }
+}
+
+/// Why a stack cannot go to the CloudFormation stack of its name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Refusal {
+    /// The stack exists and holds nothing: it may be deleted.
+    #[error("a CloudFormation stack named {cfn} already exists in {region} ({status}) and holds no resource; delete it (`aws cloudformation delete-stack --stack-name {cfn} --region {region}`) or {rename}, then run cdkd export again")]
+    Empty {
+        cfn: String,
+        region: String,
+        status: String,
+        /// How to name the export otherwise.
+        rename: String,
+    },
+    /// The stack holds resources that are not the part's.
+    #[error("a CloudFormation stack named {cfn} already exists in {region} ({status}) holding resources that are not {stack}'s ({}); {rename}", .foreign.join(", "))]
+    Foreign {
+        cfn: String,
+        region: String,
+        status: String,
+        stack: String,
+        foreign: Vec<String>,
+        /// How to name the export otherwise.
+        rename: String,
+    },
+    /// An earlier export's stack that is not settled.
+    #[error("CloudFormation stack {cfn} holds {held} of {stack}'s resources from an earlier `cdkd export {root}` but is {status}, not settled: {settle}. Never delete it without --retain-resources: that deletes those resources")]
+    Unsettled {
+        cfn: String,
+        held: usize,
+        stack: String,
+        root: String,
+        status: String,
+        /// How to settle it.
+        settle: String,
+    },
 }
 
 /// Whether `part` can go to `destination`: `None` when there is no stack yet, a line when an
@@ -63,7 +99,7 @@ fn verdict(
     destination: &Destination,
     region: &str,
     root: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, Box<Refusal>> {
     let Some(described) = &destination.described else {
         return Ok(None);
     };
@@ -82,16 +118,22 @@ fn verdict(
         )
     };
     if destination.held.is_empty() {
-        return Err(format!(
-            "a CloudFormation stack named {cfn} already exists in {region} ({status}) and holds no resource; delete it (`aws cloudformation delete-stack --stack-name {cfn} --region {region}`) or {rename}, then run cdkd export again"
-        ));
+        return Err(Box::new(Refusal::Empty {
+            cfn: cfn.clone(),
+            region: region.to_string(),
+            status: status.clone(),
+            rename,
+        }));
     }
     if !foreign.is_empty() {
-        return Err(format!(
-            "a CloudFormation stack named {cfn} already exists in {region} ({status}) holding resources that are not {}'s ({}); {rename}",
-            part.name,
-            foreign.join(", ")
-        ));
+        return Err(Box::new(Refusal::Foreign {
+            cfn: cfn.clone(),
+            region: region.to_string(),
+            status: status.clone(),
+            stack: part.name.clone(),
+            foreign: foreign.iter().map(ToString::to_string).collect(),
+            rename,
+        }));
     }
     let held = destination.held.len();
     if described.settled() {
@@ -108,10 +150,14 @@ fn verdict(
         // record is again their only owner, and the export starts afresh.
         _ => format!("it can only be deleted: `aws cloudformation delete-stack --stack-name {cfn} --region {region} --retain-resources {}` removes it and keeps every resource, then run cdkd export again", keep.join(" ")),
     };
-    Err(format!(
-        "CloudFormation stack {cfn} holds {held} of {}'s resources from an earlier `cdkd export {root}` but is {status}, not settled: {settle}. Never delete it without --retain-resources: that deletes those resources",
-        part.name
-    ))
+    Err(Box::new(Refusal::Unsettled {
+        cfn: cfn.clone(),
+        held,
+        stack: part.name.clone(),
+        root: root.to_string(),
+        status: status.clone(),
+        settle,
+    }))
 }
 
 /// Whether `logical_id`, held by the destination under `physical`, is `part`'s: a nested
@@ -224,6 +270,11 @@ mod tests {
         ] {
             let refusal =
                 verdict(&part, &existing(status, &["Queue"]), "eu-west-1", "S").unwrap_err();
+            assert!(
+                matches!(*refusal, Refusal::Unsettled { held: 1, .. }),
+                "{refusal}"
+            );
+            let refusal = refusal.to_string();
             assert!(refusal.contains(advice), "{refusal}");
             assert!(
                 refusal.contains("Never delete it without --retain-resources"),
@@ -240,6 +291,11 @@ mod tests {
             )
             .unwrap_err();
             assert!(
+                matches!(*refusal, Refusal::Unsettled { held: 2, .. }),
+                "{refusal}"
+            );
+            let refusal = refusal.to_string();
+            assert!(
                 refusal.contains(
                     "delete-stack --stack-name S --region eu-west-1 --retain-resources Other Queue"
                 ),
@@ -253,6 +309,11 @@ mod tests {
             "S",
         )
         .unwrap_err();
+        assert!(
+            matches!(&*foreign, Refusal::Foreign { foreign, .. } if foreign == &["Else"]),
+            "{foreign}"
+        );
+        let foreign = foreign.to_string();
         assert!(foreign.contains("not S's (Else)"), "{foreign}");
         assert!(foreign.contains("--cfn-stack-name"), "{foreign}");
         assert!(!foreign.contains("delete"), "{foreign}");
@@ -267,7 +328,11 @@ mod tests {
             .held
             .insert("Queue".into(), Some("https://q/someone-else".into()));
         let refusal = verdict(&part(), &destination, "eu-west-1", "S").unwrap_err();
-        assert!(refusal.contains("not S's (Queue)"), "{refusal}");
+        assert!(
+            matches!(&*refusal, Refusal::Foreign { foreign, .. } if foreign == &["Queue"]),
+            "{refusal}"
+        );
+        assert!(refusal.to_string().contains("not S's (Queue)"), "{refusal}");
     }
 
     #[test]
@@ -321,8 +386,11 @@ mod tests {
             "Root",
         )
         .unwrap_err();
+        assert!(matches!(*refusal, Refusal::Foreign { .. }), "{refusal}");
         assert!(
-            refusal.contains("--cfn-child-stack-name 'Root~Child=<name>'"),
+            refusal
+                .to_string()
+                .contains("--cfn-child-stack-name 'Root~Child=<name>'"),
             "{refusal}"
         );
     }
@@ -336,6 +404,8 @@ mod tests {
             "S",
         )
         .unwrap_err();
+        assert!(matches!(*refusal, Refusal::Empty { .. }), "{refusal}");
+        let refusal = refusal.to_string();
         assert!(refusal.contains("holds no resource"), "{refusal}");
         assert!(
             refusal.contains("aws cloudformation delete-stack --stack-name S --region eu-west-1"),
