@@ -18,7 +18,7 @@ use aws_sdk_cloudfront::types::{DistributionConfig, DistributionConfigWithTags, 
 use cdkd_aws_common::{tag_map_without_token, template_tags, Pacing, Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    ResourceTypeSchema, UpdateRequest, UpdateResult, Wait,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -244,6 +244,30 @@ async fn deployed(
     }
 }
 
+/// Under `--wait full`, waits until the created or updated distribution is `Deployed` (about
+/// 170 s on AWS, as CloudFormation waits); by default a dependent needs only its id and domain
+/// name, which the create answered.
+async fn settle(
+    cf: &aws_sdk_cloudfront::Client,
+    ctx: &PluginContext,
+    what: &str,
+    id: &str,
+) -> Result<(), ProviderError> {
+    if ctx.wait() != Wait::Full {
+        return Ok(());
+    }
+    match deployed(cf, what, id).await {
+        Err(err) if err.kind == ErrorKind::TIMEOUT => Err(ProviderError::new(
+            ErrorKind::TIMEOUT,
+            format!(
+                "{what}: {id} was not Deployed within {} minutes (--wait full); it keeps deploying on its own: deploy again without --wait full to record it",
+                DEPLOYED_PATIENCE.as_secs() / 60
+            ),
+        )),
+        other => other.map(|_| ()),
+    }
+}
+
 #[async_trait]
 impl ResourceProvider for Distribution {
     fn schema(&self) -> ResourceTypeSchema {
@@ -309,6 +333,7 @@ impl ResourceProvider for Distribution {
             }
             Err(err) => return Err(err),
         };
+        settle(&cf, ctx, &what, &id).await?;
         Ok(CreateResult {
             attributes: attributes(&id, &domain_name),
             physical_id: id,
@@ -341,6 +366,7 @@ impl ResourceProvider for Distribution {
             &tag_map_without_token(after),
         )
         .await?;
+        settle(&cf, ctx, &what, &id).await?;
         Ok(UpdateResult {
             attributes: attributes(&id, &live.domain_name),
             physical_id: id,

@@ -20,7 +20,7 @@ use cdkd_aws_common::{
 };
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    ResourceTypeSchema, UpdateRequest, UpdateResult, Wait,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -526,7 +526,25 @@ impl ResourceProvider for Table {
             .map_err(|e| ProviderError::validation(format!("{what}: {e}")))?;
         let ddb = client(ctx).await?;
         create_table(&ddb, &what, &name, input).await?;
-        let mut table = wait_active(&ddb, &what, &name, false).await?;
+        // The settings below need the table ACTIVE, and so do a dependent's item writes and
+        // stream readers; `--no-wait` takes the CREATING table's description when nothing
+        // follows (its ARN and stream ARN are there already).
+        let follows = ttl_attribute(props).is_some()
+            || recovery(props).0
+            || insights(props.get("ContributorInsightsSpecification")).0
+            || !index_insight_changes(&Map::new(), props).is_empty()
+            || kinesis(props).is_some()
+            || stream_policy(props).is_some();
+        let mut table = if ctx.wait() == Wait::None && !follows {
+            describe(&ddb, &what, &name).await?.ok_or_else(|| {
+                ProviderError::new(
+                    ErrorKind::NOT_FOUND,
+                    format!("{what}: table {name} disappeared right after its create"),
+                )
+            })?
+        } else {
+            wait_active(&ddb, &what, &name, false).await?
+        };
         if let Some(attribute) = ttl_attribute(props) {
             set_ttl(&ddb, &what, &name, &attribute, true).await?;
         }

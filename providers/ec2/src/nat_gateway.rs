@@ -7,7 +7,7 @@ use cdkd_aws_common::{aws_error, optional, poll_paced, put, require_str, text, P
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     operation, CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
+    ResourceTypeSchema, UpdateRequest, UpdateResult, Wait,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{Map, Value};
@@ -240,7 +240,12 @@ impl ResourceProvider for NatGateway {
             .and_then(|g| g.nat_gateway_id())
             .ok_or_else(|| does_not_exist(&what, "the new NAT gateway"))?
             .to_string();
-        wait_for_nat(&ec2, &what, &id, NatGatewayState::Available).await?;
+        // Routes through it carry traffic only once it is available, which is what the stack's
+        // functions and instances behind it need; `--no-wait` leaves that to them (EC2 takes
+        // a route to a pending gateway).
+        if ctx.wait() != Wait::None {
+            wait_for_nat(&ec2, &what, &id, NatGatewayState::Available).await?;
+        }
         Ok(CreateResult {
             attributes: id_attribute("NatGatewayId", &id),
             physical_id: id,
