@@ -229,6 +229,40 @@ fn query_shape(query: &MetricDataQuery) -> Value {
     Value::Object(shape)
 }
 
+/// An alarm's `WarmUpConfiguration` in template shape.
+fn warm_up_shape(warm: &aws_sdk_cloudwatch::types::WarmUpConfiguration) -> Value {
+    let mut block = Map::new();
+    put(
+        &mut block,
+        "WarmUpPeriodDurationInMinutes",
+        warm.warm_up_period_duration_in_minutes().map(|v| json!(v)),
+    );
+    put(
+        &mut block,
+        "OnlyStartEvaluatingAfterWarmUpPeriodEnds",
+        warm.only_start_evaluating_after_warm_up_period_ends()
+            .map(Value::Bool),
+    );
+    Value::Object(block)
+}
+
+/// An alarm's PromQL `EvaluationCriteria` in template shape.
+fn promql_shape(criteria: &aws_sdk_cloudwatch::types::AlarmPromQlCriteria) -> Value {
+    let mut block = Map::new();
+    put(&mut block, "Query", criteria.query().map(|v| json!(v)));
+    put(
+        &mut block,
+        "PendingPeriod",
+        criteria.pending_period().map(|v| json!(v)),
+    );
+    put(
+        &mut block,
+        "RecoveryPeriod",
+        criteria.recovery_period().map(|v| json!(v)),
+    );
+    json!({"PromQLCriteria": block})
+}
+
 /// A live alarm in template shape; the sliding evaluation window, every alarm's default, only
 /// when the template names a window.
 fn template_shape(
@@ -338,38 +372,13 @@ fn template_shape(
         }
         _ => {}
     }
-    if let Some(warm) = alarm.warm_up_configuration() {
-        let mut block = Map::new();
-        put(
-            &mut block,
-            "WarmUpPeriodDurationInMinutes",
-            warm.warm_up_period_duration_in_minutes().map(|v| json!(v)),
-        );
-        put(
-            &mut block,
-            "OnlyStartEvaluatingAfterWarmUpPeriodEnds",
-            warm.only_start_evaluating_after_warm_up_period_ends()
-                .map(Value::Bool),
-        );
-        props.insert("WarmUpConfiguration".into(), Value::Object(block));
-    }
+    put(
+        &mut props,
+        "WarmUpConfiguration",
+        alarm.warm_up_configuration().map(warm_up_shape),
+    );
     if let Some(EvaluationCriteria::PromQlCriteria(criteria)) = alarm.evaluation_criteria() {
-        let mut block = Map::new();
-        put(&mut block, "Query", criteria.query().map(|v| json!(v)));
-        put(
-            &mut block,
-            "PendingPeriod",
-            criteria.pending_period().map(|v| json!(v)),
-        );
-        put(
-            &mut block,
-            "RecoveryPeriod",
-            criteria.recovery_period().map(|v| json!(v)),
-        );
-        props.insert(
-            "EvaluationCriteria".into(),
-            json!({"PromQLCriteria": block}),
-        );
+        props.insert("EvaluationCriteria".into(), promql_shape(criteria));
     }
     put(
         &mut props,
