@@ -14,7 +14,7 @@ use cdkd_aws_common::{
 };
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
-    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
+    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult, Wait,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -110,6 +110,44 @@ fn attributes_of(lb: &Live) -> Map<String, Value> {
     );
     attributes.insert("SecurityGroups".into(), json!(lb.security_groups()));
     attributes
+}
+
+/// Under `--wait full`, waits until the new load balancer is `active` (about 150 s for an
+/// application load balancer on AWS, as CloudFormation waits); by default its dependents need
+/// only its ARN, DNS name and zone, which the create answered.
+async fn active(
+    ctx: &PluginContext,
+    elb: &aws_sdk_elasticloadbalancingv2::Client,
+    what: &str,
+    arn: &str,
+) -> Result<(), ProviderError> {
+    let patience = ctx.resource_timeout().unwrap_or(DELETE_PATIENCE);
+    let reached = poll(patience, || async {
+        let live = describe(elb, what, arn)
+            .await?
+            .ok_or_else(|| does_not_exist(what, arn, "ElasticLoadBalancingV2"))?;
+        let state = live.state().and_then(|s| s.code()).map(|c| c.as_str().to_string());
+        match state.as_deref() {
+            Some("active") => Ok(Some(())),
+            Some("failed") => Err(ProviderError::other(format!(
+                "{what}: {arn} failed to provision: {}",
+                live.state()
+                    .and_then(|s| s.reason())
+                    .unwrap_or("no reason given")
+            ))),
+            _ => Ok(None),
+        }
+    })
+    .await?;
+    reached.ok_or_else(|| {
+        ProviderError::new(
+            ErrorKind::TIMEOUT,
+            format!(
+                "{what}: {arn} was not active within {}s (--wait full); it exists: deploy again without --wait full to record it",
+                patience.as_secs()
+            ),
+        )
+    })
 }
 
 /// The load balancer of `arn`; `None` when it is gone.
@@ -317,6 +355,9 @@ impl ResourceProvider for LoadBalancer {
             },
         )
         .await?;
+        if ctx.wait() == Wait::Full {
+            active(ctx, &elb, &what, &arn).await?;
+        }
         Ok(CreateResult {
             physical_id: arn,
             attributes: attributes_of(&lb),
