@@ -91,6 +91,35 @@ fn soa_ttl(properties: &Map<String, Value>) -> Option<i64> {
         .or_else(|| ttl.as_str().and_then(|s| s.parse().ok()))
 }
 
+/// Brings the tags of `arn` from the `before` template's to the `after` one's.
+pub(crate) async fn retag(
+    sd: &aws_sdk_servicediscovery::Client,
+    what: &str,
+    arn: &str,
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+) -> Result<(), ProviderError> {
+    let (set, removed): (BTreeMap<String, String>, Vec<String>) =
+        tag_changes(&tag_map(before), &tag_map(after));
+    if !removed.is_empty() {
+        sd.untag_resource()
+            .resource_arn(arn)
+            .set_tag_keys(Some(removed))
+            .send()
+            .await
+            .map_err(failed!(format!("{what}: UntagResource {arn}")))?;
+    }
+    if !set.is_empty() {
+        sd.tag_resource()
+            .resource_arn(arn)
+            .set_tags(Some(sd_tags(&set, what)?))
+            .send()
+            .await
+            .map_err(failed!(format!("{what}: TagResource {arn}")))?;
+    }
+    Ok(())
+}
+
 /// Tags as Cloud Map's, each named by `what` when one cannot be built.
 pub(crate) fn sd_tags(
     tags: &BTreeMap<String, String>,
@@ -400,24 +429,7 @@ impl<K: Kind> ResourceProvider for Namespace<K> {
         }
         let attributes = Self::attributes_or_gone(&sd, &what, id).await?;
         let arn = string(attributes.get("Arn")).unwrap_or_default();
-        let (set, removed): (BTreeMap<String, String>, Vec<String>) =
-            tag_changes(&tag_map(before), &tag_map(after));
-        if !removed.is_empty() {
-            sd.untag_resource()
-                .resource_arn(&arn)
-                .set_tag_keys(Some(removed))
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: UntagResource {arn}")))?;
-        }
-        if !set.is_empty() {
-            sd.tag_resource()
-                .resource_arn(&arn)
-                .set_tags(Some(sd_tags(&set, &what)?))
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: TagResource {arn}")))?;
-        }
+        retag(&sd, &what, &arn, before, after).await?;
         Ok(UpdateResult {
             physical_id: id.to_string(),
             attributes,

@@ -22,7 +22,7 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::namespace::{creator_request_id, sd_tags, wait_for};
+use crate::namespace::{creator_request_id, retag, sd_tags, wait_for};
 use crate::{client, failed};
 
 /// The CloudFormation type name.
@@ -411,24 +411,7 @@ impl ResourceProvider for Service {
         .await?;
         let attributes = attributes_or_gone(&sd, &what, id).await?;
         let arn = string(attributes.get("Arn")).unwrap_or_default();
-        let (set, removed): (BTreeMap<String, String>, Vec<String>) =
-            tag_changes(&tag_map(before), &tag_map(after));
-        if !removed.is_empty() {
-            sd.untag_resource()
-                .resource_arn(&arn)
-                .set_tag_keys(Some(removed))
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: UntagResource {arn}")))?;
-        }
-        if !set.is_empty() {
-            sd.tag_resource()
-                .resource_arn(&arn)
-                .set_tags(Some(sd_tags(&set, &what)?))
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: TagResource {arn}")))?;
-        }
+        retag(&sd, &what, &arn, before, after).await?;
         Ok(UpdateResult {
             physical_id: id.to_string(),
             attributes,
