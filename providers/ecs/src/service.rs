@@ -16,7 +16,7 @@ use cdkd_aws_common::{
 };
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
-    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult,
+    ReadCurrentStateRequest, ResourceTypeSchema, UpdateRequest, UpdateResult, Wait,
 };
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
@@ -32,6 +32,8 @@ const MAX_NAME: usize = 255;
 
 /// How long a new service may take to become ACTIVE.
 const ACTIVE_PATIENCE: Duration = Duration::from_secs(300);
+/// How long `--wait full` waits for steady state unless `--resource-timeout` says otherwise.
+const STEADY_PATIENCE: Duration = Duration::from_secs(30 * 60);
 
 /// How long a deleted service may take to drain its tasks and become INACTIVE.
 const DRAIN_PATIENCE: Duration = Duration::from_secs(900);
@@ -291,6 +293,45 @@ async fn until(
     })
 }
 
+/// Under `--wait full`, waits until the service is in steady state, as CloudFormation waits:
+/// one deployment, its rollout `COMPLETED`, as many tasks running as desired (about 65 s on
+/// AWS). By default its dependents need only the service, which is `ACTIVE`.
+async fn steady(
+    ctx: &PluginContext,
+    ecs: &aws_sdk_ecs::Client,
+    what: &str,
+    cluster: &str,
+    arn: &str,
+) -> Result<(), ProviderError> {
+    let patience = ctx.resource_timeout().unwrap_or(STEADY_PATIENCE);
+    let reached = poll(patience, || async {
+        let Some(service) = describe(ecs, what, cluster, arn).await? else {
+            return Err(does_not_exist(what, arn, "ECS"));
+        };
+        let deployments = service["deployments"].as_array().cloned().unwrap_or_default();
+        if let Some(failed) = deployments.iter().find(|d| d["rolloutState"] == "FAILED") {
+            return Err(ProviderError::other(format!(
+                "{what}: the deployment of {arn} failed: {}",
+                failed["rolloutStateReason"].as_str().unwrap_or("no reason given")
+            )));
+        }
+        let settled = deployments.len() == 1
+            && deployments[0]["rolloutState"].as_str().is_none_or(|s| s == "COMPLETED")
+            && service["runningCount"] == service["desiredCount"];
+        Ok(settled.then_some(()))
+    })
+    .await?;
+    reached.ok_or_else(|| {
+        ProviderError::new(
+            ErrorKind::TIMEOUT,
+            format!(
+                "{what}: the service {arn} did not reach steady state within {} s (--wait full); it exists: deploy again without --wait full to record it (aws ecs describe-services --cluster {cluster} --services {arn})",
+                patience.as_secs()
+            ),
+        )
+    })
+}
+
 /// Whether ECS refused a service because it cannot use its role yet: "Unable to assume role
 /// and validate the specified targetGroupArn. Please verify that the ECS service role being
 /// passed has the proper permissions", "Unable to assume the service linked role".
@@ -360,6 +401,9 @@ impl ResourceProvider for Service {
                 .await?
                 .unwrap_or_else(|| created["service"].clone())
         };
+        if ctx.wait() == Wait::Full {
+            steady(ctx, &ecs, &what, &cluster, &arn).await?;
+        }
         Ok(CreateResult {
             physical_id: arn,
             attributes: attributes_of(&service),
