@@ -10,6 +10,7 @@
 //! Types with no name cdkd chooses carry the create's token as a tag from their first moment,
 //! so the next run finds what an interrupted one made ([`created`]).
 
+mod association;
 mod composite;
 mod created;
 mod dependants;

@@ -3,21 +3,18 @@
 //! the subnet back to its VPC's default ACL, as CloudFormation does.
 
 use cdkd_aws_common::{aws_error, optional, put, require_str};
-use cdkd_aws_common::{Readable, TypeSchema};
-use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
-};
-use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::protocol::DeleteResult;
+use cdkd_provider_api::{async_trait, ErrorKind, ProviderError};
 use serde_json::{json, Map, Value};
 
-use crate::{client, does_not_exist, filter, id_attribute, in_place, some_str, what};
-
-const ASSOCIATION: &str = "AWS::EC2::SubnetNetworkAclAssociation";
+use crate::association::{Association, Pair};
+use crate::{does_not_exist, filter, some_str};
 
 /// `AWS::EC2::SubnetNetworkAclAssociation`.
-#[derive(Default)]
-pub struct SubnetNetworkAclAssociation;
+pub(crate) type SubnetNetworkAclAssociation = Association<AclPair>;
+
+/// The network ACL association's own calls.
+pub(crate) struct AclPair;
 
 async fn describe_acls(
     ec2: &aws_sdk_ec2::Client,
@@ -99,110 +96,68 @@ async fn reassociate(
 }
 
 #[async_trait]
-impl Readable for SubnetNetworkAclAssociation {
+impl Pair for AclPair {
+    const TYPE_NAME: &'static str = "AWS::EC2::SubnetNetworkAclAssociation";
+    const ID_ATTRIBUTE: &'static str = "AssociationId";
+    const PROPERTIES: &'static [&'static str] = &["NetworkAclId", "SubnetId"];
+
     async fn read(
-        &self,
-        ctx: &PluginContext,
+        ec2: &aws_sdk_ec2::Client,
         what: &str,
-        request: &ReadCurrentStateRequest,
+        id: &str,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let ec2 = client(ctx).await?;
-        Ok(find_association(&ec2, what, &request.physical_id)
-            .await?
-            .map(|(acl, subnet)| {
-                let mut props = Map::new();
-                put(&mut props, "NetworkAclId", some_str(acl.network_acl_id()));
-                props.insert("SubnetId".into(), json!(subnet));
-                props
-            }))
-    }
-
-    async fn attributes(
-        &self,
-        _ctx: &PluginContext,
-        _what: &str,
-        physical_id: &str,
-    ) -> Result<Map<String, Value>, ProviderError> {
-        Ok(id_attribute("AssociationId", physical_id))
-    }
-}
-
-#[async_trait]
-impl ResourceProvider for SubnetNetworkAclAssociation {
-    fn schema(&self) -> ResourceTypeSchema {
-        TypeSchema::builder(ASSOCIATION)
-            .handles(&["NetworkAclId", "SubnetId"])
-            .all_create_only()
-            .read_and_import()
-            // A repeated create adopts the identical pair (docs/deploy.md).
-            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
-            .build()
+        Ok(find_association(ec2, what, id).await?.map(|(acl, subnet)| {
+            let mut props = Map::new();
+            put(&mut props, "NetworkAclId", some_str(acl.network_acl_id()));
+            props.insert("SubnetId".into(), json!(subnet));
+            props
+        }))
     }
 
     async fn create(
-        &self,
-        ctx: &PluginContext,
-        request: CreateRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let what = what(ASSOCIATION, &request.logical_id);
-        let acl = require_str(&request.properties, "NetworkAclId", &what)?;
-        let subnet = require_str(&request.properties, "SubnetId", &what)?;
-        let ec2 = client(ctx).await?;
-        let acls = describe_acls(&ec2, &what, &[("association.subnet-id", subnet)]).await?;
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        properties: &Map<String, Value>,
+    ) -> Result<String, ProviderError> {
+        let acl = require_str(properties, "NetworkAclId", what)?;
+        let subnet = require_str(properties, "SubnetId", what)?;
+        let acls = describe_acls(ec2, what, &[("association.subnet-id", subnet)]).await?;
         let current = current_association(&acls, subnet).ok_or_else(|| {
-            does_not_exist(&what, &format!("the network ACL association of {subnet}"))
+            does_not_exist(what, &format!("the network ACL association of {subnet}"))
         })?;
         // A create retried after a crash finds the subnet already with the template's ACL:
         // that association is the create's, and replacing it again would only mint another id.
-        let id = if current.acl == acl {
+        if current.acl == acl {
             tracing::info!(
                 "{what}: {subnet} is already associated with {acl} ({}); adopting it",
                 current.id
             );
-            current.id
+            Ok(current.id)
         } else {
-            reassociate(&ec2, &what, &current.id, acl).await?
-        };
-        Ok(CreateResult {
-            attributes: id_attribute("AssociationId", &id),
-            physical_id: id,
-            ..Default::default()
-        })
-    }
-
-    /// Both properties are create-only: there is nothing to change in place.
-    async fn update(
-        &self,
-        _ctx: &PluginContext,
-        request: UpdateRequest,
-    ) -> Result<UpdateResult, ProviderError> {
-        let attributes = id_attribute("AssociationId", &request.physical_id);
-        Ok(in_place(request, attributes))
+            reassociate(ec2, what, &current.id, acl).await
+        }
     }
 
     /// Hands the subnet back to its VPC's default ACL.
     async fn delete(
-        &self,
-        ctx: &PluginContext,
-        request: DeleteRequest,
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        id: &str,
     ) -> Result<DeleteResult, ProviderError> {
-        let what = what(ASSOCIATION, &request.logical_id);
-        let ec2 = client(ctx).await?;
-        let id = &request.physical_id;
-        let Some((acl, _subnet)) = find_association(&ec2, &what, id).await? else {
+        let Some((acl, _subnet)) = find_association(ec2, what, id).await? else {
             return Ok(DeleteResult::Deleted);
         };
         if acl.is_default() == Some(true) {
             return Ok(DeleteResult::Deleted);
         }
         let vpc = acl.vpc_id().unwrap_or_default();
-        let default = describe_acls(&ec2, &what, &[("vpc-id", vpc), ("default", "true")])
+        let default = describe_acls(ec2, what, &[("vpc-id", vpc), ("default", "true")])
             .await?
             .first()
             .and_then(|a| a.network_acl_id().map(ToString::to_string))
-            .ok_or_else(|| does_not_exist(&what, &format!("the default network ACL of {vpc}")))?;
+            .ok_or_else(|| does_not_exist(what, &format!("the default network ACL of {vpc}")))?;
         cdkd_aws_common::deleted_unless_failed(
-            reassociate(&ec2, &what, id, &default).await.map(|_| ()),
+            reassociate(ec2, what, id, &default).await.map(|_| ()),
         )
     }
 }

@@ -1,23 +1,18 @@
 //! `AWS::EC2::SubnetRouteTableAssociation`: physical id is the association id.
 
 use cdkd_aws_common::{aws_error, optional, put, require_str};
-use cdkd_aws_common::{Readable, TypeSchema};
-use cdkd_provider_api::protocol::{
-    CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
-    ResourceTypeSchema, UpdateRequest, UpdateResult,
-};
-use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
+use cdkd_provider_api::protocol::DeleteResult;
+use cdkd_provider_api::{async_trait, ProviderError};
 use serde_json::{Map, Value};
 
-use crate::{
-    already_there, client, does_not_exist, filter, id_attribute, in_place, some_str, what,
-};
-
-const ASSOCIATION: &str = "AWS::EC2::SubnetRouteTableAssociation";
+use crate::association::{Association, Pair};
+use crate::{already_there, does_not_exist, filter, some_str};
 
 /// `AWS::EC2::SubnetRouteTableAssociation`.
-#[derive(Default)]
-pub struct SubnetRouteTableAssociation;
+pub(crate) type SubnetRouteTableAssociation = Association<TablePair>;
+
+/// The route table association's own calls.
+pub(crate) struct TablePair;
 
 async fn describe_association(
     ec2: &aws_sdk_ec2::Client,
@@ -72,55 +67,31 @@ async fn existing_association(
 }
 
 #[async_trait]
-impl Readable for SubnetRouteTableAssociation {
+impl Pair for TablePair {
+    const TYPE_NAME: &'static str = "AWS::EC2::SubnetRouteTableAssociation";
+    const ID_ATTRIBUTE: &'static str = "Id";
+    const PROPERTIES: &'static [&'static str] = &["RouteTableId", "SubnetId"];
+
     async fn read(
-        &self,
-        ctx: &PluginContext,
+        ec2: &aws_sdk_ec2::Client,
         what: &str,
-        request: &ReadCurrentStateRequest,
+        id: &str,
     ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let ec2 = client(ctx).await?;
-        Ok(describe_association(&ec2, what, &request.physical_id)
-            .await?
-            .map(|a| {
-                let mut props = Map::new();
-                put(&mut props, "RouteTableId", some_str(a.route_table_id()));
-                put(&mut props, "SubnetId", some_str(a.subnet_id()));
-                props
-            }))
-    }
-
-    async fn attributes(
-        &self,
-        _ctx: &PluginContext,
-        _what: &str,
-        physical_id: &str,
-    ) -> Result<Map<String, Value>, ProviderError> {
-        Ok(id_attribute("Id", physical_id))
-    }
-}
-
-#[async_trait]
-impl ResourceProvider for SubnetRouteTableAssociation {
-    fn schema(&self) -> ResourceTypeSchema {
-        TypeSchema::builder(ASSOCIATION)
-            .handles(&["RouteTableId", "SubnetId"])
-            .all_create_only()
-            .read_and_import()
-            // A repeated create adopts the identical pair (docs/deploy.md).
-            .operations(&[cdkd_provider_api::protocol::operation::IDEMPOTENT_CREATE])
-            .build()
+        Ok(describe_association(ec2, what, id).await?.map(|a| {
+            let mut props = Map::new();
+            put(&mut props, "RouteTableId", some_str(a.route_table_id()));
+            put(&mut props, "SubnetId", some_str(a.subnet_id()));
+            props
+        }))
     }
 
     async fn create(
-        &self,
-        ctx: &PluginContext,
-        request: CreateRequest,
-    ) -> Result<CreateResult, ProviderError> {
-        let what = what(ASSOCIATION, &request.logical_id);
-        let table = require_str(&request.properties, "RouteTableId", &what)?;
-        let subnet = require_str(&request.properties, "SubnetId", &what)?;
-        let ec2 = client(ctx).await?;
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        properties: &Map<String, Value>,
+    ) -> Result<String, ProviderError> {
+        let table = require_str(properties, "RouteTableId", what)?;
+        let subnet = require_str(properties, "SubnetId", what)?;
         let associated = ec2
             .associate_route_table()
             .route_table_id(table)
@@ -128,49 +99,31 @@ impl ResourceProvider for SubnetRouteTableAssociation {
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: associating {subnet} with {table}"), e));
-        let id = match associated {
-            Ok(associated) => associated
+        match associated {
+            Ok(associated) => Ok(associated
                 .association_id()
-                .ok_or_else(|| does_not_exist(&what, "the new association"))?
-                .to_string(),
+                .ok_or_else(|| does_not_exist(what, "the new association"))?
+                .to_string()),
             // A create retried after a crash finds its own association: adopted. The subnet
             // associated with another table is not this pair, and the refusal stands.
             Err(err) if already_there(&err) => {
-                match existing_association(&ec2, &what, subnet, table).await? {
+                match existing_association(ec2, what, subnet, table).await? {
                     Some(id) => {
                         tracing::info!("{what}: {subnet} is already associated with {table} ({id}); adopting it");
-                        id
+                        Ok(id)
                     }
-                    None => return Err(err),
+                    None => Err(err),
                 }
             }
-            Err(err) => return Err(err),
-        };
-        Ok(CreateResult {
-            attributes: id_attribute("Id", &id),
-            physical_id: id,
-            ..Default::default()
-        })
-    }
-
-    /// Both properties are create-only: there is nothing to change in place.
-    async fn update(
-        &self,
-        _ctx: &PluginContext,
-        request: UpdateRequest,
-    ) -> Result<UpdateResult, ProviderError> {
-        let attributes = id_attribute("Id", &request.physical_id);
-        Ok(in_place(request, attributes))
+            Err(err) => Err(err),
+        }
     }
 
     async fn delete(
-        &self,
-        ctx: &PluginContext,
-        request: DeleteRequest,
+        ec2: &aws_sdk_ec2::Client,
+        what: &str,
+        id: &str,
     ) -> Result<DeleteResult, ProviderError> {
-        let what = what(ASSOCIATION, &request.logical_id);
-        let ec2 = client(ctx).await?;
-        let id = &request.physical_id;
         cdkd_aws_common::deleted_unless_failed(
             ec2.disassociate_route_table()
                 .association_id(id)
