@@ -15,6 +15,7 @@ use aws_sdk_lambda::types::{
 };
 use cdkd_aws_common::{
     aws_error, deleted_unless_failed, int, optional, physical_name, strings, tag_pairs, text,
+    while_iam_propagates,
 };
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
@@ -367,6 +368,11 @@ async fn wait_until_ready(
     })
 }
 
+/// Whether Lambda refused the function's role because IAM has not propagated it yet.
+fn role_not_assumable(error: &ProviderError) -> bool {
+    error.message.contains("cannot be assumed by Lambda")
+}
+
 /// Whether a create waits for the function to be `Active`: under `--wait full`, and when calls
 /// follow that Lambda refuses while it is `Pending` (reserved concurrency, the settings put
 /// after the create). Otherwise it answers at `Pending`: its permission, URL, event source
@@ -644,50 +650,63 @@ impl ResourceProvider for Function {
         let lambda = client(ctx).await?;
         let tags: Option<HashMap<String, String>> =
             tag_pairs(props.get("Tags")).map(|tags| tags.into_iter().collect());
-        let created = lambda
-            .create_function()
-            .function_name(&name)
-            .code(code(&what, props)?)
-            .set_runtime(text(props.get("Runtime")).map(|r| Runtime::from(r.as_str())))
-            .set_handler(text(props.get("Handler")))
-            .set_role(text(props.get("Role")))
-            .set_description(text(props.get("Description")))
-            .set_environment(environment(props))
-            .set_timeout(int(props.get("Timeout")))
-            .set_memory_size(int(props.get("MemorySize")))
-            .set_layers(strings(props.get("Layers")))
-            .set_vpc_config(vpc(props))
-            .set_file_system_configs(file_systems(props))
-            .set_kms_key_arn(text(props.get("KmsKeyArn")))
-            .set_architectures(
-                strings(props.get("Architectures"))
-                    .map(|a| a.iter().map(|s| Architecture::from(s.as_str())).collect()),
-            )
-            .set_ephemeral_storage(ephemeral(&what, props)?)
-            .set_logging_config(logging(props))
-            .set_dead_letter_config(props.get("DeadLetterConfig").map(|d| {
-                DeadLetterConfig::builder()
-                    .set_target_arn(
-                        d.get("TargetArn")
-                            .and_then(Value::as_str)
-                            .map(ToString::to_string),
-                    )
-                    .build()
-            }))
-            .set_tracing_config(props.get("TracingConfig").map(|t| {
-                TracingConfig::builder()
-                    .set_mode(t.get("Mode").and_then(Value::as_str).map(TracingMode::from))
-                    .build()
-            }))
-            .set_tags(tags)
-            .set_package_type(text(props.get("PackageType")).map(|p| PackageType::from(p.as_str())))
-            .set_image_config(image_config(props))
-            .set_snap_start(snap_start(props))
-            .set_code_signing_config_arn(text(props.get("CodeSigningConfigArn")))
-            .send()
-            .await
-            .map_err(|e| aws_error(&format!("{what}: CreateFunction {name}"), e))?;
-        if let Err(error) = finish_create(&lambda, &what, &name, props, created.state(), ctx.wait()).await {
+        // Lambda refuses a role IAM made moments ago ("cannot be assumed by Lambda") for 7-12 s,
+        // longer in its tail: the create is tried again, naming the role when that runs out.
+        let role = format!(
+            "the role {}",
+            text(props.get("Role")).unwrap_or_else(|| "(none)".into())
+        );
+        let created = while_iam_propagates(&role, role_not_assumable, || async {
+            lambda
+                .create_function()
+                .function_name(&name)
+                .code(code(&what, props)?)
+                .set_runtime(text(props.get("Runtime")).map(|r| Runtime::from(r.as_str())))
+                .set_handler(text(props.get("Handler")))
+                .set_role(text(props.get("Role")))
+                .set_description(text(props.get("Description")))
+                .set_environment(environment(props))
+                .set_timeout(int(props.get("Timeout")))
+                .set_memory_size(int(props.get("MemorySize")))
+                .set_layers(strings(props.get("Layers")))
+                .set_vpc_config(vpc(props))
+                .set_file_system_configs(file_systems(props))
+                .set_kms_key_arn(text(props.get("KmsKeyArn")))
+                .set_architectures(
+                    strings(props.get("Architectures"))
+                        .map(|a| a.iter().map(|s| Architecture::from(s.as_str())).collect()),
+                )
+                .set_ephemeral_storage(ephemeral(&what, props)?)
+                .set_logging_config(logging(props))
+                .set_dead_letter_config(props.get("DeadLetterConfig").map(|d| {
+                    DeadLetterConfig::builder()
+                        .set_target_arn(
+                            d.get("TargetArn")
+                                .and_then(Value::as_str)
+                                .map(ToString::to_string),
+                        )
+                        .build()
+                }))
+                .set_tracing_config(props.get("TracingConfig").map(|t| {
+                    TracingConfig::builder()
+                        .set_mode(t.get("Mode").and_then(Value::as_str).map(TracingMode::from))
+                        .build()
+                }))
+                .set_tags(tags.clone())
+                .set_package_type(
+                    text(props.get("PackageType")).map(|p| PackageType::from(p.as_str())),
+                )
+                .set_image_config(image_config(props))
+                .set_snap_start(snap_start(props))
+                .set_code_signing_config_arn(text(props.get("CodeSigningConfigArn")))
+                .send()
+                .await
+                .map_err(|e| aws_error(&format!("{what}: CreateFunction {name}"), e))
+        })
+        .await?;
+        if let Err(error) =
+            finish_create(&lambda, &what, &name, props, created.state(), ctx.wait()).await
+        {
             // The function exists: undo it so nothing is left unrecorded.
             let note = match lambda.delete_function().function_name(&name).send().await {
                 Ok(_) => format!("; the new function {name} was deleted again"),
@@ -836,6 +855,18 @@ impl ResourceProvider for Function {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_lambdas_propagation_refusal_is_retried_as_propagation() {
+        let refused = ProviderError::validation(
+            "InvalidParameterValueException: The role defined for the function cannot be assumed by Lambda.",
+        );
+        assert!(role_not_assumable(&refused));
+        let other = ProviderError::validation(
+            "InvalidParameterValueException: Unzipped size must be smaller",
+        );
+        assert!(!role_not_assumable(&other));
+    }
 
     #[test]
     fn a_create_waits_for_active_only_when_something_follows_or_full_is_asked() {
