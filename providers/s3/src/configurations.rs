@@ -67,6 +67,25 @@ macro_rules! failed {
     };
 }
 
+/// The template's value, or, when it has none, the configuration removed by `$delete` and the
+/// function done.
+macro_rules! or_removed {
+    ($one:expr, $value:expr, $delete:ident) => {
+        match $value {
+            Some(value) => value,
+            None => {
+                $one.client
+                    .$delete()
+                    .bucket($one.bucket)
+                    .send()
+                    .await
+                    .map_err(failed!($one))?;
+                return Ok(());
+            }
+        }
+    };
+}
+
 impl Call<'_> {
     /// Applies (or, with `None`, removes) one configuration.
     pub(crate) async fn apply(
@@ -148,15 +167,7 @@ impl One<'_> {
     }
 
     async fn encryption(&self, value: Option<&Value>) -> Result<(), ProviderError> {
-        let Some(value) = value else {
-            self.client
-                .delete_bucket_encryption()
-                .bucket(self.bucket)
-                .send()
-                .await
-                .map_err(failed!(self))?;
-            return Ok(());
-        };
+        let value = or_removed!(self, value, delete_bucket_encryption);
         let mut rules = Vec::new();
         for rule in value
             .get("ServerSideEncryptionConfiguration")
@@ -198,15 +209,7 @@ impl One<'_> {
     }
 
     async fn public_access_block(&self, value: Option<&Value>) -> Result<(), ProviderError> {
-        let Some(value) = value else {
-            self.client
-                .delete_public_access_block()
-                .bucket(self.bucket)
-                .send()
-                .await
-                .map_err(failed!(self))?;
-            return Ok(());
-        };
+        let value = or_removed!(self, value, delete_public_access_block);
         let on = |key: &str| flag(value.get(key)).unwrap_or(false);
         self.client
             .put_public_access_block()
@@ -226,15 +229,7 @@ impl One<'_> {
     }
 
     async fn ownership_controls(&self, value: Option<&Value>) -> Result<(), ProviderError> {
-        let Some(value) = value else {
-            self.client
-                .delete_bucket_ownership_controls()
-                .bucket(self.bucket)
-                .send()
-                .await
-                .map_err(failed!(self))?;
-            return Ok(());
-        };
+        let value = or_removed!(self, value, delete_bucket_ownership_controls);
         let mut rules = Vec::new();
         for rule in value
             .get("Rules")
@@ -267,15 +262,7 @@ impl One<'_> {
     }
 
     async fn lifecycle(&self, value: Option<&Value>) -> Result<(), ProviderError> {
-        let Some(value) = value else {
-            self.client
-                .delete_bucket_lifecycle()
-                .bucket(self.bucket)
-                .send()
-                .await
-                .map_err(failed!(self))?;
-            return Ok(());
-        };
+        let value = or_removed!(self, value, delete_bucket_lifecycle);
         let mut rules = Vec::new();
         for rule in value
             .get("Rules")
@@ -347,15 +334,7 @@ impl One<'_> {
     }
 
     async fn website(&self, value: Option<&Value>) -> Result<(), ProviderError> {
-        let Some(value) = value else {
-            self.client
-                .delete_bucket_website()
-                .bucket(self.bucket)
-                .send()
-                .await
-                .map_err(failed!(self))?;
-            return Ok(());
-        };
+        let value = or_removed!(self, value, delete_bucket_website);
         let mut website = WebsiteConfiguration::builder();
         if let Some(index) = text(value.get("IndexDocument")) {
             website = website.index_document(
@@ -454,15 +433,7 @@ impl One<'_> {
     }
 
     async fn replication(&self, value: Option<&Value>) -> Result<(), ProviderError> {
-        let Some(value) = value else {
-            self.client
-                .delete_bucket_replication()
-                .bucket(self.bucket)
-                .send()
-                .await
-                .map_err(failed!(self))?;
-            return Ok(());
-        };
+        let value = or_removed!(self, value, delete_bucket_replication);
         let configuration =
             crate::replication::configuration(value).map_err(|e| self.invalid(e))?;
         self.client
@@ -506,15 +477,7 @@ impl One<'_> {
     }
 
     async fn tags(&self, value: Option<&Value>) -> Result<(), ProviderError> {
-        let Some(value) = value else {
-            self.client
-                .delete_bucket_tagging()
-                .bucket(self.bucket)
-                .send()
-                .await
-                .map_err(failed!(self))?;
-            return Ok(());
-        };
+        let value = or_removed!(self, value, delete_bucket_tagging);
         let mut tags = Vec::new();
         for tag in value.as_array().into_iter().flatten() {
             let (Some(key), Some(val)) = (text(tag.get("Key")), text(tag.get("Value"))) else {
