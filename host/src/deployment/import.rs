@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use cdkd_provider_api::ProviderError;
 use futures_util::StreamExt;
 use serde_json::{Map, Value};
 
@@ -586,7 +587,7 @@ type Adopted = (ResourceState, Option<Map<String, Value>>);
 
 /// Moves the successful adoptions into `records`; returns the problems.
 fn settle(
-    adopted: Vec<(String, Result<Adopted, String>)>,
+    adopted: Vec<(String, Result<Adopted, ProviderError>)>,
     records: &mut BTreeMap<String, Adopted>,
 ) -> Vec<String> {
     let mut problems = Vec::new();
@@ -601,17 +602,36 @@ fn settle(
     problems
 }
 
+/// Why a composite id cannot be built from a resource's template properties.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum CompositeError {
+    /// The type's schema declares no composite id.
+    #[error("{kind} has no composite id")]
+    NoComposite { kind: String },
+    /// A segment that is not a port has no value in the template.
+    #[error("its {kind} id needs <{segment}>, which the template's {} does not give; pass --resource with the id", .sources.join(" / "))]
+    MissingSegment {
+        kind: String,
+        segment: String,
+        /// The properties the segment is copied from.
+        sources: Vec<String>,
+    },
+    /// The schema's segments and their sources do not pair up.
+    #[error("cdkd cannot build a {kind} id from its properties; pass --resource with the id")]
+    Incomplete { kind: String },
+}
+
 /// A composite id built from the template properties its segments are copied from (an
 /// omitted port is `-1`, as cdkd records it).
 fn composite_from_properties(
     registry: &crate::provisioning::registry::Registry,
     kind: &str,
     properties: &Map<String, Value>,
-) -> Result<String, String> {
+) -> Result<String, CompositeError> {
     let composite = registry
         .schema(kind)
         .and_then(|schema| schema.composite_id.clone())
-        .ok_or_else(|| format!("{kind} has no composite id"))?;
+        .ok_or_else(|| CompositeError::NoComposite { kind: kind.into() })?;
     let mut segments = Vec::new();
     for (segment, sources) in composite.segments.iter().zip(&composite.segment_sources) {
         let value = sources
@@ -628,17 +648,16 @@ fn composite_from_properties(
             Some(value) => segments.push(value),
             None if segment.ends_with("Port") => segments.push("-1".into()),
             None => {
-                return Err(format!(
-                    "its {kind} id needs <{segment}>, which the template's {} does not give; pass --resource with the id",
-                    sources.join(" / ")
-                ))
+                return Err(CompositeError::MissingSegment {
+                    kind: kind.into(),
+                    segment: segment.clone(),
+                    sources: sources.clone(),
+                })
             }
         }
     }
     if segments.len() != composite.segments.len() {
-        return Err(format!(
-            "cdkd cannot build a {kind} id from its properties; pass --resource with the id"
-        ));
+        return Err(CompositeError::Incomplete { kind: kind.into() });
     }
     Ok(segments.join("|"))
 }
@@ -651,7 +670,7 @@ async fn adopt_all(
     template: &crate::analyzer::template::Template,
     decisions: &BTreeMap<String, Decision>,
     wanted: &BTreeMap<String, String>,
-) -> Vec<(String, Result<Adopted, String>)> {
+) -> Vec<(String, Result<Adopted, ProviderError>)> {
     futures_util::stream::iter(wanted.iter())
         .map(|(logical_id, physical_id)| async move {
             let resource = &template.resources[logical_id];
@@ -665,8 +684,7 @@ async fn adopt_all(
                     physical_id,
                     properties,
                 })
-                .await
-                .map_err(|err| err.to_string());
+                .await;
             let adopted = match adopted {
                 Ok(adopted) => adopted,
                 Err(problem) => return (logical_id.clone(), Err(problem)),
@@ -849,6 +867,49 @@ mod tests {
         assert_eq!(
             Value::Object(recorded),
             json!({"A": 2, "B": "x", "Code": {"ZipFile": "z"}})
+        );
+    }
+
+    #[test]
+    fn a_composite_id_that_cannot_be_built_is_a_typed_problem_with_its_advice() {
+        let registry = crate::provisioning::registry::Registry::load(
+            crate::provisioning::plugins_file::PluginsFile::empty(),
+        );
+        let problem =
+            composite_from_properties(&registry, "AWS::EC2::Route", &Map::new()).unwrap_err();
+        assert_eq!(
+            problem,
+            CompositeError::NoComposite {
+                kind: "AWS::EC2::Route".into()
+            }
+        );
+        assert_eq!(problem.to_string(), "AWS::EC2::Route has no composite id");
+        // The advice is what the user acts on.
+        let missing = CompositeError::MissingSegment {
+            kind: "AWS::EC2::Route".into(),
+            segment: "RouteTableId".into(),
+            sources: vec!["RouteTableId".into(), "TableId".into()],
+        };
+        assert_eq!(
+            missing.to_string(),
+            "its AWS::EC2::Route id needs <RouteTableId>, which the template's RouteTableId / TableId does not give; pass --resource with the id"
+        );
+    }
+
+    #[test]
+    fn a_failed_adoption_is_a_problem_named_by_its_logical_id() {
+        let mut records = BTreeMap::new();
+        let problems = settle(
+            vec![(
+                "Queue".into(),
+                Err(ProviderError::validation("no queue q1")),
+            )],
+            &mut records,
+        );
+        assert!(records.is_empty());
+        assert_eq!(
+            problems,
+            vec!["Queue: no queue q1 (validation)".to_string()]
         );
     }
 
