@@ -56,16 +56,47 @@ pub enum DynamicReference {
     },
 }
 
+/// Why a dynamic reference cannot be resolved as written; the text follows the expression
+/// in the error (`the dynamic reference {{resolve:…}} names no secret`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReferenceError {
+    /// No `service:` prefix.
+    #[error("names no service (write ssm:, ssm-secure: or secretsmanager:)")]
+    NoService,
+    /// A service other than SSM and Secrets Manager.
+    #[error("uses the unknown service '{0}' (write ssm:, ssm-secure: or secretsmanager:)")]
+    UnknownService(String),
+    /// `ssm:` with nothing after it.
+    #[error("names no parameter")]
+    NoParameter,
+    /// `secretsmanager:` with no secret id.
+    #[error("names no secret")]
+    NoSecret,
+    /// A secret part other than `SecretString` (the one named).
+    #[error("asks for '{0}'; only SecretString can be referenced")]
+    NotSecretString(String),
+    /// Both a version stage and a version id.
+    #[error("names both a version stage and a version id; name one")]
+    StageAndVersion,
+    /// `{{resolve:` without its closing braces.
+    #[error("is not closed with }}}}")]
+    NotClosed,
+    /// A JSON key picked from a secret string that is not JSON.
+    #[error("picks the JSON key '{0}' but the secret string is not JSON")]
+    NotJson(String),
+    /// A JSON key the secret does not have.
+    #[error("picks the JSON key '{0}', which the secret does not have")]
+    NoSuchKey(String),
+}
+
 impl DynamicReference {
     /// Parses the text between `{{resolve:` and `}}`.
-    pub fn parse(body: &str) -> Result<DynamicReference, String> {
-        let (service, rest) = body.split_once(':').ok_or_else(|| {
-            "names no service (write ssm:, ssm-secure: or secretsmanager:)".to_string()
-        })?;
+    pub fn parse(body: &str) -> Result<DynamicReference, ReferenceError> {
+        let (service, rest) = body.split_once(':').ok_or(ReferenceError::NoService)?;
         match service {
             "ssm" | "ssm-secure" => {
                 if rest.is_empty() {
-                    return Err("names no parameter".into());
+                    return Err(ReferenceError::NoParameter);
                 }
                 // A trailing all-digit segment is the version; names and ARNs never end so.
                 let (name, version) = match rest.rsplit_once(':') {
@@ -93,7 +124,7 @@ impl DynamicReference {
                 };
                 let secret_id = parts[..id_len].join(":");
                 if secret_id.is_empty() {
-                    return Err("names no secret".into());
+                    return Err(ReferenceError::NoSecret);
                 }
                 let field = |i: usize| {
                     parts
@@ -103,9 +134,7 @@ impl DynamicReference {
                 };
                 if let Some(kind) = field(0) {
                     if kind != "SecretString" {
-                        return Err(format!(
-                            "asks for '{kind}'; only SecretString can be referenced"
-                        ));
+                        return Err(ReferenceError::NotSecretString(kind));
                     }
                 }
                 let reference = DynamicReference::Secret {
@@ -120,13 +149,11 @@ impl DynamicReference {
                     ..
                 } = &reference
                 {
-                    return Err("names both a version stage and a version id; name one".into());
+                    return Err(ReferenceError::StageAndVersion);
                 }
                 Ok(reference)
             }
-            other => Err(format!(
-                "uses the unknown service '{other}' (write ssm:, ssm-secure: or secretsmanager:)"
-            )),
+            other => Err(ReferenceError::UnknownService(other.to_string())),
         }
     }
 }
@@ -156,6 +183,20 @@ pub fn expressions(text: &str) -> Vec<&str> {
     found
 }
 
+/// Why a [`SecretSource`] could not give a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    /// The service refused the call (its error, in one line).
+    #[error("{0}")]
+    Call(String),
+    /// The parameter was found without a value.
+    #[error("the parameter has no value")]
+    NoValue,
+    /// The secret holds a binary value only.
+    #[error("the secret has no SecretString (binary secrets cannot be referenced)")]
+    NoSecretString,
+}
+
 /// Where the values behind references come from.
 #[async_trait]
 pub trait SecretSource: Send + Sync {
@@ -165,7 +206,7 @@ pub trait SecretSource: Send + Sync {
         name: &str,
         version: Option<&str>,
         decrypt: bool,
-    ) -> Result<String, String>;
+    ) -> Result<String, FetchError>;
 
     /// A Secrets Manager secret's string.
     async fn secret(
@@ -173,7 +214,7 @@ pub trait SecretSource: Send + Sync {
         secret_id: &str,
         version_stage: Option<&str>,
         version_id: Option<&str>,
-    ) -> Result<String, String>;
+    ) -> Result<String, FetchError>;
 }
 
 /// SSM Parameter Store and Secrets Manager in one region.
@@ -209,7 +250,7 @@ impl SecretSource for AwsSecrets {
         name: &str,
         version: Option<&str>,
         decrypt: bool,
-    ) -> Result<String, String> {
+    ) -> Result<String, FetchError> {
         let selector = match version {
             Some(v) => format!("{name}:{v}"),
             None => name.to_string(),
@@ -221,12 +262,12 @@ impl SecretSource for AwsSecrets {
             .with_decryption(decrypt)
             .send()
             .await
-            .map_err(|err| cdkd_aws_common::error_line(&err))?;
+            .map_err(|err| FetchError::Call(cdkd_aws_common::error_line(&err)))?;
         answer
             .parameter()
             .and_then(|p| p.value())
             .map(ToString::to_string)
-            .ok_or_else(|| "the parameter has no value".to_string())
+            .ok_or(FetchError::NoValue)
     }
 
     async fn secret(
@@ -234,7 +275,7 @@ impl SecretSource for AwsSecrets {
         secret_id: &str,
         version_stage: Option<&str>,
         version_id: Option<&str>,
-    ) -> Result<String, String> {
+    ) -> Result<String, FetchError> {
         let answer = self
             .secrets
             .get_secret_value()
@@ -243,13 +284,11 @@ impl SecretSource for AwsSecrets {
             .set_version_id(version_id.map(str::to_string))
             .send()
             .await
-            .map_err(|err| cdkd_aws_common::error_line(&err))?;
+            .map_err(|err| FetchError::Call(cdkd_aws_common::error_line(&err)))?;
         answer
             .secret_string()
             .map(ToString::to_string)
-            .ok_or_else(|| {
-                "the secret has no SecretString (binary secrets cannot be referenced)".to_string()
-            })
+            .ok_or(FetchError::NoSecretString)
     }
 }
 
@@ -383,7 +422,11 @@ impl DynamicReferences {
                 let mut rest = original.as_str();
                 while let Some(start) = rest.find(OPEN) {
                     let Some(len) = rest[start..].find(CLOSE) else {
-                        return Err(invalid(logical_id, &rest[start..], "is not closed with }}"));
+                        return Err(invalid(
+                            logical_id,
+                            &rest[start..],
+                            &ReferenceError::NotClosed,
+                        ));
                     };
                     let expression = &rest[start..start + len + CLOSE.len()];
                     let plain = self.value_of(logical_id, expression).await?;
@@ -505,19 +548,17 @@ impl DynamicReferences {
 
 /// The top-level `key` of a JSON secret string, as text (CloudFormation's rule: strings as
 /// they are, other JSON values in their JSON form).
-fn json_field(text: &str, key: &str) -> Result<String, String> {
-    let document: Value = serde_json::from_str(text)
-        .map_err(|_| format!("picks the JSON key '{key}' but the secret string is not JSON"))?;
+fn json_field(text: &str, key: &str) -> Result<String, ReferenceError> {
+    let document: Value =
+        serde_json::from_str(text).map_err(|_| ReferenceError::NotJson(key.to_string()))?;
     match document.get(key) {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Ok(other.to_string()),
-        None => Err(format!(
-            "picks the JSON key '{key}', which the secret does not have"
-        )),
+        None => Err(ReferenceError::NoSuchKey(key.to_string())),
     }
 }
 
-fn invalid(logical_id: &str, expression: &str, why: &str) -> ProviderError {
+fn invalid(logical_id: &str, expression: &str, why: &ReferenceError) -> ProviderError {
     ProviderError::new(
         ErrorKind::VALIDATION,
         format!("{logical_id}: the dynamic reference {expression} {why}"),

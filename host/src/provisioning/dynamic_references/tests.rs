@@ -22,7 +22,7 @@ impl SecretSource for Arc<Vault> {
         name: &str,
         version: Option<&str>,
         decrypt: bool,
-    ) -> Result<String, String> {
+    ) -> Result<String, FetchError> {
         let key = format!(
             "{name}{}{}",
             version.map(|v| format!(":{v}")).unwrap_or_default(),
@@ -32,7 +32,7 @@ impl SecretSource for Arc<Vault> {
         self.parameters
             .get(&key)
             .cloned()
-            .ok_or_else(|| "ParameterNotFound".to_string())
+            .ok_or_else(|| FetchError::Call("ParameterNotFound".into()))
     }
 
     async fn secret(
@@ -40,13 +40,13 @@ impl SecretSource for Arc<Vault> {
         secret_id: &str,
         stage: Option<&str>,
         id: Option<&str>,
-    ) -> Result<String, String> {
+    ) -> Result<String, FetchError> {
         self.fetches.lock().unwrap().push(secret_id.to_string());
         assert_eq!((stage, id), (None, None));
         self.secrets
             .get(secret_id)
             .cloned()
-            .ok_or_else(|| "ResourceNotFoundException".to_string())
+            .ok_or_else(|| FetchError::Call("ResourceNotFoundException".into()))
     }
 }
 
@@ -177,13 +177,32 @@ fn parses_the_three_services_and_their_optional_parts() {
             version_id: None
         }
     );
-    assert!(DynamicReference::parse("secretsmanager:db:SecretBinary")
-        .unwrap_err()
-        .contains("SecretString"));
-    assert!(DynamicReference::parse("vault:x")
-        .unwrap_err()
-        .contains("unknown service 'vault'"));
-    assert!(DynamicReference::parse("secretsmanager:db:SecretString:k:AWSCURRENT:v1").is_err());
+    assert_eq!(
+        DynamicReference::parse("secretsmanager:db:SecretBinary").unwrap_err(),
+        ReferenceError::NotSecretString("SecretBinary".into())
+    );
+    let unknown = DynamicReference::parse("vault:x").unwrap_err();
+    assert_eq!(unknown, ReferenceError::UnknownService("vault".into()));
+    // The advice is what the user reads.
+    assert_eq!(
+        unknown.to_string(),
+        "uses the unknown service 'vault' (write ssm:, ssm-secure: or secretsmanager:)"
+    );
+    assert_eq!(
+        DynamicReference::parse("secretsmanager:db:SecretString:k:AWSCURRENT:v1").unwrap_err(),
+        ReferenceError::StageAndVersion
+    );
+    for (body, problem) in [
+        ("ssm", ReferenceError::NoService),
+        ("ssm:", ReferenceError::NoParameter),
+        ("secretsmanager:", ReferenceError::NoSecret),
+    ] {
+        assert_eq!(
+            DynamicReference::parse(body).unwrap_err(),
+            problem,
+            "{body}"
+        );
+    }
     assert_eq!(
         expressions("a{{resolve:ssm:x}}b{{resolve:ssm:y:2}}"),
         vec!["{{resolve:ssm:x}}", "{{resolve:ssm:y:2}}"]
@@ -344,6 +363,25 @@ async fn a_delete_whose_secret_is_gone_still_runs() {
         .await
         .unwrap();
     assert_eq!(provider.inner.sent.lock().unwrap()[0], properties);
+}
+
+#[test]
+fn a_json_key_is_picked_from_a_json_secret_string_only() {
+    let document = r#"{"password":"p","port":5432}"#;
+    assert_eq!(json_field(document, "password").unwrap(), "p");
+    assert_eq!(json_field(document, "port").unwrap(), "5432");
+    assert_eq!(
+        json_field(document, "user").unwrap_err(),
+        ReferenceError::NoSuchKey("user".into())
+    );
+    assert_eq!(
+        json_field("plain", "password").unwrap_err(),
+        ReferenceError::NotJson("password".into())
+    );
+    assert_eq!(
+        ReferenceError::NotClosed.to_string(),
+        "is not closed with }}"
+    );
 }
 
 #[test]
