@@ -74,6 +74,7 @@ impl ContextLookups for Lookups<'_> {
                 crate::provisioning::zones::availability_zones(registry, &self.aws, &region)
                     .await
                     .map(Value::from)
+                    .map_err(|err| err.to_string())
             }
             other => {
                 let registry = self
@@ -85,6 +86,7 @@ impl ContextLookups for Lookups<'_> {
                     registry, &self.aws, other, props,
                 )
                 .await
+                .map_err(|err| err.to_string())
             }
         }
     }

@@ -111,14 +111,17 @@ impl CloudFormation {
     }
 }
 
+/// A template body cdkd cannot rewrite (the YAML parser's error).
+#[derive(Debug, thiserror::Error)]
+#[error("it is neither JSON nor YAML cdkd can rewrite ({0}); YAML with short-form intrinsics (!Ref, !Sub, ...) is not supported yet: set DeletionPolicy: Retain on its resources and delete the stack yourself")]
+struct UnreadableTemplate(serde_yaml::Error);
+
 /// A template body as `GetTemplate` returns it: JSON, or YAML without short-form tags.
-fn parse_template(body: &str) -> Result<Value, String> {
+fn parse_template(body: &str) -> Result<Value, UnreadableTemplate> {
     if let Ok(template) = serde_json::from_str(body) {
         return Ok(template);
     }
-    serde_yaml::from_str(body).map_err(|err| {
-        format!("it is neither JSON nor YAML cdkd can rewrite ({err}); YAML with short-form intrinsics (!Ref, !Sub, ...) is not supported yet: set DeletionPolicy: Retain on its resources and delete the stack yourself")
-    })
+    serde_yaml::from_str(body).map_err(UnreadableTemplate)
 }
 
 /// Puts `Retain` on every resource's `DeletionPolicy` and `UpdateReplacePolicy`, except on
@@ -181,6 +184,7 @@ mod tests {
         let err =
             parse_template("Resources:\n  Q:\n    Type: X\n    Properties:\n      A: !Ref B\n")
                 .unwrap_err();
-        assert!(err.contains("short-form"), "{err}");
+        // The advice is what the user acts on.
+        assert!(err.to_string().contains("short-form"), "{err}");
     }
 }

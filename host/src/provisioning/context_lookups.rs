@@ -3,11 +3,25 @@
 //! loaded plugin whose type lists `context_lookup` is asked in turn until one answers.
 
 use cdkd_provider_api::protocol::{operation, ContextLookupRequest, ContextLookupResult};
-use cdkd_provider_api::ErrorKind;
+use cdkd_provider_api::{ErrorKind, ProviderError};
 use serde_json::Value;
 
-use super::registry::Registry;
+use super::registry::{Registry, RegistryError};
 use crate::aws_env::AwsEnvironment;
+
+/// Why a context lookup has no value.
+#[derive(Debug, thiserror::Error)]
+pub enum ContextLookupError {
+    /// A plugin that answers lookups could not be loaded.
+    #[error("{0}")]
+    Plugin(RegistryError),
+    /// The plugin whose provider it is failed (its message, without the error kind).
+    #[error("{}", .0.message)]
+    Answer(ProviderError),
+    /// No loaded plugin answers the provider's lookups.
+    #[error("no loaded plugin answers '{0}' lookups (the ec2 plugin answers vpc-provider, security-group, ami and endpoint-service-availability-zones)")]
+    Unanswered(String),
+}
 
 /// The value for `provider`'s lookup with `props`, or why there is none.
 pub async fn context_lookup(
@@ -15,7 +29,7 @@ pub async fn context_lookup(
     aws: &AwsEnvironment,
     provider: &str,
     props: &Value,
-) -> Result<Value, String> {
+) -> Result<Value, ContextLookupError> {
     let answering: Vec<&String> = registry
         .owners()
         .keys()
@@ -33,7 +47,7 @@ pub async fn context_lookup(
         let plugin = registry
             .plugin_for(type_name, aws)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(ContextLookupError::Plugin)?;
         match plugin
             .invoke::<_, ContextLookupResult>(operation::CONTEXT_LOOKUP, type_name, &request)
             .await
@@ -41,10 +55,30 @@ pub async fn context_lookup(
             Ok(result) => return Ok(result.value),
             // Not this plugin's provider: ask the next one.
             Err(err) if err.kind == ErrorKind::UNSUPPORTED => continue,
-            Err(err) => return Err(err.message.to_string()),
+            Err(err) => return Err(ContextLookupError::Answer(err)),
         }
     }
-    Err(format!(
-        "no loaded plugin answers '{provider}' lookups (the ec2 plugin answers vpc-provider, security-group, ami and endpoint-service-availability-zones)"
-    ))
+    Err(ContextLookupError::Unanswered(provider.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provisioning::plugins_file::PluginsFile;
+
+    #[tokio::test]
+    async fn a_lookup_no_loaded_plugin_answers_names_the_provider() {
+        let registry = Registry::load(PluginsFile::empty());
+        let aws = crate::provisioning::zones::tests::offline().await;
+        let err = context_lookup(&registry, &aws, "vpc-provider", &Value::Null)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, ContextLookupError::Unanswered(provider) if provider == "vpc-provider"),
+            "{err}"
+        );
+        assert!(err
+            .to_string()
+            .starts_with("no loaded plugin answers 'vpc-provider' lookups"));
+    }
 }

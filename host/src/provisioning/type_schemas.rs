@@ -224,20 +224,33 @@ impl TypeSchemas {
     }
 }
 
+/// Why the registry gave no schema for a type (logged; the built-in table answers instead).
+#[derive(Debug, thiserror::Error)]
+enum DescribeError {
+    /// `DescribeType` failed (its error, in one line).
+    #[error("{0}")]
+    Call(String),
+    /// The answer carries no schema.
+    #[error("the answer has no schema")]
+    NoSchema,
+    /// The schema is not JSON.
+    #[error("unreadable schema: {0}")]
+    Unreadable(serde_json::Error),
+}
+
 async fn describe(
     client: &aws_sdk_cloudformation::Client,
     type_name: &str,
-) -> Result<RegistrySchema, String> {
+) -> Result<RegistrySchema, DescribeError> {
     let answer = client
         .describe_type()
         .r#type(aws_sdk_cloudformation::types::RegistryType::Resource)
         .type_name(type_name)
         .send()
         .await
-        .map_err(|err| cdkd_aws_common::error_line(&err))?;
-    let text = answer.schema().ok_or("the answer has no schema")?;
-    let schema: Value =
-        serde_json::from_str(text).map_err(|err| format!("unreadable schema: {err}"))?;
+        .map_err(|err| DescribeError::Call(cdkd_aws_common::error_line(&err)))?;
+    let text = answer.schema().ok_or(DescribeError::NoSchema)?;
+    let schema: Value = serde_json::from_str(text).map_err(DescribeError::Unreadable)?;
     let version = answer.default_version_id().unwrap_or("default");
     let mut parsed = RegistrySchema::parse(type_name, version, &schema);
     parsed.provisioning_type = answer.provisioning_type().map(|p| p.as_str().to_string());
