@@ -289,6 +289,14 @@ fn set_path(target: &mut Value, path: &[String], value: Option<Value>) {
     }
 }
 
+/// A masked (NoEcho) position AWS holds no value for: `--revert` cannot restore it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path} is recorded masked (NoEcho) and AWS holds no value there, so there is nothing to restore it to")]
+pub struct MaskedWithoutValue {
+    /// The position, dotted (`Config.Token`, `Items[0]`).
+    pub path: String,
+}
+
 /// The properties `--revert` sends: `live` with every drifted top-level key put back to the
 /// baseline's value. A masked position keeps AWS's value (the mask is never sent); `Err` names
 /// a masked position AWS holds nothing for, which cannot be restored.
@@ -296,7 +304,7 @@ pub fn reverted(
     baseline: &Map<String, Value>,
     live: &Map<String, Value>,
     differences: &[Difference],
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, MaskedWithoutValue> {
     let mut desired = live.clone();
     let mut keys: Vec<&String> = differences.iter().map(|d| &d.path[0]).collect();
     keys.dedup();
@@ -315,11 +323,15 @@ pub fn reverted(
 }
 
 /// `recorded` with AWS's value wherever it holds the mask.
-fn unmasked(recorded: &Value, live: Option<&Value>, path: &str) -> Result<Value, String> {
+fn unmasked(
+    recorded: &Value,
+    live: Option<&Value>,
+    path: &str,
+) -> Result<Value, MaskedWithoutValue> {
     match recorded {
-        Value::String(mask) if mask == MASK => live.cloned().ok_or_else(|| {
-            format!("{path} is recorded masked (NoEcho) and AWS holds no value there, so there is nothing to restore it to")
-        }),
+        Value::String(mask) if mask == MASK => live
+            .cloned()
+            .ok_or_else(|| MaskedWithoutValue { path: path.into() }),
         Value::Object(map) => {
             let live = live.and_then(Value::as_object);
             let mut out = Map::new();
@@ -334,11 +346,15 @@ fn unmasked(recorded: &Value, live: Option<&Value>, path: &str) -> Result<Value,
         }
         Value::Array(items) => {
             let live = live.and_then(Value::as_array);
-            let restored: Result<Vec<Value>, String> = items
+            let restored: Result<Vec<Value>, MaskedWithoutValue> = items
                 .iter()
                 .enumerate()
                 .map(|(at, value)| {
-                    unmasked(value, live.and_then(|l| l.get(at)), &format!("{path}[{at}]"))
+                    unmasked(
+                        value,
+                        live.and_then(|l| l.get(at)),
+                        &format!("{path}[{at}]"),
+                    )
                 })
                 .collect();
             Ok(Value::Array(restored?))
@@ -456,7 +472,12 @@ mod tests {
         assert_eq!(desired["Password"], json!("{{resolve:ssm-secure:/p}}"));
         let gone = map(json!({"Password": "x", "Config": {"Level": 2}}));
         let err = reverted(&observed, &gone, &found.differences).unwrap_err();
-        assert!(err.contains("Config.Token"), "{err}");
+        assert_eq!(
+            err,
+            MaskedWithoutValue {
+                path: "Config.Token".into()
+            }
+        );
     }
 
     #[test]

@@ -667,7 +667,7 @@ impl<'a> Resolver<'a> {
                     blocks.into_iter().map(Value::String).collect(),
                 ))
             })
-            .or_else(|message| fail(path, message))
+            .or_else(|err| fail(path, err.to_string()))
     }
 
     fn sub(&self, argument: &Value, path: &str) -> Result<Value, ResolveError> {
@@ -922,30 +922,61 @@ pub fn base64(bytes: &[u8]) -> String {
     out
 }
 
+/// Why `Fn::Cidr` cannot carve its blocks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CidrError {
+    /// The block is not `address/prefix`.
+    #[error("{0} is not a CIDR block")]
+    NotABlock(String),
+    /// The count is outside 1..=256.
+    #[error("count must be 1 to 256, found {0}")]
+    Count(u32),
+    /// Blocks of that size do not fit in the block.
+    #[error("cannot carve /{prefix} blocks from {block}")]
+    CannotCarve {
+        /// The block.
+        block: String,
+        /// The prefix length of the blocks asked for.
+        prefix: u32,
+    },
+    /// Fewer blocks of that size fit than were asked for.
+    #[error("{block} holds only {available} /{prefix} blocks, {count} asked")]
+    TooFew {
+        /// The block.
+        block: String,
+        /// How many fit.
+        available: u64,
+        /// The prefix length of the blocks asked for.
+        prefix: u32,
+        /// How many were asked for.
+        count: u32,
+    },
+}
+
 /// `Fn::Cidr`: `count` consecutive blocks with `cidr_bits` host bits carved from `block`.
-pub fn cidr(block: &str, count: u32, cidr_bits: u32) -> Result<Vec<String>, String> {
-    let (address, prefix) = block
-        .split_once('/')
-        .ok_or_else(|| format!("{block} is not a CIDR block"))?;
-    let prefix: u32 = prefix
-        .parse()
-        .map_err(|_| format!("{block} is not a CIDR block"))?;
+pub fn cidr(block: &str, count: u32, cidr_bits: u32) -> Result<Vec<String>, CidrError> {
+    let not_a_block = || CidrError::NotABlock(block.to_string());
+    let (address, prefix) = block.split_once('/').ok_or_else(not_a_block)?;
+    let prefix: u32 = prefix.parse().map_err(|_| not_a_block())?;
     if !(1..=256).contains(&count) {
-        return Err(format!("count must be 1 to 256, found {count}"));
+        return Err(CidrError::Count(count));
     }
     if let Ok(v4) = address.parse::<std::net::Ipv4Addr>() {
         if prefix > 32 || cidr_bits == 0 || cidr_bits > 32 || 32 - cidr_bits < prefix {
-            return Err(format!(
-                "cannot carve /{} blocks from {block}",
-                32u32.saturating_sub(cidr_bits)
-            ));
+            return Err(CidrError::CannotCarve {
+                block: block.to_string(),
+                prefix: 32u32.saturating_sub(cidr_bits),
+            });
         }
         let new_prefix = 32 - cidr_bits;
         let available = 1u64 << (new_prefix - prefix);
         if u64::from(count) > available {
-            return Err(format!(
-                "{block} holds only {available} /{new_prefix} blocks, {count} asked"
-            ));
+            return Err(CidrError::TooFew {
+                block: block.to_string(),
+                available,
+                prefix: new_prefix,
+                count,
+            });
         }
         let base = u32::from(v4)
             & if prefix == 0 {
@@ -964,18 +995,20 @@ pub fn cidr(block: &str, count: u32, cidr_bits: u32) -> Result<Vec<String>, Stri
     }
     if let Ok(v6) = address.parse::<std::net::Ipv6Addr>() {
         if prefix > 128 || cidr_bits == 0 || cidr_bits > 128 || 128 - cidr_bits < prefix {
-            return Err(format!(
-                "cannot carve /{} blocks from {block}",
-                128u32.saturating_sub(cidr_bits)
-            ));
+            return Err(CidrError::CannotCarve {
+                block: block.to_string(),
+                prefix: 128u32.saturating_sub(cidr_bits),
+            });
         }
         let new_prefix = 128 - cidr_bits;
         let spare = new_prefix - prefix;
         if spare < 32 && u64::from(count) > (1u64 << spare) {
-            return Err(format!(
-                "{block} holds only {} /{new_prefix} blocks, {count} asked",
-                1u64 << spare
-            ));
+            return Err(CidrError::TooFew {
+                block: block.to_string(),
+                available: 1u64 << spare,
+                prefix: new_prefix,
+                count,
+            });
         }
         let base = u128::from(v6)
             & if prefix == 0 {
@@ -992,7 +1025,7 @@ pub fn cidr(block: &str, count: u32, cidr_bits: u32) -> Result<Vec<String>, Stri
             })
             .collect());
     }
-    Err(format!("{block} is not a CIDR block"))
+    Err(not_a_block())
 }
 
 #[cfg(test)]

@@ -113,17 +113,20 @@ impl RequireApproval {
     }
 }
 
-impl std::str::FromStr for RequireApproval {
-    type Err = String;
+/// A `--require-approval` value that is not a level (the text given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0} is not a level: write never, any-change or broadening")]
+pub struct NotALevel(pub String);
 
-    fn from_str(text: &str) -> Result<Self, String> {
+impl std::str::FromStr for RequireApproval {
+    type Err = NotALevel;
+
+    fn from_str(text: &str) -> Result<Self, NotALevel> {
         match text {
             "never" => Ok(RequireApproval::Never),
             "any-change" => Ok(RequireApproval::AnyChange),
             "broadening" => Ok(RequireApproval::Broadening),
-            other => Err(format!(
-                "{other} is not a level: write never, any-change or broadening"
-            )),
+            other => Err(NotALevel(other.to_string())),
         }
     }
 }
@@ -444,6 +447,23 @@ mod tests {
     use crate::analyzer::diff::ResourceChange;
     use crate::state::schema::ResourceState;
     use serde_json::json;
+
+    #[test]
+    fn a_level_round_trips_and_anything_else_is_not_a_level() {
+        for level in [
+            RequireApproval::Never,
+            RequireApproval::AnyChange,
+            RequireApproval::Broadening,
+        ] {
+            assert_eq!(level.as_str().parse::<RequireApproval>(), Ok(level));
+        }
+        let err = "always".parse::<RequireApproval>().unwrap_err();
+        assert_eq!(err, NotALevel("always".into()));
+        assert_eq!(
+            err.to_string(),
+            "always is not a level: write never, any-change or broadening"
+        );
+    }
 
     fn change(id: &str, kind: &str, action: Action) -> ResourceChange {
         ResourceChange {

@@ -458,7 +458,12 @@ async fn restore(
         .unwrap_or(&record.properties);
     let desired = match reverted(baseline, live, differences) {
         Ok(desired) => desired,
-        Err(reason) => return (Reverted::Failed(logical_id.to_string(), reason), None),
+        Err(reason) => {
+            return (
+                Reverted::Failed(logical_id.to_string(), reason.to_string()),
+                None,
+            )
+        }
     };
     let provider = providers.for_record(record);
     let naming_stack = crate::provisioning::names::stack_for_names(stack);

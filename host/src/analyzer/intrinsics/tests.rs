@@ -544,3 +544,33 @@ fn random_inputs_never_panic_and_errors_name_a_path() {
         );
     }
 }
+
+#[test]
+fn cidr_refusals_are_typed() {
+    assert_eq!(
+        cidr("10.0.0.0", 1, 8),
+        Err(CidrError::NotABlock("10.0.0.0".into()))
+    );
+    assert_eq!(cidr("10.0.0.0/16", 0, 8), Err(CidrError::Count(0)));
+    assert_eq!(
+        cidr("10.0.0.0/24", 1, 9),
+        Err(CidrError::CannotCarve {
+            block: "10.0.0.0/24".into(),
+            prefix: 23
+        })
+    );
+    let too_few = cidr("10.0.0.0/24", 9, 5).unwrap_err();
+    assert_eq!(
+        too_few,
+        CidrError::TooFew {
+            block: "10.0.0.0/24".into(),
+            available: 8,
+            prefix: 27,
+            count: 9
+        }
+    );
+    assert_eq!(
+        too_few.to_string(),
+        "10.0.0.0/24 holds only 8 /27 blocks, 9 asked"
+    );
+}
