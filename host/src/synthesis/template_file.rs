@@ -33,6 +33,57 @@ pub enum TemplateFileError {
         /// What is wrong.
         message: String,
     },
+    /// The file is YAML that is not a template (a tag, key or value at a position).
+    #[error("{}: {problem}", path.display())]
+    Yaml {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and where.
+        problem: YamlProblem,
+    },
+}
+
+/// What is wrong in a YAML template, at a position (`Resources.B.Properties.Name`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum YamlProblem {
+    /// A number that is infinite or NaN.
+    #[error("{number} at {at} is not a finite number")]
+    NotFinite {
+        /// The number, as written.
+        number: String,
+        /// Where.
+        at: String,
+    },
+    /// A mapping key that is not a scalar.
+    #[error("a key at {at} is not a string")]
+    KeyNotString {
+        /// Where.
+        at: String,
+    },
+    /// A key given twice in one mapping.
+    #[error("{key} appears twice at {at}")]
+    DuplicateKey {
+        /// The key.
+        key: String,
+        /// Where.
+        at: String,
+    },
+    /// A tag that is not one of CloudFormation's short forms.
+    #[error("unknown tag {tag} at {at}; CloudFormation's short forms are !{}", SHORT_FORMS.join(", !"))]
+    UnknownTag {
+        /// The tag, with its `!`.
+        tag: String,
+        /// Where.
+        at: String,
+    },
+    /// `!GetAtt` on a scalar without a dot.
+    #[error("!GetAtt {text} at {at} is not Resource.Attribute")]
+    GetAttWithoutDot {
+        /// The tag's argument.
+        text: String,
+        /// Where.
+        at: String,
+    },
 }
 
 fn invalid(path: &Path, message: impl Into<String>) -> TemplateFileError {
@@ -84,7 +135,10 @@ impl TemplateFile {
         } else {
             let yaml: Yaml = serde_yaml::from_str(text)
                 .map_err(|err| invalid(origin, format!("not valid YAML: {err}")))?;
-            let body = from_yaml(yaml, Loc::Top).map_err(|message| invalid(origin, message))?;
+            let body = from_yaml(yaml, Loc::Top).map_err(|problem| TemplateFileError::Yaml {
+                path: origin.to_path_buf(),
+                problem,
+            })?;
             (body, TemplateFormat::Yaml)
         };
         match body {
@@ -209,7 +263,7 @@ impl fmt::Display for Loc<'_> {
 }
 
 /// A YAML value as JSON, short forms expanded; the error says what is wrong where.
-fn from_yaml(value: Yaml, loc: Loc<'_>) -> Result<Value, String> {
+fn from_yaml(value: Yaml, loc: Loc<'_>) -> Result<Value, YamlProblem> {
     Ok(match value {
         Yaml::Null => Value::Null,
         Yaml::Bool(b) => Value::Bool(b),
@@ -220,7 +274,10 @@ fn from_yaml(value: Yaml, loc: Loc<'_>) -> Result<Value, String> {
                 Value::from(i)
             } else {
                 let number = n.as_f64().and_then(Number::from_f64);
-                Value::Number(number.ok_or_else(|| format!("{n} at {loc} is not a finite number"))?)
+                Value::Number(number.ok_or_else(|| YamlProblem::NotFinite {
+                    number: n.to_string(),
+                    at: loc.to_string(),
+                })?)
             }
         }
         Yaml::String(s) => Value::String(s),
@@ -239,11 +296,18 @@ fn from_yaml(value: Yaml, loc: Loc<'_>) -> Result<Value, String> {
                     // CloudFormation reads a number or boolean key as its text.
                     Yaml::Number(n) => n.to_string(),
                     Yaml::Bool(b) => b.to_string(),
-                    _ => return Err(format!("a key at {loc} is not a string")),
+                    _ => {
+                        return Err(YamlProblem::KeyNotString {
+                            at: loc.to_string(),
+                        })
+                    }
                 };
                 let value = from_yaml(value, Loc::Key(&loc, &key))?;
                 if map.contains_key(&key) {
-                    return Err(format!("{key} appears twice at {loc}"));
+                    return Err(YamlProblem::DuplicateKey {
+                        key,
+                        at: loc.to_string(),
+                    });
                 }
                 map.insert(key, value);
             }
@@ -254,10 +318,10 @@ fn from_yaml(value: Yaml, loc: Loc<'_>) -> Result<Value, String> {
             let tag = tag.to_string();
             let name = tag.strip_prefix('!').unwrap_or(&tag);
             if !SHORT_FORMS.contains(&name) && !READ_ONLY_SHORT_FORMS.contains(&name) {
-                return Err(format!(
-                    "unknown tag {tag} at {loc}; CloudFormation's short forms are !{}",
-                    SHORT_FORMS.join(", !")
-                ));
+                return Err(YamlProblem::UnknownTag {
+                    tag,
+                    at: loc.to_string(),
+                });
             }
             // A tag makes its scalar a string (`!Ref 5` is `{"Ref": "5"}` to YAML 1.1 readers
             // like CloudFormation); serde_yaml has already resolved it, so rebuild the text
@@ -272,7 +336,10 @@ fn from_yaml(value: Yaml, loc: Loc<'_>) -> Result<Value, String> {
                 ("GetAtt", Yaml::String(s)) => {
                     // `!GetAtt Db.Endpoint.Address` names attribute `Endpoint.Address`.
                     let Some((resource, attribute)) = s.split_once('.') else {
-                        return Err(format!("!GetAtt {s} at {loc} is not Resource.Attribute"));
+                        return Err(YamlProblem::GetAttWithoutDot {
+                            text: s,
+                            at: loc.to_string(),
+                        });
                     };
                     Value::from(vec![resource, attribute])
                 }
@@ -930,8 +997,23 @@ Outputs:
         assert!(err.starts_with("dir/t.yaml: not valid JSON"), "{err}");
     }
 
+    /// The problem in a YAML template that is not one.
+    fn yaml_problem(text: &str) -> YamlProblem {
+        match TemplateFile::parse(text, Path::new("dir/t.yaml")).unwrap_err() {
+            TemplateFileError::Yaml { problem, .. } => problem,
+            other => panic!("not a YAML problem: {other}"),
+        }
+    }
+
     #[test]
     fn unknown_tag_names_the_tag_and_the_file() {
+        assert_eq!(
+            yaml_problem("Resources:\n  B:\n    Properties:\n      Name: !Foo x\n"),
+            YamlProblem::UnknownTag {
+                tag: "!Foo".into(),
+                at: "Resources.B.Properties.Name".into()
+            }
+        );
         let err = parse_err("Resources:\n  B:\n    Properties:\n      Name: !Foo x\n");
         assert!(
             err.starts_with("dir/t.yaml: unknown tag !Foo at Resources.B.Properties.Name"),
@@ -946,6 +1028,13 @@ Outputs:
 
     #[test]
     fn getatt_without_a_dot_is_an_error() {
+        assert_eq!(
+            yaml_problem("Outputs:\n  O:\n    Value: !GetAtt Bucket\n"),
+            YamlProblem::GetAttWithoutDot {
+                text: "Bucket".into(),
+                at: "Outputs.O.Value".into()
+            }
+        );
         let err = parse_err("Outputs:\n  O:\n    Value: !GetAtt Bucket\n");
         assert!(
             err.contains("!GetAtt Bucket at Outputs.O.Value is not Resource.Attribute"),
@@ -1000,15 +1089,27 @@ Outputs:
 
     #[test]
     fn yaml_oddities_are_errors_naming_the_file() {
+        assert!(matches!(
+            yaml_problem("a: .inf\n"),
+            YamlProblem::NotFinite { at, .. } if at == "a"
+        ));
         let err = parse_err("a: .inf\n");
         assert!(err.contains("at a is not a finite number"), "{err}");
-        let err = parse_err("? [a]\n: b\n");
-        assert!(
-            err.contains("a key at the top level is not a string"),
-            "{err}"
+        assert_eq!(
+            yaml_problem("? [a]\n: b\n"),
+            YamlProblem::KeyNotString {
+                at: "the top level".into()
+            }
+        );
+        assert_eq!(
+            yaml_problem("1: a\n'1': b\n"),
+            YamlProblem::DuplicateKey {
+                key: "1".into(),
+                at: "the top level".into()
+            }
         );
         let err = parse_err("1: a\n'1': b\n");
-        assert!(err.contains("1 appears twice at the top level"), "{err}");
+        assert_eq!(err, "dir/t.yaml: 1 appears twice at the top level");
         let err = parse_err("a: [\n");
         assert!(err.starts_with("dir/t.yaml: not valid YAML"), "{err}");
     }
