@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::CommandContext;
 use crate::synthesis::assembly::{CloudAssembly, StackArtifact};
-use crate::synthesis::runner::{self, AppEnvironment, AppOptions, ContextLookups};
+use crate::synthesis::runner::{self, AppEnvironment, AppOptions, ContextLookups, LookupError};
 
 /// Flags naming the app and its context.
 #[derive(Debug, Args, Clone, Default)]
@@ -44,13 +44,13 @@ struct Lookups<'a> {
 
 #[async_trait::async_trait]
 impl ContextLookups for Lookups<'_> {
-    async fn lookup(&self, provider: &str, props: &Value) -> Result<Value, String> {
+    async fn lookup(&self, provider: &str, props: &Value) -> Result<Value, LookupError> {
         match provider {
             "ssm" => {
                 let name = props
                     .get("parameterName")
                     .and_then(Value::as_str)
-                    .ok_or("the lookup names no parameterName")?;
+                    .ok_or(LookupError::MissingProp("parameterName"))?;
                 let region = props
                     .get("region")
                     .and_then(Value::as_str)
@@ -58,7 +58,7 @@ impl ContextLookups for Lookups<'_> {
                 crate::deployment::parameters::ssm_parameter(&self.aws, &region, name)
                     .await
                     .map(Value::String)
-                    .map_err(|err| err.to_string())
+                    .map_err(|err| LookupError::Failed(Box::new(err)))
             }
             "availability-zones" => {
                 let region = props
@@ -70,23 +70,23 @@ impl ContextLookups for Lookups<'_> {
                     .registry
                     .get_or_init(|| self.context.registry().map_err(|e| e.to_string()))
                     .as_ref()
-                    .map_err(Clone::clone)?;
+                    .map_err(|err| LookupError::Failed(err.clone().into()))?;
                 crate::provisioning::zones::availability_zones(registry, &self.aws, &region)
                     .await
                     .map(Value::from)
-                    .map_err(|err| err.to_string())
+                    .map_err(|err| LookupError::Failed(Box::new(err)))
             }
             other => {
                 let registry = self
                     .registry
                     .get_or_init(|| self.context.registry().map_err(|e| e.to_string()))
                     .as_ref()
-                    .map_err(Clone::clone)?;
+                    .map_err(|err| LookupError::Failed(err.clone().into()))?;
                 crate::provisioning::context_lookups::context_lookup(
                     registry, &self.aws, other, props,
                 )
                 .await
-                .map_err(|err| err.to_string())
+                .map_err(|err| LookupError::Failed(Box::new(err)))
             }
         }
     }

@@ -258,11 +258,22 @@ pub async fn run_app(
     Ok(CloudAssembly::read(output)?)
 }
 
+/// Why a context lookup has no value; its text goes to the app as the lookup's error.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    /// The lookup's props lack a field it needs (the field).
+    #[error("the lookup names no {0}")]
+    MissingProp(&'static str),
+    /// The read behind the lookup failed (its error, as it says what to do instead).
+    #[error("{0}")]
+    Failed(Box<dyn std::error::Error + Send + Sync>),
+}
+
 /// Answers a context lookup the app asked for (`availability-zones`, `ssm`, …).
 #[async_trait::async_trait]
 pub trait ContextLookups: Send + Sync {
     /// The value for one missing context entry; an error says what to do instead.
-    async fn lookup(&self, provider: &str, props: &Value) -> Result<Value, String>;
+    async fn lookup(&self, provider: &str, props: &Value) -> Result<Value, LookupError>;
 }
 
 /// Synthesizes: runs the app (filling missing context through `lookups` and re-running while
@@ -329,7 +340,7 @@ pub async fn synthesize(
                 }
                 Err(reason) => {
                     tracing::debug!(key = %missing.key, "lookup failed: {reason}");
-                    failed.insert(missing.key.clone(), reason);
+                    failed.insert(missing.key.clone(), reason.to_string());
                 }
             }
         }
@@ -350,6 +361,16 @@ pub async fn synthesize(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lookup_error_reads_as_the_reason_the_app_is_given() {
+        assert_eq!(
+            LookupError::MissingProp("parameterName").to_string(),
+            "the lookup names no parameterName"
+        );
+        let failed = LookupError::Failed("no loaded plugin answers 'x' lookups".into());
+        assert_eq!(failed.to_string(), "no loaded plugin answers 'x' lookups");
+    }
 
     #[test]
     fn the_app_comes_from_flag_then_cdk_json_and_a_folder_is_an_assembly() {
