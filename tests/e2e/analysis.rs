@@ -387,7 +387,11 @@ async fn the_critical_path_waits_for_propagation_once_and_counts_the_deploys_own
     let instance = steps.last().unwrap();
     assert_eq!(instance["settleMs"], json!(7900), "{ec2:#}");
     let settled: Vec<&Value> = steps.iter().filter(|s| s["settleMs"].is_u64()).collect();
-    assert_eq!(settled.len(), 1, "propagation counted more than once: {ec2:#}");
+    assert_eq!(
+        settled.len(),
+        1,
+        "propagation counted more than once: {ec2:#}"
+    );
     let own: Vec<&str> = ec2["ownCalls"]
         .as_array()
         .unwrap()

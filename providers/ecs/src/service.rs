@@ -308,15 +308,22 @@ async fn steady(
         let Some(service) = describe(ecs, what, cluster, arn).await? else {
             return Err(does_not_exist(what, arn, "ECS"));
         };
-        let deployments = service["deployments"].as_array().cloned().unwrap_or_default();
+        let deployments = service["deployments"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         if let Some(failed) = deployments.iter().find(|d| d["rolloutState"] == "FAILED") {
             return Err(ProviderError::other(format!(
                 "{what}: the deployment of {arn} failed: {}",
-                failed["rolloutStateReason"].as_str().unwrap_or("no reason given")
+                failed["rolloutStateReason"]
+                    .as_str()
+                    .unwrap_or("no reason given")
             )));
         }
         let settled = deployments.len() == 1
-            && deployments[0]["rolloutState"].as_str().is_none_or(|s| s == "COMPLETED")
+            && deployments[0]["rolloutState"]
+                .as_str()
+                .is_none_or(|s| s == "COMPLETED")
             && service["runningCount"] == service["desiredCount"];
         Ok(settled.then_some(()))
     })

@@ -126,7 +126,10 @@ async fn active(
         let live = describe(elb, what, arn)
             .await?
             .ok_or_else(|| does_not_exist(what, arn, "ElasticLoadBalancingV2"))?;
-        let state = live.state().and_then(|s| s.code()).map(|c| c.as_str().to_string());
+        let state = live
+            .state()
+            .and_then(|s| s.code())
+            .map(|c| c.as_str().to_string());
         match state.as_deref() {
             Some("active") => Ok(Some(())),
             Some("failed") => Err(ProviderError::other(format!(
