@@ -342,7 +342,7 @@ pub enum Wait {
 }
 
 impl Wait {
-    /// Whether it is the default, which requests leave out.
+    /// Whether it is the default, which the host leaves out of `HostConfig`.
     pub fn is_default(&self) -> bool {
         *self == Wait::Dependents
     }

@@ -28,8 +28,9 @@ use crate::{
 /// The CloudFormation type name.
 const TYPE: &str = "AWS::ElasticLoadBalancingV2::LoadBalancer";
 
-/// How long a delete waits for the load balancer to be gone when the host sets no timeout.
-const DELETE_PATIENCE: Duration = Duration::from_secs(600);
+/// How long a wait on the load balancer (gone after a delete, `active` under `--wait full`)
+/// lasts when the host sets no timeout.
+const PATIENCE: Duration = Duration::from_secs(600);
 
 /// The `AWS::ElasticLoadBalancingV2::LoadBalancer` provider.
 #[derive(Default)]
@@ -121,7 +122,7 @@ async fn active(
     what: &str,
     arn: &str,
 ) -> Result<(), ProviderError> {
-    let patience = ctx.resource_timeout().unwrap_or(DELETE_PATIENCE);
+    let patience = ctx.resource_timeout().unwrap_or(PATIENCE);
     let reached = poll(patience, || async {
         let live = describe(elb, what, arn)
             .await?
@@ -448,7 +449,7 @@ impl ResourceProvider for LoadBalancer {
                 .map(|_| ())
                 .map_err(failed!(format!("{what}: DeleteLoadBalancer {arn}"))),
         )?;
-        let patience = ctx.resource_timeout().unwrap_or(DELETE_PATIENCE);
+        let patience = ctx.resource_timeout().unwrap_or(PATIENCE);
         let gone = poll(patience, || {
             let elb = &elb;
             let what = &what;
