@@ -406,6 +406,31 @@ pub async fn only_the_holder_releases_the_lock(storage: Arc<dyn ObjectStorage>) 
     assert!(new.read("TakenOver", REGION).await.unwrap().is_none());
 }
 
+/// A renewal that landed without this process hearing of it (its answer lost, or the write
+/// cut off by the release) moved the ETag on: the release re-reads, finds the lock still this
+/// acquisition's, and deletes it on its current ETag instead of leaving it to lapse.
+pub async fn a_renewal_landed_unheard_is_still_released(storage: Arc<dyn ObjectStorage>) {
+    let holder = locks(&storage, "holder@test:1", LONG);
+    let held = holder.acquire("Unheard", REGION, "deploy").await.unwrap();
+    let (mut info, etag) = holder.read("Unheard", REGION).await.unwrap().unwrap();
+    assert_eq!(etag, held.etag());
+    info.expires_at = serde_json::Value::from(now_millis() + LONG.as_millis() as i64 + 1_000);
+    storage
+        .put(
+            &keys().lock("Unheard", REGION),
+            serde_json::to_vec_pretty(&info).unwrap(),
+            PutCondition::IfMatch(etag.clone()),
+        )
+        .await
+        .expect("the unheard renewal");
+    assert_ne!(
+        holder.read("Unheard", REGION).await.unwrap().unwrap().1,
+        etag
+    );
+    assert_eq!(held.release().await, ReleaseOutcome::Released);
+    assert!(holder.read("Unheard", REGION).await.unwrap().is_none());
+}
+
 /// `force-unlock` deletes whoever's lock is there and purges its history; with no lock it
 /// answers `None`.
 pub async fn force_unlock_removes_any_lock_and_its_history(storage: Arc<dyn ObjectStorage>) {
@@ -676,6 +701,7 @@ macro_rules! state_conformance_tests {
             renewal_moves_the_deadline_and_keeps_the_lock,
             a_renewal_after_a_takeover_declares_the_lock_lost,
             only_the_holder_releases_the_lock,
+            a_renewal_landed_unheard_is_still_released,
             force_unlock_removes_any_lock_and_its_history,
             a_release_leaves_no_lock_history,
             saves_are_conditional_on_what_was_read,

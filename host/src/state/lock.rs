@@ -7,8 +7,11 @@
 //! - Renew: every min(2 min, TTL/4), `PutObject` with `If-Match` the ETag this process last
 //!   wrote. A 412 is re-read: if the stored body is byte-for-byte what this process wrote,
 //!   the write had landed and the renewal is adopted; otherwise the lock is lost.
-//! - Release: `DeleteObject` with `If-Match`. Only 403/501 (the condition cannot be evaluated)
-//!   fall back to an unconditional delete, after re-reading that the lock is still ours.
+//! - Release: stops the renewer (letting a renewal in flight finish), then `DeleteObject`
+//!   with `If-Match`. A 412 is re-read: a lock still of this acquisition (a renewal landed
+//!   unheard) is deleted on its current ETag; anyone else's is left alone. Only 403/501 (the
+//!   condition cannot be evaluated) fall back to an unconditional delete, after re-reading
+//!   that the lock is still ours.
 //!   A release never fails the command, and a second one is a no-op.
 //!
 //! Every call goes through [`ObjectStorage`], so the conformance suite holds these rules on S3
@@ -148,7 +151,22 @@ struct Shared {
     info: LockInfo,
     ttl: Duration,
     held: Mutex<Held>,
+    /// Wakes the renewer out of its sleep so a release can wait for it instead of aborting a
+    /// renewal mid-write (an aborted write may still land and move the ETag on).
+    stop: tokio::sync::Notify,
 }
+
+impl Shared {
+    /// Whether a stored lock body is this acquisition's (its renewals change only the deadline).
+    fn acquired(&self, bytes: &[u8]) -> bool {
+        serde_json::from_slice::<LockInfo>(bytes).is_ok_and(|info| {
+            info.owner == self.info.owner && info.timestamp == self.info.timestamp
+        })
+    }
+}
+
+/// How long a release waits for a renewal in flight before cutting it off.
+const RENEWAL_GRACE: Duration = Duration::from_secs(10);
 
 /// The lock key's noncurrent versions, listed in the background while the command works.
 type History = JoinHandle<Result<Vec<String>, PurgeFailure>>;
@@ -332,6 +350,7 @@ impl LockManager {
                 released: false,
                 warned_deadline: false,
             }),
+            stop: tokio::sync::Notify::new(),
         });
         let renewer = tokio::spawn(renew_forever(
             Arc::clone(&shared),
@@ -498,7 +517,10 @@ async fn read_raw(
 
 async fn renew_forever(shared: Arc<Shared>, every: Duration) {
     loop {
-        tokio::time::sleep(every).await;
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            () = shared.stop.notified() => return,
+        }
         if !renew_once(&shared).await {
             return;
         }
@@ -649,9 +671,16 @@ impl LockHandle {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        if let Some(renewer) = renewer {
-            renewer.abort();
-            let _ = renewer.await;
+        if let Some(mut renewer) = renewer {
+            // A renewal in flight is let finish, so its ETag is the one the delete names.
+            self.shared.stop.notify_one();
+            if tokio::time::timeout(RENEWAL_GRACE, &mut renewer)
+                .await
+                .is_err()
+            {
+                renewer.abort();
+                let _ = renewer.await;
+            }
         }
         let shared = &self.shared;
         let (etag, lost, mut written) = {
@@ -736,11 +765,7 @@ impl LockHandle {
 /// lock is still ours; 412 is someone else's lock; 409/503 and the rest never fall back.
 async fn release_after_failure(shared: &Shared, failure: &S3Failure) -> ReleaseOutcome {
     if failure.is_precondition_failed() {
-        tracing::warn!(
-            "not releasing the lock on {}: it is held by another process now",
-            shared.key
-        );
-        return ReleaseOutcome::NotOwner;
+        return release_if_still_ours(shared).await;
     }
     if failure.is_not_found() {
         return ReleaseOutcome::Released;
@@ -763,10 +788,7 @@ async fn release_after_failure(shared: &Shared, failure: &S3Failure) -> ReleaseO
                 }
                 Ok(None) => ReleaseOutcome::Released,
                 Ok(Some((bytes, _))) => {
-                    let ours = serde_json::from_slice::<LockInfo>(&bytes).is_ok_and(|info| {
-                        info.owner == shared.info.owner && info.timestamp == shared.info.timestamp
-                    });
-                    if !ours {
+                    if !shared.acquired(&bytes) {
                         tracing::warn!(
                             "not releasing the lock on {}: it is held by another process now",
                             shared.key
@@ -784,6 +806,43 @@ async fn release_after_failure(shared: &Shared, failure: &S3Failure) -> ReleaseO
                     }
                 }
             }
+        }
+    }
+}
+
+/// After a 412: a renewal whose answer never reached us (lost, or cut off by a release that
+/// could not wait for it) may have moved the ETag on. If the stored lock is still this
+/// acquisition's, the delete is made again on its current ETag; otherwise it is someone else's.
+async fn release_if_still_ours(shared: &Shared) -> ReleaseOutcome {
+    let not_owner = || {
+        tracing::warn!(
+            "not releasing the lock on {}: it is held by another process now",
+            shared.key
+        );
+        ReleaseOutcome::NotOwner
+    };
+    match read_raw(shared.storage.as_ref(), &shared.key).await {
+        Ok(None) => ReleaseOutcome::Released,
+        Ok(Some((bytes, etag))) if shared.acquired(&bytes) => {
+            match shared.storage.delete(&shared.key, Some(&etag)).await {
+                Ok(()) => ReleaseOutcome::Released,
+                Err(failure) if failure.is_not_found() => ReleaseOutcome::Released,
+                Err(failure) if failure.is_precondition_failed() => not_owner(),
+                Err(failure) => {
+                    let reason = format!("could not release the lock on {}: {failure}; it will lapse at its deadline, or run `cdkd force-unlock {} --stack-region {}`", shared.key, shared.stack, shared.region);
+                    tracing::warn!("{reason}");
+                    ReleaseOutcome::LeftInPlace(reason)
+                }
+            }
+        }
+        Ok(Some(_)) => not_owner(),
+        Err(read_failure) => {
+            let reason = format!(
+                "could not release the lock on {} (it changed since this process last wrote it, and re-reading it failed: {read_failure}); it will lapse at its deadline, or run `cdkd force-unlock {} --stack-region {}`",
+                shared.key, shared.stack, shared.region
+            );
+            tracing::warn!("{reason}");
+            ReleaseOutcome::LeftInPlace(reason)
         }
     }
 }
