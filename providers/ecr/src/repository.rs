@@ -10,7 +10,8 @@ use aws_sdk_ecr::types::{
 };
 use cdkd_aws_common::{
     deleted_unless_failed, does_not_exist, flag, found, given_or_generated_name, json_text, parsed,
-    put, string, tag_changes, tag_map, template_tags, Readable, TypeSchema,
+    policy_principals, put, string, tag_changes, tag_map, template_tags, while_iam_propagates,
+    Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
@@ -234,14 +235,26 @@ async fn apply_policy(
     policy: Option<&Value>,
 ) -> Result<(), ProviderError> {
     match policy.filter(|p| !p.is_null()) {
-        Some(policy) => ecr
-            .set_repository_policy()
-            .repository_name(name)
-            .policy_text(json_text(policy))
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(failed!(format!("{what}: SetRepositoryPolicy {name}"))),
+        Some(policy) => {
+            let set = || async {
+                ecr.set_repository_policy()
+                    .repository_name(name)
+                    .policy_text(json_text(policy))
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(failed!(format!("{what}: SetRepositoryPolicy {name}")))
+            };
+            // ECR checks the principals a policy names: a role or user of the same run is
+            // refused until IAM has propagated it. A policy naming only services or accounts'
+            // roots has nothing to wait for.
+            let principals = policy_principals(policy);
+            if principals.starts_with("the principals") {
+                while_iam_propagates(&principals, principal_unknown, set).await
+            } else {
+                set().await
+            }
+        }
         None => found(
             ecr.delete_repository_policy()
                 .repository_name(name)
@@ -252,6 +265,14 @@ async fn apply_policy(
         )
         .map(|_| ()),
     }
+}
+
+/// Whether ECR refused a repository policy as it does while a principal the policy names is
+/// not yet known to it (`InvalidParameterException`: "Invalid parameter at 'PolicyText' failed
+/// to satisfy constraint: 'Invalid repository policy provided'", what Terraform's
+/// `aws_ecr_repository_policy` retries on too).
+fn principal_unknown(err: &ProviderError) -> bool {
+    err.kind == ErrorKind::VALIDATION && err.message.contains("Invalid repository policy provided")
 }
 
 #[async_trait]
@@ -540,6 +561,23 @@ mod tests {
 
     fn props(value: Value) -> Map<String, Value> {
         value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn a_policy_naming_an_unpropagated_principal_is_retried_and_nothing_else() {
+        let refused = ProviderError::validation(
+            "AWS::ECR::Repository Repo: SetRepositoryPolicy r: InvalidParameterException: Invalid parameter at 'PolicyText' failed to satisfy constraint: 'Invalid repository policy provided'",
+        );
+        assert!(principal_unknown(&refused));
+        let too_long = ProviderError::validation(
+            "AWS::ECR::Repository Repo: SetRepositoryPolicy r: InvalidParameterException: Invalid parameter at 'PolicyText' failed to satisfy constraint: 'Member must have length less than or equal to 10240'",
+        );
+        assert!(!principal_unknown(&too_long));
+        let gone = ProviderError::new(
+            ErrorKind::NOT_FOUND,
+            "RepositoryNotFoundException: Invalid repository policy provided",
+        );
+        assert!(!principal_unknown(&gone));
     }
 
     #[test]
