@@ -1,6 +1,8 @@
 //! `AWS::IAM::AccessKey`.
 
-use cdkd_aws_common::{aws_error, optional, require_str};
+use std::time::Duration;
+
+use cdkd_aws_common::{aws_error, not_propagated, optional, require_str, retry_while};
 use cdkd_aws_common::{Readable, TypeSchema};
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
@@ -17,6 +19,38 @@ use crate::client;
 pub struct AccessKey;
 
 const ACCESS_KEY: &str = "AWS::IAM::AccessKey";
+
+/// How long CreateAccessKey is tried again while IAM does not know the user yet. IAM is
+/// eventually consistent within itself too: a user made moments ago (the template's own, the
+/// usual case) can be answered `NoSuchEntity`; that settles in seconds, far sooner than other
+/// services see a new principal, and a user that really does not exist should not hold the
+/// deploy for the full [`cdkd_aws_common::IAM_PROPAGATION`]. The plugin cannot tell whether
+/// the user is of this run, so every `NoSuchEntity` gets this bounded wait.
+const USER_PROPAGATION: Duration = Duration::from_secs(30);
+
+/// Whether IAM refused CreateAccessKey because it does not know the user (yet).
+fn user_unknown(err: &ProviderError) -> bool {
+    err.aws_code() == Some("NoSuchEntity")
+}
+
+/// `call` again while IAM answers that it does not know `user`, for up to
+/// [`USER_PROPAGATION`]; then its error naming the user and the time waited.
+async fn while_user_propagates<T, F, Fut>(user: &str, call: F) -> Result<T, ProviderError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ProviderError>>,
+{
+    let started = tokio::time::Instant::now();
+    let first = Duration::from_millis(500);
+    match retry_while(first, USER_PROPAGATION, |e, _| user_unknown(e), call).await {
+        Err(err) if user_unknown(&err) => Err(not_propagated(
+            err,
+            &format!("the user {user}"),
+            started.elapsed(),
+        )),
+        other => other,
+    }
+}
 
 /// `AWS::IAM::AccessKey` (physical id = the key id) of the template's user.
 async fn current(
@@ -91,12 +125,14 @@ impl ResourceProvider for AccessKey {
         let what = format!("{ACCESS_KEY} {}", request.logical_id);
         let user = require_str(&request.properties, "UserName", &what)?.to_string();
         let iam = client(ctx).await?;
-        let created = iam
-            .create_access_key()
-            .user_name(&user)
-            .send()
-            .await
-            .map_err(|e| aws_error(&format!("{what}: CreateAccessKey for {user}"), e))?;
+        let create = || async {
+            iam.create_access_key()
+                .user_name(&user)
+                .send()
+                .await
+                .map_err(|e| aws_error(&format!("{what}: CreateAccessKey for {user}"), e))
+        };
+        let created = while_user_propagates(&user, create).await?;
         let key = created
             .access_key()
             .ok_or_else(|| ProviderError::other(format!("{what}: no key returned")))?;
@@ -167,5 +203,66 @@ impl ResourceProvider for AccessKey {
                 .map(|_| ())
                 .map_err(|e| aws_error(&format!("{what}: DeleteAccessKey"), e)),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cdkd_provider_api::ErrorKind;
+
+    #[test]
+    fn only_an_unknown_user_is_waited_for() {
+        let unknown = ProviderError::new(
+            ErrorKind::NOT_FOUND,
+            "AWS::IAM::AccessKey Key: CreateAccessKey for u: The user with name u cannot be found.",
+        )
+        .with_aws_code("NoSuchEntity");
+        assert!(user_unknown(&unknown));
+        let too_many = ProviderError::validation(
+            "AWS::IAM::AccessKey Key: CreateAccessKey for u: Cannot exceed quota for AccessKeysPerUser: 2",
+        )
+        .with_aws_code("LimitExceeded");
+        assert!(!user_unknown(&too_many));
+        // A not-found of another cause (no code: a transport answer) is not waited for.
+        let other = ProviderError::new(ErrorKind::NOT_FOUND, "NoSuchEntity somewhere");
+        assert!(!user_unknown(&other));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unknown_user_is_tried_again_for_a_bounded_time_then_named() {
+        let unknown = || {
+            ProviderError::new(
+                ErrorKind::NOT_FOUND,
+                "The user with name u cannot be found.",
+            )
+            .with_aws_code("NoSuchEntity")
+        };
+        // Known after 3 s: created.
+        let started = tokio::time::Instant::now();
+        let created = while_user_propagates("u", || {
+            let result = if started.elapsed() < Duration::from_secs(3) {
+                Err(unknown())
+            } else {
+                Ok("key")
+            };
+            async move { result }
+        })
+        .await;
+        assert_eq!(created.unwrap(), "key");
+        assert!(started.elapsed() < Duration::from_secs(4));
+        // Never known: refused within the bound, naming the user.
+        let started = tokio::time::Instant::now();
+        let err = while_user_propagates("u", || async { Err::<(), _>(unknown()) })
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() <= USER_PROPAGATION);
+        assert!(started.elapsed() >= USER_PROPAGATION - Duration::from_secs(5));
+        assert!(
+            err.message
+                .contains("waiting for IAM to propagate the user u"),
+            "{}",
+            err.message
+        );
     }
 }
