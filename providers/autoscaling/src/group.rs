@@ -62,6 +62,30 @@ fn zone_identifier(value: Option<&Value>) -> Option<String> {
     }
 }
 
+/// Whether Auto Scaling refused a create or update as it does while IAM has not propagated a
+/// role or instance profile the group uses: a service-linked role of the same run (`ARN
+/// specified for Service-Linked Role does not exist.`, or `AccessDenied` naming it while its
+/// permissions spread), or the launch template's instance profile (`Invalid IAM Instance
+/// Profile name`, which Terraform's `aws_autoscaling_group` retries on).
+fn role_not_propagated(err: &ProviderError) -> bool {
+    let code = err.aws_code().unwrap_or_default();
+    let message = err.message.to_lowercase();
+    let names_a_role = message.contains("service-linked role")
+        || message.contains("invalid iam instance profile")
+        || message.contains("invalid iam role");
+    matches!(code, "ValidationError" | "AccessDenied") && names_a_role
+}
+
+/// What a refused group waits for, for the message when IAM never propagates it.
+fn principals_used(properties: &Map<String, Value>) -> String {
+    match string(properties.get("ServiceLinkedRoleARN")) {
+        Some(role) => {
+            format!("the service-linked role {role} (or the launch template's instance profile)")
+        }
+        None => "the launch template's instance profile".into(),
+    }
+}
+
 /// The template's tags (`Key`, `Value`, `PropagateAtLaunch`) by key.
 fn group_tags(properties: &Map<String, Value>) -> BTreeMap<String, (String, bool)> {
     properties
@@ -415,35 +439,43 @@ impl ResourceProvider for Group {
         let props = &request.properties;
         let name = given_or_generated_name(&request, "AutoScalingGroupName", MAX_NAME, false);
         let asg = client(ctx).await?;
-        asg.create_auto_scaling_group()
-            .auto_scaling_group_name(&name)
-            .min_size(size(props, "MinSize", &what)?)
-            .max_size(size(props, "MaxSize", &what)?)
-            .set_desired_capacity(int(props.get("DesiredCapacity")))
-            .set_launch_template(launch_template(props.get("LaunchTemplate")))
-            .set_launch_configuration_name(string(props.get("LaunchConfigurationName")))
-            .set_vpc_zone_identifier(zone_identifier(props.get("VPCZoneIdentifier")))
-            .set_availability_zones(strings(props.get("AvailabilityZones")))
-            .set_target_group_arns(strings(props.get("TargetGroupARNs")))
-            .set_load_balancer_names(strings(props.get("LoadBalancerNames")))
-            .set_health_check_type(string(props.get("HealthCheckType")))
-            .set_health_check_grace_period(int(props.get("HealthCheckGracePeriod")))
-            .set_default_cooldown(int(props.get("Cooldown")))
-            .set_termination_policies(strings(props.get("TerminationPolicies")))
-            .set_new_instances_protected_from_scale_in(flag(
-                props.get("NewInstancesProtectedFromScaleIn"),
-            ))
-            .set_capacity_rebalance(flag(props.get("CapacityRebalance")))
-            .set_max_instance_lifetime(int(props.get("MaxInstanceLifetime")))
-            .set_default_instance_warmup(int(props.get("DefaultInstanceWarmup")))
-            .set_placement_group(string(props.get("PlacementGroup")))
-            .set_context(string(props.get("Context")))
-            .set_desired_capacity_type(string(props.get("DesiredCapacityType")))
-            .set_service_linked_role_arn(string(props.get("ServiceLinkedRoleARN")))
-            .set_tags(Some(sdk_tags(&name, &group_tags(props))).filter(|t| !t.is_empty()))
-            .send()
-            .await
-            .map_err(failed!(format!("{what}: CreateAutoScalingGroup {name}")))?;
+        let (min, max) = (
+            size(props, "MinSize", &what)?,
+            size(props, "MaxSize", &what)?,
+        );
+        let create = || async {
+            asg.create_auto_scaling_group()
+                .auto_scaling_group_name(&name)
+                .min_size(min)
+                .max_size(max)
+                .set_desired_capacity(int(props.get("DesiredCapacity")))
+                .set_launch_template(launch_template(props.get("LaunchTemplate")))
+                .set_launch_configuration_name(string(props.get("LaunchConfigurationName")))
+                .set_vpc_zone_identifier(zone_identifier(props.get("VPCZoneIdentifier")))
+                .set_availability_zones(strings(props.get("AvailabilityZones")))
+                .set_target_group_arns(strings(props.get("TargetGroupARNs")))
+                .set_load_balancer_names(strings(props.get("LoadBalancerNames")))
+                .set_health_check_type(string(props.get("HealthCheckType")))
+                .set_health_check_grace_period(int(props.get("HealthCheckGracePeriod")))
+                .set_default_cooldown(int(props.get("Cooldown")))
+                .set_termination_policies(strings(props.get("TerminationPolicies")))
+                .set_new_instances_protected_from_scale_in(flag(
+                    props.get("NewInstancesProtectedFromScaleIn"),
+                ))
+                .set_capacity_rebalance(flag(props.get("CapacityRebalance")))
+                .set_max_instance_lifetime(int(props.get("MaxInstanceLifetime")))
+                .set_default_instance_warmup(int(props.get("DefaultInstanceWarmup")))
+                .set_placement_group(string(props.get("PlacementGroup")))
+                .set_context(string(props.get("Context")))
+                .set_desired_capacity_type(string(props.get("DesiredCapacityType")))
+                .set_service_linked_role_arn(string(props.get("ServiceLinkedRoleARN")))
+                .set_tags(Some(sdk_tags(&name, &group_tags(props))).filter(|t| !t.is_empty()))
+                .send()
+                .await
+                .map_err(failed!(format!("{what}: CreateAutoScalingGroup {name}")))
+        };
+        cdkd_aws_common::while_iam_propagates(&principals_used(props), role_not_propagated, create)
+            .await?;
         // The group exists from here: a refused metrics setting must not leave it unrecorded.
         if let Err(err) = apply_metrics(&asg, &what, &name, &[], &metrics_collection(props)).await {
             let undone = asg
@@ -508,35 +540,47 @@ impl ResourceProvider for Group {
         if SETTINGS.iter().any(|k| changed(before, after, k)) {
             // A desired capacity the template dropped is left where scaling put it, as
             // CloudFormation leaves it.
-            asg.update_auto_scaling_group()
-                .auto_scaling_group_name(name)
-                .min_size(size(after, "MinSize", &what)?)
-                .max_size(size(after, "MaxSize", &what)?)
-                .set_desired_capacity(
-                    int(after.get("DesiredCapacity"))
-                        .filter(|_| changed(before, after, "DesiredCapacity")),
-                )
-                .set_launch_template(launch_template(after.get("LaunchTemplate")))
-                .set_launch_configuration_name(string(after.get("LaunchConfigurationName")))
-                .set_vpc_zone_identifier(zone_identifier(after.get("VPCZoneIdentifier")))
-                .set_availability_zones(strings(after.get("AvailabilityZones")))
-                .set_health_check_type(string(after.get("HealthCheckType")))
-                .set_health_check_grace_period(int(after.get("HealthCheckGracePeriod")))
-                .set_default_cooldown(int(after.get("Cooldown")))
-                .set_termination_policies(strings(after.get("TerminationPolicies")))
-                .set_new_instances_protected_from_scale_in(flag(
-                    after.get("NewInstancesProtectedFromScaleIn"),
-                ))
-                .set_capacity_rebalance(flag(after.get("CapacityRebalance")))
-                .set_max_instance_lifetime(int(after.get("MaxInstanceLifetime")))
-                .set_default_instance_warmup(int(after.get("DefaultInstanceWarmup")))
-                .set_placement_group(string(after.get("PlacementGroup")))
-                .set_context(string(after.get("Context")))
-                .set_desired_capacity_type(string(after.get("DesiredCapacityType")))
-                .set_service_linked_role_arn(string(after.get("ServiceLinkedRoleARN")))
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: UpdateAutoScalingGroup {name}")))?;
+            let (min, max) = (
+                size(after, "MinSize", &what)?,
+                size(after, "MaxSize", &what)?,
+            );
+            let update = || async {
+                asg.update_auto_scaling_group()
+                    .auto_scaling_group_name(name)
+                    .min_size(min)
+                    .max_size(max)
+                    .set_desired_capacity(
+                        int(after.get("DesiredCapacity"))
+                            .filter(|_| changed(before, after, "DesiredCapacity")),
+                    )
+                    .set_launch_template(launch_template(after.get("LaunchTemplate")))
+                    .set_launch_configuration_name(string(after.get("LaunchConfigurationName")))
+                    .set_vpc_zone_identifier(zone_identifier(after.get("VPCZoneIdentifier")))
+                    .set_availability_zones(strings(after.get("AvailabilityZones")))
+                    .set_health_check_type(string(after.get("HealthCheckType")))
+                    .set_health_check_grace_period(int(after.get("HealthCheckGracePeriod")))
+                    .set_default_cooldown(int(after.get("Cooldown")))
+                    .set_termination_policies(strings(after.get("TerminationPolicies")))
+                    .set_new_instances_protected_from_scale_in(flag(
+                        after.get("NewInstancesProtectedFromScaleIn"),
+                    ))
+                    .set_capacity_rebalance(flag(after.get("CapacityRebalance")))
+                    .set_max_instance_lifetime(int(after.get("MaxInstanceLifetime")))
+                    .set_default_instance_warmup(int(after.get("DefaultInstanceWarmup")))
+                    .set_placement_group(string(after.get("PlacementGroup")))
+                    .set_context(string(after.get("Context")))
+                    .set_desired_capacity_type(string(after.get("DesiredCapacityType")))
+                    .set_service_linked_role_arn(string(after.get("ServiceLinkedRoleARN")))
+                    .send()
+                    .await
+                    .map_err(failed!(format!("{what}: UpdateAutoScalingGroup {name}")))
+            };
+            cdkd_aws_common::while_iam_propagates(
+                &principals_used(after),
+                role_not_propagated,
+                update,
+            )
+            .await?;
         }
         let (attach, detach) = list_changes(
             strings(before.get("TargetGroupARNs")),
@@ -699,6 +743,44 @@ mod tests {
 
     fn props(value: Value) -> Map<String, Value> {
         value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn refusals_while_a_role_propagates_are_told_from_other_validation_errors() {
+        let refused = |code: &str, message: &str| {
+            ProviderError::validation(format!(
+                "AWS::AutoScaling::AutoScalingGroup G: CreateAutoScalingGroup g: {message}"
+            ))
+            .with_aws_code(code)
+        };
+        assert!(role_not_propagated(&refused(
+            "ValidationError",
+            "ARN specified for Service-Linked Role does not exist."
+        )));
+        assert!(role_not_propagated(&refused(
+            "ValidationError",
+            "You must use a valid fully-formed launch template. Value (p) for parameter iamInstanceProfile.name is invalid. Invalid IAM Instance Profile name"
+        )));
+        assert!(role_not_propagated(&refused(
+            "AccessDenied",
+            "The service-linked role arn:aws:iam::1:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling_x cannot be used"
+        )));
+        assert!(!role_not_propagated(&refused(
+            "ValidationError",
+            "Max bound, 1, must be greater than or equal to min bound, 2"
+        )));
+        assert!(!role_not_propagated(&refused(
+            "AccessDenied",
+            "User is not authorized to perform: autoscaling:CreateAutoScalingGroup"
+        )));
+        assert!(!role_not_propagated(&refused(
+            "AlreadyExists",
+            "AutoScalingGroup by this name already exists (service-linked role)"
+        )));
+        assert!(
+            principals_used(&props(json!({"ServiceLinkedRoleARN": "arn:slr"})))
+                .contains("the service-linked role arn:slr")
+        );
     }
 
     #[test]
