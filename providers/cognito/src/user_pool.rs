@@ -9,14 +9,14 @@ use aws_sdk_cognitoidentityprovider::types::{
     AuthFactorType, DefaultEmailOptionType, DeletionProtectionType, EmailConfigurationType,
     EmailMfaConfigType, EmailSendingAccountType, MessageTemplateType,
     NumberAttributeConstraintsType, PasswordPolicyType, RecoveryOptionNameType, RecoveryOptionType,
-    SchemaAttributeType, SignInPolicyType, SoftwareTokenMfaConfigType,
-    StringAttributeConstraintsType, UserPoolMfaType, UserPoolPolicyType, UserPoolTierType,
-    UserPoolType, UsernameAttributeType, UsernameConfigurationType,
-    VerificationMessageTemplateType, VerifiedAttributeType,
+    SchemaAttributeType, SignInPolicyType, SmsConfigurationType, SmsMfaConfigType,
+    SoftwareTokenMfaConfigType, StringAttributeConstraintsType, UserPoolMfaType,
+    UserPoolPolicyType, UserPoolTierType, UserPoolType, UsernameAttributeType,
+    UsernameConfigurationType, VerificationMessageTemplateType, VerifiedAttributeType,
 };
 use cdkd_aws_common::{
     all_pages, carries_token, deleted_unless_failed, does_not_exist, flag, found, generated_name,
-    int, one_tagged, put, string, strings, Readable, TypeSchema,
+    int, one_tagged, put, string, strings, while_iam_propagates, Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, FindCreatedRequest,
@@ -302,6 +302,60 @@ async fn describe(
     Ok(answer.and_then(|a| a.user_pool().cloned()))
 }
 
+/// `SmsConfiguration` as Cognito's; `None` when the template gives none. Without
+/// `SnsCallerArn` it is refused by name (Cognito requires the role).
+fn sms(value: Option<&Value>, what: &str) -> Result<Option<SmsConfigurationType>, ProviderError> {
+    let Some(value) = value.filter(|v| v.is_object()) else {
+        return Ok(None);
+    };
+    let role = string(value.get("SnsCallerArn")).ok_or_else(|| {
+        ProviderError::validation(format!(
+            "{what}: SmsConfiguration: SnsCallerArn is required"
+        ))
+    })?;
+    Ok(Some(
+        SmsConfigurationType::builder()
+            .sns_caller_arn(role)
+            .set_external_id(string(value.get("ExternalId")))
+            .set_sns_region(string(value.get("SnsRegion")))
+            .build(),
+    ))
+}
+
+/// The SMS role a template's `SmsConfiguration` names, for a message.
+fn sms_role(properties: &Map<String, Value>) -> Option<String> {
+    string(properties.get("SmsConfiguration")?.get("SnsCallerArn"))
+        .map(|role| format!("the SMS role {role}"))
+}
+
+/// Whether Cognito refused the SMS role as it does while IAM has not propagated it (or its
+/// trust policy and SNS permissions): `InvalidSmsRoleTrustRelationshipException` ("Role does
+/// not have a trust relationship allowing Cognito to assume the role") and
+/// `InvalidSmsRoleAccessPolicyException` ("Role does not have permission to publish with
+/// SNS"), which Terraform's `aws_cognito_user_pool` retries on too.
+fn sms_role_not_propagated(err: &ProviderError) -> bool {
+    matches!(
+        err.aws_code(),
+        Some("InvalidSmsRoleTrustRelationshipException" | "InvalidSmsRoleAccessPolicyException")
+    )
+}
+
+/// `call` again while Cognito does not accept the template's SMS role yet; at once when the
+/// template names none.
+async fn while_sms_role_propagates<T, F, Fut>(
+    properties: &Map<String, Value>,
+    mut call: F,
+) -> Result<T, ProviderError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ProviderError>>,
+{
+    match sms_role(properties) {
+        Some(role) => while_iam_propagates(&role, sms_role_not_propagated, call).await,
+        None => call().await,
+    }
+}
+
 /// Sets the pool's MFA mode and factors when the template asks for more than Cognito's `OFF`
 /// (a create or update cannot turn MFA on before the factors are enabled).
 async fn apply_mfa(
@@ -315,7 +369,17 @@ async fn apply_mfa(
         return Ok(());
     }
     let has = |factor: &str| enabled.iter().any(|f| f == factor);
-    cognito
+    // SMS MFA goes with the pool's SMS role, which Cognito checks here too.
+    let sms_mfa = match sms(properties.get("SmsConfiguration"), what)? {
+        Some(configuration) if has("SMS_MFA") => Some(
+            SmsMfaConfigType::builder()
+                .sms_configuration(configuration)
+                .set_sms_authentication_message(string(properties.get("SmsAuthenticationMessage")))
+                .build(),
+        ),
+        _ => None,
+    };
+    let request = cognito
         .set_user_pool_mfa_config()
         .user_pool_id(id)
         .mfa_configuration(mfa(properties))
@@ -327,10 +391,16 @@ async fn apply_mfa(
         .set_email_mfa_configuration(
             has("EMAIL_OTP").then(|| EmailMfaConfigType::builder().build()),
         )
-        .send()
-        .await
-        .map(|_| ())
-        .map_err(failed!(format!("{what}: SetUserPoolMfaConfig {id}")))
+        .set_sms_mfa_configuration(sms_mfa);
+    while_sms_role_propagates(properties, || async {
+        request
+            .clone()
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(failed!(format!("{what}: SetUserPoolMfaConfig {id}")))
+    })
+    .await
 }
 
 /// The live pool's settings in template shape.
@@ -413,6 +483,17 @@ fn template_shape(pool: &UserPoolType) -> Map<String, Value> {
     ] {
         put(&mut props, key, value.map(Value::from));
     }
+    put(
+        &mut props,
+        "SmsConfiguration",
+        pool.sms_configuration().map(|c| {
+            let mut shape = Map::new();
+            shape.insert("SnsCallerArn".into(), json!(c.sns_caller_arn()));
+            put(&mut shape, "ExternalId", c.external_id().map(Value::from));
+            put(&mut shape, "SnsRegion", c.sns_region().map(Value::from));
+            Value::Object(shape)
+        }),
+    );
     put(
         &mut props,
         "MfaConfiguration",
@@ -669,6 +750,7 @@ impl ResourceProvider for UserPool {
                 "EmailVerificationSubject",
                 "SmsVerificationMessage",
                 "SmsAuthenticationMessage",
+                "SmsConfiguration",
                 "MfaConfiguration",
                 "EnabledMfas",
                 "DeletionProtection",
@@ -706,7 +788,7 @@ impl ResourceProvider for UserPool {
             Some(&request.client_token),
         );
         let cognito = idp(ctx).await?;
-        let created = cognito
+        let request = cognito
             .create_user_pool()
             .pool_name(&name)
             .set_policies(policies(props.get("Policies")))
@@ -747,10 +829,16 @@ impl ResourceProvider for UserPool {
             .set_user_pool_tier(
                 string(props.get("UserPoolTier")).map(|t| UserPoolTierType::from(t.as_str())),
             )
-            .set_user_pool_tags(Some(tags).filter(|t| !t.is_empty()))
-            .send()
-            .await
-            .map_err(failed!(format!("{what}: CreateUserPool {name}")))?;
+            .set_sms_configuration(sms(props.get("SmsConfiguration"), &what)?)
+            .set_user_pool_tags(Some(tags).filter(|t| !t.is_empty()));
+        let created = while_sms_role_propagates(props, || async {
+            request
+                .clone()
+                .send()
+                .await
+                .map_err(failed!(format!("{what}: CreateUserPool {name}")))
+        })
+        .await?;
         let pool = created.user_pool().cloned().ok_or_else(|| {
             ProviderError::other(format!("{what}: CreateUserPool returned no user pool"))
         })?;
@@ -819,7 +907,7 @@ impl ResourceProvider for UserPool {
             template_tags(after, "UserPoolTags"),
             live.user_pool_tags().and_then(|t| t.get(CREATE_TOKEN_TAG)),
         );
-        cognito
+        let request = cognito
             .update_user_pool()
             .user_pool_id(id)
             .set_pool_name(
@@ -850,10 +938,16 @@ impl ResourceProvider for UserPool {
             .set_user_pool_tier(
                 string(after.get("UserPoolTier")).map(|t| UserPoolTierType::from(t.as_str())),
             )
-            .set_user_pool_tags(Some(tags))
-            .send()
-            .await
-            .map_err(failed!(format!("{what}: UpdateUserPool {id}")))?;
+            .set_sms_configuration(sms(after.get("SmsConfiguration"), &what)?)
+            .set_user_pool_tags(Some(tags));
+        while_sms_role_propagates(after, || async {
+            request
+                .clone()
+                .send()
+                .await
+                .map_err(failed!(format!("{what}: UpdateUserPool {id}")))
+        })
+        .await?;
         Ok(UpdateResult {
             physical_id: id.to_string(),
             attributes: attributes_of(ctx.region(), id, live.arn()),
@@ -977,6 +1071,83 @@ mod tests {
             template_tags(&template, "UserPoolTags"),
             BTreeMap::from([("team".to_string(), "a".to_string())])
         );
+    }
+
+    #[test]
+    fn the_sms_role_converts_and_reads_back_and_is_waited_for_only_on_its_refusals() {
+        let template = props(json!({"SmsConfiguration": {
+            "SnsCallerArn": "arn:aws:iam::1:role/sms", "ExternalId": "x", "SnsRegion": "us-east-1"}}));
+        let configuration = sms(template.get("SmsConfiguration"), "w").unwrap().unwrap();
+        assert_eq!(configuration.sns_caller_arn(), "arn:aws:iam::1:role/sms");
+        let pool = UserPoolType::builder()
+            .sms_configuration(configuration)
+            .build();
+        assert_eq!(
+            template_shape(&pool)["SmsConfiguration"],
+            template["SmsConfiguration"]
+        );
+        let no_role = props(json!({"SmsConfiguration": {"ExternalId": "x"}}));
+        assert!(sms(no_role.get("SmsConfiguration"), "w")
+            .unwrap_err()
+            .message
+            .contains("SmsConfiguration"));
+        assert_eq!(
+            sms_role(&template).as_deref(),
+            Some("the SMS role arn:aws:iam::1:role/sms")
+        );
+        assert_eq!(sms_role(&props(json!({}))), None);
+        let refused = |code: &str, message: &str| {
+            ProviderError::validation(format!("CreateUserPool p: {message}")).with_aws_code(code)
+        };
+        assert!(sms_role_not_propagated(&refused(
+            "InvalidSmsRoleTrustRelationshipException",
+            "Role does not have a trust relationship allowing Cognito to assume the role"
+        )));
+        assert!(sms_role_not_propagated(&refused(
+            "InvalidSmsRoleAccessPolicyException",
+            "Role does not have permission to publish with SNS"
+        )));
+        assert!(!sms_role_not_propagated(&refused(
+            "InvalidParameterException",
+            "SMS configuration role trust relationship"
+        )));
+        assert!(!sms_role_not_propagated(&ProviderError::validation(
+            "InvalidSmsRoleTrustRelationshipException"
+        )));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_naming_a_fresh_sms_role_is_tried_until_cognito_accepts_it() {
+        let template =
+            props(json!({"SmsConfiguration": {"SnsCallerArn": "arn:aws:iam::1:role/sms"}}));
+        let started = tokio::time::Instant::now();
+        let answer = while_sms_role_propagates(&template, || {
+            let result = if started.elapsed() < std::time::Duration::from_secs(8) {
+                Err(
+                    ProviderError::validation("Role does not have a trust relationship")
+                        .with_aws_code("InvalidSmsRoleTrustRelationshipException"),
+                )
+            } else {
+                Ok("created")
+            };
+            async move { result }
+        })
+        .await;
+        assert_eq!(answer.unwrap(), "created");
+        // Without an SMS role the same refusal is not waited for.
+        let mut tries = 0;
+        let refused = while_sms_role_propagates(&props(json!({})), || {
+            tries += 1;
+            async {
+                Err::<(), _>(
+                    ProviderError::validation("no")
+                        .with_aws_code("InvalidSmsRoleTrustRelationshipException"),
+                )
+            }
+        })
+        .await;
+        assert!(refused.is_err());
+        assert_eq!(tries, 1);
     }
 
     #[test]
