@@ -211,6 +211,84 @@ def test_instance_profile_propagation_and_instance_states(aws):
     until(lambda: state() == "terminated")
 
 
+def test_a_fresh_principal_in_an_ecr_repository_policy_is_refused_then_accepted(aws):
+    aws.post("/_emulator/config", {"timingOverrides": {"iam_role_propagation_ms": WINDOW}})
+    iam, ecr = aws.client("iam"), aws.client("ecr")
+    role = iam.create_role(RoleName="puller", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    ecr.create_repository(repositoryName="repo")
+    policy = json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"AWS": role}, "Action": ["ecr:BatchGetImage"]}]})
+    with pytest.raises(ecr.exceptions.InvalidParameterException) as refused:
+        ecr.set_repository_policy(repositoryName="repo", policyText=policy)
+    assert "'Invalid repository policy provided'" in refused.value.response["Error"]["Message"]
+    # A policy naming only a service is not held up.
+    service_only = json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "codebuild.amazonaws.com"}, "Action": ["ecr:BatchGetImage"]}]})
+    ecr.set_repository_policy(repositoryName="repo", policyText=service_only)
+    time.sleep(WINDOW / 1000 * SCALE)
+    ecr.set_repository_policy(repositoryName="repo", policyText=policy)
+
+
+def test_a_fresh_user_is_unknown_to_create_access_key_for_a_moment(aws):
+    aws.post("/_emulator/config", {"timingOverrides": {"iam_user_read_after_write_ms": WINDOW}})
+    iam = aws.client("iam")
+    iam.create_user(UserName="u")
+    with pytest.raises(iam.exceptions.NoSuchEntityException) as refused:
+        iam.create_access_key(UserName="u")
+    assert refused.value.response["Error"]["Message"] == "The user with name u cannot be found."
+    time.sleep(WINDOW / 1000 * SCALE)
+    assert iam.create_access_key(UserName="u")["AccessKey"]["UserName"] == "u"
+
+
+def test_auto_scaling_refuses_a_fresh_service_linked_role_and_instance_profile(aws):
+    aws.post("/_emulator/config", {"timingOverrides": {
+        "iam_role_propagation_ms": WINDOW, "iam_instance_profile_propagation_ms": WINDOW}})
+    iam, ec2, asg = aws.client("iam"), aws.client("ec2"), aws.client("autoscaling")
+    image = ec2.describe_images(Owners=["amazon"], MaxResults=5)["Images"][0]["ImageId"]
+    plain = ec2.create_launch_template(LaunchTemplateName="plain", LaunchTemplateData={"ImageId": image})
+    role = iam.create_service_linked_role(AWSServiceName="autoscaling.amazonaws.com", CustomSuffix="g")["Role"]["Arn"]
+    group = dict(MinSize=0, MaxSize=1, AvailabilityZones=["us-east-1a"])
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        asg.create_auto_scaling_group(AutoScalingGroupName="g1", ServiceLinkedRoleARN=role,
+                                      LaunchTemplate={"LaunchTemplateId": plain["LaunchTemplate"]["LaunchTemplateId"]}, **group)
+    assert refused.value.response["Error"]["Code"] == "ValidationError"
+    assert refused.value.response["Error"]["Message"] == "ARN specified for Service-Linked Role does not exist."
+    iam.create_instance_profile(InstanceProfileName="p")
+    ec2.create_launch_template(LaunchTemplateName="with-profile",
+                               LaunchTemplateData={"ImageId": image, "IamInstanceProfile": {"Name": "p"}})
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        asg.create_auto_scaling_group(AutoScalingGroupName="g2", LaunchTemplate={"LaunchTemplateName": "with-profile"}, **group)
+    assert refused.value.response["Error"]["Code"] == "ValidationError"
+    assert "Invalid IAM Instance Profile name" in refused.value.response["Error"]["Message"]
+    # A group naming neither is made at once.
+    asg.create_auto_scaling_group(AutoScalingGroupName="g0", LaunchTemplate={"LaunchTemplateName": "plain"}, **group)
+    time.sleep(WINDOW / 1000 * SCALE)
+    asg.create_auto_scaling_group(AutoScalingGroupName="g1", ServiceLinkedRoleARN=role,
+                                  LaunchTemplate={"LaunchTemplateName": "plain"}, **group)
+    asg.create_auto_scaling_group(AutoScalingGroupName="g2", LaunchTemplate={"LaunchTemplateName": "with-profile"}, **group)
+
+
+def test_cognito_refuses_a_fresh_sms_role_then_accepts_it(aws):
+    aws.post("/_emulator/config", {"timingOverrides": {"iam_role_propagation_ms": WINDOW}})
+    iam, idp = aws.client("iam"), aws.client("cognito-idp")
+    role = iam.create_role(RoleName="sms", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    sms = {"SnsCallerArn": role, "ExternalId": "x"}
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        idp.create_user_pool(PoolName="p", SmsConfiguration=sms)
+    assert refused.value.response["Error"]["Code"] == "InvalidSmsRoleTrustRelationshipException"
+    assert refused.value.response["Error"]["Message"] == "Role does not have a trust relationship allowing Cognito to assume the role"
+    pool = idp.create_user_pool(PoolName="p")["UserPool"]["Id"]
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        idp.update_user_pool(UserPoolId=pool, SmsConfiguration=sms)
+    assert refused.value.response["Error"]["Code"] == "InvalidSmsRoleTrustRelationshipException"
+    with pytest.raises(botocore.exceptions.ClientError):
+        idp.set_user_pool_mfa_config(UserPoolId=pool, MfaConfiguration="OPTIONAL",
+                                     SmsMfaConfiguration={"SmsConfiguration": sms})
+    time.sleep(WINDOW / 1000 * SCALE)
+    idp.create_user_pool(PoolName="p2", SmsConfiguration=sms)
+    idp.update_user_pool(UserPoolId=pool, SmsConfiguration=sms)
+
+
 def test_calls_take_their_latency(aws):
     aws.post("/_emulator/config", {"timeScale": 0.1})
     ec2 = aws.client("ec2")
@@ -230,6 +308,8 @@ def test_profile_off_changes_nothing(emulator):
     url = sqs.create_queue(QueueName="q")["QueueUrl"]
     sqs.delete_queue(QueueUrl=url)
     sqs.create_queue(QueueName="q")
+    iam.create_user(UserName="u")
+    iam.create_access_key(UserName="u")
     role = iam.create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     created = aws_lambda.create_function(FunctionName="fn", Runtime="python3.12", Role=role, Handler="index.handler",
                                          Code={"ZipFile": b"PK\x05\x06" + b"\x00" * 18})

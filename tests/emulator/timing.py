@@ -17,7 +17,13 @@ With the profile on:
   update, and a deleted VPC function's interfaces released after the data's tail;
 - IAM propagation: a role younger than `iam_role_propagation_ms` is refused by Lambda's
   CreateFunction ("The role defined for the function cannot be assumed by Lambda."), an instance
-  profile younger than `iam_instance_profile_propagation_ms` by EC2's RunInstances;
+  profile younger than `iam_instance_profile_propagation_ms` by EC2's RunInstances; a role or
+  user that young named by an ECR repository policy (SetRepositoryPolicy), a service-linked role
+  or a launch template's instance profile of Auto Scaling's Create/UpdateAutoScalingGroup, and a
+  Cognito user pool's SMS role (Create/UpdateUserPool, SetUserPoolMfaConfig) are refused with
+  each service's own error (these only as the service's own calls: Cloud Control's are left to
+  the host's retries); a user younger than `iam_user_read_after_write_ms` is unknown to IAM's
+  own CreateAccessKey (NoSuchEntity);
 - a deleted SQS queue's name is refused by CreateQueue (QueueDeletedRecently) for 60 s.
 
 Resources made by a CloudFormation stack are left as they are (CloudFormation waits for them
@@ -182,6 +188,55 @@ def _install_iam():
 
     IAMBackend.create_role = created_role
     IAMBackend.create_instance_profile = created_profile
+    _install_iam_users(IAMBackend)
+
+
+def _install_iam_users(backend_class):
+    """Marks users when made, and refuses CreateAccessKey for one IAM does not see yet."""
+    from moto.iam.exceptions import NoSuchEntity
+    create_user, create_key = backend_class.create_user, backend_class.create_access_key
+
+    def created_user(self, *args, **kwargs):
+        answer = create_user(self, *args, **kwargs)
+        user = answer[0] if isinstance(answer, tuple) else answer
+        if Settings.enabled and not _through("cloudformation"):
+            user._emu_created_at = time.monotonic()
+        return answer
+
+    def create_access_key(self, user_name, *args, **kwargs):
+        if Settings.enabled and _through("iam"):
+            user = self.users.get(user_name)
+            if user is not None and _fresh(user, "iam_user_read_after_write_ms"):
+                raise NoSuchEntity(f"The user with name {user_name} cannot be found.")
+        return create_key(self, user_name, *args, **kwargs)
+
+    backend_class.create_user = created_user
+    backend_class.create_access_key = create_access_key
+
+
+def _fresh_principal(account_id, arn):
+    """Whether `arn` is a role or user IAM made less than `iam_role_propagation_ms` ago."""
+    backend = _iam_backend(account_id)
+    for principal in list(backend.roles.values()) + list(backend.users.values()):
+        if principal.arn == arn:
+            return _fresh(principal, "iam_role_propagation_ms")
+    return False
+
+
+def _policy_principals(policy_text):
+    """The `Principal.AWS` values of a policy document (text), as a list."""
+    try:
+        statements = json.loads(policy_text).get("Statement", [])
+    except (ValueError, AttributeError):
+        return []
+    if isinstance(statements, dict):
+        statements = [statements]
+    found = []
+    for statement in statements:
+        principal = statement.get("Principal") if isinstance(statement, dict) else None
+        aws = principal.get("AWS") if isinstance(principal, dict) else None
+        found.extend(aws if isinstance(aws, list) else [aws] if aws else [])
+    return found
 
 
 # -- Lambda ---------------------------------------------------------------------------------
@@ -460,6 +515,110 @@ def _install_sqs():
     SQSBackend.delete_queue = delete_queue
 
 
+# -- IAM propagation: ECR, Auto Scaling, Cognito ---------------------------------------------
+
+def _install_ecr():
+    from moto.ecr.exceptions import InvalidParameterException
+    from moto.ecr.models import ECRBackend
+    set_policy = ECRBackend.set_repository_policy
+
+    def set_repository_policy(self, registry_id, repository_name, policy_text):
+        # ECR checks the principals a policy names; one IAM has not propagated is refused with
+        # the answer of a malformed policy.
+        if Settings.enabled and _through("ecr"):
+            if any(_fresh_principal(self.account_id, p) for p in _policy_principals(policy_text)):
+                raise InvalidParameterException(
+                    "Invalid parameter at 'PolicyText' failed to satisfy constraint: "
+                    "'Invalid repository policy provided'")
+        return set_policy(self, registry_id, repository_name, policy_text)
+
+    ECRBackend.set_repository_policy = set_repository_policy
+
+
+def _launch_template_profile(account_id, region, spec):
+    """The instance profile (name, arn) a group's launch template version names, if any."""
+    from moto.ec2.models import ec2_backends
+    ec2 = ec2_backends[account_id][region]
+    try:
+        if spec.get("LaunchTemplateId"):
+            template = ec2.get_launch_template(spec["LaunchTemplateId"])
+        else:
+            template = ec2.get_launch_template_by_name(spec.get("LaunchTemplateName") or "")
+        version = template.get_version(spec.get("Version") or "$Default")
+    except Exception:  # noqa: BLE001 - moto's own validation answers for a missing template
+        return None, None
+    profile = version.data.get("IamInstanceProfile") or {}
+    return profile.get("Name"), profile.get("Arn")
+
+
+def _refuse_unpropagated_group_roles(response):
+    """Auto Scaling's answers while a service-linked role or the launch template's instance
+    profile of a Create/UpdateAutoScalingGroup has not propagated."""
+    from moto.autoscaling.exceptions import ValidationError
+    account, region = response.current_account, response.region
+    role = response._get_param("ServiceLinkedRoleARN")
+    if role and _fresh_principal(account, role):
+        raise ValidationError("ARN specified for Service-Linked Role does not exist.")
+    spec = response._get_param("LaunchTemplate") or {}
+    if spec:
+        name, arn = _launch_template_profile(account, region, spec)
+        profile = _profile(account, name=name, arn=arn) if (name or arn) else None
+        if profile is not None and _fresh(profile, "iam_instance_profile_propagation_ms"):
+            field = "name" if name else "arn"
+            raise ValidationError(
+                "You must use a valid fully-formed launch template. "
+                f"Value ({name or arn}) for parameter iamInstanceProfile.{field} is invalid. "
+                f"Invalid IAM Instance Profile {'name' if name else 'ARN'}")
+
+
+def _install_autoscaling():
+    from moto.autoscaling.responses import AutoScalingResponse
+
+    def checked(original):
+        def call(self):
+            if Settings.enabled and _through("autoscaling"):
+                _refuse_unpropagated_group_roles(self)
+            return original(self)
+        return call
+
+    AutoScalingResponse.create_auto_scaling_group = checked(AutoScalingResponse.create_auto_scaling_group)
+    AutoScalingResponse.update_auto_scaling_group = checked(AutoScalingResponse.update_auto_scaling_group)
+
+
+def _install_cognito():
+    from moto.cognitoidp.models import CognitoIdpBackend
+    from moto.core.exceptions import JsonRESTError
+
+    class InvalidSmsRoleTrustRelationshipException(JsonRESTError):
+        def __init__(self):
+            super().__init__("InvalidSmsRoleTrustRelationshipException",
+                             "Role does not have a trust relationship allowing Cognito to assume the role")
+
+    def refuse_fresh_sms_role(backend, sms_configuration):
+        role = (sms_configuration or {}).get("SnsCallerArn")
+        if Settings.enabled and _through("cognito-idp") and role and _fresh_principal(backend.account_id, role):
+            raise InvalidSmsRoleTrustRelationshipException()
+
+    create, update, set_mfa = (CognitoIdpBackend.create_user_pool, CognitoIdpBackend.update_user_pool,
+                               CognitoIdpBackend.set_user_pool_mfa_config)
+
+    def create_user_pool(self, name, extended_config):
+        refuse_fresh_sms_role(self, (extended_config or {}).get("SmsConfiguration"))
+        return create(self, name, extended_config)
+
+    def update_user_pool(self, user_pool_id, extended_config):
+        refuse_fresh_sms_role(self, (extended_config or {}).get("SmsConfiguration"))
+        return update(self, user_pool_id, extended_config)
+
+    def set_user_pool_mfa_config(self, user_pool_id, sms_config, *args, **kwargs):
+        refuse_fresh_sms_role(self, (sms_config or {}).get("SmsConfiguration"))
+        return set_mfa(self, user_pool_id, sms_config, *args, **kwargs)
+
+    CognitoIdpBackend.create_user_pool = create_user_pool
+    CognitoIdpBackend.update_user_pool = update_user_pool
+    CognitoIdpBackend.set_user_pool_mfa_config = set_user_pool_mfa_config
+
+
 def reset():
     """Forgets deleted names and tables (POST /moto-api/reset)."""
     DELETED_QUEUES.clear()
@@ -482,3 +641,6 @@ def install():
     _install_kinesis()
     _install_ec2()
     _install_sqs()
+    _install_ecr()
+    _install_autoscaling()
+    _install_cognito()
