@@ -94,6 +94,7 @@ import cloudmap_service  # noqa: E402,F401  (Cloud Map as AWS has it: operations
 import autoscaling_service  # noqa: E402,F401  (EC2 Auto Scaling as AWS has it: AlreadyExists on a name in use, ResourceInUse on a delete with instances without ForceDelete)
 import cognito_service  # noqa: E402,F401  (Cognito user pool domains as AWS has them: a domain in use or a second one of a kind on a pool refused)
 import appautoscaling_service  # noqa: E402,F401  (Application Auto Scaling as AWS has it: targets need their resource, policies their target, deregister takes policies along, tags)
+import ec2_instances  # noqa: E402,F401  (EC2 RunInstances as AWS has it: ClientToken idempotency, the client-token filter)
 from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402
 from moto.core.base_backend import BaseBackend  # noqa: E402

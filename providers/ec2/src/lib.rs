@@ -15,6 +15,7 @@ mod composite;
 mod created;
 mod dependants;
 mod eip;
+mod instance;
 mod internet_gateway;
 mod lookups;
 mod nat_gateway;
@@ -34,7 +35,7 @@ mod volume;
 mod vpc;
 mod vpc_gateway_attachment;
 
-cdkd_provider_api::export_plugin!(description: "AWS::EC2 networking: VPC, Subnet, InternetGateway, VPCGatewayAttachment, RouteTable, Route, SubnetRouteTableAssociation, NatGateway, EIP, SecurityGroup(+Ingress/Egress), NetworkAcl(+Entry, SubnetNetworkAclAssociation); final snapshots of Volume (provisioned through Cloud Control)");
+cdkd_provider_api::export_plugin!(description: "AWS::EC2 networking: VPC, Subnet, InternetGateway, VPCGatewayAttachment, RouteTable, Route, SubnetRouteTableAssociation, NatGateway, EIP, SecurityGroup(+Ingress/Egress), NetworkAcl(+Entry, SubnetNetworkAclAssociation), Instance; final snapshots of Volume (provisioned through Cloud Control)");
 
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<vpc::Vpc>);
 cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<subnet::Subnet>);
@@ -60,6 +61,7 @@ cdkd_provider_api::register_provider!(
     cdkd_aws_common::Reads<subnet_network_acl_association::SubnetNetworkAclAssociation>
 );
 cdkd_provider_api::register_provider!(cdkd_aws_common::Answers<volume::Volume>);
+cdkd_provider_api::register_provider!(cdkd_aws_common::Reads<instance::Instance>);
 
 use std::future::Future;
 use std::time::Duration;

@@ -1,0 +1,184 @@
+//! `AWS::EC2::Instance` through the ec2 plugin, with the reference benchmark's EC2 stack
+//! (tests/fixtures/cdk.out/reference, RefEc2Stack: a VPC, a security group, a role and three
+//! instances, each with its own instance profile). Under the emulator's AWS timing profile a
+//! fresh instance profile is refused by RunInstances while IAM propagates it: the deploy waits
+//! that out and every instance comes up `running` with its profile and tags; destroy
+//! terminates them. A RunInstances whose answer is lost is sent again with the same client
+//! token and makes no second instance. The tests take turns: the profile is the emulator's.
+
+use cdkd_tests::{one_at_a_time, AppWorld, Emulator};
+use serde_json::{json, Value};
+
+const STACK: &str = "RefEc2Stack";
+const SUBNET: &str = "VpcPublicSubnet1Subnet5C2D37C4";
+const INSTANCES: [(&str, &str, &str); 3] = [
+    (
+        "Instance14BC3991D",
+        "Instance1InstanceProfileC04770B7",
+        "RefEc2Stack/Instance1",
+    ),
+    (
+        "Instance255F35265",
+        "Instance2InstanceProfile582F915C",
+        "RefEc2Stack/Instance2",
+    ),
+    (
+        "Instance3565E6AE1",
+        "Instance3InstanceProfile7402A21B",
+        "RefEc2Stack/Instance3",
+    ),
+];
+
+fn describe(id: &str) -> Value {
+    Emulator::shared().boto(&format!(
+        "c('ec2').describe_instances(InstanceIds=['{id}'])['Reservations'][0]['Instances'][0]"
+    ))
+}
+
+/// The instances in `subnet` not terminated or terminating.
+fn live_in(subnet: &str) -> Vec<String> {
+    let ids = Emulator::shared().boto(&format!(
+        "[i['InstanceId'] for r in c('ec2').describe_instances(Filters=[{{'Name': 'subnet-id', 'Values': ['{subnet}']}}])['Reservations'] for i in r['Instances'] if i['State']['Name'] not in ('terminated', 'shutting-down')]"
+    ));
+    ids.as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn state(world: &AppWorld) -> Value {
+    world
+        .cdkd(&["state", "show", STACK, "--json"])
+        .success()
+        .json()["state"]
+        .clone()
+}
+
+fn physical_id(resources: &Value, logical_id: &str) -> String {
+    resources[logical_id]["physicalId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{logical_id} is not recorded: {resources}"))
+        .to_string()
+}
+
+/// The number of RunInstances calls the emulator has answered so far.
+fn run_instances_calls() -> u64 {
+    Emulator::shared().get("/_emulator/stats")["ec2:RunInstances"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+#[test]
+fn instances_wait_out_their_profiles_propagation_and_come_up_running_with_them() {
+    let _turn = one_at_a_time();
+    // AWS's times at a quarter: a fresh profile refused for 2 s, an instance running 2 s after
+    // its launch and terminated 2 s after its termination.
+    Emulator::shared().post(
+        "/_emulator/config",
+        &json!({"profile": "aws", "timeScale": 0.25, "timingOverrides": {
+            "iam_role_propagation_ms": 0, "iam_instance_profile_propagation_ms": 8000,
+            "ec2_instance_ready_ms": 8000, "ec2_instance_terminate_ms": 8000}}),
+    );
+    let world = AppWorld::of("reference", STACK, "ec2inst", |_| {});
+    let app = world.assembly.path().display().to_string();
+    let before = run_instances_calls();
+    let deployed = world.cdkd(&["deploy", "-a", &app, STACK]);
+    let calls = run_instances_calls() - before;
+    Emulator::shared().post("/_emulator/config", &json!({"profile": "off"}));
+    deployed.success();
+    // Each instance was refused at least once while its profile propagated, then launched.
+    assert!(
+        calls > 3,
+        "{calls} RunInstances calls: the profile was never refused"
+    );
+
+    let shown = world
+        .cdkd(&["providers", "show", "AWS::EC2::Instance", "--json"])
+        .success()
+        .json();
+    assert_eq!(shown["plugin"]["name"], "ec2", "{shown:#}");
+    let recorded = state(&world);
+    let resources = &recorded["resources"];
+    let mut ids = Vec::new();
+    for (logical_id, profile_id, name) in INSTANCES {
+        let record = &resources[logical_id];
+        assert_eq!(record["provisionedBy"], "sdk", "{logical_id}: {record:#}");
+        let id = physical_id(resources, logical_id);
+        assert!(id.starts_with("i-"), "{id}");
+        assert_eq!(record["attributes"]["InstanceId"], json!(id), "{record:#}");
+        assert!(record["attributes"]["PrivateIp"].is_string(), "{record:#}");
+        let live = describe(&id);
+        // The create waited for `running` (the default wait).
+        assert_eq!(live["State"]["Name"], "running", "{live:#}");
+        let profile = physical_id(resources, profile_id);
+        let arn = live["IamInstanceProfile"]["Arn"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            arn.ends_with(&format!("/{profile}")),
+            "{logical_id} lacks its profile {profile}: {live:#}"
+        );
+        let tags: Vec<(String, String)> = live["Tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["Key"].as_str().unwrap().to_string(),
+                    t["Value"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        assert!(
+            tags.contains(&("Name".into(), name.into())),
+            "{logical_id}: {tags:?}"
+        );
+        assert!(
+            tags.iter().any(|(k, _)| k == "cdkd:create-token"),
+            "{logical_id}: {tags:?}"
+        );
+        ids.push(id);
+    }
+    let subnet = physical_id(resources, SUBNET);
+    let mut live = live_in(&subnet);
+    live.sort();
+    ids.sort();
+    assert_eq!(live, ids, "one instance per logical id");
+
+    world.cdkd(&["destroy", STACK, "-a", &app, "-f"]).success();
+    for id in &ids {
+        assert_eq!(describe(id)["State"]["Name"], "terminated", "{id}");
+    }
+}
+
+#[test]
+fn a_run_instances_whose_answer_is_lost_makes_no_second_instance() {
+    let _turn = one_at_a_time();
+    let world = AppWorld::of("reference", STACK, "ec2lost", |t| {
+        let resources = t["Resources"].as_object_mut().unwrap();
+        resources.retain(|id, _| !id.starts_with("Instance2") && !id.starts_with("Instance3"));
+    });
+    let app = world.assembly.path().display().to_string();
+    // The first RunInstances lands and its answer is lost (a 500 after the launch): the retry
+    // carries the same client token, and EC2 answers the instance the first call made.
+    Emulator::shared().faults(json!([{"action": "RunInstances", "status": 500,
+        "code": "InternalFailure", "count": 1, "passThrough": true}]));
+    let deployed = world.cdkd(&["deploy", "-a", &app, STACK]);
+    let hits = Emulator::shared().fault_hits();
+    Emulator::shared().faults(json!([]));
+    deployed.success();
+    assert_eq!(hits, vec![1], "the lost answer was seen");
+    let recorded = state(&world);
+    let resources = &recorded["resources"];
+    let id = physical_id(resources, INSTANCES[0].0);
+    let subnet = physical_id(resources, SUBNET);
+    assert_eq!(
+        live_in(&subnet),
+        vec![id.clone()],
+        "a second instance was launched"
+    );
+    world.cdkd(&["destroy", STACK, "-a", &app, "-f"]).success();
+    assert!(live_in(&subnet).is_empty());
+    assert_eq!(describe(&id)["State"]["Name"], "terminated");
+}
