@@ -26,7 +26,7 @@ for line in sys.stdin:
 
 # The longest first, so they overlap with the many short ones instead of ending the run alone.
 slow_first="pytest diff_truth lifecycle waf_cloudmap autoscaling restapi custom_resources soak export"
-slow_first+=" exactly_once crash_recovery spec_rows website analysis provider_round_trips fargate"
+slow_first+=" exactly_once crash_recovery spec_rows wait_modes website analysis provider_round_trips fargate"
 if [ $# -gt 0 ]; then
   wanted=("$@")
 else
