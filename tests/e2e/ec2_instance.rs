@@ -4,7 +4,9 @@
 //! fresh instance profile is refused by RunInstances while IAM propagates it: the deploy waits
 //! that out and every instance comes up `running` with its profile and tags; destroy
 //! terminates them. A RunInstances whose answer is lost is sent again with the same client
-//! token and makes no second instance. The tests take turns: the profile is the emulator's.
+//! token and makes no second instance; tags, SourceDestCheck and the shutdown behaviour change
+//! in place and an InstanceType change is refused by name; `--no-wait` answers while the
+//! instance is `pending`. The tests take turns: the profile is the emulator's.
 
 use cdkd_tests::{one_at_a_time, AppWorld, Emulator};
 use serde_json::{json, Value};
@@ -178,7 +180,81 @@ fn a_run_instances_whose_answer_is_lost_makes_no_second_instance() {
         vec![id.clone()],
         "a second instance was launched"
     );
+
+    // In place: a tag, SourceDestCheck and the shutdown behaviour change on the same instance.
+    let instance = INSTANCES[0].0;
+    world.edit(|t| {
+        let props = &mut t["Resources"][instance]["Properties"];
+        props["Tags"] = json!([{"Key": "Name", "Value": "renamed"}, {"Key": "team", "Value": "a"}]);
+        props["SourceDestCheck"] = json!(false);
+        props["InstanceInitiatedShutdownBehavior"] = json!("terminate");
+    });
+    world.cdkd(&["deploy", "-a", &app, STACK]).success();
+    assert_eq!(world.physical(instance), id, "the instance was replaced");
+    let live = describe(&id);
+    assert_eq!(live["SourceDestCheck"], false, "{live:#}");
+    let mut tags: Vec<String> = live["Tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            format!(
+                "{}={}",
+                t["Key"].as_str().unwrap(),
+                t["Value"].as_str().unwrap()
+            )
+        })
+        .filter(|t| !t.starts_with("cdkd:"))
+        .collect();
+    tags.sort();
+    assert_eq!(tags, ["Name=renamed", "team=a"]);
+    let behavior = Emulator::shared().boto(&format!(
+        "c('ec2').describe_instance_attribute(InstanceId='{id}', Attribute='instanceInitiatedShutdownBehavior')['InstanceInitiatedShutdownBehavior']['Value']"
+    ));
+    assert_eq!(behavior, "terminate");
+    // A change CloudFormation makes by stopping the instance is refused, naming the property.
+    world.edit(|t| t["Resources"][instance]["Properties"]["InstanceType"] = json!("t3.small"));
+    let refused = world.cdkd(&["deploy", "-a", &app, STACK]);
+    assert_ne!(refused.code, Some(0), "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains("InstanceType needs the instance stopped")
+            || refused
+                .stdout
+                .contains("InstanceType needs the instance stopped"),
+        "{}\n{}",
+        refused.stdout,
+        refused.stderr
+    );
+    assert_eq!(live_in(&subnet), vec![id.clone()]);
     world.cdkd(&["destroy", STACK, "-a", &app, "-f"]).success();
     assert!(live_in(&subnet).is_empty());
     assert_eq!(describe(&id)["State"]["Name"], "terminated");
+}
+
+#[test]
+fn no_wait_answers_while_the_instance_is_pending() {
+    let _turn = one_at_a_time();
+    Emulator::shared().post(
+        "/_emulator/config",
+        &json!({"profile": "aws", "timeScale": 0.25, "timingOverrides": {
+            "iam_role_propagation_ms": 0, "iam_instance_profile_propagation_ms": 0,
+            "ec2_instance_ready_ms": 40000, "ec2_instance_terminate_ms": 4000}}),
+    );
+    let world = AppWorld::of("reference", STACK, "ec2nowait", |t| {
+        let resources = t["Resources"].as_object_mut().unwrap();
+        resources.retain(|id, _| !id.starts_with("Instance2") && !id.starts_with("Instance3"));
+    });
+    let app = world.assembly.path().display().to_string();
+    let deployed = world.cdkd(&["deploy", "-a", &app, STACK, "--no-wait"]);
+    let state_after = deployed
+        .code
+        .filter(|c| *c == 0)
+        .map(|_| describe(&world.physical(INSTANCES[0].0))["State"]["Name"].clone());
+    Emulator::shared().post("/_emulator/config", &json!({"profile": "off"}));
+    deployed.success();
+    // AWS's 40 s at a quarter: still pending when the deploy has answered.
+    assert_eq!(state_after, Some(json!("pending")));
+    world.cdkd(&["destroy", STACK, "-a", &app, "-f"]).success();
 }

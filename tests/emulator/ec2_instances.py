@@ -7,6 +7,8 @@
   refuses the same token with other parameters (IdempotentParameterMismatch): not modelled.
 - DescribeInstances takes the `client-token` filter, as on AWS; moto raised
   NotImplementedError for it.
+- ModifyInstanceAttribute changes `InstanceInitiatedShutdownBehavior`, as on AWS; moto answered
+  success and changed nothing.
 
 Remaining differences are listed in docs/testing.md."""
 
@@ -39,3 +41,18 @@ def _run_instances(self):
 
 
 InstanceResponse.run_instances = _run_instances
+
+_original_dot_value = InstanceResponse._dot_value_instance_attribute_handler
+
+
+def _dot_value_instance_attribute_handler(self):
+    behavior = self._get_param("InstanceInitiatedShutdownBehavior.Value")
+    if behavior is not None:
+        self.error_on_dryrun()
+        self.ec2_backend.modify_instance_attribute(
+            self._get_param("InstanceId"), "instance_initiated_shutdown_behavior", behavior)
+        return True
+    return _original_dot_value(self)
+
+
+InstanceResponse._dot_value_instance_attribute_handler = _dot_value_instance_attribute_handler

@@ -31,3 +31,18 @@ def test_instances_are_found_by_client_token(emulator):
     assert _ids(found) == [made]
     none = ec2.describe_instances(Filters=[{"Name": "client-token", "Values": ["tok-5"]}])
     assert _ids(none) == []
+
+
+def test_the_shutdown_behaviour_is_changed(emulator):
+    ec2 = emulator.client("ec2")
+    made = _run(ec2)["Instances"][0]["InstanceId"]
+
+    def behaviour():
+        answer = ec2.describe_instance_attribute(InstanceId=made, Attribute="instanceInitiatedShutdownBehavior")
+        return answer["InstanceInitiatedShutdownBehavior"]["Value"]
+    assert behaviour() == "stop"
+    ec2.modify_instance_attribute(InstanceId=made, InstanceInitiatedShutdownBehavior={"Value": "terminate"})
+    assert behaviour() == "terminate"
+    # The other attributes still go through moto's own handlers.
+    ec2.modify_instance_attribute(InstanceId=made, SourceDestCheck={"Value": False})
+    assert ec2.describe_instances(InstanceIds=[made])["Reservations"][0]["Instances"][0]["SourceDestCheck"] is False

@@ -205,6 +205,7 @@ def test_instance_profile_propagation_and_instance_states(aws):
 
     def state():
         return ec2.describe_instances(InstanceIds=[instance["InstanceId"]])["Reservations"][0]["Instances"][0]["State"]["Name"]
+    assert state() == "pending"
     until(lambda: state() == "running")
     ec2.terminate_instances(InstanceIds=[instance["InstanceId"]])
     assert state() == "shutting-down"

@@ -463,8 +463,9 @@ def _install_ec2():
         if Settings.enabled and not _through("cloudformation"):
             due = _due("ec2_instance_ready_ms")
             for instance in reservation.instances:
-                instance._state.name, instance._state.code = "pending", 0
+                # The due time first: reading `_state` without one would move it to running.
                 instance._emu_running_at = due
+                instance._state.name, instance._state.code = "pending", 0
         return reservation
 
     def terminate_instances(self, instance_ids):
