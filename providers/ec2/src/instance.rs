@@ -104,12 +104,9 @@ const NOT_IN_PLACE: &[(&str, &str)] = &[
 /// resource timeout (AWS: 35-60 s for either).
 const DEFAULT_PATIENCE: Duration = Duration::from_secs(600);
 
-/// Pauses of a state wait: a tenth of the time waited, up to 5 s (an instance takes ~40 s, so
-/// it is seen within about 4 s of `running`).
-const PACING: Pacing = Pacing {
-    floor: Duration::from_millis(500),
-    cap: Duration::from_secs(5),
-};
+/// Pauses of a state wait: aws-common's default, a tenth of the time waited from 50 ms up to
+/// 5 s (an instance takes ~40 s, so `running` is seen within about 4 s, at some 35 describes).
+const PACING: Pacing = Pacing::DEFAULT;
 
 /// Refuses keys of a template object the plugin does not apply, naming the property, so
 /// nothing is dropped without a word.
