@@ -582,50 +582,7 @@ impl ResourceProvider for Group {
             )
             .await?;
         }
-        let (attach, detach) = list_changes(
-            strings(before.get("TargetGroupARNs")),
-            strings(after.get("TargetGroupARNs")),
-        );
-        if !attach.is_empty() {
-            asg.attach_load_balancer_target_groups()
-                .auto_scaling_group_name(name)
-                .set_target_group_arns(Some(attach))
-                .send()
-                .await
-                .map_err(failed!(format!(
-                    "{what}: AttachLoadBalancerTargetGroups {name}"
-                )))?;
-        }
-        if !detach.is_empty() {
-            asg.detach_load_balancer_target_groups()
-                .auto_scaling_group_name(name)
-                .set_target_group_arns(Some(detach))
-                .send()
-                .await
-                .map_err(failed!(format!(
-                    "{what}: DetachLoadBalancerTargetGroups {name}"
-                )))?;
-        }
-        let (attach, detach) = list_changes(
-            strings(before.get("LoadBalancerNames")),
-            strings(after.get("LoadBalancerNames")),
-        );
-        if !attach.is_empty() {
-            asg.attach_load_balancers()
-                .auto_scaling_group_name(name)
-                .set_load_balancer_names(Some(attach))
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: AttachLoadBalancers {name}")))?;
-        }
-        if !detach.is_empty() {
-            asg.detach_load_balancers()
-                .auto_scaling_group_name(name)
-                .set_load_balancer_names(Some(detach))
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: DetachLoadBalancers {name}")))?;
-        }
+        reattach(&asg, &what, name, before, after).await?;
         apply_metrics(
             &asg,
             &what,
@@ -634,31 +591,7 @@ impl ResourceProvider for Group {
             &metrics_collection(after),
         )
         .await?;
-        let (old_tags, new_tags) = (group_tags(before), group_tags(after));
-        let removed: BTreeMap<String, (String, bool)> = old_tags
-            .iter()
-            .filter(|(k, _)| !new_tags.contains_key(*k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let set: BTreeMap<String, (String, bool)> = new_tags
-            .iter()
-            .filter(|(k, v)| old_tags.get(*k) != Some(*v))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        if !removed.is_empty() {
-            asg.delete_tags()
-                .set_tags(Some(sdk_tags(name, &removed)))
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: DeleteTags {name}")))?;
-        }
-        if !set.is_empty() {
-            asg.create_or_update_tags()
-                .set_tags(Some(sdk_tags(name, &set)))
-                .send()
-                .await
-                .map_err(failed!(format!("{what}: CreateOrUpdateTags {name}")))?;
-        }
+        retag(&asg, &what, name, before, after).await?;
         Ok(UpdateResult {
             physical_id: name.to_string(),
             ..Default::default()
@@ -734,6 +667,97 @@ impl Readable for Group {
             .ok_or_else(|| does_not_exist(what, physical_id, "AutoScaling"))?;
         Ok(Map::new())
     }
+}
+
+/// The target groups and classic load balancers the template adds to or drops from group `name`.
+async fn reattach(
+    asg: &aws_sdk_autoscaling::Client,
+    what: &str,
+    name: &str,
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+) -> Result<(), ProviderError> {
+    let (attach, detach) = list_changes(
+        strings(before.get("TargetGroupARNs")),
+        strings(after.get("TargetGroupARNs")),
+    );
+    if !attach.is_empty() {
+        asg.attach_load_balancer_target_groups()
+            .auto_scaling_group_name(name)
+            .set_target_group_arns(Some(attach))
+            .send()
+            .await
+            .map_err(failed!(format!(
+                "{what}: AttachLoadBalancerTargetGroups {name}"
+            )))?;
+    }
+    if !detach.is_empty() {
+        asg.detach_load_balancer_target_groups()
+            .auto_scaling_group_name(name)
+            .set_target_group_arns(Some(detach))
+            .send()
+            .await
+            .map_err(failed!(format!(
+                "{what}: DetachLoadBalancerTargetGroups {name}"
+            )))?;
+    }
+    let (attach, detach) = list_changes(
+        strings(before.get("LoadBalancerNames")),
+        strings(after.get("LoadBalancerNames")),
+    );
+    if !attach.is_empty() {
+        asg.attach_load_balancers()
+            .auto_scaling_group_name(name)
+            .set_load_balancer_names(Some(attach))
+            .send()
+            .await
+            .map_err(failed!(format!("{what}: AttachLoadBalancers {name}")))?;
+    }
+    if !detach.is_empty() {
+        asg.detach_load_balancers()
+            .auto_scaling_group_name(name)
+            .set_load_balancer_names(Some(detach))
+            .send()
+            .await
+            .map_err(failed!(format!("{what}: DetachLoadBalancers {name}")))?;
+    }
+    Ok(())
+}
+
+/// Group `name`'s tags as the template has them now: dropped keys deleted, new or changed set.
+async fn retag(
+    asg: &aws_sdk_autoscaling::Client,
+    what: &str,
+    name: &str,
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+) -> Result<(), ProviderError> {
+    let (old_tags, new_tags) = (group_tags(before), group_tags(after));
+    let removed: BTreeMap<String, (String, bool)> = old_tags
+        .iter()
+        .filter(|(k, _)| !new_tags.contains_key(*k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let set: BTreeMap<String, (String, bool)> = new_tags
+        .iter()
+        .filter(|(k, v)| old_tags.get(*k) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if !removed.is_empty() {
+        asg.delete_tags()
+            .set_tags(Some(sdk_tags(name, &removed)))
+            .send()
+            .await
+            .map_err(failed!(format!("{what}: DeleteTags {name}")))?;
+    }
+    if !set.is_empty() {
+        asg.create_or_update_tags()
+            .set_tags(Some(sdk_tags(name, &set)))
+            .send()
+            .await
+            .map_err(failed!(format!("{what}: CreateOrUpdateTags {name}")))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
