@@ -290,6 +290,107 @@ def test_cognito_refuses_a_fresh_sms_role_then_accepts_it(aws):
     idp.update_user_pool(UserPoolId=pool, SmsConfiguration=sms)
 
 
+def policy_naming(principal, action):
+    return json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"AWS": principal}, "Action": action, "Resource": "*"}]})
+
+
+def fresh_role(aws, name):
+    aws.post("/_emulator/config", {"timingOverrides": {"iam_role_propagation_ms": WINDOW}})
+    return aws.client("iam").create_role(RoleName=name, AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+
+
+def refusal(call):
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        call()
+    error = refused.value.response["Error"]
+    return error["Code"], error["Message"]
+
+
+PASS = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
+
+
+def test_step_functions_refuses_a_fresh_role_then_accepts_it(aws):
+    role = fresh_role(aws, "states")
+    sfn = aws.client("stepfunctions")
+    denied = ("AccessDeniedException", "Neither the global service principal states.amazonaws.com, "
+              "nor the regional one is authorized to assume the provided role.")
+    assert refusal(lambda: sfn.create_state_machine(name="m", definition=PASS, roleArn=role)) == denied
+    aws.post("/_emulator/config", {"timingOverrides": {"iam_role_propagation_ms": 0}})
+    old = aws.client("iam").create_role(RoleName="old", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    machine = sfn.create_state_machine(name="m", definition=PASS, roleArn=old)["stateMachineArn"]
+    aws.post("/_emulator/config", {"timingOverrides": {"iam_role_propagation_ms": WINDOW}})
+    assert refusal(lambda: sfn.update_state_machine(stateMachineArn=machine, roleArn=role)) == denied
+    sfn.update_state_machine(stateMachineArn=machine, definition=PASS)  # no role: not held up
+    time.sleep(WINDOW / 1000 * SCALE)
+    sfn.update_state_machine(stateMachineArn=machine, roleArn=role)
+    sfn.create_state_machine(name="m2", definition=PASS, roleArn=role)
+    assert sfn.describe_state_machine(stateMachineArn=machine)["roleArn"] == role
+
+
+def test_sqs_refuses_a_policy_naming_a_fresh_principal_then_accepts_it(aws):
+    role = fresh_role(aws, "consumer")
+    sqs = aws.client("sqs")
+    policy = policy_naming(role, "sqs:ReceiveMessage")
+    invalid = ("InvalidAttributeValue", "Invalid value for the parameter Policy.")
+    assert refusal(lambda: sqs.create_queue(QueueName="q", Attributes={"Policy": policy})) == invalid
+    url = sqs.create_queue(QueueName="q")["QueueUrl"]
+    assert refusal(lambda: sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": policy})) == invalid
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "40"})
+    time.sleep(WINDOW / 1000 * SCALE)
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": policy})
+    sqs.create_queue(QueueName="q2", Attributes={"Policy": policy})
+    assert json.loads(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["Policy"])["Attributes"]["Policy"]) \
+        == json.loads(policy)
+
+
+def test_sns_refuses_a_policy_naming_a_fresh_principal_then_accepts_it(aws):
+    role = fresh_role(aws, "publisher")
+    sns = aws.client("sns")
+    policy = policy_naming([role], "sns:Publish")
+    not_found = ("InvalidParameter", "Invalid parameter: Policy Error: PrincipalNotFound")
+    assert refusal(lambda: sns.create_topic(Name="t", Attributes={"Policy": policy})) == not_found
+    topic = sns.create_topic(Name="t")["TopicArn"]
+    assert refusal(lambda: sns.set_topic_attributes(
+        TopicArn=topic, AttributeName="Policy", AttributeValue=policy)) == not_found
+    sns.set_topic_attributes(TopicArn=topic, AttributeName="DisplayName", AttributeValue="d")
+    time.sleep(WINDOW / 1000 * SCALE)
+    sns.set_topic_attributes(TopicArn=topic, AttributeName="Policy", AttributeValue=policy)
+    sns.create_topic(Name="t2", Attributes={"Policy": policy})
+    assert json.loads(sns.get_topic_attributes(TopicArn=topic)["Attributes"]["Policy"]) == json.loads(policy)
+
+
+def test_s3_refuses_a_bucket_policy_naming_a_fresh_principal_then_accepts_it(aws):
+    aws.post("/_emulator/config", {"timingOverrides": {"iam_role_propagation_ms": WINDOW}})
+    user = aws.client("iam").create_user(UserName="reader")["User"]["Arn"]
+    s3 = aws.client("s3")
+    s3.create_bucket(Bucket="policy-bucket")
+    policy = json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"AWS": user}, "Action": "s3:GetObject", "Resource": "arn:aws:s3:::policy-bucket/*"}]})
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        s3.put_bucket_policy(Bucket="policy-bucket", Policy=policy)
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    error = refused.value.response["Error"]
+    assert (error["Code"], error["Message"]) == ("MalformedPolicy", "Invalid principal in policy")
+    time.sleep(WINDOW / 1000 * SCALE)
+    s3.put_bucket_policy(Bucket="policy-bucket", Policy=policy)
+    assert json.loads(s3.get_bucket_policy(Bucket="policy-bucket")["Policy"]) == json.loads(policy)
+
+
+def test_kms_refuses_a_key_policy_naming_a_fresh_principal_then_accepts_it(aws):
+    role = fresh_role(aws, "key-user")
+    kms = aws.client("kms")
+    policy = policy_naming(role, "kms:Decrypt")
+    invalid = ("MalformedPolicyDocumentException", "Policy contains a statement with one or more invalid principals.")
+    assert refusal(lambda: kms.create_key(Policy=policy)) == invalid
+    key = kms.create_key()["KeyMetadata"]["KeyId"]
+    assert refusal(lambda: kms.put_key_policy(KeyId=key, PolicyName="default", Policy=policy)) == invalid
+    time.sleep(WINDOW / 1000 * SCALE)
+    kms.put_key_policy(KeyId=key, PolicyName="default", Policy=policy)
+    kms.create_key(Policy=policy)
+    assert json.loads(kms.get_key_policy(KeyId=key, PolicyName="default")["Policy"]) == json.loads(policy)
+
+
 def test_calls_take_their_latency(aws):
     aws.post("/_emulator/config", {"timeScale": 0.1})
     ec2 = aws.client("ec2")
@@ -317,6 +418,15 @@ def test_profile_off_changes_nothing(emulator):
     assert created["State"] == "Active"
     token = cc.create_resource(TypeName="AWS::S3::Bucket", DesiredState=json.dumps({"BucketName": "timing-bucket"}))["ProgressEvent"]["RequestToken"]
     assert cc.get_resource_request_status(RequestToken=token)["ProgressEvent"]["OperationStatus"] == "SUCCESS"
+    # Policies naming a role (or user) made a moment ago, and a state machine using it.
+    sfn, sns, s3, kms = (emulator.client(s) for s in ("stepfunctions", "sns", "s3", "kms"))
+    user = iam.get_user(UserName="u")["User"]["Arn"]
+    sfn.create_state_machine(name="m", definition=PASS, roleArn=role)
+    sqs.create_queue(QueueName="q2", Attributes={"Policy": policy_naming(role, "sqs:ReceiveMessage")})
+    sns.create_topic(Name="t", Attributes={"Policy": policy_naming(user, "sns:Publish")})
+    s3.create_bucket(Bucket="policy-bucket")
+    s3.put_bucket_policy(Bucket="policy-bucket", Policy=policy_naming(user, "s3:GetObject"))
+    kms.create_key(Policy=policy_naming(role, "kms:Decrypt"))
 
 
 def test_s3_requests_take_the_data_planes_latency_and_a_bucket_create_its_own():

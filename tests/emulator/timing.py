@@ -19,11 +19,14 @@ With the profile on:
   CreateFunction ("The role defined for the function cannot be assumed by Lambda."), an instance
   profile younger than `iam_instance_profile_propagation_ms` by EC2's RunInstances; a role or
   user that young named by an ECR repository policy (SetRepositoryPolicy), a service-linked role
-  or a launch template's instance profile of Auto Scaling's Create/UpdateAutoScalingGroup, and a
-  Cognito user pool's SMS role (Create/UpdateUserPool, SetUserPoolMfaConfig) are refused with
-  each service's own error (these only as the service's own calls: Cloud Control's are left to
-  the host's retries); a user younger than `iam_user_read_after_write_ms` is unknown to IAM's
-  own CreateAccessKey (NoSuchEntity);
+  or a launch template's instance profile of Auto Scaling's Create/UpdateAutoScalingGroup, a
+  Cognito user pool's SMS role (Create/UpdateUserPool, SetUserPoolMfaConfig), a state machine's
+  role (Step Functions' Create/UpdateStateMachine), and a principal named by a queue policy
+  (SQS's CreateQueue, SetQueueAttributes), a topic policy (SNS's CreateTopic,
+  SetTopicAttributes), a bucket policy (S3's PutBucketPolicy) or a key policy (KMS's CreateKey,
+  PutKeyPolicy) are refused with each service's own error (these only as the service's own
+  calls: Cloud Control's are left to the host's retries); a user younger than
+  `iam_user_read_after_write_ms` is unknown to IAM's own CreateAccessKey (NoSuchEntity);
 - a deleted SQS queue's name is refused by CreateQueue (QueueDeletedRecently) for 60 s.
 
 Resources made by a CloudFormation stack are left as they are (CloudFormation waits for them
@@ -497,14 +500,20 @@ def _install_sqs():
                 "AWS.SimpleQueueService.QueueDeletedRecently",
                 "You must wait 60 seconds after deleting a queue before you can create another with the same name.")
 
-    create, delete = SQSBackend.create_queue, SQSBackend.delete_queue
+    create, delete, set_attributes = (SQSBackend.create_queue, SQSBackend.delete_queue,
+                                      SQSBackend.set_queue_attributes)
 
     def create_queue(self, name, *args, **kwargs):
         if Settings.enabled:
             deleted = DELETED_QUEUES.get((self.account_id, self.region_name, name))
             if deleted is not None and time.monotonic() - deleted < seconds("sqs_deleted_name_ms"):
                 raise QueueDeletedRecently()
+        _refuse_fresh_queue_principal(self.account_id, kwargs.get("Policy"))
         return create(self, name, *args, **kwargs)
+
+    def set_queue_attributes(self, queue_name, attributes):
+        _refuse_fresh_queue_principal(self.account_id, (attributes or {}).get("Policy"))
+        return set_attributes(self, queue_name, attributes)
 
     def delete_queue(self, queue_name):
         answer = delete(self, queue_name)
@@ -514,9 +523,28 @@ def _install_sqs():
 
     SQSBackend.create_queue = create_queue
     SQSBackend.delete_queue = delete_queue
+    SQSBackend.set_queue_attributes = set_queue_attributes
 
 
-# -- IAM propagation: ECR, Auto Scaling, Cognito ---------------------------------------------
+def _names_a_fresh_principal(account_id, policy_text):
+    """Whether a policy document (text or bytes) names in `Principal.AWS` a role or user IAM has
+    not propagated yet."""
+    if isinstance(policy_text, bytes):
+        policy_text = policy_text.decode("utf-8", "replace")
+    if not policy_text:
+        return False
+    return any(_fresh_principal(account_id, p) for p in _policy_principals(policy_text))
+
+
+def _refuse_fresh_queue_principal(account_id, policy_text):
+    """SQS's answer to a queue policy (CreateQueue's or SetQueueAttributes' `Policy`) naming a
+    principal it does not know yet: the answer of an invalid policy."""
+    from moto.sqs.exceptions import InvalidAttributeValue
+    if Settings.enabled and _through("sqs") and _names_a_fresh_principal(account_id, policy_text):
+        raise InvalidAttributeValue("Policy")  # "Invalid value for the parameter Policy."
+
+
+# -- IAM propagation: ECR, Auto Scaling, Cognito, Step Functions, SNS, S3, KMS --------------
 
 def _install_ecr():
     from moto.ecr.exceptions import InvalidParameterException
@@ -620,6 +648,92 @@ def _install_cognito():
     CognitoIdpBackend.set_user_pool_mfa_config = set_user_pool_mfa_config
 
 
+def _install_stepfunctions():
+    """CreateStateMachine and UpdateStateMachine refuse a role Step Functions cannot assume yet
+    (checked in the responses: moto has two backends, the plain one and the parser's)."""
+    from moto.stepfunctions.exceptions import AWSError
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    class AccessDeniedException(AWSError):
+        TYPE = "AccessDeniedException"
+        STATUS = 400
+
+    def checked(original):
+        def call(self):
+            role = self._get_param("roleArn")
+            if Settings.enabled and _through("states") and role and _fresh_principal(self.current_account, role):
+                raise AccessDeniedException(
+                    "Neither the global service principal states.amazonaws.com, nor the regional one "
+                    "is authorized to assume the provided role.")
+            return original(self)
+        return call
+
+    StepFunctionResponse.create_state_machine = checked(StepFunctionResponse.create_state_machine)
+    StepFunctionResponse.update_state_machine = checked(StepFunctionResponse.update_state_machine)
+
+
+def _install_sns():
+    from moto.sns.exceptions import SNSInvalidParameter
+    from moto.sns.models import SNSBackend
+    create, set_attribute = SNSBackend.create_topic, SNSBackend.set_topic_attribute
+
+    def refuse_fresh_principal(backend, policy_text):
+        if Settings.enabled and _through("sns") and _names_a_fresh_principal(backend.account_id, policy_text):
+            raise SNSInvalidParameter("Invalid parameter: Policy Error: PrincipalNotFound")
+
+    def create_topic(self, name, attributes=None, tags=None):
+        refuse_fresh_principal(self, (attributes or {}).get("Policy"))
+        return create(self, name, attributes, tags)
+
+    def set_topic_attribute(self, topic_arn, attribute_name, attribute_value):
+        # The responses pass the name in snake case ("policy").
+        if attribute_name in ("Policy", "policy"):
+            refuse_fresh_principal(self, attribute_value)
+        return set_attribute(self, topic_arn, attribute_name, attribute_value)
+
+    SNSBackend.create_topic = create_topic
+    SNSBackend.set_topic_attribute = set_topic_attribute
+
+
+def _install_s3():
+    from moto.s3.exceptions import S3ClientError
+    from moto.s3.models import S3Backend
+    put_policy = S3Backend.put_bucket_policy
+
+    def put_bucket_policy(self, bucket_name, policy):
+        if Settings.enabled and _through("s3") and _names_a_fresh_principal(self.account_id, policy):
+            raise S3ClientError("MalformedPolicy", "Invalid principal in policy")
+        return put_policy(self, bucket_name, policy)
+
+    S3Backend.put_bucket_policy = put_bucket_policy
+
+
+def _install_kms():
+    from moto.core.exceptions import JsonRESTError
+    from moto.kms.models import KmsBackend
+    create, put_policy = KmsBackend.create_key, KmsBackend.put_key_policy
+
+    class MalformedPolicyDocumentException(JsonRESTError):
+        def __init__(self):
+            super().__init__("MalformedPolicyDocumentException",
+                             "Policy contains a statement with one or more invalid principals.")
+
+    def refuse_fresh_principal(backend, policy_text):
+        if Settings.enabled and _through("kms") and _names_a_fresh_principal(backend.account_id, policy_text):
+            raise MalformedPolicyDocumentException()
+
+    def create_key(self, policy, *args, **kwargs):
+        refuse_fresh_principal(self, policy)
+        return create(self, policy, *args, **kwargs)
+
+    def put_key_policy(self, key_id, policy):
+        refuse_fresh_principal(self, policy)
+        return put_policy(self, key_id, policy)
+
+    KmsBackend.create_key = create_key
+    KmsBackend.put_key_policy = put_key_policy
+
+
 def reset():
     """Forgets deleted names and tables (POST /moto-api/reset)."""
     DELETED_QUEUES.clear()
@@ -645,3 +759,7 @@ def install():
     _install_ecr()
     _install_autoscaling()
     _install_cognito()
+    _install_stepfunctions()
+    _install_sns()
+    _install_s3()
+    _install_kms()
