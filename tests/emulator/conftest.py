@@ -72,3 +72,8 @@ class Emulator:
     def get(self, path):
         with urllib.request.urlopen(self.endpoint + path) as answer:
             return json.loads(answer.read())
+
+    def delete(self, path):
+        request = urllib.request.Request(self.endpoint + path, method="DELETE")
+        with urllib.request.urlopen(request) as answer:
+            return json.loads(answer.read() or b"{}")

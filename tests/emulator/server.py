@@ -1330,6 +1330,11 @@ class Emulator:
                 if method == "DELETE":
                     self.stats.clear()
                     self.stats_by_key.clear()
+        elif path == "/_emulator/refusals":
+            # The calls the AWS timing profile refused while a principal they name propagated,
+            # by "service:Operation" (S3's by operation too). DELETE clears them (answering the
+            # counts it cleared), as /moto-api/reset does.
+            answer = timing.refusals(clear=method == "DELETE")
         elif path == "/_emulator/throttled":
             # Requests answered with throttling by a rate limit, per service. DELETE clears them
             # (answering the counts it cleared), as /moto-api/reset does.

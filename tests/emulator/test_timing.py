@@ -94,6 +94,7 @@ def test_a_fresh_role_is_refused_by_create_function_then_accepted(aws):
     with pytest.raises(aws_lambda.exceptions.InvalidParameterValueException) as refused:
         aws_lambda.create_function(**spec)
     assert refused.value.response["Error"]["Message"] == "The role defined for the function cannot be assumed by Lambda."
+    assert aws.get("/_emulator/refusals") == {"lambda:CreateFunction": 1}
     time.sleep(WINDOW / 1000 * SCALE)
     assert aws_lambda.create_function(**spec)["State"] == "Pending"
 
@@ -199,6 +200,7 @@ def test_instance_profile_propagation_and_instance_states(aws):
         ec2.run_instances(**run)
     assert refused.value.response["Error"]["Code"] == "InvalidParameterValue"
     assert "Invalid IAM Instance Profile name" in refused.value.response["Error"]["Message"]
+    assert aws.get("/_emulator/refusals") == {"ec2:RunInstances": 1}
     time.sleep(WINDOW / 1000 * SCALE)
     instance = ec2.run_instances(**run)["Instances"][0]
     assert instance["State"]["Name"] == "pending"
@@ -226,6 +228,7 @@ def test_a_fresh_principal_in_an_ecr_repository_policy_is_refused_then_accepted(
     service_only = json.dumps({"Version": "2012-10-17", "Statement": [{
         "Effect": "Allow", "Principal": {"Service": "codebuild.amazonaws.com"}, "Action": ["ecr:BatchGetImage"]}]})
     ecr.set_repository_policy(repositoryName="repo", policyText=service_only)
+    assert aws.get("/_emulator/refusals") == {"ecr:SetRepositoryPolicy": 1}
     time.sleep(WINDOW / 1000 * SCALE)
     ecr.set_repository_policy(repositoryName="repo", policyText=policy)
 
@@ -237,6 +240,7 @@ def test_a_fresh_user_is_unknown_to_create_access_key_for_a_moment(aws):
     with pytest.raises(iam.exceptions.NoSuchEntityException) as refused:
         iam.create_access_key(UserName="u")
     assert refused.value.response["Error"]["Message"] == "The user with name u cannot be found."
+    assert aws.get("/_emulator/refusals") == {"iam:CreateAccessKey": 1}
     time.sleep(WINDOW / 1000 * SCALE)
     assert iam.create_access_key(UserName="u")["AccessKey"]["UserName"] == "u"
 
@@ -263,6 +267,7 @@ def test_auto_scaling_refuses_a_fresh_service_linked_role_and_instance_profile(a
     assert "Invalid IAM Instance Profile name" in refused.value.response["Error"]["Message"]
     # A group naming neither is made at once.
     asg.create_auto_scaling_group(AutoScalingGroupName="g0", LaunchTemplate={"LaunchTemplateName": "plain"}, **group)
+    assert aws.get("/_emulator/refusals") == {"autoscaling:CreateAutoScalingGroup": 2}
     time.sleep(WINDOW / 1000 * SCALE)
     asg.create_auto_scaling_group(AutoScalingGroupName="g1", ServiceLinkedRoleARN=role,
                                   LaunchTemplate={"LaunchTemplateName": "plain"}, **group)
@@ -285,6 +290,8 @@ def test_cognito_refuses_a_fresh_sms_role_then_accepts_it(aws):
     with pytest.raises(botocore.exceptions.ClientError):
         idp.set_user_pool_mfa_config(UserPoolId=pool, MfaConfiguration="OPTIONAL",
                                      SmsMfaConfiguration={"SmsConfiguration": sms})
+    assert aws.get("/_emulator/refusals") == {
+        "cognito-idp:CreateUserPool": 1, "cognito-idp:UpdateUserPool": 1, "cognito-idp:SetUserPoolMfaConfig": 1}
     time.sleep(WINDOW / 1000 * SCALE)
     idp.create_user_pool(PoolName="p2", SmsConfiguration=sms)
     idp.update_user_pool(UserPoolId=pool, SmsConfiguration=sms)
@@ -322,6 +329,7 @@ def test_step_functions_refuses_a_fresh_role_then_accepts_it(aws):
     aws.post("/_emulator/config", {"timingOverrides": {"iam_role_propagation_ms": WINDOW}})
     assert refusal(lambda: sfn.update_state_machine(stateMachineArn=machine, roleArn=role)) == denied
     sfn.update_state_machine(stateMachineArn=machine, definition=PASS)  # no role: not held up
+    assert aws.get("/_emulator/refusals") == {"states:CreateStateMachine": 1, "states:UpdateStateMachine": 1}
     time.sleep(WINDOW / 1000 * SCALE)
     sfn.update_state_machine(stateMachineArn=machine, roleArn=role)
     sfn.create_state_machine(name="m2", definition=PASS, roleArn=role)
@@ -337,6 +345,7 @@ def test_sqs_refuses_a_policy_naming_a_fresh_principal_then_accepts_it(aws):
     url = sqs.create_queue(QueueName="q")["QueueUrl"]
     assert refusal(lambda: sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": policy})) == invalid
     sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "40"})
+    assert aws.get("/_emulator/refusals") == {"sqs:CreateQueue": 1, "sqs:SetQueueAttributes": 1}
     time.sleep(WINDOW / 1000 * SCALE)
     sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": policy})
     sqs.create_queue(QueueName="q2", Attributes={"Policy": policy})
@@ -354,6 +363,7 @@ def test_sns_refuses_a_policy_naming_a_fresh_principal_then_accepts_it(aws):
     assert refusal(lambda: sns.set_topic_attributes(
         TopicArn=topic, AttributeName="Policy", AttributeValue=policy)) == not_found
     sns.set_topic_attributes(TopicArn=topic, AttributeName="DisplayName", AttributeValue="d")
+    assert aws.get("/_emulator/refusals") == {"sns:CreateTopic": 1, "sns:SetTopicAttributes": 1}
     time.sleep(WINDOW / 1000 * SCALE)
     sns.set_topic_attributes(TopicArn=topic, AttributeName="Policy", AttributeValue=policy)
     sns.create_topic(Name="t2", Attributes={"Policy": policy})
@@ -372,6 +382,9 @@ def test_s3_refuses_a_bucket_policy_naming_a_fresh_principal_then_accepts_it(aws
     assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
     error = refused.value.response["Error"]
     assert (error["Code"], error["Message"]) == ("MalformedPolicy", "Invalid principal in policy")
+    # Counted by name: /_emulator/stats counts every S3 PUT as s3:PUT. DELETE clears.
+    assert aws.delete("/_emulator/refusals") == {"s3:PutBucketPolicy": 1}
+    assert aws.get("/_emulator/refusals") == {}
     time.sleep(WINDOW / 1000 * SCALE)
     s3.put_bucket_policy(Bucket="policy-bucket", Policy=policy)
     assert json.loads(s3.get_bucket_policy(Bucket="policy-bucket")["Policy"]) == json.loads(policy)
@@ -385,6 +398,7 @@ def test_kms_refuses_a_key_policy_naming_a_fresh_principal_then_accepts_it(aws):
     assert refusal(lambda: kms.create_key(Policy=policy)) == invalid
     key = kms.create_key()["KeyMetadata"]["KeyId"]
     assert refusal(lambda: kms.put_key_policy(KeyId=key, PolicyName="default", Policy=policy)) == invalid
+    assert aws.get("/_emulator/refusals") == {"kms:CreateKey": 1, "kms:PutKeyPolicy": 1}
     time.sleep(WINDOW / 1000 * SCALE)
     kms.put_key_policy(KeyId=key, PolicyName="default", Policy=policy)
     kms.create_key(Policy=policy)
@@ -427,6 +441,7 @@ def test_profile_off_changes_nothing(emulator):
     s3.create_bucket(Bucket="policy-bucket")
     s3.put_bucket_policy(Bucket="policy-bucket", Policy=policy_naming(user, "s3:GetObject"))
     kms.create_key(Policy=policy_naming(role, "kms:Decrypt"))
+    assert emulator.get("/_emulator/refusals") == {}
 
 
 def test_s3_requests_take_the_data_planes_latency_and_a_bucket_create_its_own():

@@ -159,6 +159,28 @@ def _fresh(principal, value):
     return created is not None and time.monotonic() - created < seconds(value)
 
 
+REFUSALS = {}  # "service:Operation" -> the calls refused since the last clear, as IAM propagates
+_refusals_lock = threading.Lock()
+
+
+def _refused(operation, error):
+    """Counts a call refused because a principal it names has not propagated (`operation`:
+    "service:Operation", as /_emulator/stats names calls) and answers `error`, to raise."""
+    with _refusals_lock:
+        REFUSALS[operation] = REFUSALS.get(operation, 0) + 1
+    return error
+
+
+def refusals(clear=False):
+    """GET /_emulator/refusals: the calls refused while IAM propagated, by operation (S3's by
+    name too, where /_emulator/stats counts only `s3:PUT`); DELETE clears them."""
+    with _refusals_lock:
+        answer = dict(REFUSALS)
+        if clear:
+            REFUSALS.clear()
+    return answer
+
+
 def _iam_backend(account_id):
     from moto.iam.models import iam_backends
     return iam_backends[account_id]["global"]
@@ -210,7 +232,8 @@ def _install_iam_users(backend_class):
         if Settings.enabled and _through("iam"):
             user = self.users.get(user_name)
             if user is not None and _fresh(user, "iam_user_read_after_write_ms"):
-                raise NoSuchEntity(f"The user with name {user_name} cannot be found.")
+                raise _refused("iam:CreateAccessKey",
+                               NoSuchEntity(f"The user with name {user_name} cannot be found."))
         return create_key(self, user_name, *args, **kwargs)
 
     backend_class.create_user = created_user
@@ -284,7 +307,8 @@ def _install_lambda():
         if Settings.enabled and _through("lambda", "cloudcontrolapi"):
             role = _role_by_arn(self.account_id, spec.get("Role") or "")
             if role is not None and _fresh(role, "iam_role_propagation_ms"):
-                raise InvalidParameterValueException("The role defined for the function cannot be assumed by Lambda.")
+                raise _refused("lambda:CreateFunction", InvalidParameterValueException(
+                    "The role defined for the function cannot be assumed by Lambda."))
         fn = create(self, spec)
         if Settings.enabled and not _through("cloudformation"):
             vpc = (spec.get("VpcConfig") or {}).get("SubnetIds")
@@ -458,10 +482,10 @@ def _install_ec2():
                 profile = _profile(self.account_id, name=name, arn=arn)
                 if profile is not None and _fresh(profile, "iam_instance_profile_propagation_ms"):
                     field = "name" if name else "arn"
-                    raise EC2ClientError(
+                    raise _refused("ec2:RunInstances", EC2ClientError(
                         "InvalidParameterValue",
                         f"Value ({name or arn}) for parameter iamInstanceProfile.{field} is invalid. "
-                        f"Invalid IAM Instance Profile {'name' if name else 'ARN'}")
+                        f"Invalid IAM Instance Profile {'name' if name else 'ARN'}"))
         reservation = run(self, image_id, count, user_data, security_group_names, **kwargs)
         if Settings.enabled and not _through("cloudformation"):
             due = _due("ec2_instance_ready_ms")
@@ -508,11 +532,11 @@ def _install_sqs():
             deleted = DELETED_QUEUES.get((self.account_id, self.region_name, name))
             if deleted is not None and time.monotonic() - deleted < seconds("sqs_deleted_name_ms"):
                 raise QueueDeletedRecently()
-        _refuse_fresh_queue_principal(self.account_id, kwargs.get("Policy"))
+        _refuse_fresh_queue_principal(self.account_id, kwargs.get("Policy"), "CreateQueue")
         return create(self, name, *args, **kwargs)
 
     def set_queue_attributes(self, queue_name, attributes):
-        _refuse_fresh_queue_principal(self.account_id, (attributes or {}).get("Policy"))
+        _refuse_fresh_queue_principal(self.account_id, (attributes or {}).get("Policy"), "SetQueueAttributes")
         return set_attributes(self, queue_name, attributes)
 
     def delete_queue(self, queue_name):
@@ -536,12 +560,13 @@ def _names_a_fresh_principal(account_id, policy_text):
     return any(_fresh_principal(account_id, p) for p in _policy_principals(policy_text))
 
 
-def _refuse_fresh_queue_principal(account_id, policy_text):
+def _refuse_fresh_queue_principal(account_id, policy_text, operation):
     """SQS's answer to a queue policy (CreateQueue's or SetQueueAttributes' `Policy`) naming a
     principal it does not know yet: the answer of an invalid policy."""
     from moto.sqs.exceptions import InvalidAttributeValue
     if Settings.enabled and _through("sqs") and _names_a_fresh_principal(account_id, policy_text):
-        raise InvalidAttributeValue("Policy")  # "Invalid value for the parameter Policy."
+        # "Invalid value for the parameter Policy."
+        raise _refused(f"sqs:{operation}", InvalidAttributeValue("Policy"))
 
 
 # -- IAM propagation: ECR, Auto Scaling, Cognito, Step Functions, SNS, S3, KMS --------------
@@ -556,9 +581,9 @@ def _install_ecr():
         # the answer of a malformed policy.
         if Settings.enabled and _through("ecr"):
             if any(_fresh_principal(self.account_id, p) for p in _policy_principals(policy_text)):
-                raise InvalidParameterException(
+                raise _refused("ecr:SetRepositoryPolicy", InvalidParameterException(
                     "Invalid parameter at 'PolicyText' failed to satisfy constraint: "
-                    "'Invalid repository policy provided'")
+                    "'Invalid repository policy provided'"))
         return set_policy(self, registry_id, repository_name, policy_text)
 
     ECRBackend.set_repository_policy = set_repository_policy
@@ -580,38 +605,41 @@ def _launch_template_profile(account_id, region, spec):
     return profile.get("Name"), profile.get("Arn")
 
 
-def _refuse_unpropagated_group_roles(response):
+def _refuse_unpropagated_group_roles(response, operation):
     """Auto Scaling's answers while a service-linked role or the launch template's instance
     profile of a Create/UpdateAutoScalingGroup has not propagated."""
     from moto.autoscaling.exceptions import ValidationError
     account, region = response.current_account, response.region
     role = response._get_param("ServiceLinkedRoleARN")
     if role and _fresh_principal(account, role):
-        raise ValidationError("ARN specified for Service-Linked Role does not exist.")
+        raise _refused(f"autoscaling:{operation}",
+                       ValidationError("ARN specified for Service-Linked Role does not exist."))
     spec = response._get_param("LaunchTemplate") or {}
     if spec:
         name, arn = _launch_template_profile(account, region, spec)
         profile = _profile(account, name=name, arn=arn) if (name or arn) else None
         if profile is not None and _fresh(profile, "iam_instance_profile_propagation_ms"):
             field = "name" if name else "arn"
-            raise ValidationError(
+            raise _refused(f"autoscaling:{operation}", ValidationError(
                 "You must use a valid fully-formed launch template. "
                 f"Value ({name or arn}) for parameter iamInstanceProfile.{field} is invalid. "
-                f"Invalid IAM Instance Profile {'name' if name else 'ARN'}")
+                f"Invalid IAM Instance Profile {'name' if name else 'ARN'}"))
 
 
 def _install_autoscaling():
     from moto.autoscaling.responses import AutoScalingResponse
 
-    def checked(original):
+    def checked(original, operation):
         def call(self):
             if Settings.enabled and _through("autoscaling"):
-                _refuse_unpropagated_group_roles(self)
+                _refuse_unpropagated_group_roles(self, operation)
             return original(self)
         return call
 
-    AutoScalingResponse.create_auto_scaling_group = checked(AutoScalingResponse.create_auto_scaling_group)
-    AutoScalingResponse.update_auto_scaling_group = checked(AutoScalingResponse.update_auto_scaling_group)
+    AutoScalingResponse.create_auto_scaling_group = checked(AutoScalingResponse.create_auto_scaling_group,
+                                                            "CreateAutoScalingGroup")
+    AutoScalingResponse.update_auto_scaling_group = checked(AutoScalingResponse.update_auto_scaling_group,
+                                                            "UpdateAutoScalingGroup")
 
 
 def _install_cognito():
@@ -623,24 +651,24 @@ def _install_cognito():
             super().__init__("InvalidSmsRoleTrustRelationshipException",
                              "Role does not have a trust relationship allowing Cognito to assume the role")
 
-    def refuse_fresh_sms_role(backend, sms_configuration):
+    def refuse_fresh_sms_role(backend, sms_configuration, operation):
         role = (sms_configuration or {}).get("SnsCallerArn")
         if Settings.enabled and _through("cognito-idp") and role and _fresh_principal(backend.account_id, role):
-            raise InvalidSmsRoleTrustRelationshipException()
+            raise _refused(f"cognito-idp:{operation}", InvalidSmsRoleTrustRelationshipException())
 
     create, update, set_mfa = (CognitoIdpBackend.create_user_pool, CognitoIdpBackend.update_user_pool,
                                CognitoIdpBackend.set_user_pool_mfa_config)
 
     def create_user_pool(self, name, extended_config):
-        refuse_fresh_sms_role(self, (extended_config or {}).get("SmsConfiguration"))
+        refuse_fresh_sms_role(self, (extended_config or {}).get("SmsConfiguration"), "CreateUserPool")
         return create(self, name, extended_config)
 
     def update_user_pool(self, user_pool_id, extended_config):
-        refuse_fresh_sms_role(self, (extended_config or {}).get("SmsConfiguration"))
+        refuse_fresh_sms_role(self, (extended_config or {}).get("SmsConfiguration"), "UpdateUserPool")
         return update(self, user_pool_id, extended_config)
 
     def set_user_pool_mfa_config(self, user_pool_id, sms_config, *args, **kwargs):
-        refuse_fresh_sms_role(self, (sms_config or {}).get("SmsConfiguration"))
+        refuse_fresh_sms_role(self, (sms_config or {}).get("SmsConfiguration"), "SetUserPoolMfaConfig")
         return set_mfa(self, user_pool_id, sms_config, *args, **kwargs)
 
     CognitoIdpBackend.create_user_pool = create_user_pool
@@ -658,18 +686,20 @@ def _install_stepfunctions():
         TYPE = "AccessDeniedException"
         STATUS = 400
 
-    def checked(original):
+    def checked(original, operation):
         def call(self):
             role = self._get_param("roleArn")
             if Settings.enabled and _through("states") and role and _fresh_principal(self.current_account, role):
-                raise AccessDeniedException(
+                raise _refused(f"states:{operation}", AccessDeniedException(
                     "Neither the global service principal states.amazonaws.com, nor the regional one "
-                    "is authorized to assume the provided role.")
+                    "is authorized to assume the provided role."))
             return original(self)
         return call
 
-    StepFunctionResponse.create_state_machine = checked(StepFunctionResponse.create_state_machine)
-    StepFunctionResponse.update_state_machine = checked(StepFunctionResponse.update_state_machine)
+    StepFunctionResponse.create_state_machine = checked(StepFunctionResponse.create_state_machine,
+                                                        "CreateStateMachine")
+    StepFunctionResponse.update_state_machine = checked(StepFunctionResponse.update_state_machine,
+                                                        "UpdateStateMachine")
 
 
 def _install_sns():
@@ -677,18 +707,19 @@ def _install_sns():
     from moto.sns.models import SNSBackend
     create, set_attribute = SNSBackend.create_topic, SNSBackend.set_topic_attribute
 
-    def refuse_fresh_principal(backend, policy_text):
+    def refuse_fresh_principal(backend, policy_text, operation):
         if Settings.enabled and _through("sns") and _names_a_fresh_principal(backend.account_id, policy_text):
-            raise SNSInvalidParameter("Invalid parameter: Policy Error: PrincipalNotFound")
+            raise _refused(f"sns:{operation}",
+                           SNSInvalidParameter("Invalid parameter: Policy Error: PrincipalNotFound"))
 
     def create_topic(self, name, attributes=None, tags=None):
-        refuse_fresh_principal(self, (attributes or {}).get("Policy"))
+        refuse_fresh_principal(self, (attributes or {}).get("Policy"), "CreateTopic")
         return create(self, name, attributes, tags)
 
     def set_topic_attribute(self, topic_arn, attribute_name, attribute_value):
         # The responses pass the name in snake case ("policy").
         if attribute_name in ("Policy", "policy"):
-            refuse_fresh_principal(self, attribute_value)
+            refuse_fresh_principal(self, attribute_value, "SetTopicAttributes")
         return set_attribute(self, topic_arn, attribute_name, attribute_value)
 
     SNSBackend.create_topic = create_topic
@@ -702,7 +733,7 @@ def _install_s3():
 
     def put_bucket_policy(self, bucket_name, policy):
         if Settings.enabled and _through("s3") and _names_a_fresh_principal(self.account_id, policy):
-            raise S3ClientError("MalformedPolicy", "Invalid principal in policy")
+            raise _refused("s3:PutBucketPolicy", S3ClientError("MalformedPolicy", "Invalid principal in policy"))
         return put_policy(self, bucket_name, policy)
 
     S3Backend.put_bucket_policy = put_bucket_policy
@@ -718,16 +749,16 @@ def _install_kms():
             super().__init__("MalformedPolicyDocumentException",
                              "Policy contains a statement with one or more invalid principals.")
 
-    def refuse_fresh_principal(backend, policy_text):
+    def refuse_fresh_principal(backend, policy_text, operation):
         if Settings.enabled and _through("kms") and _names_a_fresh_principal(backend.account_id, policy_text):
-            raise MalformedPolicyDocumentException()
+            raise _refused(f"kms:{operation}", MalformedPolicyDocumentException())
 
     def create_key(self, policy, *args, **kwargs):
-        refuse_fresh_principal(self, policy)
+        refuse_fresh_principal(self, policy, "CreateKey")
         return create(self, policy, *args, **kwargs)
 
     def put_key_policy(self, key_id, policy):
-        refuse_fresh_principal(self, policy)
+        refuse_fresh_principal(self, policy, "PutKeyPolicy")
         return put_policy(self, key_id, policy)
 
     KmsBackend.create_key = create_key
@@ -735,7 +766,8 @@ def _install_kms():
 
 
 def reset():
-    """Forgets deleted names and tables (POST /moto-api/reset)."""
+    """Forgets deleted names and tables, and the refusals counted (POST /moto-api/reset)."""
+    refusals(clear=True)
     DELETED_QUEUES.clear()
     DELETED_TABLES.clear()
     LAMBDA_FUNCTIONS.clear()
