@@ -2,7 +2,8 @@
 //! it (docs/deploy.md, IAM propagation), under the emulator's AWS timing profile, switched on
 //! for this binary's own emulator: an ECR repository policy naming a new role, an access key of
 //! a new user, an Auto Scaling group whose launch template names a new instance profile or
-//! whose `ServiceLinkedRoleARN` is new, and a Cognito user pool whose SMS role is new. The
+//! whose `ServiceLinkedRoleARN` is new, a Cognito user pool whose SMS role is new, and a state
+//! machine, a queue policy, a topic policy, a bucket policy and a key policy of a new role. The
 //! emulator refuses each call with the service's own error until the principal is old enough;
 //! each deploy succeeds, through the plugin, having sent the refused call more than once.
 
@@ -34,6 +35,7 @@ impl Profile {
                 "iam_user_read_after_write_ms": aws_ms}}),
         );
         Emulator::shared().delete("/_emulator/stats");
+        Emulator::shared().delete("/_emulator/refusals");
         Profile
     }
 }
@@ -204,4 +206,129 @@ fn a_user_pool_waits_for_its_new_sms_role() {
         sms,
         json!({"SnsCallerArn": resources["SmsRole"]["attributes"]["Arn"], "ExternalId": "cdkd-e2e"})
     );
+}
+
+/// `Principal.AWS` `principal` allowed `action` on `resource`.
+fn policy_naming(principal: Value, action: &str, resource: Value) -> Value {
+    json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": action,
+        "Principal": {"AWS": principal}, "Resource": resource}]})
+}
+
+#[test]
+fn a_state_machine_and_policies_naming_a_new_role_wait_for_it() {
+    let _serial = one_at_a_time();
+    let arn = || json!({"Fn::GetAtt": ["Worker", "Arn"]});
+    let root = json!({"Fn::Join": ["", ["arn:aws:iam::", {"Ref": "AWS::AccountId"}, ":root"]]});
+    let world = world(
+        "iamprop-pol",
+        json!({
+            "Worker": role("states.amazonaws.com"),
+            "Machine": {"Type": "AWS::StepFunctions::StateMachine", "Properties": {
+                "RoleArn": arn(),
+                "Definition": {"StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}}},
+            "Queue": {"Type": "AWS::SQS::Queue", "Properties": {}},
+            "QueuePolicy": {"Type": "AWS::SQS::QueuePolicy", "Properties": {
+                "Queues": [{"Ref": "Queue"}],
+                "PolicyDocument": policy_naming(arn(), "sqs:SendMessage",
+                    json!({"Fn::GetAtt": ["Queue", "Arn"]}))}},
+            "Topic": {"Type": "AWS::SNS::Topic", "Properties": {}},
+            "TopicPolicy": {"Type": "AWS::SNS::TopicPolicy", "Properties": {
+                "Topics": [{"Ref": "Topic"}],
+                "PolicyDocument": policy_naming(arn(), "sns:Publish", json!({"Ref": "Topic"}))}},
+            "Bucket": {"Type": "AWS::S3::Bucket", "Properties": {}},
+            "BucketPolicy": {"Type": "AWS::S3::BucketPolicy", "Properties": {
+                "Bucket": {"Ref": "Bucket"},
+                "PolicyDocument": policy_naming(arn(), "s3:GetObject",
+                    json!({"Fn::Join": ["", [{"Fn::GetAtt": ["Bucket", "Arn"]}, "/*"]]}))}},
+            "Key": {"Type": "AWS::KMS::Key", "Properties": {"KeyPolicy": {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {"Effect": "Allow", "Action": "kms:*", "Resource": "*", "Principal": {"AWS": root}},
+                    {"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "*", "Principal": {"AWS": arn()}}]}}},
+        }),
+    );
+    let _profile = Profile::on();
+    let resources = deploys_after_a_refusal(
+        &world,
+        &[
+            "Machine",
+            "Queue",
+            "QueuePolicy",
+            "Topic",
+            "TopicPolicy",
+            "Bucket",
+            "BucketPolicy",
+            "Key",
+        ],
+        "states:CreateStateMachine",
+    );
+    // Each refused at least once, then accepted: sent more than once. /_emulator/stats counts
+    // S3's PutBucketPolicy only as one of the s3:PUT, so the refusals are counted by name too.
+    let stats = Emulator::shared().get("/_emulator/stats");
+    let refusals = Emulator::shared().get("/_emulator/refusals");
+    for call in [
+        "states:CreateStateMachine",
+        "sqs:SetQueueAttributes",
+        "sns:SetTopicAttributes",
+        "s3:PutBucketPolicy",
+        "kms:CreateKey",
+    ] {
+        let refused = refusals[call].as_u64().unwrap_or(0);
+        assert!(refused >= 1, "{call} was never refused: {refusals}");
+        if !call.starts_with("s3:") {
+            let sent = stats[call].as_u64().unwrap_or(0);
+            assert!(
+                sent > refused,
+                "{call} was sent {sent} time(s), refused {refused}"
+            );
+        }
+    }
+    // Each in place on the emulator, with the role.
+    let role = resources["Worker"]["attributes"]["Arn"].as_str().unwrap();
+    let id = |logical: &str| {
+        resources[logical]["physicalId"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let live = Emulator::shared().boto(&format!(
+        "[c('stepfunctions').describe_state_machine(stateMachineArn='{machine}')['roleArn'], \
+          c('sqs').get_queue_attributes(QueueUrl='{queue}', AttributeNames=['Policy'])['Attributes']['Policy'], \
+          c('sns').get_topic_attributes(TopicArn='{topic}')['Attributes']['Policy'], \
+          c('s3').get_bucket_policy(Bucket='{bucket}')['Policy'], \
+          c('kms').get_key_policy(KeyId='{key}', PolicyName='default')['Policy']]",
+        machine = id("Machine"),
+        queue = id("Queue"),
+        topic = id("Topic"),
+        bucket = id("Bucket"),
+        key = id("Key"),
+    ));
+    assert_eq!(live[0], json!(role));
+    for (what, policy) in ["queue", "topic", "bucket", "key"]
+        .iter()
+        .zip(&live.as_array().unwrap()[1..])
+    {
+        assert!(
+            policy.as_str().unwrap().contains(role),
+            "{what}'s policy: {policy}"
+        );
+    }
+    let app = world.assembly.path().display().to_string();
+    world
+        .cdkd(&["destroy", "AppStack", "-a", &app, "-f"])
+        .success();
+    let queue = id("Queue");
+    let gone = Emulator::shared().boto(&format!(
+        "['{machine}' in [m['stateMachineArn'] for m in c('stepfunctions').list_state_machines()['stateMachines']], \
+          any(u.endswith('/{queue}') for u in c('sqs').list_queues().get('QueueUrls', [])), \
+          '{topic}' in [t['TopicArn'] for t in c('sns').list_topics()['Topics']], \
+          '{bucket}' in [b['Name'] for b in c('s3').list_buckets()['Buckets']], \
+          c('kms').describe_key(KeyId='{key}')['KeyMetadata']['KeyState']]",
+        machine = id("Machine"),
+        queue = queue.rsplit('/').next().unwrap(),
+        topic = id("Topic"),
+        bucket = id("Bucket"),
+        key = id("Key"),
+    ));
+    assert_eq!(gone, json!([false, false, false, false, "PendingDeletion"]));
 }
