@@ -19,7 +19,8 @@ def aws(emulator):
     """The emulator with the profile on at SCALE; off again afterwards."""
     emulator.post("/_emulator/config", {"profile": "aws", "timeScale": SCALE, "timingOverrides": {}})
     yield emulator
-    emulator.post("/_emulator/config", {"profile": "off", "timeScale": 1, "timingOverrides": {}})
+    emulator.post("/_emulator/config", {"profile": "off", "timeScale": 1, "timingOverrides": {},
+                                        "freshInstanceProfile": "refuse"})
 
 
 def until(check, timeout=WINDOW / 1000 * SCALE + 5.0):
@@ -212,6 +213,31 @@ def test_instance_profile_propagation_and_instance_states(aws):
     ec2.terminate_instances(InstanceIds=[instance["InstanceId"]])
     assert state() == "shutting-down"
     until(lambda: state() == "terminated")
+
+
+def test_a_fresh_instance_profile_can_launch_an_instance_without_it(aws):
+    aws.post("/_emulator/config", {"freshInstanceProfile": "launch-without", "timingOverrides": {
+        "iam_instance_profile_propagation_ms": WINDOW}})
+    assert aws.get("/_emulator/config")["freshInstanceProfile"] == "launch-without"
+    iam, ec2 = aws.client("iam"), aws.client("ec2")
+    image = ec2.describe_images(Owners=["amazon"], MaxResults=5)["Images"][0]["ImageId"]
+    iam.create_instance_profile(InstanceProfileName="silent")
+    run = dict(ImageId=image, MinCount=1, MaxCount=1, IamInstanceProfile={"Name": "silent"})
+    # Accepted, but the instance carries no profile: the answer and a describe say so.
+    launched = ec2.run_instances(**run)["Instances"][0]
+    assert "IamInstanceProfile" not in launched, launched
+
+    def described(instance_id):
+        return ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
+    assert "IamInstanceProfile" not in described(launched["InstanceId"])
+    assert aws.get("/_emulator/refusals") == {"ec2:RunInstances without its profile": 1}
+    # Once the profile has propagated, a launch carries it.
+    time.sleep(WINDOW / 1000 * SCALE)
+    later = ec2.run_instances(**run)["Instances"][0]
+    assert described(later["InstanceId"])["IamInstanceProfile"]["Arn"].endswith("/silent")
+    # An explicit association of the first instance is not skipped.
+    ec2.associate_iam_instance_profile(InstanceId=launched["InstanceId"], IamInstanceProfile={"Name": "silent"})
+    assert described(launched["InstanceId"])["IamInstanceProfile"]["Arn"].endswith("/silent")
 
 
 def test_a_fresh_principal_in_an_ecr_repository_policy_is_refused_then_accepted(aws):

@@ -17,10 +17,11 @@ With the profile on:
   update, and a deleted VPC function's interfaces released after the data's tail;
 - IAM propagation: a role younger than `iam_role_propagation_ms` is refused by Lambda's
   CreateFunction ("The role defined for the function cannot be assumed by Lambda."), an instance
-  profile younger than `iam_instance_profile_propagation_ms` by EC2's RunInstances; a role or
-  user that young named by an ECR repository policy (SetRepositoryPolicy), a service-linked role
-  or a launch template's instance profile of Auto Scaling's Create/UpdateAutoScalingGroup, a
-  Cognito user pool's SMS role (Create/UpdateUserPool, SetUserPoolMfaConfig), a state machine's
+  profile younger than `iam_instance_profile_propagation_ms` by EC2's RunInstances (or, with
+  `{"freshInstanceProfile": "launch-without"}`, the instance launched without it, as AWS
+  sometimes does); a role or user that young named by an ECR repository policy
+  (SetRepositoryPolicy), a service-linked role or a launch template's instance profile of Auto
+  Scaling's Create/UpdateAutoScalingGroup, a Cognito user pool's SMS role (Create/UpdateUserPool, SetUserPoolMfaConfig), a state machine's
   role (Step Functions' Create/UpdateStateMachine), and a principal named by a queue policy
   (SQS's CreateQueue, SetQueueAttributes), a topic policy (SNS's CreateTopic,
   SetTopicAttributes), a bucket policy (S3's PutBucketPolicy) or a key policy (KMS's CreateKey,
@@ -51,6 +52,10 @@ class Settings:
     enabled = os.environ.get("EMU_PROFILE", "").lower() == "aws"
     scale = float(os.environ.get("EMU_TIME_SCALE", "1"))
     overrides = {}
+    # What RunInstances does with an instance profile IAM has not propagated: AWS either refuses
+    # it ("refuse", the usual answer) or launches the instance without it ("launch-without",
+    # aws-timing.md: "it can silently launch without the instance profile").
+    fresh_instance_profile = "refuse"
 
 
 def configure(body):
@@ -61,11 +66,17 @@ def configure(body):
         Settings.scale = float(body["timeScale"])
     if "timingOverrides" in body:
         Settings.overrides = {k: float(v) for k, v in (body["timingOverrides"] or {}).items()}
+    if "freshInstanceProfile" in body:
+        mode = body["freshInstanceProfile"] or "refuse"
+        if mode not in ("refuse", "launch-without"):
+            raise ValueError(f"freshInstanceProfile: {mode!r} is neither 'refuse' nor 'launch-without'")
+        Settings.fresh_instance_profile = mode
 
 
 def describe():
     return {"profile": "aws" if Settings.enabled else "off", "timeScale": Settings.scale,
-            "timingOverrides": dict(Settings.overrides)}
+            "timingOverrides": dict(Settings.overrides),
+            "freshInstanceProfile": Settings.fresh_instance_profile}
 
 
 def value_ms(name):
@@ -453,6 +464,7 @@ def _install_ec2():
     _timed_attribute(NatGateway, "state", [("_emu_available_at", "available", "pending")])
     create_nat, run, terminate = (EC2Backend.create_nat_gateway, EC2Backend.run_instances,
                                   EC2Backend.terminate_instances)
+    associate = EC2Backend.associate_iam_instance_profile
 
     def create_nat_gateway(self, *args, **kwargs):
         gateway = create_nat(self, *args, **kwargs)
@@ -481,12 +493,23 @@ def _install_ec2():
             if name or arn:
                 profile = _profile(self.account_id, name=name, arn=arn)
                 if profile is not None and _fresh(profile, "iam_instance_profile_propagation_ms"):
+                    if Settings.fresh_instance_profile == "launch-without":
+                        # Counted with the refusals: the profile was not honoured either way.
+                        _refused("ec2:RunInstances without its profile", None)
+                        reservation = run(self, image_id, count, user_data, security_group_names, **kwargs)
+                        for instance in reservation.instances:
+                            # moto's RunInstances response associates the profile next: skip that.
+                            instance._emu_skip_profile = True
+                        return _launched(reservation)
                     field = "name" if name else "arn"
                     raise _refused("ec2:RunInstances", EC2ClientError(
                         "InvalidParameterValue",
                         f"Value ({name or arn}) for parameter iamInstanceProfile.{field} is invalid. "
                         f"Invalid IAM Instance Profile {'name' if name else 'ARN'}"))
-        reservation = run(self, image_id, count, user_data, security_group_names, **kwargs)
+        return _launched(run(self, image_id, count, user_data, security_group_names, **kwargs))
+
+    def _launched(reservation):
+        """The reservation's instances `pending` until their ready time."""
         if Settings.enabled and not _through("cloudformation"):
             due = _due("ec2_instance_ready_ms")
             for instance in reservation.instances:
@@ -504,8 +527,15 @@ def _install_ec2():
                 instance._state.name, instance._state.code = "shutting-down", 32
         return answer
 
+    def associate_iam_instance_profile(self, instance_id, *args, **kwargs):
+        instance = self.get_instance(instance_id)
+        if instance.__dict__.pop("_emu_skip_profile", False):
+            return None  # RunInstances' own association of a profile it launched without
+        return associate(self, instance_id, *args, **kwargs)
+
     EC2Backend.create_nat_gateway = create_nat_gateway
     EC2Backend.run_instances = run_instances
+    EC2Backend.associate_iam_instance_profile = associate_iam_instance_profile
     EC2Backend.terminate_instances = terminate_instances
 
 
