@@ -6,7 +6,10 @@
 //! terminates them. A RunInstances whose answer is lost is sent again with the same client
 //! token and makes no second instance; tags, SourceDestCheck and the shutdown behaviour change
 //! in place and an InstanceType change is refused by name; `--no-wait` answers while the
-//! instance is `pending`. The tests take turns: the profile is the emulator's.
+//! instance is `pending`. An instance AWS launched without the profile it asked for (the
+//! emulator's `freshInstanceProfile: launch-without`) is terminated and never recorded, and the
+//! next deploy makes it again with its profile. The tests take turns: the profile is the
+//! emulator's.
 
 use cdkd_tests::{one_at_a_time, AppWorld, Emulator};
 use serde_json::{json, Value};
@@ -257,4 +260,108 @@ fn no_wait_answers_while_the_instance_is_pending() {
     // AWS's 40 s at a quarter: still pending when the deploy has answered.
     assert_eq!(state_after, Some(json!("pending")));
     world.cdkd(&["destroy", STACK, "-a", &app, "-f"]).success();
+}
+
+/// Every instance id the emulator describes, whatever its state.
+fn all_instances() -> Vec<String> {
+    let ids = Emulator::shared().boto(
+        "[i['InstanceId'] for r in c('ec2').describe_instances()['Reservations'] for i in r['Instances']]",
+    );
+    ids.as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn an_instance_launched_without_its_profile_is_terminated_and_never_recorded() {
+    let _turn = one_at_a_time();
+    // AWS sometimes launches an instance without a profile it has not propagated yet, where it
+    // usually refuses it: the emulator does the former while the profile is 2 s old.
+    Emulator::shared().post(
+        "/_emulator/config",
+        &json!({"profile": "aws", "timeScale": 0.25, "freshInstanceProfile": "launch-without",
+            "timingOverrides": {
+            "iam_role_propagation_ms": 0, "iam_instance_profile_propagation_ms": 8000,
+            "ec2_instance_ready_ms": 4000, "ec2_instance_terminate_ms": 4000}}),
+    );
+    Emulator::shared().delete("/_emulator/refusals");
+    let world = AppWorld::of("reference", STACK, "ec2silent", |t| {
+        let resources = t["Resources"].as_object_mut().unwrap();
+        resources.retain(|id, _| !id.starts_with("Instance2") && !id.starts_with("Instance3"));
+    });
+    let app = world.assembly.path().display().to_string();
+    let before = all_instances();
+    let failed = world.cdkd(&["deploy", "-a", &app, STACK, "--no-rollback"]);
+    let silent = Emulator::shared().get("/_emulator/refusals")
+        ["ec2:RunInstances without its profile"]
+        .as_u64()
+        .unwrap_or(0);
+    Emulator::shared().post(
+        "/_emulator/config",
+        &json!({"freshInstanceProfile": "refuse"}),
+    );
+    let (logical_id, profile_id, _) = INSTANCES[0];
+    assert_ne!(
+        failed.code,
+        Some(0),
+        "the deploy succeeded: {}",
+        failed.stderr
+    );
+    assert_eq!(silent, 1, "RunInstances never launched without the profile");
+    for part in [
+        logical_id,
+        "came up without its instance profile",
+        "terminated)",
+    ] {
+        assert!(
+            failed.stderr.contains(part),
+            "no {part:?} in: {}",
+            failed.stderr
+        );
+    }
+    // The instance EC2 launched is terminating, without a profile, and not in the state.
+    let launched: Vec<String> = all_instances()
+        .into_iter()
+        .filter(|id| !before.contains(id))
+        .collect();
+    assert_eq!(launched.len(), 1, "{launched:?}");
+    let silent_instance = describe(&launched[0]);
+    assert!(
+        ["shutting-down", "terminated"]
+            .contains(&silent_instance["State"]["Name"].as_str().unwrap()),
+        "{silent_instance:#}"
+    );
+    assert!(
+        silent_instance.get("IamInstanceProfile").is_none(),
+        "{silent_instance:#}"
+    );
+    let recorded = state(&world);
+    assert!(
+        recorded["resources"].get(logical_id).is_none(),
+        "the instance launched without its profile was recorded: {recorded:#}"
+    );
+    let profile = physical_id(&recorded["resources"], profile_id);
+
+    // The next deploy, the profile refused while it propagates as usual, launches it with it.
+    let resumed = world.cdkd(&["deploy", "-a", &app, STACK]);
+    Emulator::shared().post("/_emulator/config", &json!({"profile": "off"}));
+    resumed.success();
+    let id = world.physical(logical_id);
+    assert_ne!(id, launched[0]);
+    let live = describe(&id);
+    assert_eq!(live["State"]["Name"], "running", "{live:#}");
+    let arn = live["IamInstanceProfile"]["Arn"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(arn.ends_with(&format!("/{profile}")), "{live:#}");
+    let subnet = world.physical(SUBNET);
+    assert_eq!(
+        live_in(&subnet),
+        vec![id.clone()],
+        "one instance per logical id"
+    );
+    world.cdkd(&["destroy", STACK, "-a", &app, "-f"]).success();
+    assert!(live_in(&subnet).is_empty());
 }
