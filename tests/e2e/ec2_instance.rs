@@ -42,8 +42,22 @@ fn describe(id: &str) -> Value {
 
 /// The instances in `subnet` not terminated or terminating.
 fn live_in(subnet: &str) -> Vec<String> {
+    instance_ids(
+        &format!("Filters=[{{'Name': 'subnet-id', 'Values': ['{subnet}']}}]"),
+        "i['State']['Name'] not in ('terminated', 'shutting-down')",
+    )
+}
+
+/// Every instance id the emulator describes, whatever its state.
+fn all_instances() -> Vec<String> {
+    instance_ids("", "True")
+}
+
+/// The ids of the instances `describe_instances({args})` answers for which `keep`, a Python
+/// condition on the instance `i`, holds.
+fn instance_ids(args: &str, keep: &str) -> Vec<String> {
     let ids = Emulator::shared().boto(&format!(
-        "[i['InstanceId'] for r in c('ec2').describe_instances(Filters=[{{'Name': 'subnet-id', 'Values': ['{subnet}']}}])['Reservations'] for i in r['Instances'] if i['State']['Name'] not in ('terminated', 'shutting-down')]"
+        "[i['InstanceId'] for r in c('ec2').describe_instances({args})['Reservations'] for i in r['Instances'] if {keep}]"
     ));
     ids.as_array()
         .unwrap()
@@ -260,18 +274,6 @@ fn no_wait_answers_while_the_instance_is_pending() {
     // AWS's 40 s at a quarter: still pending when the deploy has answered.
     assert_eq!(state_after, Some(json!("pending")));
     world.cdkd(&["destroy", STACK, "-a", &app, "-f"]).success();
-}
-
-/// Every instance id the emulator describes, whatever its state.
-fn all_instances() -> Vec<String> {
-    let ids = Emulator::shared().boto(
-        "[i['InstanceId'] for r in c('ec2').describe_instances()['Reservations'] for i in r['Instances']]",
-    );
-    ids.as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i.as_str().unwrap().to_string())
-        .collect()
 }
 
 #[test]
