@@ -1,33 +1,56 @@
 #!/usr/bin/env bash
-# Builds cdkd and its bundled provider plugins and installs them where the installed binary
-# finds them by itself:
+# Installs cdkd with its bundled provider plugins where the installed binary finds them itself:
 #   PREFIX/bin/cdkd
-#   PREFIX/lib/cdkd/plugins/lib*.so
-#   PREFIX/lib/cdkd/plugins.toml   (the bundled plugins file, paths relative to it)
-# Usage: bash install.sh [PREFIX]     (default: ~/.local)
-# CDKD_INSTALL_PROFILE=debug installs the debug build instead of a release build.
-# Your own plugins go in $XDG_CONFIG_HOME/cdkd/plugins.toml (layered over the installed file).
+#   PREFIX/lib/cdkd/plugins.toml     the bundled plugins file, every library pinned by its SHA-256
+#   PREFIX/lib/cdkd/plugins/<library>
+#   PREFIX/share/{man,bash-completion,zsh,fish}/...
+# Usage:
+#   bash install.sh cdkd-<version>-<target>.tar.gz [PREFIX]   an archive (dist.sh): no compiling
+#   bash install.sh DIR [PREFIX]                            an unpacked archive (its own install.sh)
+#   bash install.sh [PREFIX]                                from this checkout: builds first
+# PREFIX defaults to ~/.local. From source, CDKD_INSTALL_PROFILE=debug installs the debug build.
+# Your own plugins go in $XDG_CONFIG_HOME/cdkd/plugins.toml (`cdkd providers install`).
 set -euo pipefail
-repo=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+from=""
+if [ $# -gt 0 ] && { [[ $1 == *.tar.gz ]] || [ -f "$1/SHA256SUMS" ]; }; then
+  from=$1
+  shift
+elif [ $# -eq 0 ] && [ -f "$here/SHA256SUMS" ] && [ -x "$here/bin/cdkd" ]; then
+  # The install.sh inside an unpacked archive, run with no argument.
+  from=$here
+fi
 prefix=${1:-$HOME/.local}
-profile=${CDKD_INSTALL_PROFILE:-release}
-cd "$repo"
-# The plugins of the bundled file: name and library file.
-mapfile -t entries < <(awk -F'"' '/^name = /{name=$2} /^path = /{n=split($2, parts, "/"); print name " " parts[n]}' plugins.toml)
-flags=()
-[ "$profile" = release ] && flags=(--release)
-# The whole workspace, not `-p` per plugin: a narrower package set resolves other features for
-# the shared AWS SDK crates and would compile them all a second time beside the workspace build.
-cargo build "${flags[@]}" --workspace
-mkdir -p "$prefix/bin" "$prefix/lib/cdkd/plugins"
-install -m 755 "target/$profile/cdkd" "$prefix/bin/cdkd"
-for entry in "${entries[@]}"; do
-  install -m 755 "target/$profile/${entry#* }" "$prefix/lib/cdkd/plugins/${entry#* }"
-done
-{
-  echo "# The plugins installed with cdkd; paths are relative to this file's folder."
-  echo "# Add or replace plugins in \$XDG_CONFIG_HOME/cdkd/plugins.toml instead of editing this file."
-  sed -e '/^#/d' -e 's|path = "target/${profile}/|path = "plugins/|' plugins.toml
-} >"$prefix/lib/cdkd/plugins.toml"
-echo "installed cdkd ($profile) into $prefix: bin/cdkd, lib/cdkd/plugins.toml and ${#entries[@]} plugins"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+if [ -z "$from" ]; then
+  [ -f "$here/Cargo.toml" ] || { echo "install.sh: give an archive (cdkd-<version>-<target>.tar.gz) to install" >&2; exit 2; }
+  from=$(bash "$here/dist.sh" --profile "${CDKD_INSTALL_PROFILE:-release}" --no-archive --out "$work" | tail -1)
+elif [[ $from == *.tar.gz ]]; then
+  [ -f "$from" ] || { echo "install.sh: no archive at $from" >&2; exit 2; }
+  tar -C "$work" -xzf "$from"
+  folders=("$work"/cdkd-*/)
+  [ ${#folders[@]} = 1 ] && [ -d "${folders[0]}" ] || { echo "install.sh: $from does not hold one cdkd-<version>-<target>/ folder" >&2; exit 2; }
+  from=${folders[0]%/}
+fi
+
+# Every file as dist.sh listed it, before anything is copied.
+sum_check() { if command -v sha256sum >/dev/null; then sha256sum --quiet -c SHA256SUMS; else shasum -a 256 -q -c SHA256SUMS; fi; }
+(cd "$from" && sum_check) || { echo "install.sh: $from does not match its SHA256SUMS; download it again" >&2; exit 1; }
+
+mkdir -p "$prefix/bin" "$prefix/lib/cdkd"
+# The previous install's plugins go: the new plugins file pins only the new ones.
+rm -rf "$prefix/lib/cdkd/plugins" "$prefix/lib/cdkd/plugins.toml"
+cp -R "$from/lib/cdkd/plugins" "$prefix/lib/cdkd/plugins"
+install -m 644 "$from/lib/cdkd/plugins.toml" "$prefix/lib/cdkd/plugins.toml"
+if [ -d "$from/share" ]; then
+  mkdir -p "$prefix/share"
+  cp -R "$from/share/." "$prefix/share/"
+fi
+# The binary last: a cdkd on PATH never sees a plugins file older than itself.
+install -m 755 "$from/bin/cdkd" "$prefix/bin/cdkd.new"
+mv -f "$prefix/bin/cdkd.new" "$prefix/bin/cdkd"
+count=$(grep -c '^\[\[plugin\]\]' "$prefix/lib/cdkd/plugins.toml" || true)
+echo "installed $("$prefix/bin/cdkd" --version) into $prefix: bin/cdkd, lib/cdkd/plugins.toml and $count plugins"
 case ":$PATH:" in *":$prefix/bin:"*) ;; *) echo "add $prefix/bin to PATH to run cdkd" ;; esac

@@ -15,13 +15,16 @@ logs="$repo/target/test-logs"
 rm -rf "$logs"
 mkdir -p "$logs"
 
-# The e2e binaries, compiled now (cargo's own runner would then run them one at a time).
-cargo test -p cdkd-tests --no-run --message-format=json-render-diagnostics 2>/dev/null |
+# The e2e binaries, compiled now (cargo's own runner would then run them one at a time). The
+# whole workspace is selected, as for the build before it, so the features cargo resolves are the
+# same and nothing is compiled twice; only cdkd-tests' test targets are kept.
+cargo test --workspace --no-run --message-format=json-render-diagnostics 2>/dev/null |
   .venv/bin/python -c '
 import json, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+    if (m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]
+            and "#cdkd-tests@" in m["package_id"]):
         print(m["target"]["name"], m["executable"])' >"$logs/binaries"
 
 # The longest first, so they overlap with the many short ones instead of ending the run alone.

@@ -14,8 +14,12 @@ fi
 # aws-cdk-lib for the tests that run a real CDK app (pinned by package-lock.json).
 [ -d tests/fixtures/apps/node_modules/aws-cdk-lib ] || (cd tests/fixtures/apps && npm ci --no-audit --no-fund --silent)
 cargo build --workspace
+# The development build's bundled plugins file, every library pinned by its SHA-256.
+./target/debug/cdkd providers lock plugins.toml --output target/debug/plugins.toml
 # Unit tests of the host and every plugin, then the end-to-end binaries, the emulator's tests and
-# a short soak three at a time (tests/parallel.sh: each with its own emulator).
-cargo test --workspace --exclude cdkd-tests
-cargo test -p cdkd-tests --lib
+# a short soak three at a time (tests/parallel.sh: each with its own emulator). Every cargo call
+# selects the whole workspace: a narrower selection (`-p cdkd-tests`) resolves other features
+# for the AWS SDK crates and compiles them, and the host, a second time.
+cargo test --workspace --lib --bins
+cargo test --workspace --doc
 bash tests/parallel.sh

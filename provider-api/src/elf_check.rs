@@ -7,27 +7,25 @@
 //! section table reach past its end.
 
 use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
 
 const MAGIC: &[u8; 4] = b"\x7fELF";
 
 /// Why a file is not a whole ELF shared object; `None` from [`check`] means it looks whole.
 pub type Problem = String;
 
-/// Reads `path`'s ELF headers and checks that everything they point at lies within the file.
+/// Reads `file`'s ELF headers and checks that everything they point at lies within the file.
 ///
 /// Files that are not ELF at all are left to the dynamic loader (it explains those itself).
-pub fn check(path: &Path) -> Option<Problem> {
-    let mut file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(err) => return Some(format!("cannot read the file: {err}")),
-    };
+pub fn check(file: &mut std::fs::File) -> Option<Problem> {
     let length = match file.metadata() {
         Ok(metadata) => metadata.len(),
         Err(err) => return Some(format!("cannot read the file: {err}")),
     };
+    if let Err(err) = file.seek(SeekFrom::Start(0)) {
+        return Some(format!("cannot read the file: {err}"));
+    }
     let mut ident = [0u8; 64];
-    let read = read_up_to(&mut file, &mut ident);
+    let read = read_up_to(file, &mut ident);
     if read < 4 || &ident[..4] != MAGIC {
         return None;
     }
@@ -40,6 +38,11 @@ pub fn check(path: &Path) -> Option<Problem> {
         Ok(header) => header,
         Err(problem) => return Some(problem),
     };
+    // A shared object has at least its dynamic segment; a file with none would also make the
+    // table below empty and its entry size zero.
+    if header.phnum == 0 {
+        return Some("not a shared library: it has no program headers".into());
+    }
     let table_end = |offset: u64, count: u64, size: u64| offset.saturating_add(count * size);
     if table_end(header.phoff, header.phnum, header.phentsize) > length {
         return Some(truncated(length, "its program headers"));
@@ -49,7 +52,7 @@ pub fn check(path: &Path) -> Option<Problem> {
     }
     let mut table = vec![0u8; (header.phnum * header.phentsize) as usize];
     if file.seek(SeekFrom::Start(header.phoff)).is_err()
-        || read_up_to(&mut file, &mut table) < table.len()
+        || read_up_to(file, &mut table) < table.len()
     {
         return Some(truncated(length, "its program headers"));
     }
@@ -177,12 +180,13 @@ mod tests {
         let Some(exe) = own_library() else { return };
         let bytes = std::fs::read(&exe).unwrap();
         assert_eq!(&bytes[..4], MAGIC);
-        assert_eq!(check(&exe), None);
+        assert_eq!(check(&mut std::fs::File::open(&exe).unwrap()), None);
         let dir = tempfile::tempdir().unwrap();
         for cut in [40usize, 100, 4096, bytes.len() / 2, bytes.len() - 1] {
             let path = dir.path().join(format!("cut{cut}.so"));
             std::fs::write(&path, &bytes[..cut]).unwrap();
-            let problem = check(&path).unwrap_or_else(|| panic!("a file cut at {cut} passed"));
+            let problem = check(&mut std::fs::File::open(&path).unwrap())
+                .unwrap_or_else(|| panic!("a file cut at {cut} passed"));
             assert!(problem.contains("truncated"), "{problem}");
         }
     }
@@ -192,6 +196,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("text.so");
         std::fs::write(&path, b"not a library at all").unwrap();
-        assert_eq!(check(&path), None);
+        assert_eq!(check(&mut std::fs::File::open(&path).unwrap()), None);
+    }
+
+    #[test]
+    fn a_file_without_program_headers_is_refused_not_a_panic() {
+        let Some(exe) = own_library() else { return };
+        let mut bytes = std::fs::read(&exe).unwrap();
+        // e_phnum (offset 56) and e_phentsize (54) of a 64-bit little-endian header set to 0.
+        if bytes[4] != 2 || bytes[5] != 1 {
+            return;
+        }
+        bytes[54..58].fill(0);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("headless.so");
+        std::fs::write(&path, &bytes).unwrap();
+        let problem = check(&mut std::fs::File::open(&path).unwrap()).expect("refused");
+        assert!(problem.contains("no program headers"), "{problem}");
     }
 }

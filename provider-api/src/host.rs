@@ -5,6 +5,7 @@
 //! `RootModule::load_from_file` caches one module per root-module type and would silently hand
 //! the second plugin the first plugin's module.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use abi_stable::library::{lib_header_from_raw_library, LibraryError, RawLibrary, RootModule};
@@ -66,6 +67,16 @@ pub enum LoadError {
         /// abi_stable's whole report, for `--verbose`.
         report: String,
     },
+    /// The file is not the library its plugins file pins.
+    #[error("refused: its SHA-256 is {actual}, but the plugins file pins {expected}; if you built or trust this library, pin it again (`cdkd providers lock` for your own plugins file, `cdkd providers trust` for a project's), else restore the pinned file: {}", path.display())]
+    HashMismatch {
+        /// The file.
+        path: PathBuf,
+        /// The pinned SHA-256.
+        expected: String,
+        /// The file's SHA-256.
+        actual: String,
+    },
     /// The plugin's root-module constructor or `describe` failed.
     #[error("the plugin failed to start: {reason}: {}", path.display())]
     Broken {
@@ -113,25 +124,83 @@ impl std::fmt::Debug for PluginLibrary {
     }
 }
 
-/// Loads the plugin at `path`. The library is never unloaded: its vtables and statics must
-/// outlive every value that came from it.
-pub fn load(path: &Path) -> Result<PluginLibrary, LoadError> {
+/// The SHA-256 of a file's bytes as lowercase hex: what plugins files pin a library by.
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    sha256_of(&mut std::fs::File::open(path)?)
+}
+
+fn sha256_of(reader: &mut impl Read) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    // Streamed: a plugin is tens of MB, and reading it whole would count in the host's RSS.
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buffer[..n]),
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect())
+}
+
+/// The file a `cdylib` crate named `crate_name` builds to on `os` (a value of
+/// [`std::env::consts::OS`]): `lib<name>.so`, `lib<name>.dylib` or `<name>.dll`.
+pub fn library_file_name(crate_name: &str, os: &str) -> String {
+    let stem = crate_name.replace('-', "_");
+    match os {
+        "macos" | "ios" => format!("lib{stem}.dylib"),
+        "windows" => format!("{stem}.dll"),
+        _ => format!("lib{stem}.so"),
+    }
+}
+
+/// Loads the plugin at `path`, whose bytes must hash to `expected_sha256` (lowercase hex).
+///
+/// The hash is checked before the dynamic loader sees the file, so a library that is not the
+/// one pinned never runs a line of code (its constructors run at `dlopen`, before any ABI
+/// check could refuse it). On Linux the loader opens the very file that was hashed
+/// (`/proc/self/fd/N`), so a file swapped in after the check is not the one loaded. The
+/// library is never unloaded: its vtables and statics must outlive every value that came from
+/// it.
+pub fn load(path: &Path, expected_sha256: &str) -> Result<PluginLibrary, LoadError> {
     if !path.is_file() {
         return Err(LoadError::NotFound {
             path: path.to_path_buf(),
         });
     }
-    if let Some(problem) = crate::elf_check::check(path) {
+    let unreadable = |err: std::io::Error| LoadError::NotALibrary {
+        path: path.to_path_buf(),
+        reason: format!("cannot read the file: {err}"),
+    };
+    let mut file = std::fs::File::open(path).map_err(unreadable)?;
+    let actual = sha256_of(&mut file).map_err(unreadable)?;
+    if !actual.eq_ignore_ascii_case(expected_sha256) {
+        return Err(LoadError::HashMismatch {
+            path: path.to_path_buf(),
+            expected: expected_sha256.to_string(),
+            actual,
+        });
+    }
+    if let Some(problem) = crate::elf_check::check(&mut file) {
         return Err(LoadError::NotALibrary {
             path: path.to_path_buf(),
             reason: problem,
         });
     }
-    let raw = RawLibrary::load_at(path).map_err(|err| LoadError::NotALibrary {
-        path: path.to_path_buf(),
-        reason: one_line(&library_error_reason(&err)),
-    })?;
-    // Leaked on purpose: unloading would leave dangling vtables (see the function docs).
+    let raw =
+        RawLibrary::load_at(&opened_path(&file, path)).map_err(|err| LoadError::NotALibrary {
+            path: path.to_path_buf(),
+            reason: one_line(&library_error_reason(&err)),
+        })?;
+    // Kept open for the life of the process: the loader knows the library by the name
+    // `/proc/self/fd/N`, and a later plugin opened under a reused N would be handed this one.
+    std::mem::forget(file);
     let raw: &'static RawLibrary = Box::leak(Box::new(raw));
     // SAFETY: `raw` is 'static, so the header's 'static references into the library stay valid;
     // the symbol is abi_stable's root-module header, whose type abi_stable itself checks below.
@@ -194,6 +263,21 @@ pub fn load(path: &Path) -> Result<PluginLibrary, LoadError> {
         api_version: plugin_api,
         path: path.to_path_buf(),
     })
+}
+
+/// The path the dynamic loader should open for `file`, opened from `path`: on Linux the open
+/// file itself, so what is loaded is what was hashed.
+fn opened_path(file: &std::fs::File, path: &Path) -> PathBuf {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let own = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        if own.exists() {
+            return own;
+        }
+    }
+    let _ = file;
+    path.to_path_buf()
 }
 
 fn library_error_reason(err: &LibraryError) -> String {
@@ -406,8 +490,52 @@ mod tests {
     }
 
     #[test]
+    fn library_file_names_follow_each_platform() {
+        assert_eq!(
+            library_file_name("cdkd-provider-s3", "linux"),
+            "libcdkd_provider_s3.so"
+        );
+        assert_eq!(
+            library_file_name("cdkd_provider_s3", "freebsd"),
+            "libcdkd_provider_s3.so"
+        );
+        assert_eq!(
+            library_file_name("cdkd-provider-s3", "macos"),
+            "libcdkd_provider_s3.dylib"
+        );
+        assert_eq!(
+            library_file_name("cdkd-provider-s3", "windows"),
+            "cdkd_provider_s3.dll"
+        );
+    }
+
+    #[test]
+    fn a_file_whose_hash_differs_from_its_pin_is_never_opened_by_the_loader() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("libx.so");
+        std::fs::write(&path, b"abc").unwrap();
+        // The SHA-256 of "abc", a published test vector.
+        let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        assert_eq!(sha256_file(&path).unwrap(), abc);
+        let wrong = "0".repeat(64);
+        match load(&path, &wrong).unwrap_err() {
+            LoadError::HashMismatch {
+                expected, actual, ..
+            } => {
+                assert_eq!((expected.as_str(), actual.as_str()), (wrong.as_str(), abc));
+            }
+            other => panic!("expected a hash mismatch, got {other}"),
+        }
+        // With the right pin the same file reaches the loader, which refuses it as no library.
+        assert!(matches!(
+            load(&path, abc).unwrap_err(),
+            LoadError::NotALibrary { .. }
+        ));
+    }
+
+    #[test]
     fn a_missing_file_names_the_path() {
-        let err = load(Path::new("/nonexistent/libnothing.so")).unwrap_err();
+        let err = load(Path::new("/nonexistent/libnothing.so"), "").unwrap_err();
         assert_eq!(
             err.to_string(),
             "file not found: /nonexistent/libnothing.so"

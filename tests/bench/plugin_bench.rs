@@ -34,8 +34,10 @@ fn main() {
     );
     let round_trips: usize = args.next().map_or(20_000, |n| n.parse().expect("a count"));
 
+    let pin = host::sha256_file(&plugin).expect("the plugin is readable");
+    // The load as the host does it: the library hashed against its pin, then opened.
     let started = Instant::now();
-    let library = host::load(&plugin).expect("the plugin loads");
+    let library = host::load(&plugin, &pin).expect("the plugin loads");
     let load = started.elapsed();
     // Plugins are never unloaded; a 'static library lets calls be spawned on the runtime.
     let library: &'static host::PluginLibrary = Box::leak(Box::new(library));

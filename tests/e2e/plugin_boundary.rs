@@ -42,7 +42,9 @@ extern "C" fn test_host_call(name: RStr<'_>, _payload: RStr<'_>) -> FfiResult {
 fn plugin() -> &'static PluginLibrary {
     static PLUGIN: OnceLock<PluginLibrary> = OnceLock::new();
     PLUGIN.get_or_init(|| {
-        let library = host::load(&plugin_library("cdkd_test_faults")).expect("loads");
+        let path = plugin_library("cdkd_test_faults");
+        let pin = host::sha256_file(&path).expect("readable");
+        let library = host::load(&path, &pin).expect("loads");
         let config = HostConfig {
             plugin_name: "echo-under-test".into(),
             region: "us-west-2".into(),

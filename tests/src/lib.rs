@@ -88,7 +88,9 @@ pub fn debug_dir() -> PathBuf {
     target_dir().join("debug")
 }
 
-/// The `cdkd` binary; the tests need `cargo build --workspace` to have run.
+/// The `cdkd` binary; the tests need `cargo build --workspace` to have run. Its bundled
+/// plugins file (`target/debug/plugins.toml`) is locked from the workspace's `plugins.toml`
+/// first when it is missing or older than a library or the workspace's file.
 pub fn cdkd_binary() -> PathBuf {
     let path = debug_dir().join("cdkd");
     assert!(
@@ -96,12 +98,76 @@ pub fn cdkd_binary() -> PathBuf {
         "{} is missing: run `cargo build --workspace` before the end-to-end tests",
         path.display()
     );
+    static LOCKED: std::sync::Once = std::sync::Once::new();
+    LOCKED.call_once(|| lock_bundled_plugins(&path));
     path
 }
 
-/// A bundled plugin's shared library, e.g. `plugin_library("cdkd_provider_example_echo")`.
+/// Writes `target/debug/plugins.toml` with `cdkd providers lock` unless it is newer than the
+/// workspace's file and every library it pins.
+fn lock_bundled_plugins(cdkd: &Path) {
+    let bundled = debug_dir().join("plugins.toml");
+    let source = workspace_root().join("plugins.toml");
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let fresh = modified(&bundled).is_some_and(|locked| {
+        let text = std::fs::read_to_string(&bundled).unwrap_or_default();
+        let libraries = text.lines().filter_map(|line| {
+            let path = line.strip_prefix("path = \"")?.strip_suffix('"')?;
+            Some(debug_dir().join(path))
+        });
+        modified(&source).is_some_and(|m| m <= locked)
+            && libraries
+                .into_iter()
+                .all(|library| modified(&library).is_some_and(|m| m <= locked))
+    });
+    if fresh {
+        return;
+    }
+    let output = Command::new(cdkd)
+        .args(["providers", "lock"])
+        .arg(&source)
+        .arg("--output")
+        .arg(&bundled)
+        .output()
+        .expect("cdkd runs");
+    assert!(
+        output.status.success(),
+        "cdkd providers lock failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Trusts `file` for the tests' `XDG_CONFIG_HOME` (`target/test-config`), as a user would
+/// with `cdkd providers trust`, and returns it.
+pub fn trusted(file: PathBuf) -> PathBuf {
+    trust_in(&file, &target_dir().join("test-config"));
+    file
+}
+
+/// `cdkd providers trust file` with `config` as `XDG_CONFIG_HOME`.
+pub fn trust_in(file: &Path, config: &Path) {
+    let output = Command::new(cdkd_binary())
+        .args(["providers", "trust"])
+        .arg(file)
+        .env("XDG_CONFIG_HOME", config)
+        .output()
+        .expect("cdkd runs");
+    assert!(
+        output.status.success(),
+        "cdkd providers trust {} failed:\n{}",
+        file.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The file a cdylib crate builds to on this platform (`libNAME.so` on Linux).
+pub fn library_file(lib_name: &str) -> String {
+    cdkd_provider_api::host::library_file_name(lib_name, std::env::consts::OS)
+}
+
+/// A workspace plugin's shared library, e.g. `plugin_library("cdkd_provider_example_echo")`.
 pub fn plugin_library(lib_name: &str) -> PathBuf {
-    let path = debug_dir().join(format!("lib{lib_name}.so"));
+    let path = debug_dir().join(library_file(lib_name));
     assert!(
         path.is_file(),
         "{} is missing: run `cargo build --workspace` before the end-to-end tests",
@@ -129,7 +195,7 @@ pub fn build_plugin(manifest: &Path, package: &str) -> PathBuf {
         "building {package} failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let lib = debug_dir().join(format!("lib{}.so", package.replace('-', "_")));
+    let lib = debug_dir().join(library_file(package));
     assert!(lib.is_file(), "{} was not produced", lib.display());
     lib
 }
@@ -160,7 +226,7 @@ pub struct PluginEntry<'a> {
     pub version: &'a str,
 }
 
-/// Writes a plugins file into `dir` and returns its path.
+/// Writes a plugins file into `dir`, trusts it ([`trusted`]) and returns its path.
 pub fn write_plugins_file(dir: &Path, entries: &[PluginEntry<'_>], extra: &str) -> PathBuf {
     // Exactly these plugins: the bundled file (and a user's) are not layered under it.
     let mut text = String::from("inherit = false\n\n");
@@ -175,27 +241,34 @@ pub fn write_plugins_file(dir: &Path, entries: &[PluginEntry<'_>], extra: &str) 
     text.push_str(extra);
     let path = dir.join("plugins.toml");
     std::fs::write(&path, text).expect("write plugins.toml");
-    path
+    trusted(path)
 }
 
-/// A plugins file that layers the test plugin (`tests/fixtures/plugins/test-faults`, type
-/// `Acme::Echo::Fault`) over the bundled plugins, as a team's own plugin would be.
+/// A plugins file that layers the example plugin (`Acme::Echo::Thing`, `Acme::Echo::Pair`) and
+/// the test plugin (`tests/fixtures/plugins/test-faults`, type `Acme::Echo::Fault`) over the
+/// bundled plugins, as a team's own plugins would be; trusted ([`trusted`]).
 pub fn test_plugins_file() -> PathBuf {
     static FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     FILE.get_or_init(|| {
-        let library = plugin_library("cdkd_test_faults");
         let path = target_dir().join("test-plugins.toml");
         let text = format!(
-            "# Written by cdkd's test harness.\n[[plugin]]\nname = \"test-faults\"\npath = \"{}\"\nversion = \"^1\"\n",
-            library.display()
+            "# Written by cdkd's test harness.\n\
+             [[plugin]]\nname = \"example-echo\"\npath = \"{}\"\nversion = \"^2\"\n\n\
+             [[plugin]]\nname = \"test-faults\"\npath = \"{}\"\nversion = \"^1\"\n",
+            plugin_library("cdkd_provider_example_echo").display(),
+            plugin_library("cdkd_test_faults").display()
         );
-        // Written beside, then renamed: test processes may race to write it.
-        let draft = target_dir().join(format!("test-plugins.toml.{}", std::process::id()));
-        std::fs::write(&draft, text).expect("write the test plugins file");
-        std::fs::rename(&draft, &path).expect("place the test plugins file");
-        path
+        place(&path, &text);
+        trusted(path)
     })
     .clone()
+}
+
+/// Writes `text` to `path` beside and renames it: test processes may race to write it.
+fn place(path: &Path, text: &str) {
+    let draft = path.with_extension(format!("draft.{}", std::process::id()));
+    std::fs::write(&draft, text).expect("write a plugins file");
+    std::fs::rename(&draft, path).expect("place a plugins file");
 }
 
 /// The bundled plugins for the services whose types Cloud Control also provisions; a test whose
@@ -236,10 +309,8 @@ pub fn cloud_control_plugins_file() -> PathBuf {
             }
         }
         let path = target_dir().join("cloud-control-plugins.toml");
-        let draft = target_dir().join(format!("cloud-control-plugins.toml.{}", std::process::id()));
-        std::fs::write(&draft, text).expect("write the Cloud Control plugins file");
-        std::fs::rename(&draft, &path).expect("place the Cloud Control plugins file");
-        path
+        place(&path, &text);
+        trusted(path)
     })
     .clone()
 }
@@ -326,7 +397,14 @@ pub fn cdkd_with_env(plugins: Option<&Path>, args: &[&str], env: &[(&str, &str)]
         .env("AWS_EC2_METADATA_DISABLED", "true")
         .env("CDKD_REQUIRE_APPROVAL", "never")
         // No user plugins file of whoever runs the tests.
-        .env("XDG_CONFIG_HOME", target_dir().join("test-config"));
+        .env("XDG_CONFIG_HOME", target_dir().join("test-config"))
+        // Manifests and schemas cached per test process, inside the checkout.
+        .env(
+            "CDKD_CACHE_DIR",
+            target_dir()
+                .join("test-cache")
+                .join(std::process::id().to_string()),
+        );
     if let Some(plugins) = plugins {
         command.env("CDKD_PLUGINS", plugins);
     }

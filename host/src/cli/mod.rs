@@ -28,8 +28,11 @@ use tracing_subscriber::EnvFilter;
 use std::path::Path;
 
 use crate::aws_env::{AwsEnvironment, AwsOptions};
-use crate::provisioning::plugins_file::{PluginsFile, PluginsFileSource};
+use crate::provisioning::manifest_cache::ManifestCache;
+use crate::provisioning::plugin_layers;
+use crate::provisioning::plugins_file::PluginsFileSource;
 use crate::provisioning::registry::Registry;
+use crate::provisioning::trust::TrustStore;
 use crate::state::backend::StateBackend;
 use crate::state::bucket::{self, BucketChoice};
 use crate::state::keys::StateKeys;
@@ -49,7 +52,9 @@ pub struct Cli {
 /// Flags every command accepts.
 #[derive(Debug, Args)]
 struct GlobalArgs {
-    /// The plugins file to load (default: CDKD_PLUGINS, ./plugins.toml, then the bundled one).
+    /// A plugins file to add over the install's, the trusted ./plugins.toml, the user's and
+    /// CDKD_PLUGINS (its entries replace theirs by name; `inherit = false` in it drops them).
+    /// A project's file must be trusted first: `cdkd providers trust FILE`.
     #[arg(long, global = true, value_name = "FILE")]
     plugins: Option<PathBuf>,
     /// The AWS profile to use.
@@ -141,6 +146,17 @@ enum Command {
     /// Run a stack's Lambda functions and APIs on this machine (`invoke`, `start-api`).
     #[command(subcommand)]
     Local(local::LocalCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Write cdkd's man pages (one per command) into a folder.
+    ManPages {
+        /// The folder, e.g. PREFIX/share/man/man1.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
 
 /// Runs the CLI and turns any error into a message on stderr and exit code 1.
@@ -247,6 +263,20 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::PublishAssets(args) => assets::publish(&context, args).await,
         Command::Gc(args) => assets::gc(&context, args).await,
         Command::Local(command) => local::run(&context, command).await,
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "cdkd", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::ManPages { dir } => {
+            std::fs::create_dir_all(&dir)?;
+            let command = <Cli as clap::CommandFactory>::command();
+            clap_mangen::generate_to(command, &dir).map_err(|err| {
+                anyhow::anyhow!("cannot write man pages into {}: {err}", dir.display())
+            })?;
+            println!("man pages written into {}", dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -335,12 +365,19 @@ impl CommandContext {
             let env = std::env::var_os("CDKD_PLUGINS")
                 .filter(|value| !value.is_empty())
                 .map(PathBuf::from);
-            let file = PluginsFile::load(self.global.plugins.as_deref(), env.as_deref())
-                .map_err(|err| format!("{err:#}"))?;
+            let trust = TrustStore::for_user();
+            let file = plugin_layers::load(
+                self.global.plugins.as_deref(),
+                env.as_deref(),
+                trust.as_ref(),
+            )
+            .map_err(|err| format!("{err:#}"))?;
             if file.source == PluginsFileSource::None {
                 tracing::debug!("no plugins.toml found; every AWS type goes to Cloud Control");
             }
-            Ok(std::sync::Arc::new(Registry::load(file)))
+            let registry = Registry::load_cached(file, ManifestCache::for_user().as_ref());
+            registry.print_notices();
+            Ok(std::sync::Arc::new(registry))
         });
         loaded.clone().map_err(anyhow::Error::msg)
     }

@@ -1,5 +1,7 @@
-//! `cdkd providers list | show | call`: what is loaded, who handles a type, and a direct call
-//! into a provider (for plugin authors and the demo).
+//! `cdkd providers list | show | call | trust | untrust | lock | install | remove`: what is
+//! configured and who handles a type (answered from manifests, loading no library once they
+//! are known), a direct call into a provider (for plugin authors and the demo), trusting a
+//! project's plugins file, pinning a file's libraries, and the user's own installed plugins.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -9,19 +11,72 @@ use cdkd_provider_api::protocol::{CreateRequest, DeleteRequest, RefValue, Update
 use clap::Subcommand;
 use serde_json::{json, Map, Value};
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use cdkd_provider_api::protocol::best_match;
+
 use super::{table, CommandContext};
 use crate::aws_env::AwsEnvironment;
+use crate::provisioning::manifest_cache::ManifestCache;
+use crate::provisioning::plugins_file::{PluginsFile, PluginsFileSource};
 use crate::provisioning::registry::{PluginStatus, Registry, Route, TypeOwner};
+use crate::provisioning::trust::TrustStore;
+use crate::provisioning::user_plugins;
+use crate::state::schema::ProvisionedBy;
 
 // Parsed once per process: boxing the large `Call` variant would buy nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum ProvidersCommand {
-    /// List the plugins of the plugins file: version, provider-api version, status, types.
+    /// List the plugins of the plugins files: version, provider-api version, status, types.
     List {
         /// Print JSON on stdout instead of a table.
         #[arg(long)]
         json: bool,
+        /// Also hash every library and compare it with its pin (loads none).
+        #[arg(long)]
+        verify: bool,
+    },
+    /// Trust a project's plugins file: record its hash and its libraries' so cdkd loads them.
+    Trust {
+        /// The plugins file (default: ./plugins.toml).
+        #[arg(value_name = "FILE", default_value = "plugins.toml")]
+        file: std::path::PathBuf,
+    },
+    /// Forget the trust given to a project's plugins file.
+    Untrust {
+        /// The plugins file (default: ./plugins.toml).
+        #[arg(value_name = "FILE", default_value = "plugins.toml")]
+        file: std::path::PathBuf,
+    },
+    /// Pin every library of a plugins file by its SHA-256 (loads none).
+    Lock {
+        /// The plugins file to pin.
+        #[arg(value_name = "FILE")]
+        file: std::path::PathBuf,
+        /// Write the pinned file here instead of in place (relative library paths are then
+        /// written relative to it, and FILE is recorded as its source).
+        #[arg(long, value_name = "OUT")]
+        output: Option<std::path::PathBuf>,
+        /// Copy each enabled library into this folder first and pin the copies (a package:
+        /// the source file is not recorded).
+        #[arg(long, value_name = "DIR")]
+        copy_into: Option<std::path::PathBuf>,
+    },
+    /// Install a provider archive (.tar.gz) for this user: pinned in the user's plugins file.
+    Install {
+        /// The archive: provider.toml and the library it names.
+        #[arg(value_name = "ARCHIVE")]
+        archive: std::path::PathBuf,
+    },
+    /// Remove a plugin installed with `providers install` (refused while state records use it).
+    Remove {
+        /// The plugin's name.
+        name: String,
+        /// Remove it even though deployed stacks' records were provisioned by it.
+        #[arg(long)]
+        force: bool,
     },
     /// Say which plugin, or Cloud Control, would handle a resource type.
     Show {
@@ -69,15 +124,74 @@ pub enum ProvidersCommand {
 }
 
 pub async fn run(context: &CommandContext, command: ProvidersCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ProvidersCommand::Trust { file } => return trust(&file),
+        ProvidersCommand::Untrust { file } => {
+            let store = TrustStore::for_user()
+                .context("no folder to keep trust in: set XDG_CONFIG_HOME or HOME")?;
+            let shown = file.display();
+            match store.untrust(&file)? {
+                true => println!("{shown} is no longer trusted"),
+                false => println!("{shown} was not trusted"),
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        ProvidersCommand::Lock {
+            file,
+            output,
+            copy_into,
+        } => return lock(&file, output.as_deref(), copy_into.as_deref()),
+        ProvidersCommand::Install { archive } => {
+            let done = user_plugins::install(&archive, ManifestCache::for_user().as_ref())?;
+            match &done.replaced {
+                Some(old) => println!("installed {} {} (was {old})", done.name, done.version),
+                None => println!("installed {} {}", done.name, done.version),
+            }
+            println!("  library: {}", done.library.display());
+            println!("  sha256:  {}", done.sha256);
+            println!("  pinned in {}", done.plugins_file.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        ProvidersCommand::Remove { name, force } => return remove(context, &name, force).await,
+        _ => {}
+    }
     let registry = context.registry()?;
     match command {
-        ProvidersCommand::List { json } => {
+        ProvidersCommand::List { json, verify } => {
+            let verified = verify.then(|| verify_pins(&registry));
             if json {
-                println!("{}", serde_json::to_string_pretty(&list_json(&registry))?);
+                let mut doc = list_json(&registry);
+                if let (Some(verified), Some(plugins)) = (&verified, doc["plugins"].as_array_mut())
+                {
+                    for entry in plugins {
+                        if let Some(problem) = entry["name"].as_str().and_then(|n| verified.get(n))
+                        {
+                            entry["verified"] = json!(problem.is_none());
+                            if let Some(problem) = problem {
+                                entry["verifyError"] = json!(problem);
+                            }
+                        }
+                    }
+                }
+                println!("{}", serde_json::to_string_pretty(&doc)?);
             } else {
                 print!("{}", list_table(&registry));
+                for (name, problem) in verified.iter().flatten() {
+                    match problem {
+                        None => println!("verified: plugin '{name}' matches its pin"),
+                        Some(problem) => println!("MISMATCH: plugin '{name}': {problem}"),
+                    }
+                }
             }
-            Ok(ExitCode::SUCCESS)
+            let mismatched = verified
+                .iter()
+                .flatten()
+                .any(|(_, problem)| problem.is_some());
+            Ok(if mismatched {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         ProvidersCommand::Show { type_name, json } => show(&registry, &type_name, json),
         ProvidersCommand::Call {
@@ -127,6 +241,177 @@ pub async fn run(context: &CommandContext, command: ProvidersCommand) -> anyhow:
             println!("{}", serde_json::to_string_pretty(&answer?)?);
             Ok(ExitCode::SUCCESS)
         }
+        _ => unreachable!("answered above without the registry"),
+    }
+}
+
+/// `providers trust FILE`.
+fn trust(file: &Path) -> anyhow::Result<ExitCode> {
+    let store = TrustStore::for_user()
+        .context("no folder to keep trust in: set XDG_CONFIG_HOME or HOME")?;
+    let record = store.trust(file)?;
+    println!(
+        "trusted {} (sha256 {})",
+        record.file.display(),
+        record.sha256
+    );
+    for (library, sha256) in &record.libraries {
+        println!("  {}  sha256 {sha256}", library.display());
+    }
+    if record.libraries.is_empty() {
+        println!("  (it names no enabled library)");
+    }
+    println!(
+        "a change to the file or to one of these libraries needs `cdkd providers trust` again"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `providers lock FILE [--output OUT] [--copy-into DIR]`.
+fn lock(file: &Path, output: Option<&Path>, copy_into: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let source = crate::provisioning::trust::canonical(file);
+    let bytes = std::fs::read(&source)
+        .with_context(|| format!("cannot read plugins file {}", file.display()))?;
+    let mut parsed = PluginsFile::parse(
+        &String::from_utf8_lossy(&bytes),
+        &source,
+        PluginsFileSource::Flag,
+    )?;
+    let output = match output {
+        Some(output) => std::path::absolute(output).context("the output path")?,
+        None => source.clone(),
+    };
+    if let Some(dir) = copy_into {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut pins = BTreeMap::new();
+    for spec in &mut parsed.plugins {
+        if !spec.path.is_file() {
+            if spec.enabled {
+                bail!(
+                    "cannot lock {}: plugin '{}' names {}, which does not exist; build it first or set enabled = false",
+                    file.display(),
+                    spec.name,
+                    spec.path.display()
+                );
+            }
+            continue;
+        }
+        if let (Some(dir), true) = (copy_into, spec.enabled) {
+            let name = spec
+                .path
+                .file_name()
+                .context("a library path names a file")?;
+            let copy = std::path::absolute(dir.join(name))?;
+            std::fs::copy(&spec.path, &copy).with_context(|| {
+                format!("cannot copy {} into {}", spec.path.display(), dir.display())
+            })?;
+            spec.path = copy;
+        }
+        let sha256 = cdkd_provider_api::host::sha256_file(&spec.path)
+            .with_context(|| format!("cannot read {}", spec.path.display()))?;
+        pins.insert(spec.name.clone(), sha256);
+    }
+    // A development build's file remembers its source, so the workspace's own plugins.toml is
+    // not a second layer; a package (`--copy-into`) stands alone.
+    let recorded_source = (output != source && copy_into.is_none())
+        .then(|| crate::provisioning::trust::sha256_hex(&bytes))
+        .map(|hash| (source.clone(), hash));
+    let text = parsed.to_locked_toml(
+        &output,
+        &pins,
+        recorded_source
+            .as_ref()
+            .map(|(path, hash)| (path.as_path(), hash.as_str())),
+    );
+    if let Some(parent) = output.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let draft = output.with_extension(format!("toml.{}", std::process::id()));
+    std::fs::write(&draft, text).with_context(|| format!("cannot write {}", draft.display()))?;
+    std::fs::rename(&draft, &output)
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    println!("locked {} plugins into {}", pins.len(), output.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `providers list --verify`: each ready plugin's library hashed and compared with its pin.
+fn verify_pins(registry: &Registry) -> BTreeMap<String, Option<String>> {
+    registry
+        .slots()
+        .iter()
+        .filter_map(|slot| match &slot.status {
+            PluginStatus::Ready(plugin) => {
+                let problem = match cdkd_provider_api::host::sha256_file(&slot.spec.path) {
+                    Ok(actual) if actual == plugin.sha256() => None,
+                    Ok(actual) => Some(format!(
+                        "{} is {actual}, but its pin is {}",
+                        slot.spec.path.display(),
+                        plugin.sha256()
+                    )),
+                    Err(err) => Some(format!("cannot read {}: {err}", slot.spec.path.display())),
+                };
+                Some((slot.spec.name.clone(), problem))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// `providers remove NAME [--force]`: refused while a state record was provisioned by it.
+async fn remove(context: &CommandContext, name: &str, force: bool) -> anyhow::Result<ExitCode> {
+    if !force {
+        let registry = context.registry()?;
+        let Some(slot) = registry.slots().iter().find(|slot| slot.spec.name == name) else {
+            bail!("no plugin named '{name}' is configured (`cdkd providers list` shows them)");
+        };
+        let PluginStatus::Ready(plugin) = &slot.status else {
+            bail!("plugin '{name}' is not usable, so the types it handles are unknown; pass --force to remove it without checking the state");
+        };
+        let types: Vec<String> = plugin
+            .manifest()
+            .resource_types
+            .iter()
+            .filter(|schema| !schema.handled_properties.is_empty())
+            .map(|schema| schema.type_name.clone())
+            .collect();
+        let store = context.state().await.with_context(|| {
+            format!("cannot read the state to check that no stack uses plugin '{name}'; pass --force to remove it anyway")
+        })?;
+        let mut users = Vec::new();
+        for stack in store.backend.list_stacks().await? {
+            let region = stack.region.clone().unwrap_or_default();
+            let Some(stored) = store.backend.load(&stack.stack, &region).await? else {
+                continue;
+            };
+            let count = stored
+                .state
+                .resources
+                .values()
+                .filter(|r| r.provisioned_by != Some(ProvisionedBy::CcApi))
+                .filter(|r| {
+                    best_match(types.iter().map(String::as_str), &r.resource_type).is_some()
+                })
+                .count();
+            if count > 0 {
+                users.push(format!("{} ({region}): {count}", stack.stack));
+            }
+        }
+        if !users.is_empty() {
+            bail!(
+                "plugin '{name}' provisioned resources the state still records: {}; destroy those stacks (or move them to another plugin) first, or pass --force to remove it anyway",
+                users.join(", ")
+            );
+        }
+    }
+    match user_plugins::remove(name)? {
+        Some(path) => {
+            println!("removed plugin '{name}' ({}) from the user's plugins file", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        None => bail!(
+            "the user's plugins file has no plugin '{name}'; only plugins installed with `cdkd providers install` (or written there) can be removed"
+        ),
     }
 }
 
@@ -164,7 +449,7 @@ fn status_word(status: &PluginStatus) -> &'static str {
     match status {
         PluginStatus::Disabled => "disabled",
         PluginStatus::Failed(_) => "failed",
-        PluginStatus::Loaded(_) => "loaded",
+        PluginStatus::Ready(_) => "ready",
     }
 }
 
@@ -174,8 +459,8 @@ fn list_table(registry: &Registry) -> String {
         .iter()
         .map(|slot| {
             let (version, api, types) = match &slot.status {
-                PluginStatus::Loaded(plugin) => {
-                    let manifest = plugin.library().manifest();
+                PluginStatus::Ready(plugin) => {
+                    let manifest = plugin.manifest();
                     // A type with no handled property only answers operations (snapshots, lookups).
                     let types: Vec<String> = manifest
                         .resource_types
@@ -187,7 +472,7 @@ fn list_table(registry: &Registry) -> String {
                         .collect();
                     (
                         manifest.version.clone(),
-                        plugin.library().api_version(),
+                        plugin.api_version().to_string(),
                         types.join(","),
                     )
                 }
@@ -242,11 +527,13 @@ fn list_json(registry: &Registry) -> Value {
                 "file": slot.spec.file,
             });
             match &slot.status {
-                PluginStatus::Loaded(plugin) => {
-                    let manifest = plugin.library().manifest();
-                    entry["status"] = json!("loaded");
+                PluginStatus::Ready(plugin) => {
+                    let manifest = plugin.manifest();
+                    entry["status"] = json!("ready");
+                    entry["loaded"] = json!(plugin.is_loaded());
+                    entry["sha256"] = json!(plugin.sha256());
                     entry["version"] = json!(manifest.version);
-                    entry["providerApiVersion"] = json!(plugin.library().api_version());
+                    entry["providerApiVersion"] = json!(plugin.api_version());
                     entry["description"] = json!(manifest.description);
                     entry["resourceTypes"] = json!(manifest.resource_types);
                 }
@@ -278,6 +565,7 @@ fn list_json(registry: &Registry) -> Value {
         "hostProviderApiVersion": cdkd_provider_api::VERSION,
         "plugins": plugins,
         "conflicts": conflicts,
+        "notices": registry.file().notices,
     })
 }
 

@@ -1,31 +1,31 @@
-//! `plugins.toml`: which provider plugins the host loads, from where, at which versions.
+//! `plugins.toml`: which provider plugins the host loads, from where, at which versions, pinned
+//! by which SHA-256.
 //!
 //! ```toml
 //! [[plugin]]
-//! name = "example-echo"                                   # how cdkd refers to it
-//! path = "target/debug/libcdkd_provider_example_echo.so"  # relative to this file's folder
-//! version = "^1.0"                                        # semver requirement on the plugin
-//! enabled = true                                          # default true
+//! name = "s3"                                           # how cdkd refers to it
+//! path = "plugins/${cdylib:cdkd_provider_s3}"           # relative to this file's folder
+//! version = "^0.2"                                      # semver requirement on the plugin
+//! sha256 = "9f2c…"                                      # the library's pin (`cdkd providers lock`)
+//! enabled = true                                        # default true
 //!
 //! [owners]                 # who wins when two plugins claim one type
 //! "Acme::Echo::Thing" = "example-echo"
 //! ```
 //!
-//! Files are layered, lowest first: the bundled file (beside the executable, in the installed
-//! layout's `lib/cdkd/`, or at the root of the cargo workspace that built it), `./plugins.toml`,
-//! the user's `$XDG_CONFIG_HOME/cdkd/plugins.toml`, `CDKD_PLUGINS`, `--plugins`. An entry
-//! replaces a lower layer's entry of the same name, `[owners]` entries likewise; when two
-//! plugins claim a type and no `[owners]` entry settles it, the higher layer's wins. A file
-//! with `inherit = false` drops every layer below it. `${profile}` in a path is the cargo
-//! profile folder the running `cdkd` was built into (`release` for `target/release/cdkd`,
-//! else `debug`).
+//! This module reads and writes one file. Which files apply, in which order, and which of them
+//! are trusted is [`super::plugin_layers`]'s business. `${profile}` in a path is the cargo
+//! profile folder the running `cdkd` was built into (`release` for `target/release/cdkd`, else
+//! `debug`); `${cdylib:NAME}` is the file the `cdylib` crate NAME builds to on this platform
+//! (`libNAME.so`, `libNAME.dylib`, `NAME.dll`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-/// Where the plugins file was found, and what it says.
+/// Where the plugins file was found, and what it says (for a layered set: the top file's path
+/// and source, every layer's entries).
 #[derive(Debug, Clone)]
 pub struct PluginsFile {
     /// The file's path (absolute).
@@ -40,6 +40,11 @@ pub struct PluginsFile {
     pub inherit: bool,
     /// Every file that contributed, lowest layer first.
     pub layers: Vec<(PathBuf, PluginsFileSource)>,
+    /// The file this one was locked from (`cdkd providers lock --output`), and that file's
+    /// SHA-256 then: the workspace's own `plugins.toml` is not a second layer while unchanged.
+    pub locked_from: Option<(PathBuf, String)>,
+    /// What the user must hear on every run: project files skipped, bundled plugins replaced.
+    pub notices: Vec<String>,
 }
 
 /// How the plugins file was chosen.
@@ -49,11 +54,11 @@ pub enum PluginsFileSource {
     Flag,
     /// `CDKD_PLUGINS`.
     Env,
-    /// `./plugins.toml`.
+    /// `./plugins.toml`: a project's file, loaded only once trusted.
     WorkingDirectory,
     /// The user's `$XDG_CONFIG_HOME/cdkd/plugins.toml` (or `~/.config/cdkd/plugins.toml`).
     User,
-    /// Beside the `cdkd` executable, or at the root of the cargo workspace that built it.
+    /// The install's own: beside the `cdkd` executable, or in `PREFIX/lib/cdkd/`.
     Bundled,
     /// No file anywhere: no plugins, every AWS type goes to Cloud Control.
     None,
@@ -88,6 +93,9 @@ pub struct PluginSpec {
     pub file: PathBuf,
     /// Its file's layer (0 lowest): a higher layer's plugin wins a contested type.
     pub layer: usize,
+    /// The SHA-256 the library must have to be loaded: the entry's own `sha256` in the
+    /// install's or the user's file, the trust record's in a project file.
+    pub pin: Option<String>,
 }
 
 /// A plugins file that cannot be used; names the file and the key.
@@ -100,6 +108,14 @@ pub enum PluginsFileError {
         path: PathBuf,
         /// The I/O error.
         source: std::io::Error,
+    },
+    /// A project file given with `--plugins` or `CDKD_PLUGINS` that the user has not trusted.
+    #[error("plugins file {} is not trusted ({reason}): its libraries would run with your AWS credentials. Read it, then run `cdkd providers trust {}`", path.display(), path.display())]
+    Untrusted {
+        /// The file.
+        path: PathBuf,
+        /// Never trusted, or changed since.
+        reason: String,
     },
     /// The file is not valid TOML of the expected shape.
     #[error("invalid plugins file {}: {message}", path.display())]
@@ -120,6 +136,10 @@ struct RawFile {
     plugin: Vec<RawPlugin>,
     #[serde(default)]
     owners: BTreeMap<String, String>,
+    #[serde(default)]
+    locked_from: Option<PathBuf>,
+    #[serde(default)]
+    locked_from_sha256: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -131,6 +151,8 @@ struct RawPlugin {
     version: String,
     #[serde(default = "enabled_by_default")]
     enabled: bool,
+    #[serde(default)]
+    sha256: Option<String>,
 }
 
 fn any_version() -> String {
@@ -142,32 +164,6 @@ fn enabled_by_default() -> bool {
 }
 
 impl PluginsFile {
-    /// Finds the plugins file: `--plugins` > `CDKD_PLUGINS` > `./plugins.toml` > beside the
-    /// executable > the root of the cargo workspace whose `target/<profile>/` holds it.
-    pub fn locate(flag: Option<&Path>, env: Option<&Path>) -> (Option<PathBuf>, PluginsFileSource) {
-        if let Some(path) = flag {
-            return (Some(path.to_path_buf()), PluginsFileSource::Flag);
-        }
-        if let Some(path) = env {
-            return (Some(path.to_path_buf()), PluginsFileSource::Env);
-        }
-        let local = PathBuf::from("plugins.toml");
-        if local.is_file() {
-            return (Some(local), PluginsFileSource::WorkingDirectory);
-        }
-        let exe_dir = std::env::current_exe()
-            .ok()
-            .and_then(|exe| exe.parent().map(Path::to_path_buf));
-        if let Some(dir) = exe_dir {
-            for candidate in [dir.join("plugins.toml"), dir.join("../../plugins.toml")] {
-                if candidate.is_file() {
-                    return (Some(candidate), PluginsFileSource::Bundled);
-                }
-            }
-        }
-        (None, PluginsFileSource::None)
-    }
-
     /// Reads and validates the file at `path`.
     pub fn read(path: &Path, source: PluginsFileSource) -> Result<PluginsFile, PluginsFileError> {
         let text = std::fs::read_to_string(path).map_err(|source| PluginsFileError::Read {
@@ -187,68 +183,8 @@ impl PluginsFile {
             owners: BTreeMap::new(),
             inherit: true,
             layers: Vec::new(),
-        }
-    }
-
-    /// Every plugins file that applies, layered (see the module's documentation).
-    pub fn load(flag: Option<&Path>, env: Option<&Path>) -> Result<PluginsFile, PluginsFileError> {
-        let mut candidates: Vec<(PathBuf, PluginsFileSource)> = Vec::new();
-        if let Some(bundled) = bundled_file() {
-            candidates.push((bundled, PluginsFileSource::Bundled));
-        }
-        let local = PathBuf::from("plugins.toml");
-        if local.is_file() {
-            candidates.push((local, PluginsFileSource::WorkingDirectory));
-        }
-        if let Some(user) = user_file().filter(|f| f.is_file()) {
-            candidates.push((user, PluginsFileSource::User));
-        }
-        if let Some(path) = env {
-            candidates.push((path.to_path_buf(), PluginsFileSource::Env));
-        }
-        if let Some(path) = flag {
-            candidates.push((path.to_path_buf(), PluginsFileSource::Flag));
-        }
-        // The same file twice (the workspace's plugins.toml is both bundled and local) is one
-        // layer, at its highest place.
-        let canonical =
-            |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        let mut merged = PluginsFile::empty();
-        for (at, (path, source)) in candidates.iter().enumerate() {
-            let again = candidates[at + 1..]
-                .iter()
-                .any(|(later, _)| canonical(later) == canonical(path));
-            if !again {
-                merged = merged.overlaid_with(PluginsFile::read(path, *source)?);
-            }
-        }
-        Ok(merged)
-    }
-
-    /// `upper` layered over `self`.
-    fn overlaid_with(self, upper: PluginsFile) -> PluginsFile {
-        let mut below = if upper.inherit {
-            self
-        } else {
-            PluginsFile::empty()
-        };
-        let layer = below.layers.len();
-        for mut spec in upper.plugins {
-            spec.layer = layer;
-            match below.plugins.iter_mut().find(|p| p.name == spec.name) {
-                Some(existing) => *existing = spec,
-                None => below.plugins.push(spec),
-            }
-        }
-        below.owners.extend(upper.owners);
-        below.layers.push((upper.path.clone(), upper.source));
-        PluginsFile {
-            path: upper.path,
-            source: upper.source,
-            plugins: below.plugins,
-            owners: below.owners,
-            inherit: true,
-            layers: below.layers,
+            locked_from: None,
+            notices: Vec::new(),
         }
     }
 
@@ -284,15 +220,23 @@ impl PluginsFile {
                 ))
             })?;
             let expanded = PathBuf::from(
-                entry
-                    .path
-                    .to_string_lossy()
-                    .replace("${profile}", running_profile()),
+                expand(&entry.path.to_string_lossy(), std::env::consts::OS).map_err(|message| {
+                    invalid(format!("plugin '{}': path: {message}", entry.name))
+                })?,
             );
             let path = if expanded.is_absolute() {
                 expanded
             } else {
                 folder.join(expanded)
+            };
+            let pin = match entry.sha256 {
+                Some(pin) if !is_sha256(&pin) => {
+                    return Err(invalid(format!(
+                        "plugin '{}': sha256 '{pin}' is not 64 hexadecimal digits",
+                        entry.name
+                    )))
+                }
+                pin => pin.map(|pin| pin.to_ascii_lowercase()),
             };
             plugins.push(PluginSpec {
                 name: entry.name,
@@ -301,6 +245,7 @@ impl PluginsFile {
                 enabled: entry.enabled,
                 file: file.clone(),
                 layer: 0,
+                pin,
             });
         }
         for (type_name, owner) in &raw.owners {
@@ -310,6 +255,10 @@ impl PluginsFile {
                 )));
             }
         }
+        let locked_from = match (raw.locked_from, raw.locked_from_sha256) {
+            (Some(from), Some(hash)) => Some((folder.join(from), hash.to_ascii_lowercase())),
+            _ => None,
+        };
         Ok(PluginsFile {
             path: path.to_path_buf(),
             source,
@@ -317,34 +266,145 @@ impl PluginsFile {
             owners: raw.owners,
             inherit: raw.inherit,
             layers: vec![(path.to_path_buf(), source)],
+            locked_from,
+            notices: Vec::new(),
         })
+    }
+
+    /// `upper` layered over `self`: its entries replace this one's by name (a notice says so
+    /// when the replaced entry is the install's own), and `inherit = false` drops the layers
+    /// below it.
+    pub fn overlaid_with(self, upper: PluginsFile) -> PluginsFile {
+        let mut notices = self.notices.clone();
+        let locked_from = self.locked_from.clone();
+        let mut below = if upper.inherit {
+            self
+        } else {
+            PluginsFile::empty()
+        };
+        let layer = below.layers.len();
+        let bundled = |spec: &PluginSpec| {
+            below
+                .layers
+                .iter()
+                .any(|(path, source)| *source == PluginsFileSource::Bundled && *path == spec.file)
+        };
+        for mut spec in upper.plugins {
+            spec.layer = layer;
+            match below.plugins.iter().position(|p| p.name == spec.name) {
+                Some(at) => {
+                    if bundled(&below.plugins[at]) {
+                        let what = if spec.enabled { "replaces" } else { "disables" };
+                        notices.push(format!(
+                            "plugin '{}' of {} {what} the bundled one ({}); remove the entry to use the bundled plugin again",
+                            spec.name,
+                            spec.file.display(),
+                            below.plugins[at].path.display()
+                        ));
+                    }
+                    below.plugins[at] = spec;
+                }
+                None => below.plugins.push(spec),
+            }
+        }
+        below.owners.extend(upper.owners);
+        below.layers.push((upper.path.clone(), upper.source));
+        notices.extend(upper.notices);
+        PluginsFile {
+            path: upper.path,
+            source: upper.source,
+            plugins: below.plugins,
+            owners: below.owners,
+            inherit: true,
+            layers: below.layers,
+            locked_from: locked_from.or(upper.locked_from),
+            notices,
+        }
+    }
+
+    /// The file as `cdkd providers lock` writes it: every entry's path relative to `output`'s
+    /// folder when it lies under it, with its pin from `pins` (entry name → SHA-256).
+    pub fn to_locked_toml(
+        &self,
+        output: &Path,
+        pins: &BTreeMap<String, String>,
+        source: Option<(&Path, &str)>,
+    ) -> String {
+        let folder = output.parent().unwrap_or(Path::new("."));
+        let quote = |text: &str| toml::Value::String(text.to_string()).to_string();
+        let mut out = String::from(
+            "# Written by `cdkd providers lock`: every library is pinned by its SHA-256, and cdkd\n\
+             # refuses one whose bytes differ. Lock again after rebuilding a plugin.\n",
+        );
+        if !self.inherit {
+            out.push_str("inherit = false\n");
+        }
+        if let Some((from, hash)) = source {
+            out.push_str(&format!(
+                "locked_from = {}\nlocked_from_sha256 = {}\n",
+                quote(&from.display().to_string()),
+                quote(hash)
+            ));
+        }
+        for spec in &self.plugins {
+            let path = spec
+                .path
+                .strip_prefix(folder)
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|_| spec.path.clone());
+            out.push_str(&format!(
+                "\n[[plugin]]\nname = {}\npath = {}\nversion = {}\n",
+                quote(&spec.name),
+                quote(&path.display().to_string()),
+                quote(&spec.version.to_string())
+            ));
+            if let Some(pin) = pins.get(&spec.name) {
+                out.push_str(&format!("sha256 = {}\n", quote(pin)));
+            }
+            if !spec.enabled {
+                out.push_str("enabled = false\n");
+            }
+        }
+        if !self.owners.is_empty() {
+            out.push_str("\n[owners]\n");
+            for (type_name, owner) in &self.owners {
+                out.push_str(&format!("{} = {}\n", quote(type_name), quote(owner)));
+            }
+        }
+        out
     }
 }
 
-/// The bundled file: beside the executable, in the installed layout
-/// (`PREFIX/bin/cdkd` → `PREFIX/lib/cdkd/plugins.toml`), or at the root of the cargo workspace
-/// whose `target/<profile>/` holds the executable.
-fn bundled_file() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?;
-    [
-        dir.join("plugins.toml"),
-        dir.join("../lib/cdkd/plugins.toml"),
-        dir.join("../../plugins.toml"),
-    ]
-    .into_iter()
-    .find(|candidate| candidate.is_file())
-    .map(|found| normalize(&found))
+/// Whether `text` reads as a SHA-256 in hexadecimal.
+pub fn is_sha256(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// The user's plugins file: `$XDG_CONFIG_HOME/cdkd/plugins.toml`, else
-/// `~/.config/cdkd/plugins.toml`.
-fn user_file() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
-    Some(base.join("cdkd").join("plugins.toml"))
+/// Expands `${profile}` and `${cdylib:NAME}` in a plugin path, for the platform `os`.
+fn expand(path: &str, os: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(path.len());
+    let mut rest = path;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let Some(end) = rest[at..].find('}') else {
+            return Err(format!("'{path}' has an unclosed '${{'"));
+        };
+        let placeholder = &rest[at + 2..at + end];
+        match placeholder.split_once(':') {
+            None if placeholder == "profile" => out.push_str(running_profile()),
+            Some(("cdylib", name)) if !name.is_empty() => out.push_str(
+                &cdkd_provider_api::host::library_file_name(name, os),
+            ),
+            _ => {
+                return Err(format!(
+                    "unknown placeholder '${{{placeholder}}}' in '{path}'; write ${{profile}} or ${{cdylib:CRATE_NAME}}"
+                ))
+            }
+        }
+        rest = &rest[at + end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 /// The cargo profile folder the running executable sits in: `release` for
@@ -368,7 +428,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// Removes `.` and `..` components lexically, so output paths read well.
-fn normalize(path: &Path) -> PathBuf {
+pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
@@ -502,5 +562,109 @@ mod tests {
 
         let err = parse("[[plugin]]\nname = \"a\"\npath = \"a.so\"\nfoo = 1\n").unwrap_err();
         assert!(err.to_string().contains("foo"), "{err}");
+    }
+
+    #[test]
+    fn placeholders_expand_for_each_platform_and_unknown_ones_are_refused() {
+        assert_eq!(
+            expand("plugins/${cdylib:cdkd_provider_s3}", "linux").unwrap(),
+            "plugins/libcdkd_provider_s3.so"
+        );
+        assert_eq!(
+            expand("${cdylib:acme-provider}", "macos").unwrap(),
+            "libacme_provider.dylib"
+        );
+        assert_eq!(expand("${cdylib:acme}", "windows").unwrap(), "acme.dll");
+        // This test binary is not target/release/cdkd.
+        assert_eq!(
+            expand("target/${profile}/x", "linux").unwrap(),
+            "target/debug/x"
+        );
+        let err = expand("${home}/x.so", "linux").unwrap_err();
+        assert!(err.contains("unknown placeholder '${home}'"), "{err}");
+        assert!(expand("${cdylib:x", "linux")
+            .unwrap_err()
+            .contains("unclosed"));
+    }
+
+    #[test]
+    fn pins_are_read_checked_and_written_back_relative_to_the_output() {
+        let pin = "AB".repeat(32);
+        let file = parse(&format!(
+            "[[plugin]]\nname = \"s3\"\npath = \"plugins/libs3.so\"\nversion = \"^0.2\"\nsha256 = \"{pin}\"\n\
+             [[plugin]]\nname = \"off\"\npath = \"/opt/off.so\"\nenabled = false\n\
+             [owners]\n\"AWS::S3::Bucket\" = \"s3\"\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            file.plugins[0].pin.as_deref(),
+            Some(pin.to_ascii_lowercase().as_str())
+        );
+        assert_eq!(file.plugins[1].pin, None);
+
+        let pins = BTreeMap::from([("s3".to_string(), "c".repeat(64))]);
+        let text = file.to_locked_toml(
+            Path::new("/etc/cdkd/plugins.toml"),
+            &pins,
+            Some((Path::new("/src/plugins.toml"), "d00d")),
+        );
+        let again = PluginsFile::parse(
+            &text,
+            Path::new("/etc/cdkd/plugins.toml"),
+            PluginsFileSource::Bundled,
+        )
+        .unwrap();
+        assert!(text.contains("path = \"plugins/libs3.so\"\n"), "{text}");
+        assert_eq!(
+            again.plugins[0].path,
+            PathBuf::from("/etc/cdkd/plugins/libs3.so")
+        );
+        assert_eq!(again.plugins[0].pin, Some("c".repeat(64)));
+        assert_eq!(again.plugins[1].path, PathBuf::from("/opt/off.so"));
+        assert!(!again.plugins[1].enabled);
+        assert_eq!(again.owners["AWS::S3::Bucket"], "s3");
+        assert_eq!(
+            again.locked_from,
+            Some((PathBuf::from("/src/plugins.toml"), "d00d".to_string()))
+        );
+
+        let err =
+            parse("[[plugin]]\nname = \"a\"\npath = \"a.so\"\nsha256 = \"xyz\"\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("sha256 'xyz' is not 64 hexadecimal digits"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn replacing_or_disabling_a_bundled_plugin_leaves_a_notice() {
+        let bundled = layer(
+            "[[plugin]]\nname = \"s3\"\npath = \"/opt/libs3.so\"\n[[plugin]]\nname = \"sqs\"\npath = \"/opt/libsqs.so\"\n",
+            "/opt/plugins.toml",
+            PluginsFileSource::Bundled,
+        );
+        let user = layer(
+            "[[plugin]]\nname = \"s3\"\npath = \"/home/u/libs3.so\"\n[[plugin]]\nname = \"sqs\"\npath = \"/x.so\"\nenabled = false\n[[plugin]]\nname = \"acme\"\npath = \"/a.so\"\n",
+            "/home/u/plugins.toml",
+            PluginsFileSource::User,
+        );
+        let merged = PluginsFile::empty()
+            .overlaid_with(bundled)
+            .overlaid_with(user);
+        assert_eq!(merged.notices.len(), 2, "{:?}", merged.notices);
+        assert!(merged.notices[0].starts_with(
+            "plugin 's3' of /home/u/plugins.toml replaces the bundled one (/opt/libs3.so)"
+        ));
+        assert!(
+            merged.notices[1].contains("'sqs' of /home/u/plugins.toml disables the bundled one")
+        );
+        // A replacement of a replacement is not the bundled one's business.
+        let again = merged.overlaid_with(layer(
+            "[[plugin]]\nname = \"acme\"\npath = \"/b.so\"\n",
+            "/p/plugins.toml",
+            PluginsFileSource::Flag,
+        ));
+        assert_eq!(again.notices.len(), 2);
     }
 }

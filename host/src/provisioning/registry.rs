@@ -1,29 +1,35 @@
-//! The registry of loaded plugins: which plugin handles which resource type.
+//! The registry of plugins: which plugin handles which resource type.
 //!
-//! Loading never stops at a bad plugin: each failure (missing file, not a plugin, ABI mismatch,
-//! version outside the requirement) is recorded with a one-line reason naming the plugin and
-//! path, and the others load. Plugins are initialised lazily, on first use, so commands that
-//! only describe plugins never resolve AWS credentials.
+//! Routing needs only each plugin's manifest, which [`ManifestCache`] keeps by the library's
+//! hash; a library is loaded (checked against its pin first) when a run first needs one of
+//! its types, and initialised then, so a deploy of queues and topics loads two libraries, not
+//! every one installed, and commands that only describe plugins load none once their
+//! manifests are known. A manifest not cached yet is read by loading the library at once.
+//!
+//! Loading never stops at a bad plugin: each failure (not pinned, missing file, hash mismatch,
+//! not a plugin, ABI mismatch, version outside the requirement) is recorded with a one-line
+//! reason naming the plugin and path, and the others load.
 
 use crate::analyzer::ref_values::RefValues;
 use std::collections::BTreeMap;
 
 use cdkd_provider_api::host::{self, PluginLibrary};
 use cdkd_provider_api::protocol::{
-    best_match, HostConfig, ResourceTypeSchema, StateBucketRef, Wait,
+    best_match, HostConfig, PluginManifest, ResourceTypeSchema, StateBucketRef, Wait,
 };
 use cdkd_provider_api::ProviderError;
 use tokio::sync::OnceCell;
 
+use super::manifest_cache::{CachedManifest, ManifestCache};
 use super::plugin_callbacks;
-use super::plugins_file::{PluginSpec, PluginsFile};
+use super::plugins_file::{PluginSpec, PluginsFile, PluginsFileSource};
 use crate::aws_env::AwsEnvironment;
 
 /// One `plugins.toml` entry and what became of it.
 pub struct PluginSlot {
     /// The entry as configured.
     pub spec: PluginSpec,
-    /// Loaded, failed or disabled.
+    /// Ready, failed or disabled.
     pub status: PluginStatus,
 }
 
@@ -33,20 +39,61 @@ pub enum PluginStatus {
     Disabled,
     /// Refused, with a one-line reason.
     Failed(String),
-    /// Loaded; initialised on first use.
-    Loaded(Box<LoadedPlugin>),
+    /// Pinned, its manifest known; its library loads on first use.
+    Ready(Box<ReadyPlugin>),
 }
 
-/// A loaded plugin library and its lazily run `init`.
-pub struct LoadedPlugin {
-    library: PluginLibrary,
+/// A usable plugin: its manifest, and its library once a run needs it.
+pub struct ReadyPlugin {
+    manifest: CachedManifest,
+    path: std::path::PathBuf,
+    library: std::sync::OnceLock<Result<PluginLibrary, String>>,
     init: OnceCell<Result<(), ProviderError>>,
 }
 
-impl LoadedPlugin {
-    /// The library (manifest, versions, entry points).
-    pub fn library(&self) -> &PluginLibrary {
-        &self.library
+impl ReadyPlugin {
+    /// What the plugin says about itself.
+    pub fn manifest(&self) -> &PluginManifest {
+        &self.manifest.manifest
+    }
+
+    /// The provider-api version it was built against.
+    pub fn api_version(&self) -> &str {
+        &self.manifest.api_version
+    }
+
+    /// Its library's SHA-256 (the pin it was checked against).
+    pub fn sha256(&self) -> &str {
+        &self.manifest.sha256
+    }
+
+    /// Whether this run has loaded its library.
+    pub fn is_loaded(&self) -> bool {
+        matches!(self.library.get(), Some(Ok(_)))
+    }
+
+    /// The library, loaded (and checked against its pin) on the first call.
+    fn library(&self) -> Result<&PluginLibrary, String> {
+        let loaded = self.library.get_or_init(|| {
+            let library = host::load(&self.path, &self.manifest.sha256).map_err(|err| {
+                if let host::LoadError::LayoutMismatch { report, .. } = &err {
+                    tracing::debug!("abi_stable's layout report:\n{report}");
+                }
+                err.to_string()
+            })?;
+            tracing::debug!(path = %self.path.display(), "plugin library loaded");
+            // Same bytes, same manifest: a difference means a library that answers
+            // differently each time, which routing cannot rely on.
+            if library.manifest() != self.manifest() {
+                return Err(format!(
+                    "its manifest differs from the one cached for its hash; delete the cache's manifests/{}.json: {}",
+                    self.manifest.sha256,
+                    self.path.display()
+                ));
+            }
+            Ok(library)
+        });
+        loaded.as_ref().map_err(Clone::clone)
     }
 }
 
@@ -91,6 +138,14 @@ pub enum RegistryError {
         /// The plugins claiming it, comma-separated.
         claimants: String,
     },
+    /// The plugin's library could not be loaded when a run needed it.
+    #[error("plugin '{plugin}' could not be loaded: {reason}")]
+    Load {
+        /// The plugin.
+        plugin: String,
+        /// Why, naming the file.
+        reason: String,
+    },
     /// The plugin's `init` failed.
     #[error("plugin '{plugin}' failed to initialise: {source}")]
     Init {
@@ -122,11 +177,17 @@ pub fn is_custom_resource(type_name: &str) -> bool {
 impl Registry {
     /// Loads every enabled plugin of `file`, recording failures instead of stopping.
     pub fn load(file: PluginsFile) -> Registry {
+        Registry::load_cached(file, None)
+    }
+
+    /// The plugins of `file`, each from its cached manifest when `cache` holds it (its library
+    /// then loads on first use), else loaded now and its manifest cached.
+    pub fn load_cached(file: PluginsFile, cache: Option<&ManifestCache>) -> Registry {
         let slots: Vec<PluginSlot> = file
             .plugins
             .iter()
             .map(|spec| PluginSlot {
-                status: load_one(spec),
+                status: load_one(spec, &file, cache),
                 spec: spec.clone(),
             })
             .collect();
@@ -182,6 +243,13 @@ impl Registry {
         Some((declared, &self.owners[declared]))
     }
 
+    /// Prints what every run must say (project files skipped, bundled plugins replaced).
+    pub fn print_notices(&self) {
+        for notice in &self.file.notices {
+            tracing::warn!("{notice}");
+        }
+    }
+
     /// Logs one warning per refused plugin; commands that do not print the table call this.
     pub fn warn_about_failures(&self) {
         for slot in &self.slots {
@@ -196,8 +264,7 @@ impl Registry {
         let (declared, owner) = self.owner_of(type_name)?;
         match owner {
             TypeOwner::Plugin(index) => match &self.slots[*index].status {
-                PluginStatus::Loaded(plugin) => plugin
-                    .library
+                PluginStatus::Ready(plugin) => plugin
                     .manifest()
                     .resource_types
                     .iter()
@@ -237,7 +304,7 @@ impl Registry {
             Some(TypeOwner::Plugin(index)) => {
                 let slot = &self.slots[*index];
                 let version = match &slot.status {
-                    PluginStatus::Loaded(plugin) => plugin.library.manifest().version.clone(),
+                    PluginStatus::Ready(plugin) => plugin.manifest().version.clone(),
                     _ => String::new(),
                 };
                 Route::Plugin {
@@ -274,9 +341,13 @@ impl Registry {
             None => return Err(RegistryError::NoPlugin(type_name.to_string())),
         };
         let slot = &self.slots[index];
-        let PluginStatus::Loaded(plugin) = &slot.status else {
+        let PluginStatus::Ready(plugin) = &slot.status else {
             return Err(RegistryError::NoPlugin(type_name.to_string()));
         };
+        let library = plugin.library().map_err(|reason| RegistryError::Load {
+            plugin: slot.spec.name.clone(),
+            reason,
+        })?;
         let init = plugin
             .init
             .get_or_init(|| async {
@@ -292,15 +363,13 @@ impl Registry {
                     wait: self.wait.get().copied().unwrap_or_default(),
                 };
                 let started = std::time::Instant::now();
-                let result = plugin
-                    .library
-                    .init(plugin_callbacks::host_context(&config, aws));
+                let result = library.init(plugin_callbacks::host_context(&config, aws));
                 tracing::debug!(plugin = %slot.spec.name, elapsed = ?started.elapsed(), "plugin initialised");
                 result
             })
             .await;
         match init {
-            Ok(()) => Ok(&plugin.library),
+            Ok(()) => Ok(library),
             Err(err) => Err(RegistryError::Init {
                 plugin: slot.spec.name.clone(),
                 source: err.clone(),
@@ -309,22 +378,77 @@ impl Registry {
     }
 }
 
-fn load_one(spec: &PluginSpec) -> PluginStatus {
+fn load_one(spec: &PluginSpec, file: &PluginsFile, cache: Option<&ManifestCache>) -> PluginStatus {
     if !spec.enabled {
         return PluginStatus::Disabled;
     }
-    let started = std::time::Instant::now();
-    let library = match host::load(&spec.path) {
-        Ok(library) => library,
-        Err(err) => {
-            if let host::LoadError::LayoutMismatch { report, .. } = &err {
-                tracing::debug!(plugin = %spec.name, "abi_stable's layout report:\n{report}");
+    let Some(pin) = &spec.pin else {
+        return PluginStatus::Failed(unpinned(spec, file));
+    };
+    let manifest = match cache.and_then(|cache| cache.get(pin)) {
+        Some(cached) => {
+            if !spec.path.is_file() {
+                return PluginStatus::Failed(format!("file not found: {}", spec.path.display()));
             }
-            return PluginStatus::Failed(err.to_string());
+            tracing::debug!(plugin = %spec.name, "manifest from the cache; library not loaded");
+            cached
+        }
+        None => {
+            let started = std::time::Instant::now();
+            let library = match host::load(&spec.path, pin) {
+                Ok(library) => library,
+                Err(err) => {
+                    if let host::LoadError::LayoutMismatch { report, .. } = &err {
+                        tracing::debug!(plugin = %spec.name, "abi_stable's layout report:\n{report}");
+                    }
+                    return PluginStatus::Failed(err.to_string());
+                }
+            };
+            tracing::debug!(plugin = %spec.name, elapsed = ?started.elapsed(), "plugin loaded");
+            let cached = CachedManifest {
+                sha256: pin.clone(),
+                api_version: library.api_version(),
+                manifest: library.manifest().clone(),
+            };
+            if let Some(cache) = cache {
+                cache.put(&cached);
+            }
+            let plugin = ready(spec, cached);
+            let _ = plugin.library.set(Ok(library));
+            return checked(spec, plugin);
         }
     };
-    tracing::debug!(plugin = %spec.name, elapsed = ?started.elapsed(), "plugin loaded");
-    let manifest = library.manifest();
+    checked(spec, ready(spec, manifest))
+}
+
+fn ready(spec: &PluginSpec, manifest: CachedManifest) -> ReadyPlugin {
+    ReadyPlugin {
+        manifest,
+        path: spec.path.clone(),
+        library: std::sync::OnceLock::new(),
+        init: OnceCell::new(),
+    }
+}
+
+/// `plugin` when its provider-api and own versions are ones this host and `spec` accept.
+fn checked(spec: &PluginSpec, plugin: ReadyPlugin) -> PluginStatus {
+    let api = plugin.api_version().to_string();
+    let api_ok = semver::Version::parse(&api).is_ok_and(|api| {
+        let number = |v: &semver::Version| abi_stable::sabi_types::VersionNumber {
+            major: v.major as u32,
+            minor: v.minor as u32,
+            patch: v.patch as u32,
+        };
+        host::api_versions_compatible(host::host_api_version(), number(&api))
+    });
+    if !api_ok {
+        let host_api = host::host_api_version();
+        return PluginStatus::Failed(format!(
+            "incompatible ABI: built against provider-api {api}, host has {host_api}; rebuild the plugin against provider-api {host_api}: {}",
+            spec.path.display()
+        ));
+    }
+    let manifest = plugin.manifest();
     let version = match semver::Version::parse(&manifest.version) {
         Ok(version) => version,
         Err(err) => {
@@ -342,10 +466,27 @@ fn load_one(spec: &PluginSpec) -> PluginStatus {
             spec.path.display()
         ));
     }
-    PluginStatus::Loaded(Box::new(LoadedPlugin {
-        library,
-        init: OnceCell::new(),
-    }))
+    PluginStatus::Ready(Box::new(plugin))
+}
+
+/// Why an entry without a pin is refused, and how to pin it, by the kind of file it is in.
+fn unpinned(spec: &PluginSpec, file: &PluginsFile) -> String {
+    let source = file
+        .layers
+        .iter()
+        .find(|(path, _)| *path == spec.file)
+        .map_or(PluginsFileSource::None, |(_, source)| *source);
+    let at = spec.file.display();
+    match source {
+        PluginsFileSource::Bundled | PluginsFileSource::User => format!(
+            "not pinned: {at} gives no sha256 for {}; check the library, then `cdkd providers lock {at}` pins it",
+            spec.path.display()
+        ),
+        _ => format!(
+            "not pinned: {} was not in {at} when you trusted it; check it, then `cdkd providers trust {at}` again",
+            spec.path.display()
+        ),
+    }
 }
 
 fn assign_owners(
@@ -354,8 +495,8 @@ fn assign_owners(
 ) -> BTreeMap<String, TypeOwner> {
     let mut claims: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (index, slot) in slots.iter().enumerate() {
-        if let PluginStatus::Loaded(plugin) = &slot.status {
-            for schema in &plugin.library.manifest().resource_types {
+        if let PluginStatus::Ready(plugin) = &slot.status {
+            for schema in &plugin.manifest().resource_types {
                 claims
                     .entry(schema.type_name.clone())
                     .or_default()
@@ -421,10 +562,13 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_plugin_fails_alone_and_names_its_path() {
-        let registry = registry_of(
-            "[[plugin]]\nname = \"gone\"\npath = \"libgone.so\"\n[[plugin]]\nname = \"off\"\npath = \"x.so\"\nenabled = false\n",
-        );
+    fn a_missing_or_unpinned_plugin_fails_alone_and_names_its_path() {
+        let pin = "a".repeat(64);
+        let registry = registry_of(&format!(
+            "[[plugin]]\nname = \"gone\"\npath = \"libgone.so\"\nsha256 = \"{pin}\"\n\
+             [[plugin]]\nname = \"off\"\npath = \"x.so\"\nenabled = false\n\
+             [[plugin]]\nname = \"loose\"\npath = \"libloose.so\"\n",
+        ));
         match &registry.slots()[0].status {
             PluginStatus::Failed(reason) => {
                 assert_eq!(reason, "file not found: /nowhere/libgone.so")
@@ -432,6 +576,15 @@ mod tests {
             _ => panic!("expected a failure"),
         }
         assert!(matches!(registry.slots()[1].status, PluginStatus::Disabled));
+        match &registry.slots()[2].status {
+            PluginStatus::Failed(reason) => assert!(
+                reason.starts_with(
+                    "not pinned: /nowhere/libloose.so was not in /nowhere/plugins.toml"
+                ),
+                "{reason}"
+            ),
+            _ => panic!("expected a failure"),
+        }
     }
 
     #[test]
