@@ -73,10 +73,18 @@ pub fn retry_partition(
 }
 
 /// An SDK configuration for the host's region, endpoint and credentials.
+///
+/// Built field by field rather than through `aws_config::defaults(..).load()`: the host hands
+/// over the region, endpoint and credentials, and the loader's credential, token, profile and
+/// IMDS chains (with the STS, SSO and SSO-OIDC clients behind them) would otherwise be linked
+/// into every plugin library for code that never runs. The rest is what the loader would set.
 #[cfg(feature = "plugin")]
-pub async fn sdk_config(ctx: &PluginContext) -> Result<aws_config::SdkConfig, ProviderError> {
-    use aws_config::{BehaviorVersion, Region};
+pub async fn sdk_config(ctx: &PluginContext) -> Result<aws_types::SdkConfig, ProviderError> {
     use aws_credential_types::provider::SharedCredentialsProvider;
+    use aws_smithy_runtime::client::identity::IdentityCache;
+    use aws_smithy_runtime_api::client::behavior_version::BehaviorVersion;
+    use aws_smithy_types::timeout::TimeoutConfig;
+    use aws_types::region::Region;
     use std::time::UNIX_EPOCH;
     let creds = ctx.credentials().await?;
     let credentials = aws_credential_types::Credentials::new(
@@ -88,14 +96,26 @@ pub async fn sdk_config(ctx: &PluginContext) -> Result<aws_config::SdkConfig, Pr
             .map(|s| UNIX_EPOCH + Duration::from_secs(s)),
         "cdkd-host",
     );
-    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+    let mut builder = aws_types::SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
         .region(Region::new(ctx.region().to_string()))
         .credentials_provider(SharedCredentialsProvider::new(credentials))
-        .retry_config(retry_config());
-    if let Some(endpoint) = ctx.endpoint_url() {
-        loader = loader.endpoint_url(endpoint);
+        .identity_cache(IdentityCache::lazy().build())
+        .retry_config(retry_config())
+        // The loader's default: 3.1 s to connect, no other limit (calls have their own).
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(Duration::from_millis(3100))
+                .build(),
+        )
+        .time_source(aws_smithy_async::time::SystemTimeSource::new());
+    if let Some(sleep) = aws_smithy_async::rt::sleep::default_async_sleep() {
+        builder = builder.sleep_impl(sleep);
     }
-    Ok(loader.load().await)
+    if let Some(endpoint) = ctx.endpoint_url() {
+        builder = builder.endpoint_url(endpoint);
+    }
+    Ok(builder.build())
 }
 
 /// The kind of an AWS error code.
