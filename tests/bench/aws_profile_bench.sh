@@ -15,6 +15,8 @@ source "$(dirname "$0")/emulator.sh"
 profile=${1:-debug}
 cdkd="$repo/target/$profile/cdkd"
 [ -x "$cdkd" ] || { echo "build it first: cargo build --$profile --workspace" >&2; exit 1; }
+# The bundled plugins file beside it, every library pinned (docs/providers.md#trust-and-install).
+"$cdkd" providers lock "$repo/plugins.toml" --output "$(dirname "$cdkd")/plugins.toml" >/dev/null
 "$cdkd" --state-bucket bench-aws bootstrap --no-assets >/dev/null
 cp -r tests/fixtures/cdk.out/core "$work/core"
 by_service() {

@@ -10,6 +10,8 @@ export CDKD_REQUIRE_APPROVAL=never
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 cdkd="$repo/target/release/cdkd"
+# The bundled plugins file beside it, every library pinned (docs/providers.md#trust-and-install).
+"$cdkd" providers lock "$repo/plugins.toml" --output "$(dirname "$cdkd")/plugins.toml" >/dev/null
 work=$(mktemp -d)
 trap 'kill $emulator 2>/dev/null || true; rm -rf "$work"' EXIT
 EMU_LATENCY_MS=50 .venv/bin/python tests/emulator/server.py --port 0 --endpoint-file "$work/endpoint" >"$work/emulator.log" 2>&1 &
@@ -19,7 +21,9 @@ endpoint=$(cat "$work/endpoint")
 # No plugins at all: a plugins file that does not inherit the bundled one.
 echo 'inherit = false' >"$work/no-plugins.toml"
 export AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
-  AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true CDKD_S3_FORCE_PATH_STYLE=true CDKD_PLUGINS="$work/no-plugins.toml"
+  AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true CDKD_S3_FORCE_PATH_STYLE=true CDKD_PLUGINS="$work/no-plugins.toml" \
+  XDG_CONFIG_HOME="$work/config" CDKD_CACHE_DIR="$work/cache"
+"$cdkd" providers trust "$work/no-plugins.toml" >/dev/null
 "$cdkd" --state-bucket bench-state bootstrap --no-assets >/dev/null
 latency=0.05
 concurrency=10

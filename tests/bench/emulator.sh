@@ -20,3 +20,10 @@ calls() { curl -fsS "$endpoint/_emulator/stats" | python3 -c 'import json,sys; s
 reset_calls() { curl -fsS -X DELETE "$endpoint/_emulator/stats" >/dev/null; }
 # Runs a command, prints its wall time in seconds; shows its output and fails if it fails.
 timed() { /usr/bin/time -f "%e" -o "$work/time" "$@" >"$work/out.log" 2>&1 || { cat "$work/out.log"; exit 1; }; cat "$work/time"; }
+# The same, printing "wall-seconds peak-RSS-MB".
+timed_rss() { /usr/bin/time -f "%e %M" -o "$work/time" "$@" >"$work/out.log" 2>&1 || { cat "$work/out.log"; exit 1; }; awk '{printf "%s %.1f\n", $1, $2 / 1024}' "$work/time"; }
+# The bundled plugins file of target/$1/ (release or debug), every library pinned by its hash,
+# written from the workspace's plugins.toml (docs/providers.md#trust-and-install).
+pin_bundled() { "$repo/target/$1/cdkd" providers lock "$repo/plugins.toml" --output "$repo/target/$1/plugins.toml" >/dev/null; }
+# Trusts a plugins file a bench writes (a project's file, for this bench's own $XDG_CONFIG_HOME).
+trust_file() { "$cdkd" providers trust "$1" >/dev/null; }

@@ -10,6 +10,8 @@ source "$(dirname "$0")/emulator.sh"
 profile=${1:-release}
 cdkd="$repo/target/$profile/cdkd"
 [ -x "$cdkd" ] || { echo "build it first: cargo build --$profile --workspace" >&2; exit 1; }
+# The bundled plugins file beside it, every library pinned (docs/providers.md#trust-and-install).
+"$cdkd" providers lock "$repo/plugins.toml" --output "$(dirname "$cdkd")/plugins.toml" >/dev/null
 "$cdkd" --state-bucket bench-export bootstrap --no-assets >/dev/null
 # A CDK-bootstrapped account holds the parameter the template's BootstrapVersion reads.
 .venv/bin/python -c "import boto3,sys; boto3.client('ssm', endpoint_url=sys.argv[1], region_name='us-east-1').put_parameter(Name='/cdk-bootstrap/hnb659fds/version', Value='30', Type='String')" "$endpoint"

@@ -19,6 +19,8 @@ source "$(dirname "$0")/emulator.sh"
 profile=${1:-release}
 cdkd="$repo/target/$profile/cdkd"
 [ -x "$cdkd" ] || { echo "build it first: cargo build --$profile -p cdkd and the plugins" >&2; exit 1; }
+# The bundled plugins file beside it, every library pinned (docs/providers.md#trust-and-install).
+"$cdkd" providers lock "$repo/plugins.toml" --output "$(dirname "$cdkd")/plugins.toml" >/dev/null
 cp -r tests/fixtures/cdk.out/fargate "$work/fargate"
 # The emulator's Cloud Control reports no DNSName for a load balancer, which two of the app's
 # outputs read: both runs drop those outputs (the resources are the same).
@@ -36,8 +38,9 @@ PY
 for name in ecs ecr elbv2 sqs sns ssm logs dynamodb events kms secretsmanager stepfunctions kinesis cloudwatch scheduler route53 acm; do
   grep -q "name = \"$name\"" plugins.toml || continue
   printf '[[plugin]]\nname = "%s"\npath = "%s"\nenabled = false\n\n' "$name" \
-    "$repo/target/$profile/libcdkd_provider_$name.so" >>"$work/cc-plugins.toml"
+    "$repo/target/$profile/\${cdylib:cdkd_provider_$name}" >>"$work/cc-plugins.toml"
 done
+trust_file "$work/cc-plugins.toml"
 stats() {
   curl -fsS "$endpoint/_emulator/stats" | python3 -c '
 import json, sys

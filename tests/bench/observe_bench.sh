@@ -11,6 +11,8 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 profile=${1:-release}
 cdkd="$repo/target/$profile/cdkd"
+# The bundled plugins file beside it, every library pinned (docs/providers.md#trust-and-install).
+"$cdkd" providers lock "$repo/plugins.toml" --output "$(dirname "$cdkd")/plugins.toml" >/dev/null
 work=$(mktemp -d)
 trap 'kill $emulator 2>/dev/null || true; rm -rf "$work"' EXIT
 EMU_LATENCY_MS=50 .venv/bin/python tests/emulator/server.py --port 0 --endpoint-file "$work/endpoint" >"$work/emulator.log" 2>&1 &

@@ -11,6 +11,8 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 profile=${1:-release}
 cdkd="$repo/target/$profile/cdkd"
+# The bundled plugins file beside it, every library pinned (docs/providers.md#trust-and-install).
+"$cdkd" providers lock "$repo/plugins.toml" --output "$(dirname "$cdkd")/plugins.toml" >/dev/null
 work=$(mktemp -d)
 trap 'kill $emulator 2>/dev/null || true; rm -rf "$work"' EXIT
 EMU_LATENCY_MS=50 .venv/bin/python tests/emulator/server.py --port 0 --endpoint-file "$work/endpoint" >"$work/emulator.log" 2>&1 &
@@ -18,19 +20,22 @@ emulator=$!
 for _ in $(seq 1 300); do [ -s "$work/endpoint" ] && break; sleep 0.1; done
 endpoint=$(cat "$work/endpoint")
 export AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
-  AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true CDKD_S3_FORCE_PATH_STYLE=true
+  AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true CDKD_S3_FORCE_PATH_STYLE=true \
+  XDG_CONFIG_HOME="$work/config" CDKD_CACHE_DIR="$work/cache"
 # Two plugin sets with the same baseline: the SDK plugins, or only the echo plugin (so AWS types
 # go to Cloud Control).
 for set in sdk cc; do
   {
     echo "inherit = false"
-    echo "[[plugin]]"; echo "name = \"example-echo\""; echo "path = \"$repo/target/$profile/libcdkd_provider_example_echo.so\""
+    echo "[[plugin]]"; echo "name = \"example-echo\""; echo "path = \"$repo/target/$profile/\${cdylib:cdkd_provider_example_echo}\""
     if [ $set = sdk ]; then
       for p in s3 iam lambda ec2; do
-        echo "[[plugin]]"; echo "name = \"$p\""; echo "path = \"$repo/target/$profile/libcdkd_provider_$p.so\""
+        echo "[[plugin]]"; echo "name = \"$p\""; echo "path = \"$repo/target/$profile/\${cdylib:cdkd_provider_$p}\""
       done
     fi
   } >"$work/plugins-$set.toml"
+  # Project files: trusted for this bench's own configuration folder.
+  "$cdkd" providers trust "$work/plugins-$set.toml" >/dev/null
 done
 export CDKD_ECHO_DIR="$work/echo"
 CDKD_PLUGINS="$work/plugins-cc.toml" "$cdkd" --state-bucket bench-state bootstrap --no-assets >/dev/null

@@ -21,6 +21,8 @@ profile=${1:-debug}
 shift || true
 cdkd="$repo/target/$profile/cdkd"
 [ -x "$cdkd" ] || { echo "build it first: cargo build -p cdkd and the plugins ($profile)" >&2; exit 1; }
+# The bundled plugins file beside it, every library pinned (docs/providers.md#trust-and-install).
+"$cdkd" providers lock "$repo/plugins.toml" --output "$(dirname "$cdkd")/plugins.toml" >/dev/null
 # label, fixture (tests/fixtures/cdk.out/<fixture>), stack, time scale. The stacks whose
 # critical path is under 15 s run at scale 1: at 0.1 the emulator's own CPU time (moto answers
 # some calls in 100-200 ms) and cdkd's would count ten times over against a path of a second.

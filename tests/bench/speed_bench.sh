@@ -14,6 +14,7 @@ source "$(dirname "$0")/emulator.sh"
 profile=${1:-release}
 cdkd="$repo/target/$profile/cdkd"
 [ -x "$cdkd" ] || { echo "build it first: cargo build --$profile --workspace" >&2; exit 1; }
+pin_bundled "$profile"
 "$cdkd" --state-bucket bench-speed bootstrap --no-assets >/dev/null
 verdict() { python3 -c "import sys; print('PASS' if float(sys.argv[1]) <= float(sys.argv[2]) else 'MISS')" "$1" "$2"; }
 # The emulator's own round trip (latency plus moto's processing), the unit of every bound.
@@ -39,21 +40,33 @@ cp -r tests/fixtures/cdk.out/soak "$work/soak"
 # A first round warms the emulator (moto loads each service's backend on first use, which AWS
 # does not make anyone wait for) and cdkd's remembered account and bucket region.
 # A no-change deploy in that round fills the registry-schema cache (a day long) as well.
-"$cdkd" --state-bucket bench-speed deploy -a "$work/soak" >/dev/null
+# The first command of a fresh cache loads every plugin once to cache its manifest.
+"$cdkd" providers list >/dev/null
+CDKD_LOG=cdkd=debug "$cdkd" --state-bucket bench-speed deploy -a "$work/soak" >/dev/null 2>"$work/warm.log"
 "$cdkd" --state-bucket bench-speed deploy -a "$work/soak" >/dev/null
 "$cdkd" --state-bucket bench-speed destroy -a "$work/soak" -f >/dev/null
 reset_calls
-deploy=$(timed "$cdkd" --state-bucket bench-speed deploy -a "$work/soak")
+read -r deploy deploy_rss <<<"$(timed_rss "$cdkd" --state-bucket bench-speed deploy -a "$work/soak")"
 read -r all _ <<<"$(calls)"
-echo "  deploy:    ${deploy} s, ${all} requests (target <= 1.0 s: $(verdict "$deploy" 1.0))"
+echo "  deploy:    ${deploy} s, ${all} requests (target <= 1.0 s: $(verdict "$deploy" 1.0)); peak RSS ${deploy_rss} MB (target <= 60 MB: $(verdict "$deploy_rss" 60))"
 reset_calls
-nochange=$(timed "$cdkd" --state-bucket bench-speed deploy -a "$work/soak")
+read -r nochange nochange_rss <<<"$(timed_rss "$cdkd" --state-bucket bench-speed deploy -a "$work/soak")"
 read -r all _ <<<"$(calls)"
-echo "  no-change: ${nochange} s, ${all} requests (target <= 0.15 s: $(verdict "$nochange" 0.15))"
+echo "  no-change: ${nochange} s, ${all} requests (target <= 0.15 s: $(verdict "$nochange" 0.15)); peak RSS ${nochange_rss} MB"
+# What a deploy loads once the manifests are cached: its types' plugins, each checked against
+# its pin first (the warm-up round's first deploy, with debug logs).
+echo "  plugins a deploy loaded: $(grep -c 'plugin library loaded' "$work/warm.log") of $(grep -c '^\[\[plugin\]\]' "target/$profile/plugins.toml") bundled"
+# Lazy loading switched off: no manifest cache (an unwritable folder), so every run loads every
+# bundled plugin to learn its types, as before issue 42.
+read -r _ eager_nochange_rss <<<"$(CDKD_CACHE_DIR=/dev/null/cdkd timed_rss "$cdkd" --state-bucket bench-speed deploy -a "$work/soak")"
+echo "  without the manifest cache (every plugin loaded): no-change peak RSS ${eager_nochange_rss} MB"
 reset_calls
 destroy=$(timed "$cdkd" --state-bucket bench-speed destroy -a "$work/soak" -f)
 read -r all _ <<<"$(calls)"
 echo "  destroy:   ${destroy} s, ${all} requests (target <= deploy ${deploy} s: $(verdict "$destroy" "$deploy"))"
+read -r _ eager_deploy_rss <<<"$(CDKD_CACHE_DIR=/dev/null/cdkd timed_rss "$cdkd" --state-bucket bench-speed deploy -a "$work/soak")"
+echo "  without the manifest cache (every plugin loaded): deploy peak RSS ${eager_deploy_rss} MB"
+"$cdkd" --state-bucket bench-speed destroy -a "$work/soak" -f >/dev/null
 
 # The emulator is one Python process: its CPU time during a deploy is time requests spend
 # queued behind each other, a floor no client goes below.
@@ -76,8 +89,9 @@ generated() {
 }
 # The generated topics are this bench's Cloud Control resources: the sns plugin is turned off
 # for them (a plugins file layered over the bundled one).
-printf '[[plugin]]\nname = "sns"\npath = "%s"\nenabled = false\n' "$repo/target/$profile/libcdkd_provider_sns.so" >"$work/cc-plugins.toml"
+printf '[[plugin]]\nname = "sns"\npath = "%s"\nenabled = false\n' "$repo/target/$profile/\${cdylib:cdkd_provider_sns}" >"$work/cc-plugins.toml"
 export CDKD_PLUGINS="$work/cc-plugins.toml"
+trust_file "$CDKD_PLUGINS"
 # A deploy's own state round trips, on every path: lock, record read, the write-ahead intent,
 # the final save, the release.
 state_trips=5

@@ -148,7 +148,10 @@ fn every_plugin_type_says_in_deploy_md_how_it_is_found_after_a_crash() {
         })
         .collect();
     assert!(!documented.is_empty(), "no table in docs/deploy.md");
-    let plugins = cdkd_tests::cdkd(None, &["providers", "list", "--json"])
+    // The bundled plugins and the example plugin (not bundled, but in deploy.md's table).
+    let echo =
+        cdkd_tests::trusted(cdkd_tests::workspace_root().join("tests/fixtures/echo-plugins.toml"));
+    let plugins = cdkd_tests::cdkd(Some(&echo), &["providers", "list", "--json"])
         .success()
         .json();
     let mut problems = Vec::new();

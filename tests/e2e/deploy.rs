@@ -425,6 +425,7 @@ fn a_custom_resource_is_refused_before_any_change_when_no_plugin_handles_it() {
         ),
     )
     .unwrap();
+    let plugins = cdkd_tests::trusted(plugins);
     let run = world.deploy(&["--plugins", &plugins.display().to_string()]);
     assert_eq!(run.code, Some(1));
     assert!(

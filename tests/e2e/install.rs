@@ -1,19 +1,38 @@
-//! `install.sh PREFIX`: the installed `cdkd` finds its bundled plugins by itself, from any
-//! directory, and deploys the demo app against the emulator; a user plugins file swaps one
-//! plugin for another build without touching the install.
+//! `dist.sh` then `install.sh ARCHIVE PREFIX`: an archive installs without compiling, the
+//! installed `cdkd` finds its pinned plugins by itself from any folder and deploys through
+//! them, and a user plugins file that replaces one of them is announced on every run.
 //!
-//! The test installs the debug build (`CDKD_INSTALL_PROFILE=debug`): the layout and the lookup
-//! are the same as a release install's, and the suite has already built it.
+//! The archive holds the debug build of four plugins (`dist.sh --profile debug --plugins`):
+//! the layout, the pins and the lookup are a release archive's, and the suite has already built
+//! them; all 31 debug plugins would take ~1.4 GB of disk three times over.
 
 use std::path::Path;
 use std::process::Command;
 
-use cdkd_tests::{copy_dir, fixture_plugin, snapshot, workspace_root, Emulator, Run};
+use cdkd_tests::{copy_dir, workspace_root, Emulator, Run};
 use serde_json::Value;
 
-/// The installed binary, run in `cwd` with the emulator's settings and `config` as
-/// `$XDG_CONFIG_HOME`.
-fn installed(prefix: &Path, cwd: &Path, config: &Path, args: &[&str]) -> Run {
+const PLUGINS: [&str; 4] = ["sqs", "sns", "ssm", "iam"];
+
+/// `bash script args...` from the workspace, failing the test with its output.
+fn script(script: &str, args: &[&str]) -> String {
+    let output = Command::new("bash")
+        .arg(workspace_root().join(script))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{script} {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The installed binary, run in `cwd` with the emulator's settings and `home` as its user's
+/// configuration and cache folders.
+fn installed(prefix: &Path, cwd: &Path, home: &Path, args: &[&str]) -> Run {
     let mut command = Command::new(prefix.join("bin/cdkd"));
     command
         .current_dir(cwd)
@@ -22,7 +41,9 @@ fn installed(prefix: &Path, cwd: &Path, config: &Path, args: &[&str]) -> Run {
     for (key, value) in Emulator::shared().env() {
         command.env(key, value);
     }
-    command.env("XDG_CONFIG_HOME", config);
+    command
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("CDKD_CACHE_DIR", home.join("cache"));
     command.output().unwrap().into()
 }
 
@@ -36,129 +57,147 @@ fn plugin<'a>(list: &'a Value, name: &str) -> &'a Value {
 }
 
 #[test]
-fn the_installed_cdkd_finds_its_plugins_and_a_user_file_swaps_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let prefix = dir.path().join("prefix");
-    let install = Command::new("bash")
-        .arg(workspace_root().join("install.sh"))
-        .arg(&prefix)
-        .env("CDKD_INSTALL_PROFILE", "debug")
-        .output()
-        .unwrap();
-    assert!(
-        install.status.success(),
-        "{}",
-        String::from_utf8_lossy(&install.stderr)
+fn an_archive_installs_without_compiling_and_its_cdkd_deploys_through_its_plugins() {
+    // Inside the target folder, not /tmp: a CI machine's /tmp may be small.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = dir.path().join("dist").display().to_string();
+    let archive = script(
+        "dist.sh",
+        &[
+            "--profile",
+            "debug",
+            "--out",
+            &out,
+            "--plugins",
+            &PLUGINS.join(","),
+        ],
     );
-    let elsewhere = dir.path().join("elsewhere");
-    let config = dir.path().join("config");
-    std::fs::create_dir_all(&elsewhere).unwrap();
+    let archive = archive.lines().last().unwrap().to_string();
+    let name = Path::new(&archive).file_name().unwrap().to_string_lossy();
+    assert!(
+        name.starts_with("cdkd-") && name.ends_with(".tar.gz"),
+        "{archive}"
+    );
 
-    // Every bundled plugin, loaded from the install, from a directory with no plugins.toml.
-    let bundled: Vec<String> = std::fs::read_to_string(workspace_root().join("plugins.toml"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| {
-            l.strip_prefix("name = \"")?
-                .strip_suffix('"')
-                .map(str::to_string)
-        })
-        .collect();
-    let list = installed(
-        &prefix,
-        &elsewhere,
-        &config,
-        &["providers", "list", "--json"],
-    )
-    .success()
-    .json();
-    let installed_file = prefix.join("lib/cdkd/plugins.toml");
+    let prefix = dir.path().join("prefix");
+    let said = script("install.sh", &[&archive, &prefix.display().to_string()]);
+    assert!(said.contains("and 4 plugins"), "{said}");
+    for file in [
+        "bin/cdkd",
+        "lib/cdkd/plugins.toml",
+        "share/bash-completion/completions/cdkd",
+        "share/zsh/site-functions/_cdkd",
+        "share/fish/vendor_completions.d/cdkd.fish",
+        "share/man/man1/cdkd.1",
+        "share/man/man1/cdkd-deploy.1",
+    ] {
+        assert!(prefix.join(file).is_file(), "{file} was not installed");
+    }
+    let pinned = std::fs::read_to_string(prefix.join("lib/cdkd/plugins.toml")).unwrap();
+    assert_eq!(pinned.matches("sha256 = \"").count(), 4, "{pinned}");
+    assert!(!pinned.contains("locked_from"), "{pinned}");
+
+    // From a folder with no plugins.toml: the install's own file, every plugin ready.
+    let home = dir.path().join("home");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let list = installed(&prefix, &elsewhere, &home, &["providers", "list", "--json"])
+        .success()
+        .json();
     assert_eq!(list["pluginsFileSource"], "bundled", "{list:#}");
     assert_eq!(
         list["pluginsFile"],
-        Value::from(installed_file.display().to_string())
+        Value::from(prefix.join("lib/cdkd/plugins.toml").display().to_string())
     );
-    assert_eq!(list["plugins"].as_array().unwrap().len(), bundled.len());
-    for name in &bundled {
+    assert_eq!(list["plugins"].as_array().unwrap().len(), 4, "{list:#}");
+    for name in PLUGINS {
         let entry = plugin(&list, name);
-        assert_eq!(entry["status"], "loaded", "{entry:#}");
-        let path = entry["path"].as_str().unwrap();
+        assert_eq!(entry["status"], "ready", "{entry:#}");
         assert!(
-            path.starts_with(&prefix.join("lib/cdkd/plugins").display().to_string()),
-            "{path}"
+            entry["path"]
+                .as_str()
+                .unwrap()
+                .starts_with(&prefix.join("lib/cdkd/plugins").display().to_string()),
+            "{entry:#}"
         );
     }
 
-    // The demo app deploys with the installed binary.
-    let app = dir.path().join("demo");
+    // The synthetic stack of queues, topics, parameters and roles deploys through them.
+    let app = dir.path().join("soak");
     std::fs::create_dir_all(&app).unwrap();
-    copy_dir(&workspace_root().join("tests/fixtures/cdk.out/demo"), &app);
+    copy_dir(&workspace_root().join("tests/fixtures/cdk.out/soak"), &app);
+    let app = app.display().to_string();
     let bucket = Emulator::unique("install");
-    let echo = dir.path().join("echo");
-    let app_arg = app.display().to_string();
-    let with_echo = |args: &[&str]| {
-        let mut command = Command::new(prefix.join("bin/cdkd"));
-        command
-            .current_dir(&elsewhere)
-            .args(["--state-bucket", &bucket])
-            .args(args)
-            .env_remove("CDKD_PLUGINS")
-            .env("CDKD_ECHO_DIR", &echo);
-        for (key, value) in Emulator::shared().env() {
-            command.env(key, value);
-        }
-        command.env("XDG_CONFIG_HOME", &config);
-        Run::from(command.output().unwrap())
+    let with_bucket = |args: &[&str]| {
+        let mut all = vec!["--state-bucket", bucket.as_str()];
+        all.extend_from_slice(args);
+        installed(&prefix, &elsewhere, &home, &all)
     };
-    with_echo(&["bootstrap", "--no-assets"]).success();
-    let deployed = with_echo(&["deploy", "-a", &app_arg]).success();
-    assert!(
-        deployed.stdout.contains("DemoStack: 5 created"),
-        "{}",
-        deployed.stdout
-    );
-    with_echo(&["destroy", "-a", &app_arg, "--force"]).success();
+    with_bucket(&["bootstrap", "--no-assets"]).success();
+    with_bucket(&["deploy", "-a", &app]).success();
+    let state = with_bucket(&["state", "show", "SoakStack", "--json"])
+        .success()
+        .json();
+    let resources = state["state"]["resources"].as_object().unwrap();
+    assert!(resources.len() >= 40, "{state:#}");
+    for (id, resource) in resources {
+        assert_eq!(resource["provisionedBy"], "sdk", "{id}: {resource:#}");
+    }
+    with_bucket(&["destroy", "-a", &app, "--force"]).success();
 
-    // A user plugins file swaps example-echo for another build; the install is untouched.
-    let other = snapshot(
-        &fixture_plugin("cdkd-provider-legacy-echo"),
-        dir.path(),
-        "libother-echo.so",
-    );
-    std::fs::create_dir_all(config.join("cdkd")).unwrap();
-    let user_file = config.join("cdkd/plugins.toml");
+    // A user's file that replaces an installed plugin by name says so on every run.
+    let user_file = home.join("config/cdkd/plugins.toml");
+    std::fs::create_dir_all(user_file.parent().unwrap()).unwrap();
     std::fs::write(
         &user_file,
-        format!(
-            "[[plugin]]\nname = \"example-echo\"\npath = \"{}\"\nversion = \"^0.9\"\n",
-            other.display()
-        ),
+        "[[plugin]]\nname = \"sqs\"\npath = \"/nowhere/libsqs.so\"\nenabled = false\n",
     )
     .unwrap();
-    let before = std::fs::read(&installed_file).unwrap();
-    let list = installed(
-        &prefix,
-        &elsewhere,
-        &config,
-        &["providers", "list", "--json"],
-    )
-    .success()
-    .json();
-    let echo_entry = plugin(&list, "example-echo");
-    assert_eq!(echo_entry["status"], "loaded", "{echo_entry:#}");
-    assert_eq!(echo_entry["version"], "0.9.0");
-    assert_eq!(
-        echo_entry["file"],
-        Value::from(user_file.display().to_string())
+    for _ in 0..2 {
+        let run = installed(&prefix, &elsewhere, &home, &["providers", "list"]).success();
+        assert!(
+            run.stderr.contains(&format!(
+                "plugin 'sqs' of {} disables the bundled one",
+                user_file.display()
+            )),
+            "{}",
+            run.stderr
+        );
+    }
+
+    // A damaged download is refused before anything is copied.
+    let unpacked = dir.path().join("unpacked");
+    std::fs::create_dir_all(&unpacked).unwrap();
+    let tar = Command::new("tar")
+        .arg("-C")
+        .arg(&unpacked)
+        .arg("-xzf")
+        .arg(&archive)
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let folder = unpacked.join(name.trim_end_matches(".tar.gz"));
+    let library = std::fs::read_dir(folder.join("lib/cdkd/plugins"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(&library).unwrap();
+    bytes[1000] ^= 1;
+    std::fs::write(&library, bytes).unwrap();
+    let other = dir.path().join("other-prefix");
+    let refused = Command::new("bash")
+        .arg(folder.join("install.sh"))
+        .arg(&folder)
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("does not match its SHA256SUMS"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
     );
-    assert_eq!(
-        plugin(&list, "s3")["file"],
-        Value::from(installed_file.display().to_string())
-    );
-    assert_eq!(
-        list["pluginsFiles"].as_array().unwrap().len(),
-        2,
-        "{list:#}"
-    );
-    assert_eq!(std::fs::read(&installed_file).unwrap(), before);
+    assert!(!other.join("bin/cdkd").exists());
 }

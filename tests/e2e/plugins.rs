@@ -34,29 +34,65 @@ fn type_names(plugin: &Value) -> Vec<&str> {
 }
 
 #[test]
-fn the_bundled_plugins_file_lists_every_bundled_plugin() {
-    let list = cdkd(None, &["providers", "list", "--json"])
+fn the_bundled_plugins_file_lists_every_bundled_plugin_pinned_and_loads_none_once_cached() {
+    // Its own cache: the first run loads every library once to cache its manifest.
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().display().to_string();
+    let list = || {
+        cdkd_with_env(
+            None,
+            &["providers", "list", "--json"],
+            &[("CDKD_CACHE_DIR", &cache_dir)],
+        )
         .success()
-        .json();
-    assert_eq!(list["pluginsFileSource"], "working directory");
-    assert_eq!(list["hostProviderApiVersion"], cdkd_provider_api::VERSION);
-    let echo = plugin(&list, "example-echo");
-    assert_eq!(echo["status"], "loaded", "{echo:#}");
-    assert_eq!(echo["version"], "2.0.0");
-    assert_eq!(echo["providerApiVersion"], cdkd_provider_api::VERSION);
-    assert_eq!(type_names(echo), ["Acme::Echo::Pair", "Acme::Echo::Thing"]);
+        .json()
+    };
+    let first = list();
+    let again = list();
+    assert_eq!(again["pluginsFileSource"], "bundled", "{again:#}");
+    assert_eq!(
+        again["pluginsFile"],
+        Value::from(
+            cdkd_tests::debug_dir()
+                .join("plugins.toml")
+                .display()
+                .to_string()
+        )
+    );
+    assert_eq!(again["hostProviderApiVersion"], cdkd_provider_api::VERSION);
+    let bundled: Vec<String> = std::fs::read_to_string(workspace_root().join("plugins.toml"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| Some(l.strip_prefix("name = \"")?.strip_suffix('"')?.to_string()))
+        .collect();
+    assert!(bundled.len() > 20, "{bundled:?}");
+    assert!(
+        !bundled.contains(&"example-echo".to_string()),
+        "example-echo is bundled again"
+    );
+    assert_eq!(again["plugins"].as_array().unwrap().len(), bundled.len());
+    for name in &bundled {
+        let (cold, warm) = (plugin(&first, name), plugin(&again, name));
+        assert_eq!(warm["status"], "ready", "{warm:#}");
+        assert_eq!(cold["loaded"], true, "{cold:#}");
+        assert_eq!(
+            warm["loaded"], false,
+            "listing loaded {name} again: {warm:#}"
+        );
+        assert_eq!(warm["providerApiVersion"], cdkd_provider_api::VERSION);
+        let path = Path::new(warm["path"].as_str().unwrap());
+        let actual = cdkd_provider_api::host::sha256_file(path).unwrap();
+        assert_eq!(warm["sha256"], Value::from(actual), "{name}");
+    }
+    let s3 = plugin(&again, "s3");
+    assert_eq!(type_names(s3), ["AWS::S3::Bucket", "AWS::S3::BucketPolicy"]);
 
     let table = cdkd(None, &["providers", "list"]).success().stdout;
     let row = table
         .lines()
-        .find(|line| line.starts_with("example-echo"))
-        .unwrap_or_else(|| panic!("no example-echo row:\n{table}"));
-    for cell in [
-        "2.0.0",
-        cdkd_provider_api::VERSION,
-        "loaded",
-        "Acme::Echo::Thing",
-    ] {
+        .find(|line| line.starts_with("s3 "))
+        .unwrap_or_else(|| panic!("no s3 row:\n{table}"));
+    for cell in [cdkd_provider_api::VERSION, "ready", "AWS::S3::Bucket"] {
         assert!(row.contains(cell), "{cell} missing from {row}");
     }
 }
@@ -173,7 +209,7 @@ fn every_bad_plugin_is_refused_alone_with_a_one_line_reason() {
     path_named("foreign", &foreign);
     path_named("broken", &broken);
     path_named("truncated", &truncated);
-    assert_eq!(plugin(&list, "example-echo")["status"], "loaded");
+    assert_eq!(plugin(&list, "example-echo")["status"], "ready");
 
     // The host keeps working with the plugins that did load, and says once per plugin why
     // the others did not.
@@ -223,7 +259,7 @@ fn a_plugin_built_against_an_older_provider_api_loads_and_works() {
         .success()
         .json();
     let entry = plugin(&list, "legacy-echo");
-    assert_eq!(entry["status"], "loaded", "{entry:#}");
+    assert_eq!(entry["status"], "ready", "{entry:#}");
     assert_eq!(entry["providerApiVersion"], "0.1.0");
     assert_ne!(list["hostProviderApiVersion"], "0.1.0");
 
@@ -443,7 +479,7 @@ fn the_example_thing_lives_and_dies_through_the_host() {
     let call = |args: &[&str]| {
         let mut full = vec!["providers", "call", "Acme::Echo::Thing"];
         full.extend_from_slice(args);
-        cdkd(None, &full).success()
+        cdkd(Some(&test_plugins_file()), &full).success()
     };
     let created = call(&[
         "create",

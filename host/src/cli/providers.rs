@@ -258,7 +258,13 @@ fn trust(file: &Path) -> anyhow::Result<ExitCode> {
     for (library, sha256) in &record.libraries {
         println!("  {}  sha256 {sha256}", library.display());
     }
-    if record.libraries.is_empty() {
+    for library in &record.missing {
+        println!(
+            "  {}  not found: not loaded until it exists and the file is trusted again",
+            library.display()
+        );
+    }
+    if record.libraries.is_empty() && record.missing.is_empty() {
         println!("  (it names no enabled library)");
     }
     println!(

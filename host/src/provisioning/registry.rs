@@ -382,14 +382,14 @@ fn load_one(spec: &PluginSpec, file: &PluginsFile, cache: Option<&ManifestCache>
     if !spec.enabled {
         return PluginStatus::Disabled;
     }
+    if !spec.path.is_file() {
+        return PluginStatus::Failed(format!("file not found: {}", spec.path.display()));
+    }
     let Some(pin) = &spec.pin else {
         return PluginStatus::Failed(unpinned(spec, file));
     };
     let manifest = match cache.and_then(|cache| cache.get(pin)) {
         Some(cached) => {
-            if !spec.path.is_file() {
-                return PluginStatus::Failed(format!("file not found: {}", spec.path.display()));
-            }
             tracing::debug!(plugin = %spec.name, "manifest from the cache; library not loaded");
             cached
         }
@@ -567,7 +567,9 @@ mod tests {
         let registry = registry_of(&format!(
             "[[plugin]]\nname = \"gone\"\npath = \"libgone.so\"\nsha256 = \"{pin}\"\n\
              [[plugin]]\nname = \"off\"\npath = \"x.so\"\nenabled = false\n\
-             [[plugin]]\nname = \"loose\"\npath = \"libloose.so\"\n",
+             [[plugin]]\nname = \"loose\"\npath = \"{}\"\n",
+            // A file that exists, so the missing pin is what refuses it.
+            std::env::current_exe().unwrap().display()
         ));
         match &registry.slots()[0].status {
             PluginStatus::Failed(reason) => {
@@ -578,9 +580,8 @@ mod tests {
         assert!(matches!(registry.slots()[1].status, PluginStatus::Disabled));
         match &registry.slots()[2].status {
             PluginStatus::Failed(reason) => assert!(
-                reason.starts_with(
-                    "not pinned: /nowhere/libloose.so was not in /nowhere/plugins.toml"
-                ),
+                reason.starts_with("not pinned: ")
+                    && reason.contains(" was not in /nowhere/plugins.toml when you trusted it"),
                 "{reason}"
             ),
             _ => panic!("expected a failure"),

@@ -27,6 +27,9 @@ pub struct TrustRecord {
     pub sha256: String,
     /// Each library the file names (absolute path) and its SHA-256 then.
     pub libraries: BTreeMap<PathBuf, String>,
+    /// Libraries the file names that did not exist then: not loaded until trusted again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<PathBuf>,
     /// When (RFC 3339).
     pub trusted_at: String,
 }
@@ -134,20 +137,28 @@ impl TrustStore {
         let text = String::from_utf8_lossy(&bytes);
         let parsed = PluginsFile::parse(&text, &file, PluginsFileSource::WorkingDirectory)?;
         let mut libraries = BTreeMap::new();
+        let mut missing = Vec::new();
         for spec in &parsed.plugins {
-            // A disabled entry loads nothing; one whose library is missing is trusted when
-            // it is built (trust again then).
+            // A disabled entry loads nothing; one whose library is missing stays unpinned
+            // until it is built and the file trusted again.
             if !spec.enabled {
                 continue;
             }
-            let actual = cdkd_provider_api::host::sha256_file(&spec.path).map_err(|source| {
-                TrustError::Library {
-                    file: file.clone(),
-                    plugin: spec.name.clone(),
-                    library: spec.path.clone(),
-                    source,
+            let actual = match cdkd_provider_api::host::sha256_file(&spec.path) {
+                Ok(actual) => actual,
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                    missing.push(spec.path.clone());
+                    continue;
                 }
-            })?;
+                Err(source) => {
+                    return Err(TrustError::Library {
+                        file: file.clone(),
+                        plugin: spec.name.clone(),
+                        library: spec.path.clone(),
+                        source,
+                    })
+                }
+            };
             if let Some(pinned) = spec.pin.as_ref().filter(|pin| **pin != actual) {
                 return Err(TrustError::PinMismatch {
                     file: file.clone(),
@@ -163,6 +174,7 @@ impl TrustStore {
             file: file.clone(),
             sha256: sha256_hex(&bytes),
             libraries,
+            missing,
             trusted_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         };
         let store = |source| TrustError::Store {
