@@ -5,7 +5,7 @@
 //! `RootModule::load_from_file` caches one module per root-module type and would silently hand
 //! the second plugin the first plugin's module.
 
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 
 use abi_stable::library::{lib_header_from_raw_library, LibraryError, RawLibrary, RootModule};
@@ -85,6 +85,32 @@ pub enum LoadError {
         /// What went wrong.
         reason: String,
     },
+}
+
+/// Caps glibc's malloc arenas for the whole process at `arenas` (elsewhere: does nothing).
+///
+/// Every plugin runs its own tokio runtime, and glibc gives each new thread that allocates an
+/// arena of its own (up to eight per core): a deploy's dozen plugin threads turn that into
+/// megabytes of mostly empty heap (a deploy of 50 queues, topics, parameters and roles: 60.5 MB
+/// peak RSS, 57.4 MB with two arenas). Call it before any plugin is loaded.
+pub fn limit_malloc_arenas(arenas: i32) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn mallopt(
+                param: std::os::raw::c_int,
+                value: std::os::raw::c_int,
+            ) -> std::os::raw::c_int;
+        }
+        /// glibc's `M_ARENA_MAX` (malloc.h).
+        const M_ARENA_MAX: std::os::raw::c_int = -8;
+        // SAFETY: mallopt only sets a tuning parameter of glibc's allocator; it takes two ints,
+        // touches no memory of ours, and is safe to call at any time (it takes the allocator's
+        // own lock). An unknown value is refused by its return code, which changes nothing.
+        let _ = unsafe { mallopt(M_ARENA_MAX, arenas) };
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = arenas;
 }
 
 /// The provider-api version this host was built with.
@@ -174,11 +200,26 @@ pub fn load(path: &Path, expected_sha256: &str) -> Result<PluginLibrary, LoadErr
             path: path.to_path_buf(),
         });
     }
-    let unreadable = |err: std::io::Error| LoadError::NotALibrary {
+    let file = std::fs::File::open(path).map_err(|err| unreadable(path, err))?;
+    load_opened(file, path, expected_sha256)
+}
+
+fn unreadable(path: &Path, err: std::io::Error) -> LoadError {
+    LoadError::NotALibrary {
         path: path.to_path_buf(),
         reason: format!("cannot read the file: {err}"),
-    };
-    let mut file = std::fs::File::open(path).map_err(unreadable)?;
+    }
+}
+
+/// [`load`] of a file opened from `path` earlier: what is hashed and mapped is that open file,
+/// so a file put at `path` since (an install replacing the plugins) is not the one loaded.
+pub fn load_opened(
+    mut file: std::fs::File,
+    path: &Path,
+    expected_sha256: &str,
+) -> Result<PluginLibrary, LoadError> {
+    let unreadable = |err: std::io::Error| unreadable(path, err);
+    file.seek(std::io::SeekFrom::Start(0)).map_err(unreadable)?;
     let actual = sha256_of(&mut file).map_err(unreadable)?;
     if !actual.eq_ignore_ascii_case(expected_sha256) {
         return Err(LoadError::HashMismatch {

@@ -197,6 +197,9 @@ pub fn main() -> ExitCode {
         cli.global.verbose,
         !cli.global.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
     );
+    // Before any thread or plugin starts: each plugin's runtime threads would otherwise get
+    // heaps of their own (provider-api explains the figure).
+    cdkd_provider_api::host::limit_malloc_arenas(2);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -3,7 +3,7 @@
 //! A plugin's manifest (name, version, provider-api version, types and patterns, handled
 //! properties) is what routing needs; its code is only needed for the types a run provisions.
 //! The manifest of a library is written the first time the library is loaded (or installed)
-//! and kept under the cache folder by the library's SHA-256: a rebuilt library has another
+//! and kept under the cache folder by the host's provider-api version and the library's SHA-256: a rebuilt library has another
 //! hash, so its old manifest is never used for it. A manifest is routing data, not code: a
 //! library is still checked against its pin before it loads, whatever its manifest says.
 
@@ -33,9 +33,17 @@ pub struct ManifestCache {
 }
 
 impl ManifestCache {
-    /// The user's: `manifests/` in cdkd's cache folder (`CDKD_CACHE_DIR`, `$XDG_CACHE_HOME/cdkd`).
+    /// The user's: `manifests/api-<provider-api version>/` in cdkd's cache folder
+    /// (`CDKD_CACHE_DIR`, `$XDG_CACHE_HOME/cdkd`). Per provider-api version of the host,
+    /// because a manifest is kept as this host reads it: an older host would drop the fields a
+    /// newer plugin declares, and a newer host must not route with that.
     pub fn for_user() -> Option<ManifestCache> {
-        crate::aws_env::cache_dir().map(|dir| ManifestCache::at(dir.join("manifests")))
+        crate::aws_env::cache_dir().map(|dir| {
+            ManifestCache::at(
+                dir.join("manifests")
+                    .join(format!("api-{}", cdkd_provider_api::VERSION)),
+            )
+        })
     }
 
     /// Manifests kept in `dir`.

@@ -47,6 +47,8 @@ pub enum PluginStatus {
 pub struct ReadyPlugin {
     manifest: CachedManifest,
     path: std::path::PathBuf,
+    /// The library's file, opened when the run started: the one later hashed and loaded.
+    file: std::sync::Mutex<Option<std::fs::File>>,
     library: std::sync::OnceLock<Result<PluginLibrary, String>>,
     init: OnceCell<Result<(), ProviderError>>,
 }
@@ -75,7 +77,12 @@ impl ReadyPlugin {
     /// The library, loaded (and checked against its pin) on the first call.
     fn library(&self) -> Result<&PluginLibrary, String> {
         let loaded = self.library.get_or_init(|| {
-            let library = host::load(&self.path, &self.manifest.sha256).map_err(|err| {
+            let opened = self.file.lock().ok().and_then(|mut file| file.take());
+            let library = match opened {
+                Some(file) => host::load_opened(file, &self.path, &self.manifest.sha256),
+                None => host::load(&self.path, &self.manifest.sha256),
+            };
+            let library = library.map_err(|err| {
                 if let host::LoadError::LayoutMismatch { report, .. } = &err {
                     tracing::debug!("abi_stable's layout report:\n{report}");
                 }
@@ -425,6 +432,7 @@ fn ready(spec: &PluginSpec, manifest: CachedManifest) -> ReadyPlugin {
     ReadyPlugin {
         manifest,
         path: spec.path.clone(),
+        file: std::sync::Mutex::new(std::fs::File::open(&spec.path).ok()),
         library: std::sync::OnceLock::new(),
         init: OnceCell::new(),
     }
@@ -483,7 +491,7 @@ fn unpinned(spec: &PluginSpec, file: &PluginsFile) -> String {
             spec.path.display()
         ),
         _ => format!(
-            "not pinned: {} was not in {at} when you trusted it; check it, then `cdkd providers trust {at}` again",
+            "not pinned: the trust record of {at} has no hash for {} (it did not exist, or was not listed, when you trusted the file); check it, then `cdkd providers trust {at}` again",
             spec.path.display()
         ),
     }
@@ -580,8 +588,9 @@ mod tests {
         assert!(matches!(registry.slots()[1].status, PluginStatus::Disabled));
         match &registry.slots()[2].status {
             PluginStatus::Failed(reason) => assert!(
-                reason.starts_with("not pinned: ")
-                    && reason.contains(" was not in /nowhere/plugins.toml when you trusted it"),
+                reason.starts_with(
+                    "not pinned: the trust record of /nowhere/plugins.toml has no hash for "
+                ),
                 "{reason}"
             ),
             _ => panic!("expected a failure"),
