@@ -19,7 +19,7 @@ profile=release out="$repo/target/dist" only="" archive=1
 while [ $# -gt 0 ]; do
   case $1 in
     --profile) profile=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
+    --out) mkdir -p "$2"; out=$(cd "$2" && pwd); shift 2 ;;
     --plugins) only=$2; shift 2 ;;
     --no-archive) archive=0; shift ;;
     *) echo "dist.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
@@ -30,7 +30,7 @@ flags=()
 [ "$profile" = release ] && flags=(--release)
 # The whole workspace, not `-p` per plugin: a narrower package set resolves other features for
 # the shared AWS SDK crates and would compile them all a second time beside the workspace build.
-cargo build "${flags[@]}" --workspace >&2
+cargo build ${flags[@]+"${flags[@]}"} --workspace >&2
 cdkd="target/$profile/cdkd"
 version=$("$cdkd" --version | awk '{print $2}')
 target=$(rustc -vV | sed -n 's/^host: //p')
@@ -50,15 +50,17 @@ install -m 755 install.sh "$stage/install.sh"
 source_file=plugins.toml
 if [ -n "$only" ]; then
   source_file="$out/.plugins-$name.toml"
-  awk -v only=",$only," '
-    /^\[\[plugin\]\]/ { flush(); block = $0 "\n"; keep = 0; inplugin = 1; next }
-    inplugin && /^name = / { n = $3; gsub(/"/, "", n); keep = index(only, "," n ",") > 0 }
+  # The named [[plugin]] blocks only (a block ends at the next table); relative library paths
+  # made absolute, since they resolve against the file's folder.
+  REPO="$repo" ONLY="$only" awk '
+    BEGIN { n = split(ENVIRON["ONLY"], names, ","); for (i = 1; i <= n; i++) { gsub(/ /, "", names[i]); wanted[names[i]] = 1 } }
+    /^\[/ { flush(); inplugin = ($0 ~ /^\[\[plugin\]\]/); block = ""; keep = 0 }
+    inplugin && /^name *= */ { v = $0; sub(/^name *= *"/, "", v); sub(/".*/, "", v); keep = (v in wanted); if (keep) found[v] = 1 }
+    inplugin && /^path *= *"target\// { sub(/"target\//, "\"" ENVIRON["REPO"] "/target/") }
     inplugin { block = block $0 "\n"; next }
     { print }
     function flush() { if (inplugin && keep) printf "%s", block; inplugin = 0 }
-    END { flush() }' plugins.toml >"$source_file"
-  # Relative library paths resolve against the file's folder: keep them the workspace's.
-  sed -i.bak "s|path = \"target/|path = \"$repo/target/|" "$source_file" && rm -f "$source_file.bak"
+    END { flush(); for (w in wanted) if (!(w in found)) { print "dist.sh: --plugins names " w ", which plugins.toml does not list" > "/dev/stderr"; exit 2 } }' plugins.toml >"$source_file"
 fi
 "$cdkd" providers lock "$source_file" --output "$stage/lib/cdkd/plugins.toml" \
   --copy-into "$stage/lib/cdkd/plugins" >&2

@@ -16,8 +16,8 @@ from=""
 if [ $# -gt 0 ] && { [[ $1 == *.tar.gz ]] || [ -f "$1/SHA256SUMS" ]; }; then
   from=$1
   shift
-elif [ $# -eq 0 ] && [ -f "$here/SHA256SUMS" ] && [ -x "$here/bin/cdkd" ]; then
-  # The install.sh inside an unpacked archive, run with no argument.
+elif [ -f "$here/SHA256SUMS" ] && [ -x "$here/bin/cdkd" ]; then
+  # The install.sh inside an unpacked archive, given a PREFIX or nothing.
   from=$here
 fi
 prefix=${1:-$HOME/.local}
@@ -39,11 +39,14 @@ fi
 sum_check() { if command -v sha256sum >/dev/null; then sha256sum --quiet -c SHA256SUMS; else shasum -a 256 -q -c SHA256SUMS; fi; }
 (cd "$from" && sum_check) || { echo "install.sh: $from does not match its SHA256SUMS; download it again" >&2; exit 1; }
 
-mkdir -p "$prefix/bin" "$prefix/lib/cdkd"
-# The previous install's plugins go: the new plugins file pins only the new ones.
-rm -rf "$prefix/lib/cdkd/plugins" "$prefix/lib/cdkd/plugins.toml"
-cp -R "$from/lib/cdkd/plugins" "$prefix/lib/cdkd/plugins"
-install -m 644 "$from/lib/cdkd/plugins.toml" "$prefix/lib/cdkd/plugins.toml"
+mkdir -p "$prefix/bin" "$prefix/lib"
+# The plugins and their pinned file are copied beside the previous install's and renamed over
+# it, so a cdkd running meanwhile finds one whole set or the other (its libraries stay open).
+rm -rf "$prefix/lib/cdkd.new" "$prefix/lib/cdkd.old"
+cp -R "$from/lib/cdkd" "$prefix/lib/cdkd.new"
+[ -d "$prefix/lib/cdkd" ] && mv "$prefix/lib/cdkd" "$prefix/lib/cdkd.old"
+mv "$prefix/lib/cdkd.new" "$prefix/lib/cdkd"
+rm -rf "$prefix/lib/cdkd.old"
 if [ -d "$from/share" ]; then
   mkdir -p "$prefix/share"
   cp -R "$from/share/." "$prefix/share/"

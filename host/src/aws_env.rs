@@ -207,8 +207,11 @@ pub fn cache_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("CDKD_CACHE_DIR").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(dir));
     }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir).join("cdkd"));
+    // A relative XDG_CACHE_HOME is ignored, as the XDG spec says.
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from) {
+        if dir.is_absolute() {
+            return Some(dir.join("cdkd"));
+        }
     }
     std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache").join("cdkd"))
 }

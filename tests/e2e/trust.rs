@@ -289,6 +289,89 @@ fn a_wrong_pin_in_the_installs_own_file_refuses_that_plugin_alone() {
     );
     assert!(error.contains(&sqs.display().to_string()), "{error}");
     assert!(error.contains("cdkd providers lock"), "{error}");
+
+    // The install's own file stays the install's when named again, or found from its folder.
+    let bundled_file = prefix.join("lib/cdkd/plugins.toml");
+    let run_in = |cwd: &Path, args: &[&str]| -> Run {
+        Command::new(&exe)
+            .current_dir(cwd)
+            .args(args)
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .env("CDKD_CACHE_DIR", dir.path().join("cache"))
+            .output()
+            .unwrap()
+            .into()
+    };
+    let named = run_in(
+        dir.path(),
+        &[
+            "--plugins",
+            &bundled_file.display().to_string(),
+            "providers",
+            "list",
+            "--json",
+        ],
+    )
+    .success();
+    assert_eq!(
+        named.json()["pluginsFileSource"],
+        "bundled",
+        "{}",
+        named.stdout
+    );
+    let beside = run_in(&prefix.join("lib/cdkd"), &["providers", "list"]).success();
+    assert!(!beside.stderr.contains("skipped"), "{}", beside.stderr);
+    assert!(beside.stdout.contains("ready"), "{}", beside.stdout);
+
+    // The user's own file: refused unpinned; `providers lock` pins it in place and keeps it as
+    // the user wrote it.
+    let user_file = dir.path().join("config/cdkd/plugins.toml");
+    std::fs::create_dir_all(user_file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &user_file,
+        format!(
+            "# my topics\n[[plugin]]\nname = \"sns\"\npath = \"{}\" # the install's copy\n",
+            sns.display()
+        ),
+    )
+    .unwrap();
+    let unpinned = run_in(dir.path(), &["providers", "list"]).success();
+    assert!(
+        unpinned.stdout.contains("failed: plugin 'sns': not pinned"),
+        "{}",
+        unpinned.stdout
+    );
+    run_in(
+        dir.path(),
+        &["providers", "lock", &user_file.display().to_string()],
+    )
+    .success();
+    let locked = std::fs::read_to_string(&user_file).unwrap();
+    assert!(locked.starts_with("# my topics\n"), "{locked}");
+    assert!(locked.contains("# the install's copy"), "{locked}");
+    assert!(
+        locked.contains(&format!("sha256 = \"{}\"", sha256(&sns))),
+        "{locked}"
+    );
+    let pinned = run_in(dir.path(), &["providers", "list", "--json"])
+        .success()
+        .json();
+    let sns_entry = pinned["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "sns")
+        .unwrap();
+    assert_eq!(sns_entry["status"], "ready", "{sns_entry:#}");
+    assert_eq!(
+        sns_entry["file"],
+        Value::from(
+            std::fs::canonicalize(&user_file)
+                .unwrap()
+                .display()
+                .to_string()
+        )
+    );
 }
 
 fn sha256(path: &Path) -> String {

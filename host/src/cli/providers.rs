@@ -291,6 +291,7 @@ fn lock(file: &Path, output: Option<&Path>, copy_into: Option<&Path>) -> anyhow:
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     let mut pins = BTreeMap::new();
+    let mut copied = std::collections::BTreeSet::new();
     for spec in &mut parsed.plugins {
         if !spec.path.is_file() {
             if spec.enabled {
@@ -308,6 +309,14 @@ fn lock(file: &Path, output: Option<&Path>, copy_into: Option<&Path>) -> anyhow:
                 .path
                 .file_name()
                 .context("a library path names a file")?;
+            if !copied.insert(name.to_os_string()) {
+                bail!(
+                    "cannot lock {} into {}: two plugins' libraries are both named {}",
+                    file.display(),
+                    dir.display(),
+                    name.to_string_lossy()
+                );
+            }
             let copy = std::path::absolute(dir.join(name))?;
             std::fs::copy(&spec.path, &copy).with_context(|| {
                 format!("cannot copy {} into {}", spec.path.display(), dir.display())
@@ -317,6 +326,29 @@ fn lock(file: &Path, output: Option<&Path>, copy_into: Option<&Path>) -> anyhow:
         let sha256 = cdkd_provider_api::host::sha256_file(&spec.path)
             .with_context(|| format!("cannot read {}", spec.path.display()))?;
         pins.insert(spec.name.clone(), sha256);
+    }
+    if output == source && copy_into.is_none() {
+        // In place: only the pins change, the file keeps its comments, placeholders and keys.
+        let mut document = String::from_utf8_lossy(&bytes)
+            .parse::<toml_edit::DocumentMut>()
+            .with_context(|| format!("cannot edit {}", file.display()))?;
+        if let Some(entries) = document
+            .get_mut("plugin")
+            .and_then(toml_edit::Item::as_array_of_tables_mut)
+        {
+            for entry in entries.iter_mut() {
+                let name = entry
+                    .get("name")
+                    .and_then(|n| n.as_str())
+                    .map(str::to_string);
+                if let Some(pin) = name.and_then(|name| pins.get(&name)) {
+                    entry["sha256"] = toml_edit::value(pin.as_str());
+                }
+            }
+        }
+        write_atomically(&output, document.to_string())?;
+        println!("locked {} plugins in {}", pins.len(), output.display());
+        return Ok(ExitCode::SUCCESS);
     }
     // A development build's file remembers its source, so the workspace's own plugins.toml is
     // not a second layer; a package (`--copy-into`) stands alone.
@@ -330,15 +362,20 @@ fn lock(file: &Path, output: Option<&Path>, copy_into: Option<&Path>) -> anyhow:
             .as_ref()
             .map(|(path, hash)| (path.as_path(), hash.as_str())),
     );
-    if let Some(parent) = output.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    let draft = output.with_extension(format!("toml.{}", std::process::id()));
-    std::fs::write(&draft, text).with_context(|| format!("cannot write {}", draft.display()))?;
-    std::fs::rename(&draft, &output)
-        .with_context(|| format!("cannot write {}", output.display()))?;
+    write_atomically(&output, text)?;
     println!("locked {} plugins into {}", pins.len(), output.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `text` beside `path` and renames it there: a cdkd starting meanwhile reads the old
+/// file or the new one, never half of one.
+fn write_atomically(path: &Path, text: String) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let draft = path.with_extension(format!("toml.{}", std::process::id()));
+    std::fs::write(&draft, text).with_context(|| format!("cannot write {}", draft.display()))?;
+    std::fs::rename(&draft, path).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// `providers list --verify`: each ready plugin's library hashed and compared with its pin.

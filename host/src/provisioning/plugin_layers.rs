@@ -48,13 +48,21 @@ pub fn load(
         .into_iter()
         .map(|(path, source)| (canonical(&path), source))
         .collect();
+    let owned = [PluginsFileSource::Bundled, PluginsFileSource::User];
     let mut merged = PluginsFile::empty();
     for (at, (path, source)) in candidates.iter().enumerate() {
-        // The same file twice is one layer, at its highest place; the bundled file, or the
-        // one it was locked from as it was then, is never a project's.
+        // The same file twice is one layer, at its highest place, and as trusted as its most
+        // trusted place: the install's file named again with --plugins is still the install's.
         if candidates[at + 1..].iter().any(|(later, _)| later == path) {
             continue;
         }
+        let source = candidates
+            .iter()
+            .filter(|(other, _)| other == path)
+            .map(|(_, source)| *source)
+            .find(|source| owned.contains(source))
+            .unwrap_or(*source);
+        let source = &source;
         let bytes = std::fs::read(path).map_err(|source| PluginsFileError::Read {
             path: path.clone(),
             source,
@@ -124,11 +132,18 @@ pub fn bundled_file() -> Option<PathBuf> {
 
 /// cdkd's configuration folder: `$XDG_CONFIG_HOME/cdkd`, else `~/.config/cdkd`.
 pub fn config_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+    // A relative XDG_CONFIG_HOME is ignored, as the XDG spec says: it would make a
+    // repository's `.config/cdkd/plugins.toml` (and trust records) the user's own.
+    let base = absolute_env("XDG_CONFIG_HOME")
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
     Some(base.join("cdkd"))
+}
+
+/// `$name` when it is set to an absolute path.
+pub fn absolute_env(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
 }
 
 /// The user's plugins file: `$XDG_CONFIG_HOME/cdkd/plugins.toml`, else

@@ -185,8 +185,9 @@ impl TrustStore {
         let path = self.record_path(&file);
         // Written beside and renamed: a reader never sees half a record.
         let draft = path.with_extension(format!("json.{}", std::process::id()));
-        let json = serde_json::to_string_pretty(&record).expect("a record serializes");
-        std::fs::write(&draft, json).map_err(store)?;
+        // A library path that is not UTF-8 cannot be a JSON key.
+        let json = serde_json::to_string_pretty(&record).map_err(std::io::Error::other);
+        std::fs::write(&draft, json.map_err(store)?).map_err(store)?;
         std::fs::rename(&draft, &path).map_err(store)?;
         Ok(record)
     }

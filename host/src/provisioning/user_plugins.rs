@@ -87,12 +87,9 @@ struct Descriptor {
 
 /// `$XDG_DATA_HOME/cdkd/plugins`, else `~/.local/share/cdkd/plugins`.
 pub fn plugins_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share"))
-        })?;
+    let base = super::plugin_layers::absolute_env("XDG_DATA_HOME").or_else(|| {
+        std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share"))
+    })?;
     Some(base.join("cdkd").join("plugins"))
 }
 
@@ -212,9 +209,9 @@ pub fn remove(name: &str) -> Result<Option<PathBuf>, UserPluginError> {
         .unwrap_or_default();
     plugins.remove(at);
     write_user_file(&user_file, &document)?;
-    if let Some(dir) = plugins_dir().map(|dir| dir.join(name)) {
+    if let Some(dir) = plugins_dir().map(|dir| canonical(&dir.join(name))) {
         // Only the folder install made; a hand-written entry's library is the user's own.
-        if valid_name(name) && path.starts_with(&dir) {
+        if valid_name(name) && canonical(&path).starts_with(&dir) {
             std::fs::remove_dir_all(&dir).map_err(|err| UserPluginError::UserFile {
                 path: dir.clone(),
                 reason: err.to_string(),
@@ -264,6 +261,8 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), String> {
         }
         let target = into.join(&path);
         match entry.header().entry_type() {
+            // pax headers (`git archive` writes a global one) describe entries; tar applies them.
+            tar::EntryType::XGlobalHeader | tar::EntryType::XHeader => {}
             tar::EntryType::Directory => {
                 std::fs::create_dir_all(&target).map_err(|err| err.to_string())?;
             }

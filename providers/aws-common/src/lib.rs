@@ -115,7 +115,37 @@ pub async fn sdk_config(ctx: &PluginContext) -> Result<aws_types::SdkConfig, Pro
     if let Some(endpoint) = ctx.endpoint_url() {
         builder = builder.endpoint_url(endpoint);
     }
-    Ok(builder.build())
+    // The environment's switches the loader reads, as the host's own clients honour them.
+    let switch = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|value| value.trim().to_ascii_lowercase().parse::<bool>().ok())
+    };
+    if let Some(fips) = switch("AWS_USE_FIPS_ENDPOINT") {
+        builder = builder.use_fips(fips);
+    }
+    if let Some(dual_stack) = switch("AWS_USE_DUALSTACK_ENDPOINT") {
+        builder = builder.use_dual_stack(dual_stack);
+    }
+    Ok(builder.service_config(EnvServiceConfig).build())
+}
+
+/// Service-specific settings from the environment (`AWS_ENDPOINT_URL_SQS`, …), which the
+/// loader reads too; its shared-config `services` sections are not read here.
+#[cfg(feature = "plugin")]
+#[derive(Debug)]
+struct EnvServiceConfig;
+
+#[cfg(feature = "plugin")]
+impl aws_types::service_config::LoadServiceConfig for EnvServiceConfig {
+    fn load_config(&self, key: aws_types::service_config::ServiceConfigKey<'_>) -> Option<String> {
+        let service = key
+            .service_id()
+            .to_ascii_uppercase()
+            .replace([' ', '-'], "_");
+        let value = |name: String| std::env::var(name).ok().filter(|v| !v.is_empty());
+        value(format!("{}_{service}", key.env())).or_else(|| value(key.env().to_string()))
+    }
 }
 
 /// The kind of an AWS error code.
