@@ -3,7 +3,8 @@
 # installing it compiles nothing (`bash install.sh cdkd-<version>-<target>.tar.gz [PREFIX]`):
 #   bin/cdkd
 #   lib/cdkd/plugins.toml            the bundled plugins file, every library pinned by its SHA-256
-#   lib/cdkd/plugins/<library>       the bundled plugins (file names as this platform has them)
+#   lib/cdkd/plugins/<library>       the bundled plugins (file names as this platform has them;
+#                                    gzip-compressed on Linux: <library>.gz)
 #   share/bash-completion/completions/cdkd, share/zsh/site-functions/_cdkd,
 #   share/fish/vendor_completions.d/cdkd.fish
 #   share/man/man1/cdkd*.1
@@ -62,8 +63,12 @@ if [ -n "$only" ]; then
     function flush() { if (inplugin && keep) printf "%s", block; inplugin = 0 }
     END { flush(); for (w in wanted) if (!(w in found)) { print "dist.sh: --plugins names " w ", which plugins.toml does not list" > "/dev/stderr"; exit 2 } }' plugins.toml >"$source_file"
 fi
+# On Linux the plugins are stored gzip-compressed (a third of the size on disk); cdkd checks
+# each against its pin as stored and inflates it into memory when a run loads it.
+compress=()
+[ "$(uname -s)" = Linux ] && compress=(--compress)
 "$cdkd" providers lock "$source_file" --output "$stage/lib/cdkd/plugins.toml" \
-  --copy-into "$stage/lib/cdkd/plugins" >&2
+  --copy-into "$stage/lib/cdkd/plugins" ${compress[@]+"${compress[@]}"} >&2
 [ "$source_file" = plugins.toml ] || rm -f "$source_file"
 
 for shell in bash zsh fish; do

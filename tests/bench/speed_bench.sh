@@ -67,6 +67,19 @@ echo "  destroy:   ${destroy} s, ${all} requests (target <= deploy ${deploy} s: 
 read -r _ eager_deploy_rss <<<"$(CDKD_CACHE_DIR=/dev/null/cdkd timed_rss "$cdkd" --state-bucket bench-speed deploy -a "$work/soak")"
 echo "  without the manifest cache (every plugin loaded): deploy peak RSS ${eager_deploy_rss} MB"
 "$cdkd" --state-bucket bench-speed destroy -a "$work/soak" -f >/dev/null
+# The plugins as a Linux archive installs them: gzip-compressed copies, inflated into memory
+# when a run loads them (dist.sh). The bundled file points at them for these runs only.
+if [ "$(uname -s)" = Linux ]; then
+  "$cdkd" providers lock "$repo/plugins.toml" --output "target/$profile/plugins.toml" \
+    --copy-into "$work/compressed" --compress >/dev/null
+  echo "  compressed plugins: $(du -cm "$work"/compressed/* | tail -1 | cut -f1) MB on disk, uncompressed $(du -cm "target/$profile"/*.so | tail -1 | cut -f1) MB"
+  "$cdkd" providers list >/dev/null
+  read -r zdeploy zdeploy_rss <<<"$(timed_rss "$cdkd" --state-bucket bench-speed deploy -a "$work/soak")"
+  read -r znochange znochange_rss <<<"$(timed_rss "$cdkd" --state-bucket bench-speed deploy -a "$work/soak")"
+  echo "  compressed plugins: deploy ${zdeploy} s, peak RSS ${zdeploy_rss} MB; no-change ${znochange} s, ${znochange_rss} MB"
+  "$cdkd" --state-bucket bench-speed destroy -a "$work/soak" -f >/dev/null
+  pin_bundled "$profile"
+fi
 
 # The emulator is one Python process: its CPU time during a deploy is time requests spend
 # queued behind each other, a floor no client goes below.

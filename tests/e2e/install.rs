@@ -1,6 +1,7 @@
 //! `dist.sh` then `install.sh ARCHIVE PREFIX`: an archive installs without compiling, the
-//! installed `cdkd` finds its pinned plugins by itself from any folder and deploys through
-//! them, and a user plugins file that replaces one of them is announced on every run.
+//! installed `cdkd` finds its pinned (and, on Linux, gzip-compressed) plugins by itself from any
+//! folder and deploys through them, and a user plugins file that replaces one of them is
+//! announced on every run.
 //!
 //! The archive holds the debug build of four plugins (`dist.sh --profile debug --plugins`):
 //! the layout, the pins and the lookup are a release archive's, and the suite has already built
@@ -113,14 +114,23 @@ fn an_archive_installs_without_compiling_and_its_cdkd_deploys_through_its_plugin
     for name in PLUGINS {
         let entry = plugin(&list, name);
         assert_eq!(entry["status"], "ready", "{entry:#}");
+        let path = entry["path"].as_str().unwrap();
         assert!(
-            entry["path"]
-                .as_str()
-                .unwrap()
-                .starts_with(&prefix.join("lib/cdkd/plugins").display().to_string()),
+            path.starts_with(&prefix.join("lib/cdkd/plugins").display().to_string()),
             "{entry:#}"
         );
+        // Stored compressed on Linux, inflated into memory when loaded.
+        if cfg!(target_os = "linux") {
+            assert!(path.ends_with(".so.gz"), "{path}");
+        }
     }
+    installed(
+        &prefix,
+        &elsewhere,
+        &home,
+        &["providers", "list", "--verify"],
+    )
+    .success();
 
     // The synthetic stack of queues, topics, parameters and roles deploys through them.
     let app = dir.path().join("soak");

@@ -63,6 +63,10 @@ pub enum ProvidersCommand {
         /// the source file is not recorded).
         #[arg(long, value_name = "DIR")]
         copy_into: Option<std::path::PathBuf>,
+        /// With --copy-into: store each copy gzip-compressed (`NAME.gz`, about a third of the
+        /// size); cdkd inflates it into memory when it loads it (Linux only).
+        #[arg(long, requires = "copy_into")]
+        compress: bool,
     },
     /// Install a provider archive (.tar.gz) for this user: pinned in the user's plugins file.
     Install {
@@ -140,7 +144,8 @@ pub async fn run(context: &CommandContext, command: ProvidersCommand) -> anyhow:
             file,
             output,
             copy_into,
-        } => return lock(&file, output.as_deref(), copy_into.as_deref()),
+            compress,
+        } => return lock(&file, output.as_deref(), copy_into.as_deref(), compress),
         ProvidersCommand::Install { archive } => {
             let done = user_plugins::install(&archive, ManifestCache::for_user().as_ref())?;
             match &done.replaced {
@@ -273,8 +278,13 @@ fn trust(file: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `providers lock FILE [--output OUT] [--copy-into DIR]`.
-fn lock(file: &Path, output: Option<&Path>, copy_into: Option<&Path>) -> anyhow::Result<ExitCode> {
+/// `providers lock FILE [--output OUT] [--copy-into DIR [--compress]]`.
+fn lock(
+    file: &Path,
+    output: Option<&Path>,
+    copy_into: Option<&Path>,
+    compress: bool,
+) -> anyhow::Result<ExitCode> {
     let source = crate::provisioning::trust::canonical(file);
     let bytes = std::fs::read(&source)
         .with_context(|| format!("cannot read plugins file {}", file.display()))?;
@@ -318,10 +328,15 @@ fn lock(file: &Path, output: Option<&Path>, copy_into: Option<&Path>) -> anyhow:
                 );
             }
             let copy = std::path::absolute(dir.join(name))?;
-            std::fs::copy(&spec.path, &copy).with_context(|| {
+            let copied = if compress {
+                let copy = copy.with_file_name(format!("{}.gz", name.to_string_lossy()));
+                gzip(&spec.path, &copy).map(|()| copy)
+            } else {
+                std::fs::copy(&spec.path, &copy).map(|_| copy)
+            };
+            spec.path = copied.with_context(|| {
                 format!("cannot copy {} into {}", spec.path.display(), dir.display())
             })?;
-            spec.path = copy;
         }
         let sha256 = cdkd_provider_api::host::sha256_file(&spec.path)
             .with_context(|| format!("cannot read {}", spec.path.display()))?;
@@ -365,6 +380,16 @@ fn lock(file: &Path, output: Option<&Path>, copy_into: Option<&Path>) -> anyhow:
     write_atomically(&output, text)?;
     println!("locked {} plugins into {}", pins.len(), output.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `from` gzip-compressed to `to`.
+fn gzip(from: &Path, to: &Path) -> std::io::Result<()> {
+    let mut input = std::io::BufReader::new(std::fs::File::open(from)?);
+    let output = std::io::BufWriter::new(std::fs::File::create(to)?);
+    let mut encoder = flate2::write::GzEncoder::new(output, flate2::Compression::default());
+    std::io::copy(&mut input, &mut encoder)?;
+    use std::io::Write;
+    encoder.finish()?.flush()
 }
 
 /// Writes `text` beside `path` and renames it there: a cdkd starting meanwhile reads the old
