@@ -3,7 +3,7 @@
 //! The library behind the `cdkd` binary. Layers, each using only those to its right:
 //! [`cli`] → [`app`] → [`local`] → [`deployment`] → [`assets`] → [`synthesis`] →
 //! [`provisioning`] → [`cloudformation`] → [`analyzer`] → [`state`] → [`aws_facts`] →
-//! [`aws_env`]. (`deployment` also uses `provisioning` through its seam,
+//! [`aws_env`] → [`seconds`]. (`deployment` also uses `provisioning` through its seam,
 //! [`provisioning::operations`], and CloudFormation through
 //! [`cloudformation::CloudFormationApi`]; `synthesis` needs only `analyzer`.)
 //! Provider plugins are loaded through `cdkd-provider-api`; this crate holds no `unsafe`.
@@ -22,5 +22,6 @@ pub mod deployment;
 mod layers;
 pub mod local;
 pub mod provisioning;
+pub mod seconds;
 pub mod state;
 pub mod synthesis;

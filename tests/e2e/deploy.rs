@@ -756,3 +756,99 @@ fn ref_of_a_composite_id_is_the_segment_its_plugin_declares() {
         ])
         .success();
 }
+
+#[test]
+fn a_deploy_that_loses_its_lock_stops_and_fails() {
+    let world = demo_world();
+    add_fault(&world, json!({"SleepMs": 4000}));
+    let app = world.assembly.path().display().to_string();
+    // A short lock (renewed every half second), so the takeover is seen while the slow
+    // resource is in flight.
+    let child = world
+        .command(&["deploy", "-a", &app])
+        .env("CDKD_LOCK_TTL_SECONDS", "2")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(
+        "the deploy to reach the slow resource",
+        Duration::from_secs(30),
+        || {
+            world.state()["resources"]
+                .as_object()
+                .is_some_and(|r| r.len() >= 5)
+                .then_some(())
+        },
+    );
+    // Another process takes the lock over (as a force-unlock and a new acquire would).
+    let key = "cdkd/DemoStack/us-east-1/lock.json";
+    let thief = r#"{"owner": "thief@elsewhere:1", "timestamp": 1, "expiresAt": 99999999999999, "operation": "deploy"}"#;
+    Emulator::shared().boto(&format!(
+        "c('s3').put_object(Bucket='{}', Key='{key}', Body={thief:?}.encode()) and None",
+        world.bucket
+    ));
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("lost the lock on stack DemoStack"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("thief@elsewhere:1"), "{stderr}");
+    // The resource in flight was saved, and the thief's lock was left alone.
+    let lock = Emulator::shared().boto(&format!(
+        "json.loads(c('s3').get_object(Bucket='{}', Key='{key}')['Body'].read())",
+        world.bucket
+    ));
+    assert_eq!(lock["owner"], "thief@elsewhere:1");
+    let resources = world.state()["resources"].clone();
+    assert!(resources["Breaker"].is_object(), "{resources:#}");
+}
+
+#[test]
+fn a_duration_that_is_not_a_finite_number_of_seconds_is_refused_not_a_panic() {
+    let world = demo_world();
+    let app = world.assembly.path().display().to_string();
+    for (flag, value) in [
+        ("--resource-timeout", "99999999999999"),
+        ("--resource-timeout", "0"),
+    ] {
+        let refused = world.cdkd(&["deploy", "-a", &app, flag, value]);
+        assert_eq!(refused.code, Some(1), "{flag} {value}: {}", refused.stderr);
+        assert!(refused.stderr.contains(value), "{}", refused.stderr);
+    }
+    for value in ["inf", "NaN", "-1"] {
+        let refused = world.cdkd(&[
+            "providers",
+            "call",
+            "AWS::SQS::Queue",
+            "read",
+            &format!("--timeout={value}"),
+        ]);
+        assert_eq!(
+            refused.code,
+            Some(1),
+            "--timeout {value}: {}",
+            refused.stderr
+        );
+        assert!(
+            refused.stderr.contains("finite number above 0")
+                || refused.stderr.contains("not a number"),
+            "{}",
+            refused.stderr
+        );
+    }
+    // An environment variable out of range is named, ignored, and the default used.
+    let deployed =
+        world.cdkd_with_env(&["deploy", "-a", &app], &[("CDKD_LOCK_TTL_SECONDS", "inf")]);
+    assert_eq!(deployed.code, Some(0), "{}", deployed.stderr);
+    assert!(
+        deployed
+            .stderr
+            .contains("ignoring CDKD_LOCK_TTL_SECONDS: `inf` seconds is out of range"),
+        "{}",
+        deployed.stderr
+    );
+    assert!(!deployed.stderr.contains("panicked"), "{}", deployed.stderr);
+}

@@ -28,11 +28,7 @@ impl<'a> Backends<'a> {
     }
 
     /// The engine, reporting through `reporter` and stopped by `stop`.
-    pub fn engine(
-        &self,
-        reporter: Reporter,
-        stop: tokio::sync::watch::Receiver<bool>,
-    ) -> Engine<'_> {
+    pub fn engine(&self, reporter: Reporter, stop: tokio::sync::watch::Sender<bool>) -> Engine<'_> {
         Engine {
             registry: self.registry,
             providers: &self.providers,

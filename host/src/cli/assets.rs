@@ -53,7 +53,7 @@ pub async fn publish(
 #[derive(Debug, Args)]
 pub struct GcArgs {
     /// Keep unreferenced objects younger than this many days.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=36_500))]
     older_than: u64,
     /// Report what would be deleted; delete nothing.
     #[arg(long)]

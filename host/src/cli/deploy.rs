@@ -37,8 +37,9 @@ use crate::synthesis::assembly::StackArtifact;
 use crate::synthesis::selection::select;
 
 /// Installs the Ctrl-C / SIGTERM handling and returns the stop signal.
-pub(super) fn stop_signal(what: &'static str) -> tokio::sync::watch::Receiver<bool> {
-    let (sender, receiver) = tokio::sync::watch::channel(false);
+pub(super) fn stop_signal(what: &'static str) -> tokio::sync::watch::Sender<bool> {
+    let sender = tokio::sync::watch::Sender::new(false);
+    let signal = sender.clone();
     tokio::spawn(async move {
         let mut terminate =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
@@ -51,14 +52,14 @@ pub(super) fn stop_signal(what: &'static str) -> tokio::sync::watch::Receiver<bo
             seen += 1;
             if seen == 1 {
                 eprintln!("\nStopping the {what}: no new operations start; those in flight finish, state is saved and the lock released. Press Ctrl-C again to quit at once.");
-                let _ = sender.send(true);
+                signal.send_replace(true);
             } else {
                 eprintln!("\nQuitting at once. The stack lock may be left behind: it expires on its own, or run `cdkd force-unlock <stack>`.");
                 std::process::exit(130);
             }
         }
     });
-    receiver
+    sender
 }
 
 /// `--wait`.
@@ -186,7 +187,7 @@ pub struct DeployArgs {
     parameters: Vec<String>,
     /// The longest one resource operation may take, in seconds (default: 1800, and 3600 for a
     /// custom resource's handler, CloudFormation's limits).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
     resource_timeout: Option<u64>,
     /// What creates and updates wait for: `dependents` (what the resources that depend on them
     /// need, the default), `full` (every resource stable, as CloudFormation waits: a
@@ -259,7 +260,7 @@ pub async fn deploy(context: &CommandContext, args: DeployArgs) -> anyhow::Resul
 pub(super) async fn deploy_until(
     context: &CommandContext,
     args: DeployArgs,
-    stop: tokio::sync::watch::Receiver<bool>,
+    stop: tokio::sync::watch::Sender<bool>,
 ) -> anyhow::Result<ExitCode> {
     let assembly = load_assembly(context, &args.app).await?;
     let stacks = select(&assembly, &args.stacks, args.all, args.exclusively)?;

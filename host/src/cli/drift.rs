@@ -200,7 +200,7 @@ pub async fn refresh_observed(
 fn reading_engine<'a>(backends: &'a Backends<'_>, json: bool) -> Engine<'a> {
     // Nothing here dispatches work that a Ctrl-C should stop early: reads are short and
     // each writer saves once at its end.
-    let (_never_stopped, stop) = tokio::sync::watch::channel(false);
+    let stop = tokio::sync::watch::Sender::new(false);
     backends.engine(Reporter::events(json), stop)
 }
 

@@ -135,7 +135,7 @@ pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<E
         snapshot
     };
     let backends = Backends::new(&registry, aws, &store);
-    let (_never_stopped, stop) = tokio::sync::watch::channel(false);
+    let stop = tokio::sync::watch::Sender::new(false);
     let engine = backends.engine(Reporter::events(false), stop);
     let migrating = match args.migrate_from_cloudformation.as_deref() {
         None => None,

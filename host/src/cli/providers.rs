@@ -122,8 +122,8 @@ pub enum ProvidersCommand {
         #[arg(long)]
         attribute: Option<String>,
         /// Give up after this many seconds; the plugin's task is cancelled.
-        #[arg(long, value_name = "SECONDS")]
-        timeout: Option<f64>,
+        #[arg(long, value_name = "SECONDS", value_parser = crate::seconds::parse)]
+        timeout: Option<Duration>,
     },
 }
 
@@ -236,10 +236,10 @@ pub async fn run(context: &CommandContext, command: ProvidersCommand) -> anyhow:
             let aws = context.aws().await;
             let call = call(&registry, aws, &type_name, &operation, request);
             let answer = match timeout {
-                Some(seconds) => tokio::time::timeout(Duration::from_secs_f64(seconds), call)
+                Some(limit) => tokio::time::timeout(limit, call)
                     .await
                     .unwrap_or_else(|_| {
-                        bail!("{operation} of {type_name} did not finish within {seconds} s; the plugin's task was cancelled")
+                        bail!("{operation} of {type_name} did not finish within {limit:?}; the plugin's task was cancelled")
                     }),
                 None => call.await,
             };

@@ -148,9 +148,22 @@ pub async fn run(context: &CommandContext, args: WatchArgs) -> anyhow::Result<Ex
     let stop = stop_signal("watch");
     loop {
         let before = watched.fingerprint();
-        match deploy_until(context, args.deploy.clone(), stop.clone()).await {
-            Ok(_) => {}
-            Err(err) => eprintln!("cdkd watch: the deploy failed: {err:#}"),
+        // Each deploy has its own stop, set by the session's Ctrl-C: a deploy that loses its
+        // lock stops itself without ending the watch.
+        let deploy_stop = tokio::sync::watch::Sender::new(*stop.borrow());
+        let forward = {
+            let mut session = stop.subscribe();
+            let deploy_stop = deploy_stop.clone();
+            tokio::spawn(async move {
+                if session.wait_for(|s| *s).await.is_ok() {
+                    deploy_stop.send_replace(true);
+                }
+            })
+        };
+        let deployed = deploy_until(context, args.deploy.clone(), deploy_stop).await;
+        forward.abort();
+        if let Err(err) = deployed {
+            eprintln!("cdkd watch: the deploy failed: {err:#}");
         }
         if *stop.borrow() {
             return Ok(ExitCode::SUCCESS);
@@ -163,7 +176,7 @@ pub async fn run(context: &CommandContext, args: WatchArgs) -> anyhow::Result<Ex
         // What changed while the deploy ran counts too.
         let mut edits = changed(&before, &now);
         while edits.is_empty() {
-            let mut stopped = stop.clone();
+            let mut stopped = stop.subscribe();
             tokio::select! {
                 _ = tokio::time::sleep(interval) => {}
                 _ = stopped.wait_for(|s| *s) => return Ok(ExitCode::SUCCESS),

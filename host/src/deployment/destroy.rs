@@ -131,12 +131,8 @@ impl Engine<'_> {
         snapshot: &StateSnapshot,
         options: DestroyOptions,
     ) -> anyhow::Result<bool> {
-        let lock = self.locks.acquire(stack, region, "destroy").await?;
-        let result = self
-            .destroy_locked(stack, region, template_policies, snapshot, options)
-            .await;
-        lock.release().await;
-        result
+        let work = self.destroy_locked(stack, region, template_policies, snapshot, options);
+        self.locked(stack, region, "destroy", work).await
     }
 
     pub(crate) async fn destroy_locked(
@@ -261,12 +257,8 @@ impl Engine<'_> {
         revert_failed: bool,
         orphan: &[String],
     ) -> anyhow::Result<RollbackOutcome> {
-        let lock = self.locks.acquire(stack, region, "rollback").await?;
-        let result = self
-            .rollback_locked(stack, region, revert_failed, orphan)
-            .await;
-        lock.release().await;
-        result
+        let work = self.rollback_locked(stack, region, revert_failed, orphan);
+        self.locked(stack, region, "rollback", work).await
     }
 
     async fn rollback_locked(

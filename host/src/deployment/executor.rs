@@ -82,7 +82,7 @@ impl Executor {
     pub async fn run<'t, F, Fut, E>(
         &self,
         tasks: &'t [Task],
-        stop: &tokio::sync::watch::Receiver<bool>,
+        stop: &tokio::sync::watch::Sender<bool>,
         work: F,
     ) -> BTreeMap<String, Outcome>
     where
@@ -270,10 +270,8 @@ mod tests {
         }
     }
 
-    fn no_stop() -> tokio::sync::watch::Receiver<bool> {
-        let (sender, receiver) = tokio::sync::watch::channel(false);
-        std::mem::forget(sender);
-        receiver
+    fn no_stop() -> tokio::sync::watch::Sender<bool> {
+        tokio::sync::watch::Sender::new(false)
     }
 
     #[tokio::test(start_paused = true)]
@@ -360,11 +358,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_stop_request_prevents_new_dispatch() {
-        let (sender, receiver) = tokio::sync::watch::channel(false);
+        let stop = tokio::sync::watch::Sender::new(false);
         let tasks = [task("first", &[], 1), task("second", &["first"], 0)];
         let outcomes = Executor::fixed(4)
-            .run(&tasks, &receiver, |_id| {
-                let _ = sender.send(true);
+            .run(&tasks, &stop, |_id| {
+                stop.send_replace(true);
                 async { Ok::<(), String>(()) }
             })
             .await;

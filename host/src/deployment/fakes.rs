@@ -483,6 +483,13 @@ impl HeldLock for MemoryLock {
     async fn release(&self) {
         guard(&self.held).remove(&self.key);
     }
+
+    // An in-memory lock has no deadline and no other holder: it never lapses.
+    fn stop_when_lapsed(&self, _stop: tokio::sync::watch::Sender<bool>) {}
+
+    fn lapsed(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The seam-level rules the engine's tests rely on, run against the fakes above and against

@@ -221,7 +221,7 @@ mod tests {
                 store: self.store.clone(),
                 locks: &self.locks,
                 reporter: Reporter::events(true),
-                stop: self.stop.subscribe(),
+                stop: self.stop.clone(),
             }
         }
 

@@ -189,6 +189,12 @@ pub trait StackLocks: Send + Sync {
 pub trait HeldLock: Send + Sync {
     /// Releases it; never fails (what cannot be released lapses at its deadline).
     async fn release(&self);
+
+    /// Sets `stop` when the lock lapses (taken over, or not renewed in time).
+    fn stop_when_lapsed(&self, stop: tokio::sync::watch::Sender<bool>);
+
+    /// Why the lock no longer protects the run, if it does not.
+    fn lapsed(&self) -> Option<String>;
 }
 
 #[async_trait]
@@ -213,5 +219,13 @@ impl StackLocks for LockManager {
 impl HeldLock for LockHandle {
     async fn release(&self) {
         LockHandle::release(self).await;
+    }
+
+    fn stop_when_lapsed(&self, stop: tokio::sync::watch::Sender<bool>) {
+        LockHandle::stop_when_lapsed(self, stop);
+    }
+
+    fn lapsed(&self) -> Option<String> {
+        LockHandle::lapsed(self)
     }
 }

@@ -358,8 +358,8 @@ pub async fn renewal_moves_the_deadline_and_keeps_the_lock(storage: Arc<dyn Obje
 }
 
 /// A renewal after another process took the lock (here by `force-unlock` and a new acquire)
-/// does not resurrect the old lock: it declares the lock lost, and the release leaves the new
-/// owner's lock in place.
+/// does not resurrect the old lock: it declares the lock lost, stops the run holding it, and the
+/// release leaves the new owner's lock in place.
 pub async fn a_renewal_after_a_takeover_declares_the_lock_lost(storage: Arc<dyn ObjectStorage>) {
     let holder = locks(&storage, "holder@test:1", LONG);
     let held = holder.acquire("Lost", REGION, "deploy").await.unwrap();
@@ -370,8 +370,15 @@ pub async fn a_renewal_after_a_takeover_declares_the_lock_lost(storage: Arc<dyn 
         Some("holder@test:1")
     );
     let thief = admin.acquire("Lost", REGION, "deploy").await.unwrap();
+    // The run holding it is stopped: no new operation starts once another process may write.
+    let stop = tokio::sync::watch::Sender::new(false);
+    held.stop_when_lapsed(stop.clone());
+    assert!(!*stop.borrow() && held.lapsed().is_none());
     assert!(!held.renew_now().await);
     assert!(held.is_lost());
+    assert!(*stop.borrow(), "losing the lock did not stop the run");
+    let reason = held.lapsed().unwrap();
+    assert!(reason.contains("admin@test:2"), "{reason}");
     assert_eq!(held.release().await, ReleaseOutcome::NotOwner);
     let (info, _) = admin.read("Lost", REGION).await.unwrap().unwrap();
     assert_eq!(info.owner, "admin@test:2");

@@ -61,12 +61,8 @@ impl LockConfig {
     /// The default, with `CDKD_LOCK_TTL_SECONDS` applied when set (for tests and slow CI).
     pub fn from_env() -> LockConfig {
         let mut config = LockConfig::default();
-        if let Some(seconds) = std::env::var("CDKD_LOCK_TTL_SECONDS")
-            .ok()
-            .and_then(|v| v.parse::<f64>().ok())
-            .filter(|v| *v > 0.0)
-        {
-            config.ttl = Duration::from_secs_f64(seconds);
+        if let Some(ttl) = crate::seconds::from_env("CDKD_LOCK_TTL_SECONDS") {
+            config.ttl = ttl;
         }
         config
     }
@@ -141,6 +137,9 @@ struct Held {
     lost: bool,
     released: bool,
     warned_deadline: bool,
+    /// Why this run can no longer count on the lock (taken over, or not renewed before its
+    /// deadline): set once, and the run's stop signal with it.
+    lapsed: Option<String>,
 }
 
 struct Shared {
@@ -154,9 +153,23 @@ struct Shared {
     /// Wakes the renewer out of its sleep so a release can wait for it instead of aborting a
     /// renewal mid-write (an aborted write may still land and move the ETag on).
     stop: tokio::sync::Notify,
+    /// The run's stop signal, set when the lock lapses: no operation starts after that.
+    on_lapse: Mutex<Option<tokio::sync::watch::Sender<bool>>>,
 }
 
 impl Shared {
+    /// Records that the lock no longer protects this run, and stops the run.
+    fn lapse(&self, held: &mut Held, reason: String) {
+        if held.lapsed.is_some() {
+            return;
+        }
+        tracing::warn!("{reason}");
+        held.lapsed = Some(reason);
+        if let Some(stop) = &*self.on_lapse.lock().unwrap_or_else(|e| e.into_inner()) {
+            stop.send_replace(true);
+        }
+    }
+
     /// Whether a stored lock body is this acquisition's (its renewals change only the deadline).
     fn acquired(&self, bytes: &[u8]) -> bool {
         serde_json::from_slice::<LockInfo>(bytes).is_ok_and(|info| {
@@ -349,8 +362,10 @@ impl LockManager {
                 lost: false,
                 released: false,
                 warned_deadline: false,
+                lapsed: None,
             }),
             stop: tokio::sync::Notify::new(),
+            on_lapse: Mutex::new(None),
         });
         let renewer = tokio::spawn(renew_forever(
             Arc::clone(&shared),
@@ -569,11 +584,15 @@ async fn renew_once(shared: &Shared) -> bool {
                         let holder = found
                             .and_then(|(bytes, _)| serde_json::from_slice::<LockInfo>(&bytes).ok())
                             .map_or_else(|| "nobody".to_string(), |info| info.owner);
-                        tracing::warn!(
-                            "lost the lock on stack {} ({}): it is now held by {holder}; another process may be changing this stack",
-                            shared.stack, shared.region
+                        let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
+                        held.lost = true;
+                        shared.lapse(
+                            &mut held,
+                            format!(
+                                "lost the lock on stack {} ({}): it is now held by {holder}, and another process may be changing this stack",
+                                shared.stack, shared.region
+                            ),
                         );
-                        shared.held.lock().unwrap_or_else(|e| e.into_inner()).lost = true;
                         return false;
                     }
                     Err(read_failure) => {
@@ -586,9 +605,12 @@ async fn renew_once(shared: &Shared) -> bool {
             let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
             if now_millis() > held.deadline && !held.warned_deadline {
                 held.warned_deadline = true;
-                tracing::warn!(
-                    "could not renew the lock on stack {} ({}) before its deadline; another process may now take it over",
-                    shared.stack, shared.region
+                shared.lapse(
+                    &mut held,
+                    format!(
+                        "could not renew the lock on stack {} ({}) before its deadline; another process may now take it over",
+                        shared.stack, shared.region
+                    ),
                 );
             }
             true
@@ -618,6 +640,30 @@ impl LockHandle {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .lost
+    }
+
+    /// Sets `stop` when the lock lapses (at once if it already has), so the run holding it
+    /// starts no new operation once another process may be writing.
+    pub fn stop_when_lapsed(&self, stop: tokio::sync::watch::Sender<bool>) {
+        let held = self.shared.held.lock().unwrap_or_else(|e| e.into_inner());
+        if held.lapsed.is_some() {
+            stop.send_replace(true);
+        }
+        *self
+            .shared
+            .on_lapse
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(stop);
+    }
+
+    /// Why the lock no longer protects this run, if it does not.
+    pub fn lapsed(&self) -> Option<String> {
+        self.shared
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .lapsed
+            .clone()
     }
 
     /// The ETag last written.

@@ -47,7 +47,7 @@ impl World {
             store: self.store.clone(),
             locks: &self.locks,
             reporter: Reporter::events(true),
-            stop: self.stop.subscribe(),
+            stop: self.stop.clone(),
         }
     }
 
