@@ -260,6 +260,56 @@ fn functions_and_apis_run_locally_wired_to_the_deployed_stack() {
         "{}",
         container.stderr
     );
+    // With Docker, the credentials reach `docker run` through its environment (`-e NAME`),
+    // never as values on its command line, which `ps` shows to every user of the machine.
+    // A stand-in docker records its arguments and environment, then refuses the run.
+    let fake_dir = tempfile::tempdir().unwrap();
+    let fake = fake_dir.path().join("docker");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\ncase \"$1\" in\n  version) echo 27.0.0 ;;\n  run) printf '%s\\n' \"$@\" > \"$RECORD/args\"; env > \"$RECORD/env\"; echo 'refused by the test' >&2; exit 1 ;;\nesac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        fake_dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let record = fake_dir.path().display().to_string();
+    let secret = "container-test-secret-1f2e3d";
+    let run = world.cdkd_with_env(
+        &[
+            "local",
+            "invoke",
+            "-a",
+            &world.assembly.path().display().to_string(),
+            "LocalStack/NodeFn",
+            "--container",
+        ],
+        &[
+            ("PATH", &path),
+            ("RECORD", &record),
+            ("AWS_SECRET_ACCESS_KEY", secret),
+        ],
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("refused by the test"), "{}", run.stderr);
+    let args = std::fs::read_to_string(fake_dir.path().join("args")).unwrap();
+    assert!(
+        !args.contains(secret),
+        "a credential on docker's command line:\n{args}"
+    );
+    assert!(
+        args.lines().any(|line| line == "AWS_SECRET_ACCESS_KEY"),
+        "the credential is not passed by name:\n{args}"
+    );
+    let env = std::fs::read_to_string(fake_dir.path().join("env")).unwrap();
+    assert!(
+        env.lines()
+            .any(|line| line == format!("AWS_SECRET_ACCESS_KEY={secret}")),
+        "docker's environment lacks the credential"
+    );
 
     // start-api: both APIs on ports of their own.
     let mut serve = world.command(&[

@@ -156,8 +156,20 @@ impl ContainerInvoker {
     }
 
     async fn docker_output(&self, args: &[&str]) -> Result<String, LocalError> {
+        self.docker_output_with(args, &BTreeMap::new()).await
+    }
+
+    /// [`Self::docker_output`] with `env` in docker's own environment: `-e NAME` then passes
+    /// each value into the container without it appearing on a command line (`ps` shows those
+    /// to every user of the machine, and credentials are among the values).
+    async fn docker_output_with(
+        &self,
+        args: &[&str],
+        env: &BTreeMap<String, String>,
+    ) -> Result<String, LocalError> {
         let output = tokio::process::Command::new(&self.docker)
             .args(args)
+            .envs(env)
             .output()
             .await
             .map_err(|err| LocalError::Io(format!("docker {}: {err}", args[0])))?;
@@ -197,9 +209,9 @@ impl ContainerInvoker {
         .iter()
         .map(ToString::to_string)
         .collect();
-        for (name, value) in &self.variables {
+        for name in self.variables.keys() {
             args.push("-e".into());
-            args.push(format!("{name}={value}"));
+            args.push(name.clone());
         }
         args.push(self.image.clone());
         args.push(self.function.handler.clone());
@@ -209,7 +221,7 @@ impl ContainerInvoker {
             self.image
         );
         let started = Instant::now();
-        let id = self.docker_output(&borrowed).await?;
+        let id = self.docker_output_with(&borrowed, &self.variables).await?;
         let outcome = self.call(&id, event).await;
         if let Ok(logs) = self.docker_output(&["logs", &id]).await {
             for line in logs.lines() {
