@@ -852,3 +852,63 @@ fn a_duration_that_is_not_a_finite_number_of_seconds_is_refused_not_a_panic() {
     );
     assert!(!deployed.stderr.contains("panicked"), "{}", deployed.stderr);
 }
+
+#[test]
+fn input_that_recursed_without_end_is_refused_by_name_not_by_a_stack_overflow() {
+    let refused = |world: &AppWorld, expected: &str| {
+        let run = world.deploy(&[]);
+        assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+        assert!(
+            run.stderr.contains(expected),
+            "{expected:?} in:\n{}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("overflow"), "{}", run.stderr);
+    };
+
+    // A chain of 1,000 conditions, each naming the next.
+    let world = demo_world();
+    world.edit(|t| {
+        let mut conditions = serde_json::Map::new();
+        for i in 0..1000 {
+            let next = if i == 999 {
+                json!({"Fn::Equals": ["a", "a"]})
+            } else {
+                json!({"Fn::Not": [{"Fn::Not": [{"Condition": format!("C{}", i + 1)}]}]})
+            };
+            conditions.insert(format!("C{i}"), next);
+        }
+        t["Conditions"] = Value::Object(conditions);
+        let (_, first) = t["Resources"]
+            .as_object_mut()
+            .unwrap()
+            .iter_mut()
+            .next()
+            .unwrap();
+        first["Condition"] = json!("C0");
+    });
+    refused(&world, "chain of more than 32 conditions");
+
+    // A nested stack whose template is its parent's own.
+    let world = demo_world();
+    world.edit(|t| {
+        t["Resources"]["Myself"] = json!({
+            "Type": "AWS::CloudFormation::Stack",
+            "Properties": {"TemplateURL": "https://example.com/self.json"},
+            "Metadata": {"aws:asset:path": "DemoStack.template.json"}
+        });
+    });
+    refused(&world, "a stack cannot nest itself");
+
+    // An assembly that is a Stage of itself.
+    let world = demo_world();
+    let manifest_path = world.assembly.path().join("manifest.json");
+    let mut manifest: Value =
+        serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    manifest["artifacts"]["Itself"] = json!({
+        "type": "cdk:cloud-assembly",
+        "properties": {"directoryName": ".", "displayName": "Itself"}
+    });
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    refused(&world, "this assembly is a Stage of itself");
+}

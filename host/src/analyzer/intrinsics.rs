@@ -101,6 +101,8 @@ pub struct Resolver<'a> {
     env: &'a dyn Environment,
     parameters: BTreeMap<String, Value>,
     conditions: RefCell<BTreeMap<String, Option<bool>>>,
+    /// How many values are being resolved, each inside the last (see [`MAX_DEPTH`]).
+    depth: std::cell::Cell<usize>,
 }
 
 const KNOWN_INTRINSICS: &[&str] = &[
@@ -147,6 +149,15 @@ fn text_of(value: &Value) -> Option<String> {
     }
 }
 
+/// The longest chain of conditions naming conditions that is evaluated.
+const MAX_CONDITION_CHAIN: usize = 32;
+
+/// The deepest nesting of values, intrinsic functions and the conditions they name that is
+/// resolved: JSON templates nest at most 128 levels (serde_json's limit), but conditions naming
+/// conditions chain those; beyond this the template is refused by path, well before the
+/// resolver's recursion could exhaust a 2 MiB thread stack.
+const MAX_DEPTH: usize = 256;
+
 impl<'a> Resolver<'a> {
     /// A resolver with parameter values: `supplied` (already-resolved values, e.g. SSM reads
     /// and overrides) over the template's defaults. A parameter with neither is an error.
@@ -182,6 +193,7 @@ impl<'a> Resolver<'a> {
             env,
             parameters,
             conditions: RefCell::new(BTreeMap::new()),
+            depth: std::cell::Cell::new(0),
         })
     }
 
@@ -197,6 +209,20 @@ impl<'a> Resolver<'a> {
             Some(expression) => expression.clone(),
             None => return fail(&path, "is not defined in the template's Conditions"),
         };
+        // Conditions being evaluated are the chain that led here: a chain longer than any
+        // real template's is refused instead of exhausting the stack.
+        let chain = self
+            .conditions
+            .borrow()
+            .values()
+            .filter(|v| v.is_none())
+            .count();
+        if chain >= MAX_CONDITION_CHAIN {
+            return fail(
+                &path,
+                format!("is reached through a chain of more than {MAX_CONDITION_CHAIN} conditions, each naming the next; shorten the chain"),
+            );
+        }
         self.conditions.borrow_mut().insert(name.to_string(), None);
         let value = self.boolean(&expression, &path);
         self.conditions.borrow_mut().remove(name);
@@ -255,6 +281,23 @@ impl<'a> Resolver<'a> {
 
     /// The core: `None` means `AWS::NoValue`.
     fn value(&self, value: &Value, path: &str) -> Result<Option<Value>, ResolveError> {
+        let depth = self.depth.get();
+        if depth >= MAX_DEPTH {
+            return fail(
+                path,
+                format!(
+                    "nests values, intrinsic functions and conditions more than {MAX_DEPTH} deep"
+                ),
+            );
+        }
+        self.depth.set(depth + 1);
+        let resolved = self.nested_value(value, path);
+        self.depth.set(depth);
+        resolved
+    }
+
+    /// [`Self::value`] one level down.
+    fn nested_value(&self, value: &Value, path: &str) -> Result<Option<Value>, ResolveError> {
         if let Some((name, argument)) = intrinsic(value) {
             return self.call(name, argument, path);
         }

@@ -115,7 +115,12 @@ impl Preparation<'_> {
             parent: None,
         };
         let folder = stack.template_file.parent().unwrap_or(Path::new("."));
-        input.children = nested_inputs(folder, &input, &rewrites)?;
+        input.children = nested_inputs(
+            folder,
+            &input,
+            &rewrites,
+            std::slice::from_ref(&stack.template_file),
+        )?;
         let mut zone_regions = BTreeSet::new();
         visit(&input, &mut |stack| {
             zone_regions.extend(
@@ -154,12 +159,18 @@ fn set_zones(input: &mut StackInput, zones: &BTreeMap<String, Vec<String>>) {
     }
 }
 
+/// How deep nested stacks may nest under a top-level stack: real apps nest a few levels; a
+/// deeper chain is refused by name instead of exhausting the stack.
+const MAX_NESTING: usize = 16;
+
 /// The nested stacks of `parent` whose templates the assembly holds (`aws:asset:path`
 /// metadata naming a `*.nested.template.json` file beside the parent's template).
+/// `ancestors` are the template files from the top-level stack down to `parent`'s.
 fn nested_inputs(
     folder: &Path,
     parent: &StackInput,
     rewrites: &BucketRewrites,
+    ancestors: &[std::path::PathBuf],
 ) -> anyhow::Result<BTreeMap<String, StackInput>> {
     let mut children = BTreeMap::new();
     for (logical_id, resource) in &parent.template.resources {
@@ -175,6 +186,26 @@ fn nested_inputs(
             continue;
         };
         let file = folder.join(path);
+        let same = |a: &Path, b: &Path| {
+            a == b
+                || matches!(
+                    (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+                    (Ok(a), Ok(b)) if a == b
+                )
+        };
+        if ancestors.iter().any(|ancestor| same(ancestor, &file)) {
+            anyhow::bail!(
+                "stack {}: nested stack {logical_id} uses the template {}, which already encloses it: a stack cannot nest itself",
+                parent.context.stack_name,
+                file.display()
+            );
+        }
+        if ancestors.len() > MAX_NESTING {
+            anyhow::bail!(
+                "stack {}: nested stack {logical_id} is nested more than {MAX_NESTING} levels deep",
+                parent.context.stack_name
+            );
+        }
         let document = read_json(&file).map_err(|err| {
             anyhow::anyhow!(
                 "stack {}: nested stack {logical_id}: {err}",
@@ -202,7 +233,9 @@ fn nested_inputs(
                 region: parent.context.region.clone(),
             }),
         };
-        child.children = nested_inputs(folder, &child, rewrites)?;
+        let within: Vec<std::path::PathBuf> =
+            ancestors.iter().cloned().chain([file.clone()]).collect();
+        child.children = nested_inputs(folder, &child, rewrites, &within)?;
         children.insert(logical_id.clone(), child);
     }
     Ok(children)

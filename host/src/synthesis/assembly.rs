@@ -277,10 +277,37 @@ fn parse_environment(raw: Option<&str>) -> StackEnvironment {
     }
 }
 
+/// How deep Stages may nest: CDK apps nest a few; a deeper chain is a loop or a mistake, and is
+/// refused by name instead of exhausting the stack.
+const MAX_STAGE_DEPTH: usize = 32;
+
 impl CloudAssembly {
     /// Reads the assembly in `dir` (its `manifest.json`).
     pub fn read(dir: &Path) -> Result<CloudAssembly, AssemblyError> {
+        CloudAssembly::read_within(dir, &[])
+    }
+
+    /// Reads the assembly in `dir`, a Stage of the assemblies in `outer` (outermost first).
+    fn read_within(dir: &Path, outer: &[PathBuf]) -> Result<CloudAssembly, AssemblyError> {
         let manifest_path = dir.join("manifest.json");
+        let here = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        if outer.contains(&here) {
+            return Err(invalid(
+                &manifest_path,
+                format!(
+                    "this assembly is a Stage of itself ({} → {}): fix the cdk:cloud-assembly artifact's directoryName",
+                    outer.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" → "),
+                    here.display()
+                ),
+            ));
+        }
+        if outer.len() >= MAX_STAGE_DEPTH {
+            return Err(invalid(
+                &manifest_path,
+                format!("Stages nest more than {MAX_STAGE_DEPTH} deep here"),
+            ));
+        }
+        let within: Vec<PathBuf> = outer.iter().cloned().chain([here]).collect();
         let manifest = read_json(&manifest_path)?;
         let version = string_field(&manifest, "version")
             .ok_or_else(|| invalid(&manifest_path, "has no version"))?;
@@ -384,7 +411,7 @@ impl CloudAssembly {
                     let folder = string_field(&properties, "directoryName").ok_or_else(|| {
                         invalid(&manifest_path, format!("stage {id} has no directoryName"))
                     })?;
-                    let stage = CloudAssembly::read(&dir.join(folder))?;
+                    let stage = CloudAssembly::read_within(&dir.join(folder), &within)?;
                     assembly.stacks.extend(stage.stacks);
                     assembly.asset_manifests.extend(stage.asset_manifests);
                     assembly.missing.extend(stage.missing);

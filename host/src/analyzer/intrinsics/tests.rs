@@ -574,3 +574,57 @@ fn cidr_refusals_are_typed() {
         "10.0.0.0/24 holds only 8 /27 blocks, 9 asked"
     );
 }
+
+/// `C0` names `C1`, which names `C2`, … up to `C{length - 1}`, which is true.
+fn condition_chain(length: usize) -> Template {
+    let mut conditions = serde_json::Map::new();
+    for i in 0..length {
+        let next = if i + 1 == length {
+            json!({"Fn::Equals": ["a", "a"]})
+        } else {
+            json!({"Fn::Not": [{"Fn::Not": [{"Condition": format!("C{}", i + 1)}]}]})
+        };
+        conditions.insert(format!("C{i}"), next);
+    }
+    Template::parse(&json!({"Conditions": conditions, "Resources": {}})).unwrap()
+}
+
+#[test]
+fn a_long_chain_of_conditions_is_refused_by_name_not_by_a_stack_overflow() {
+    let env = FakeEnv {
+        region: "us-east-1",
+    };
+    let short = condition_chain(20);
+    let resolver = Resolver::new(&short, &env, &BTreeMap::new()).unwrap();
+    assert!(resolver.condition("C0").unwrap());
+    let long = condition_chain(5000);
+    let resolver = Resolver::new(&long, &env, &BTreeMap::new()).unwrap();
+    let err = resolver.condition("C0").unwrap_err().to_string();
+    assert!(err.contains("Conditions.C32"), "{err}");
+    assert!(err.contains("chain of more than 32 conditions"), "{err}");
+}
+
+#[test]
+fn deeply_nested_functions_are_refused_by_path_not_by_a_stack_overflow() {
+    let env = FakeEnv {
+        region: "us-east-1",
+    };
+    // As deep as serde_json reads (128), through 32 chained conditions: refused, not a crash.
+    let mut conditions = serde_json::Map::new();
+    for i in 0..40 {
+        let mut expression = if i == 39 {
+            json!({"Fn::Equals": ["a", "a"]})
+        } else {
+            json!({"Condition": format!("C{}", i + 1)})
+        };
+        for _ in 0..60 {
+            expression = json!({"Fn::Not": [{"Fn::Not": [expression]}]});
+        }
+        conditions.insert(format!("C{i}"), expression);
+    }
+    let template = Template::parse(&json!({"Conditions": conditions, "Resources": {}})).unwrap();
+    let resolver = Resolver::new(&template, &env, &BTreeMap::new()).unwrap();
+    let err = resolver.condition("C0").unwrap_err().to_string();
+    assert!(err.contains("more than 256 deep"), "{err}");
+    assert!(err.contains("Conditions.C"), "{err}");
+}
