@@ -912,3 +912,23 @@ fn input_that_recursed_without_end_is_refused_by_name_not_by_a_stack_overflow() 
     std::fs::write(&manifest_path, manifest.to_string()).unwrap();
     refused(&world, "this assembly is a Stage of itself");
 }
+
+#[test]
+fn diff_of_a_stack_whose_record_a_newer_cdkd_wrote_fails_instead_of_planning_creates() {
+    let world = demo_world();
+    let app = world.assembly.path().display().to_string();
+    Emulator::shared().boto(&format!(
+        "c('s3').put_object(Bucket='{}', Key='cdkd/DemoStack/us-east-1/state.json', Body=json.dumps({{'version': 10, 'stackName': 'DemoStack', 'region': 'us-east-1'}}).encode()) and None",
+        world.bucket
+    ));
+    let diff = world.cdkd(&["diff", "-a", &app]);
+    assert_eq!(diff.code, Some(1), "{}\n{}", diff.stdout, diff.stderr);
+    assert!(
+        diff.stderr
+            .contains("stack DemoStack (us-east-1): its state record cannot be read")
+            && diff.stderr.contains("Unsupported state schema version 10"),
+        "{}",
+        diff.stderr
+    );
+    assert!(!diff.stdout.contains("create"), "{}", diff.stdout);
+}

@@ -291,6 +291,13 @@ pub async fn run(context: &CommandContext, args: DiffArgs) -> anyhow::Result<Exi
     let mut any_change = false;
     for (stack, template) in stacks.into_iter().zip(templates) {
         let (account, region) = stack_target(context, stack).await?;
+        // Fail closed: comparing against a record it cannot read would plan "create everything".
+        if let Some(reason) = snapshot.unreadable(&stack.stack_name, &region) {
+            anyhow::bail!(
+                "stack {} ({region}): its state record cannot be read, so there is nothing to compare against: {reason}; upgrade cdkd or repair the record",
+                stack.display_name
+            );
+        }
         let input = preparation
             .planned_input(stack, template, account, region)
             .await?;

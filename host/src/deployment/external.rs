@@ -55,6 +55,10 @@ pub struct StateSnapshot {
     /// or why it could not be read.
     cross_account:
         BTreeMap<(String, String, String), Result<Option<StackState>, CrossAccountError>>,
+    /// Records that exist but that this cdkd cannot read (a newer schema, damaged JSON), with
+    /// why, by (stack, region): a lookup that might need one fails by name rather than falling
+    /// back to CloudFormation or to "no such stack".
+    unreadable: BTreeMap<(String, String), String>,
 }
 
 /// Why another account's record could not be read through a role. Details are text: one
@@ -400,6 +404,7 @@ impl StateSnapshot {
     /// run is fine).
     pub async fn load(backend: &StateBackend) -> Result<StateSnapshot, StateError> {
         let mut records = BTreeMap::new();
+        let mut unreadable = BTreeMap::new();
         let reads = backend
             .list_stacks()
             .await?
@@ -420,13 +425,15 @@ impl StateSnapshot {
                 }
                 Ok(None) => {}
                 Err(err @ StateError::Schema { .. }) => {
-                    tracing::warn!("skipping the record of stack {stack} ({region}): {err}")
+                    tracing::warn!("skipping the record of stack {stack} ({region}): {err}; a reference to it fails");
+                    unreadable.insert((stack, region), err.to_string());
                 }
                 Err(err) => return Err(err),
             }
         }
         Ok(StateSnapshot {
             records,
+            unreadable,
             ..StateSnapshot::default()
         })
     }
@@ -520,7 +527,8 @@ impl StateSnapshot {
                 }
                 Ok(None) => {}
                 Err(err @ StateError::Schema { .. }) => {
-                    tracing::warn!("skipping the record of stack {stack} ({region}): {err}")
+                    tracing::warn!("skipping the record of stack {stack} ({region}): {err}; a reference to it fails");
+                    self.unreadable.insert((stack, region), err.to_string());
                 }
                 Err(err) => return Err(err),
             }
@@ -712,6 +720,28 @@ impl StateSnapshot {
             .filter(|((_, r), state)| r == region && exports(state))
             .max_by_key(|((stack, _), state)| (state.last_modified, stack.clone()))
             .map(|((stack, _), state)| (stack.as_str(), &state.outputs[name]))
+    }
+
+    /// Why the record of `stack` in `region` exists but cannot be read, if it cannot.
+    pub fn unreadable(&self, stack: &str, region: &str) -> Option<&str> {
+        self.unreadable
+            .get(&(stack.to_string(), region.to_string()))
+            .map(String::as_str)
+    }
+
+    /// The records of `region` that exist but cannot be read: any might export a name.
+    fn unreadable_in(&self, region: &str) -> Vec<String> {
+        (self.unreadable.iter())
+            .filter(|((_, r), _)| r == region)
+            .map(|((stack, _), reason)| format!("{stack} ({reason})"))
+            .collect()
+    }
+
+    /// Records a record that cannot be read (tests).
+    #[cfg(test)]
+    pub fn keep_unreadable(&mut self, stack: &str, region: &str, reason: &str) {
+        self.unreadable
+            .insert((stack.to_string(), region.to_string()), reason.to_string());
     }
 
     /// CloudFormation's export `name` in `region`, if CloudFormation was asked for the region.
@@ -918,8 +948,15 @@ pub struct SnapshotLookups<'a> {
 
 impl ExternalValues for SnapshotLookups<'_> {
     fn import_value(&self, export_name: &str) -> Lookup {
+        let unreadable = self.snapshot.unreadable_in(self.region);
         match self.snapshot.export(self.region, export_name) {
             Some((_, value)) => Lookup::Known(value.clone()),
+            // Fail closed: a record this cdkd cannot read may be the producer.
+            None if !unreadable.is_empty() => Lookup::Missing(format!(
+                "no readable record in {} exports {export_name}, and these records cannot be read, so one of them may: {}; upgrade cdkd or repair the record",
+                self.region,
+                unreadable.join("; ")
+            )),
             None => match self
                 .snapshot
                 .cloudformation_export(self.region, export_name)
@@ -942,6 +979,11 @@ impl ExternalValues for SnapshotLookups<'_> {
                 None if self.snapshot.pending.contains(stack) => Lookup::Unknown,
                 None => Lookup::Missing(format!("stack {stack} ({region}) has no output {output}")),
             },
+            // Fail closed: not "no such stack", and not CloudFormation's stack of that name.
+            None if self.snapshot.unreadable(stack, region).is_some() => Lookup::Missing(format!(
+                "stack {stack} ({region}) has a record this cdkd cannot read, so its outputs are unknown: {}; upgrade cdkd or repair the record",
+                self.snapshot.unreadable(stack, region).unwrap_or_default()
+            )),
             None if self.snapshot.pending.contains(stack) => Lookup::Unknown,
             None => match self.snapshot.cloudformation(stack, region) {
                 None => Lookup::Missing(format!(
@@ -1205,6 +1247,28 @@ mod tests {
         )
         .unwrap();
         assert!(needs_every_record(&nested));
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_read_fails_its_lookups_closed() {
+        let mut snapshot = StateSnapshot::default();
+        snapshot.keep_cloudformation("Producer", REGION, outputs(&[("Out", "from-cfn")]));
+        snapshot.keep_cloudformation_exports(REGION, [("Shared".to_string(), json!("cfn"))].into());
+        snapshot.keep_unreadable("Producer", REGION, "written by a newer cdkd (schema 10)");
+        let message = missing(lookup(&snapshot, "Producer", "Out"));
+        assert!(
+            message.contains("cannot read") && message.contains("schema 10"),
+            "{message}"
+        );
+        let lookups = SnapshotLookups {
+            snapshot: &snapshot,
+            region: REGION,
+        };
+        let message = missing(lookups.import_value("Shared"));
+        assert!(
+            message.contains("Producer (written by a newer cdkd"),
+            "{message}"
+        );
     }
 
     #[test]
