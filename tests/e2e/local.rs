@@ -409,6 +409,52 @@ fn functions_and_apis_run_locally_wired_to_the_deployed_stack() {
     let edited: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(edited["runtime"], "node-edited");
 
+    // Hostile input: answered with a status, never a crash or unbounded memory, and the
+    // server answers the next request.
+    for (request, status) in [
+        // Another name for this machine: a web page reaching it through DNS rebinding.
+        (
+            "GET /prod/x HTTP/1.1\r\nHost: attacker.example:8080\r\n\r\n".to_string(),
+            403,
+        ),
+        ("GET /prod/x HTTP/1.1\r\n\r\n".to_string(), 403),
+        // A request line longer than the 64 KiB head.
+        (format!("GET /{} HTTP/1.1\r\n", "a".repeat(70 * 1024)), 414),
+        // A header block that never ends within the limit.
+        (
+            format!(
+                "GET /prod/x HTTP/1.1\r\nHost: 127.0.0.1\r\n{}",
+                "X-Filler: yes\r\n".repeat(5000)
+            ),
+            431,
+        ),
+        // A chunk size that overflows when added to the body read so far.
+        (
+            "POST /prod/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\nffffffffffffffff\r\n".to_string(),
+            413,
+        ),
+        (
+            "POST /prod/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 99999999999\r\n\r\n".to_string(),
+            413,
+        ),
+    ] {
+        let mut stream = TcpStream::connect(("127.0.0.1", rest_port)).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let _ = stream.write_all(request.as_bytes());
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        let got: u16 = answer
+            .split_whitespace()
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_default();
+        assert_eq!(got, status, "{:.80}…\n{answer}", request);
+    }
+    let (status, _, body) = http(rest_port, "GET", "/prod/after", "");
+    assert_eq!(status, 200, "{body}");
+    assert!(server.try_wait().unwrap().is_none(), "start-api exited");
+
     server.kill().unwrap();
     let mut stderr = String::new();
     server

@@ -25,8 +25,68 @@ const READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// A message head and body as read from a stream: the first line, headers, body.
 type Message = (String, Vec<(String, String)>, Vec<u8>);
 
+/// Why a request is refused, with the status it is answered with (400, 413, 431).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+struct Refusal {
+    status: u16,
+    message: String,
+}
+
+fn refuse(status: u16, message: impl Into<String>) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        Refusal {
+            status,
+            message: message.into(),
+        },
+    )
+}
+
 fn bad(message: impl Into<String>) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidData, message.into())
+    refuse(400, message)
+}
+
+/// The status a failed read is answered with: the refusal's, else 400.
+fn status_of(err: &std::io::Error) -> u16 {
+    err.get_ref()
+        .and_then(|inner| inner.downcast_ref::<Refusal>())
+        .map_or(400, |refusal| refusal.status)
+}
+
+/// Reads one line of at most `limit` bytes (its end included) into `line`: a longer line is
+/// refused with `status` before it is buffered, so one line cannot grow memory without bound.
+async fn read_bounded_line<S>(
+    stream: &mut BufReader<S>,
+    line: &mut String,
+    limit: usize,
+    status: u16,
+) -> std::io::Result<usize>
+where
+    S: tokio::io::AsyncRead + Unpin,
+{
+    let read = (&mut *stream).take(limit as u64).read_line(line).await?;
+    if read == limit && !line.ends_with('\n') {
+        return Err(refuse(status, format!("a line longer than {limit} bytes")));
+    }
+    Ok(read)
+}
+
+/// Whether a `Host` header names this machine's loopback (`localhost`, `127.0.0.1`, `[::1]`,
+/// with or without a port): anything else is a browser led here by another name (DNS
+/// rebinding), and is refused.
+fn is_local_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(name, port)| {
+            if port.chars().all(|c| c.is_ascii_digit()) {
+                name
+            } else {
+                host
+            }
+        }),
+    };
+    name.eq_ignore_ascii_case("localhost") || name == "127.0.0.1" || name == "::1"
 }
 
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
@@ -46,17 +106,21 @@ where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     let mut first = String::new();
-    let mut size = stream.read_line(&mut first).await?;
+    let mut size = read_bounded_line(stream, &mut first, MAX_HEAD, 414).await?;
     if size == 0 {
         return Err(bad("the connection closed before a request"));
     }
     let mut headers = Vec::new();
     loop {
         let mut line = String::new();
-        let read = stream.read_line(&mut line).await?;
+        let read =
+            read_bounded_line(stream, &mut line, MAX_HEAD - size.min(MAX_HEAD) + 1, 431).await?;
         size += read;
-        if read == 0 || size > MAX_HEAD {
-            return Err(bad("the request head is incomplete or too large"));
+        if size > MAX_HEAD {
+            return Err(refuse(431, "the request head is too large"));
+        }
+        if read == 0 {
+            return Err(bad("the request head is incomplete"));
         }
         let line = line.trim_end_matches(['\r', '\n']);
         if line.is_empty() {
@@ -75,21 +139,25 @@ where
     if header(&headers, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
         loop {
             let mut line = String::new();
-            stream.read_line(&mut line).await?;
+            if read_bounded_line(stream, &mut line, 1024, 400).await? == 0 {
+                return Err(bad("the body ended inside a chunk"));
+            }
             let length = usize::from_str_radix(line.trim().split(';').next().unwrap_or("0"), 16)
                 .map_err(|_| bad("a malformed chunk size"))?;
             if length == 0 {
                 // Trailers, up to the empty line.
                 loop {
                     let mut trailer = String::new();
-                    if stream.read_line(&mut trailer).await? == 0 || trailer.trim().is_empty() {
+                    if read_bounded_line(stream, &mut trailer, MAX_HEAD, 431).await? == 0
+                        || trailer.trim().is_empty()
+                    {
                         break;
                     }
                 }
                 break;
             }
-            if body.len() + length > MAX_BODY {
-                return Err(bad("the body is too large"));
+            if length > MAX_BODY - body.len() {
+                return Err(refuse(413, "the body is too large"));
             }
             let start = body.len();
             body.resize(start + length, 0);
@@ -102,7 +170,7 @@ where
             .parse()
             .map_err(|_| bad("a malformed Content-Length"))?;
         if length > MAX_BODY {
-            return Err(bad("the body is too large"));
+            return Err(refuse(413, "the body is too large"));
         }
         body.resize(length, 0);
         stream.read_exact(&mut body).await?;
@@ -124,9 +192,12 @@ fn reason(status: u16) -> &'static str {
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        408 => "Request Timeout",
         409 => "Conflict",
         413 => "Payload Too Large",
+        414 => "URI Too Long",
         429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",
         502 => "Bad Gateway",
@@ -319,6 +390,14 @@ async fn connection(served: Arc<Served>, api: Arc<LocalApi>, stream: TcpStream) 
         Ok(Ok((line, headers, body))) => {
             let mut parts = line.split_whitespace();
             match (parts.next(), parts.next()) {
+                (Some(_), Some(_))
+                    if !header(&headers, "host").is_some_and(is_local_host) =>
+                {
+                    HttpResponse::message(
+                        403,
+                        "Forbidden: the Host header must be localhost or 127.0.0.1 (cdkd local start-api serves this machine only)",
+                    )
+                }
                 (Some(method), Some(target)) => {
                     let host = header(&headers, "host").unwrap_or("127.0.0.1").to_string();
                     let request = HttpRequest {
@@ -333,12 +412,28 @@ async fn connection(served: Arc<Served>, api: Arc<LocalApi>, stream: TcpStream) 
                 _ => HttpResponse::message(400, "Bad Request"),
             }
         }
-        Ok(Err(err)) => HttpResponse::message(400, &err.to_string()),
+        Ok(Err(err)) => HttpResponse::message(status_of(&err), &err.to_string()),
         Err(_) => HttpResponse::message(408, "Request Timeout"),
     };
+    let refused = response.status >= 400 && response.status != 404;
     let stream = stream.get_mut();
     let _ = stream.write_all(&render(&response)).await;
     let _ = stream.shutdown().await;
+    if refused {
+        // A lingering close: what the client still sends is read and dropped for a moment, so
+        // closing with unread input does not reset the connection before it reads the answer.
+        let mut sink = [0u8; 16 * 1024];
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            let mut drained = 0;
+            while drained < MAX_HEAD * 16 {
+                match stream.read(&mut sink).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => drained += read,
+                }
+            }
+        })
+        .await;
+    }
 }
 
 /// Serves each API on its listener until `stop` resolves.
@@ -404,6 +499,30 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(body, b"body");
+    }
+
+    #[test]
+    fn only_loopback_names_are_local_hosts() {
+        for local in [
+            "localhost",
+            "LOCALHOST:3000",
+            "127.0.0.1",
+            "127.0.0.1:8080",
+            "[::1]:80",
+            "[::1]",
+        ] {
+            assert!(is_local_host(local), "{local}");
+        }
+        for other in [
+            "attacker.example",
+            "localhost.attacker.example",
+            "127.0.0.2",
+            "10.0.0.1:80",
+            "[::2]:80",
+            "",
+        ] {
+            assert!(!is_local_host(other), "{other}");
+        }
     }
 
     #[test]
