@@ -932,3 +932,38 @@ fn diff_of_a_stack_whose_record_a_newer_cdkd_wrote_fails_instead_of_planning_cre
     );
     assert!(!diff.stdout.contains("create"), "{}", diff.stdout);
 }
+
+#[test]
+fn stack_names_and_logical_ids_follow_cloudformations_rules() {
+    // A `/` in a stack name made a record that `state list` and `gc` never saw.
+    let world = demo_world();
+    let manifest_path = world.assembly.path().join("manifest.json");
+    let mut manifest: Value =
+        serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    manifest["artifacts"]["DemoStack"]["properties"]["stackName"] = json!("Team/Demo");
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    let refused = world.deploy(&[]);
+    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("stack Team/Demo: is not a valid stack name"),
+        "{}",
+        refused.stderr
+    );
+    assert!(world.cdkd(&["state", "list"]).stdout.trim().is_empty());
+
+    let world = demo_world();
+    world.edit(|t| {
+        t["Resources"]["Odd/Id"] = json!({"Type": "AWS::SQS::Queue"});
+    });
+    let refused = world.deploy(&[]);
+    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("Resources.Odd/Id: is not a valid logical id"),
+        "{}",
+        refused.stderr
+    );
+}

@@ -330,6 +330,16 @@ impl Template {
         }
         for (logical_id, raw) in section("Resources")? {
             let path = format!("Resources.{logical_id}");
+            // CloudFormation's rule; the id becomes part of names, tags and records.
+            if logical_id.is_empty()
+                || logical_id.len() > 255
+                || !logical_id.chars().all(|c| c.is_ascii_alphanumeric())
+            {
+                return Err(shape(
+                    format!("Resources.{}", logical_id.escape_debug()),
+                    "is not a valid logical id: 1 to 255 letters and digits (A-Z, a-z, 0-9)",
+                ));
+            }
             let object = as_object(&raw, &path)?;
             let kind = optional_string(object, "Type", &path)?
                 .ok_or_else(|| shape(&path, "has no Type"))?;

@@ -277,6 +277,21 @@ fn parse_environment(raw: Option<&str>) -> StackEnvironment {
     }
 }
 
+/// Whether `name` is a stack name CloudFormation accepts: a letter, then letters, digits and
+/// hyphens, 128 characters at most. cdkd keys its state by it, so a `/` would hide a record
+/// from `state list` and `gc`.
+pub fn check_stack_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    let valid = name.len() <= 128
+        && chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-');
+    if valid {
+        Ok(())
+    } else {
+        Err("is not a valid stack name: a letter, then letters, digits and hyphens, at most 128 characters (CloudFormation's rule)".into())
+    }
+}
+
 /// How deep Stages may nest: CDK apps nest a few; a deeper chain is a loop or a mistake, and is
 /// refused by name instead of exhausting the stack.
 const MAX_STAGE_DEPTH: usize = 32;
@@ -372,10 +387,17 @@ impl CloudAssembly {
                                 == Some("cdk:asset-manifest")
                         })
                         .cloned();
+                    let stack_name =
+                        string_field(&properties, "stackName").unwrap_or_else(|| id.clone());
+                    if let Err(reason) = check_stack_name(&stack_name) {
+                        return Err(invalid(
+                            &manifest_path,
+                            format!("stack {}: {reason}", stack_name.escape_debug()),
+                        ));
+                    }
                     assembly.stacks.push(StackArtifact {
                         id: id.clone(),
-                        stack_name: string_field(&properties, "stackName")
-                            .unwrap_or_else(|| id.clone()),
+                        stack_name,
                         display_name: string_field(artifact, "displayName")
                             .unwrap_or_else(|| id.clone()),
                         template_file: dir.join(template),

@@ -331,7 +331,7 @@ async fn an_interruption_lets_calls_in_flight_finish_and_journals_them() {
     let deploy = world.deploy(&template, &options);
     let interrupt = async {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        world.stop.send(true).unwrap();
+        world.stop.send_replace(true);
     };
     let (result, ()) = tokio::join!(deploy, interrupt);
     let err = result.unwrap_err().to_string();
