@@ -967,3 +967,60 @@ fn stack_names_and_logical_ids_follow_cloudformations_rules() {
         refused.stderr
     );
 }
+
+#[test]
+fn an_asset_never_uploads_what_lies_outside_the_assembly() {
+    const NODE_ASSET: &str =
+        "asset.9927a1cc4d701f747f9b5918562de981641208ce14631ff6d1e4cee0770ddcb8";
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("id_rsa");
+    std::fs::write(&secret, "PRIVATE KEY").unwrap();
+
+    // A link in an asset folder to a file outside it.
+    let world = AppWorld::of("local", "LocalStack", "assetlink", |_| {});
+    let link = world.assembly.path().join(NODE_ASSET).join("id_rsa");
+    std::os::unix::fs::symlink(&secret, &link).unwrap();
+    let refused = world.deploy(&[]);
+    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains(&format!(
+            "the link {} points outside the asset folder",
+            link.display()
+        )),
+        "{}",
+        refused.stderr
+    );
+    let objects = Emulator::shared().boto(&format!(
+        "[o['Key'] for o in c('s3').list_objects_v2(Bucket='{}').get('Contents', [])]",
+        world.assets
+    ));
+    // The other assets may have gone up meanwhile; the refused one did not.
+    assert!(
+        !objects
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|key| key.as_str().unwrap().starts_with("9927a1cc")),
+        "the asset with the link was uploaded: {objects}"
+    );
+
+    // A source path leading out of the assembly.
+    let world = AppWorld::of("local", "LocalStack", "assetpath", |_| {});
+    let manifest = world.assembly.path().join("LocalStack.assets.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace(
+            &format!("\"path\": \"{NODE_ASSET}\""),
+            &format!("\"path\": \"{}\"", outside.path().display()),
+        ),
+    )
+    .unwrap();
+    let refused = world.deploy(&[]);
+    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("is outside the assembly"),
+        "{}",
+        refused.stderr
+    );
+}

@@ -13,7 +13,7 @@ pub mod gc;
 pub mod images;
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use aws_sdk_s3::primitives::ByteStream;
 use serde_json::Value;
@@ -26,14 +26,16 @@ use crate::state::bucket;
 use crate::state::store::StateStore;
 use crate::synthesis::assembly::{CloudAssembly, FileAsset, Packaging, StackArtifact};
 
-/// Zips a folder deterministically.
+/// Zips a folder deterministically. Only what lies inside it is read: a symbolic link is
+/// followed when its target is inside the folder too, and refused (by name) when it points
+/// outside; a FIFO, socket or device is refused instead of hanging the run or reading a device.
 pub fn zip_directory(dir: &Path) -> std::io::Result<Vec<u8>> {
+    let root = std::fs::canonicalize(dir)?;
     let mut files = Vec::new();
-    collect_files(dir, dir, &mut files)?;
+    collect_files(&root, &root, "", 0, &mut files)?;
     files.sort();
     let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    for relative in files {
-        let path = dir.join(&relative);
+    for (relative, path) in files {
         let executable = is_executable(&path);
         let options = zip::write::SimpleFileOptions::default()
             .compression_method(zip::CompressionMethod::Deflated)
@@ -47,22 +49,78 @@ pub fn zip_directory(dir: &Path) -> std::io::Result<Vec<u8>> {
     Ok(writer.finish().map_err(std::io::Error::other)?.into_inner())
 }
 
-fn collect_files(root: &Path, dir: &Path, files: &mut Vec<String>) -> std::io::Result<()> {
+/// How deep an asset folder (with the links it follows) may nest.
+const MAX_ASSET_DEPTH: usize = 64;
+
+/// Collects `(name in the zip, file to read)` for every file under `dir` (a canonical folder
+/// inside `root`), `prefix` being `dir`'s name in the zip.
+fn collect_files(
+    root: &Path,
+    dir: &Path,
+    prefix: &str,
+    depth: usize,
+    files: &mut Vec<(String, PathBuf)>,
+) -> std::io::Result<()> {
+    let refused = |message: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, message);
+    if depth > MAX_ASSET_DEPTH {
+        return Err(refused(format!(
+            "{} nests more than {MAX_ASSET_DEPTH} folders deep (a link loop?)",
+            dir.display()
+        )));
+    }
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
-        let path = entry.path();
-        if entry.file_type()?.is_dir() {
-            collect_files(root, &path, files)?;
+        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+        let mut path = entry.path();
+        let mut kind = entry.file_type()?;
+        if kind.is_symlink() {
+            let target = std::fs::canonicalize(&path).map_err(|err| {
+                refused(format!(
+                    "the link {} cannot be resolved: {err}",
+                    path.display()
+                ))
+            })?;
+            if !target.starts_with(root) {
+                return Err(refused(format!(
+                    "the link {} points outside the asset folder, to {}; cdkd uploads only what is inside it",
+                    path.display(),
+                    target.display()
+                )));
+            }
+            // A link to a folder that encloses it would repeat forever.
+            if dir.starts_with(&target) {
+                return Err(refused(format!(
+                    "the link {} points to a folder that encloses it ({})",
+                    path.display(),
+                    target.display()
+                )));
+            }
+            kind = std::fs::metadata(&target)?.file_type();
+            path = target;
+        }
+        if kind.is_dir() {
+            collect_files(root, &path, &format!("{name}/"), depth + 1, files)?;
+        } else if kind.is_file() {
+            files.push((name, path));
         } else {
-            let relative = path
-                .strip_prefix(root)
-                .expect("under root")
-                .to_string_lossy()
-                .into_owned();
-            files.push(relative);
+            return Err(refused(format!(
+                "{} is not a regular file or folder (a FIFO, socket or device); remove it from the asset",
+                path.display()
+            )));
         }
     }
     Ok(())
+}
+
+/// Reads a single-file asset: a regular file only (a FIFO would block the run forever).
+fn read_file_asset(path: &Path) -> std::io::Result<Vec<u8>> {
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "it is not a regular file (a FIFO, socket or device)",
+        ));
+    }
+    std::fs::read(path)
 }
 
 #[cfg(unix)]
@@ -135,7 +193,7 @@ async fn publish_file(
     }
     let body = match asset.packaging {
         Packaging::Zip if asset.source.is_dir() => zip_directory(&asset.source),
-        _ => std::fs::read(&asset.source),
+        _ => read_file_asset(&asset.source),
     }
     .map_err(|err| {
         anyhow::anyhow!(
@@ -401,6 +459,48 @@ mod tests {
             .map(|i| archive.by_index(i).unwrap().name().to_string())
             .collect();
         assert_eq!(names, ["index.js", "lib/util.js"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_inside_are_followed_and_links_outside_or_special_files_are_refused() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "not for upload").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("lib")).unwrap();
+        std::fs::write(dir.path().join("lib/util.js"), "module.exports = 2;").unwrap();
+        std::os::unix::fs::symlink("lib/util.js", dir.path().join("alias.js")).unwrap();
+        std::os::unix::fs::symlink("lib", dir.path().join("linked")).unwrap();
+        let zipped = zip_directory(dir.path()).unwrap();
+        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zipped)).unwrap();
+        let names: Vec<String> = (0..archive.len())
+            .map(|i| archive.by_index(i).unwrap().name().to_string())
+            .collect();
+        assert_eq!(names, ["alias.js", "lib/util.js", "linked/util.js"]);
+
+        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("leak")).unwrap();
+        let err = zip_directory(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("leak") && err.contains("points outside the asset folder"),
+            "{err}"
+        );
+        std::fs::remove_file(dir.path().join("leak")).unwrap();
+
+        std::os::unix::fs::symlink(".", dir.path().join("lib/loop")).unwrap();
+        let err = zip_directory(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("encloses it"), "{err}");
+        std::fs::remove_file(dir.path().join("lib/loop")).unwrap();
+
+        let fifo = dir.path().join("pipe");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let err = zip_directory(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("pipe") && err.contains("FIFO"), "{err}");
+        let err = read_file_asset(&fifo).unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
     }
 
     #[test]

@@ -420,9 +420,10 @@ impl CloudAssembly {
                     let file = string_field(&properties, "file").ok_or_else(|| {
                         invalid(&manifest_path, format!("asset manifest {id} has no file"))
                     })?;
-                    assembly
-                        .asset_manifests
-                        .insert(id.clone(), read_asset_manifest(dir, &dir.join(file))?);
+                    assembly.asset_manifests.insert(
+                        id.clone(),
+                        read_asset_manifest(dir, &dir.join(file), &within[0])?,
+                    );
                 }
                 Some("cdk:tree") => {
                     assembly.tree = string_field(&properties, "file").map(|file| dir.join(file));
@@ -462,7 +463,13 @@ impl CloudAssembly {
     }
 }
 
-fn read_asset_manifest(dir: &Path, path: &Path) -> Result<AssetManifest, AssemblyError> {
+/// The asset manifest at `path` of the assembly in `dir`, whose outermost assembly (the app's
+/// `cdk.out`, where CDK stages every asset) is the canonical folder `root`.
+fn read_asset_manifest(
+    dir: &Path,
+    path: &Path,
+    root: &Path,
+) -> Result<AssetManifest, AssemblyError> {
     let document = read_json(path)?;
     let mut manifest = AssetManifest::default();
     for (id, asset) in document
@@ -495,6 +502,18 @@ fn read_asset_manifest(dir: &Path, path: &Path) -> Result<AssetManifest, Assembl
                 region: string_field(d, "region"),
             })
             .collect();
+        // The source must stay inside the app's assembly (a Stage's assets are `../asset.*`
+        // in its own folder): an absolute path, or one leading out, would upload any file the
+        // user can read.
+        let leaves = Path::new(&source_path).is_absolute()
+            || std::fs::canonicalize(dir.join(&source_path))
+                .is_ok_and(|source| !source.starts_with(root));
+        if leaves {
+            return Err(invalid(
+                path,
+                format!("file asset {id}: its source {source_path} is outside the assembly {}; cdkd uploads only what the assembly holds", root.display()),
+            ));
+        }
         manifest.files.insert(
             id.clone(),
             FileAsset {
