@@ -101,6 +101,25 @@ fn gc_deletes_only_unreferenced_assets_past_the_age_guard() {
             .count(),
         1
     );
+
+    // A stack kept under another state prefix publishes to the same asset bucket: its record
+    // keeps its asset.
+    Emulator::shared().boto(&format!(
+        "[c('s3').put_object(Bucket='{assets}', Key='team-b.zip', Body=b'b'), \
+          c('s3').put_object(Bucket='{state}', Key='team-b/Service/us-east-1/state.json', \
+            Body=json.dumps({{'version': 9, 'stackName': 'Service', 'region': 'us-east-1', \
+              'resources': {{'Fn': {{'resourceType': 'AWS::Lambda::Function', 'physicalId': 'f', \
+                'properties': {{'Code': {{'S3Key': 'team-b.zip'}}}}}}}}}}).encode())] and None",
+        assets = world.assets,
+        state = world.bucket
+    ));
+    let kept = world.cdkd(&["gc", "--older-than", "0"]).success();
+    assert!(
+        kept.stdout.contains("deleted 0 unreferenced object(s)"),
+        "{}",
+        kept.stdout
+    );
+    assert_eq!(objects(&world.assets), json!([ASSET, "team-b.zip"]));
     world
         .cdkd(&["destroy", "-a", &app, "--all", "--force"])
         .success();

@@ -4,8 +4,8 @@
 //! placeholders in the state bucket.
 //!
 //! Assets are content-addressed and shared by every stack of the region, so an object is kept
-//! while ANY record in the state bucket (every stack, every region, nested ones included)
-//! mentions its key, and while it is younger than the age guard (a deploy that has published
+//! while ANY record or journal in the state bucket (every prefix, stack and region, nested ones
+//! included) mentions its key, and while it is younger than the age guard (a deploy that has published
 //! but not yet recorded its assets must not lose them).
 
 use std::time::{Duration, SystemTime};
@@ -74,21 +74,17 @@ pub async fn collect(
     };
     let backend = &store.backend;
     let marker = read_marker(backend.client()?, backend.bucket(), region).await?;
-    // Every record's text: an asset is referenced when its key appears in any of them.
+    // Every record's and journal's text, under every state prefix of the bucket (stacks kept
+    // with another --state-prefix publish to the same asset bucket), read as stored so that a
+    // record this cdkd cannot parse still keeps its assets: an asset is referenced when its
+    // key appears in any of them.
     let mut records = String::new();
-    for stack in backend.list_stacks().await? {
-        let region = match &stack.region {
-            Some(region) => region.clone(),
-            None => continue,
-        };
-        if let Some(stored) = backend.load(&stack.stack, &region).await? {
-            records.push_str(&serde_json::to_string(&stored.state)?);
+    for key in backend.list_keys("").await? {
+        if !(key.ends_with("/state.json") || key.ends_with("/rollback-journal.json")) {
+            continue;
         }
-        if let Some(journal) = backend
-            .get_object(&backend.keys().journal(&stack.stack, &region))
-            .await?
-        {
-            records.push_str(&String::from_utf8_lossy(&journal.body));
+        if let Some(object) = backend.get_object(&key).await? {
+            records.push_str(&String::from_utf8_lossy(&object.body));
         }
     }
     let now = SystemTime::now();
