@@ -523,3 +523,34 @@ async fn a_stack_in_several_regions_needs_stack_region() {
     .json();
     assert_eq!(picked["state"]["region"], "eu-west-1");
 }
+
+#[tokio::test]
+async fn bootstrap_again_keeps_the_owners_encryption_key_and_policy_statements() {
+    let (_, state, _) = bootstrapped().await;
+    let key_arn = "arn:aws:kms:us-east-1:123456789012:key/11111111-2222-3333-4444-555555555555";
+    let reader = "arn:aws:iam::123456789012:role/reader";
+    Emulator::shared().boto(&format!(
+        "[c('s3').put_bucket_encryption(Bucket='{state}', ServerSideEncryptionConfiguration={{'Rules': [{{'ApplyServerSideEncryptionByDefault': {{'SSEAlgorithm': 'aws:kms', 'KMSMasterKeyID': '{key_arn}'}}}}]}}), \
+          c('s3').put_bucket_policy(Bucket='{state}', Policy=json.dumps({{'Version': '2012-10-17', 'Statement': [{{'Sid': 'AllowReader', 'Effect': 'Allow', 'Principal': {{'AWS': '{reader}'}}, 'Action': 's3:GetObject', 'Resource': 'arn:aws:s3:::{state}/*'}}]}}))] and None"
+    ));
+    run(&state, &["bootstrap", "--no-assets"]).success();
+    let encryption = Emulator::shared().boto(&format!(
+        "c('s3').get_bucket_encryption(Bucket='{state}')['ServerSideEncryptionConfiguration']['Rules'][0]['ApplyServerSideEncryptionByDefault']"
+    ));
+    assert_eq!(encryption["SSEAlgorithm"], "aws:kms", "{encryption}");
+    assert_eq!(encryption["KMSMasterKeyID"], key_arn, "{encryption}");
+    let policy = Emulator::shared().boto(&format!(
+        "json.loads(c('s3').get_bucket_policy(Bucket='{state}')['Policy'])"
+    ));
+    let sids: Vec<&str> = policy["Statement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["Sid"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        sids,
+        ["AllowReader", "DenyExternalAccess", "DenyInsecureTransport"],
+        "{policy}"
+    );
+}

@@ -156,26 +156,41 @@ async fn ensure_bucket(
             .await
             .map_err(|err| aws_error("enable versioning", bucket, &S3Failure::from_sdk(&err)))?;
     }
-    let rule = ServerSideEncryptionRule::builder()
-        .apply_server_side_encryption_by_default(
-            ServerSideEncryptionByDefault::builder()
-                .sse_algorithm(ServerSideEncryption::Aes256)
-                .build()
-                .expect("algorithm is set"),
-        )
-        .build();
-    client
-        .put_bucket_encryption()
-        .bucket(bucket)
-        .server_side_encryption_configuration(
-            ServerSideEncryptionConfiguration::builder()
-                .rules(rule)
-                .build()
-                .expect("rules are set"),
-        )
-        .send()
-        .await
-        .map_err(|err| aws_error("enable encryption", bucket, &S3Failure::from_sdk(&err)))?;
+    // An existing bucket keeps what its owner chose: its encryption (a customer KMS key stays)
+    // and its policy statements (ours are added beside them, by Sid).
+    let encrypted = !created
+        && client
+            .get_bucket_encryption()
+            .bucket(bucket)
+            .send()
+            .await
+            .is_ok_and(|found| {
+                found
+                    .server_side_encryption_configuration()
+                    .is_some_and(|config| !config.rules().is_empty())
+            });
+    if !encrypted {
+        let rule = ServerSideEncryptionRule::builder()
+            .apply_server_side_encryption_by_default(
+                ServerSideEncryptionByDefault::builder()
+                    .sse_algorithm(ServerSideEncryption::Aes256)
+                    .build()
+                    .expect("algorithm is set"),
+            )
+            .build();
+        client
+            .put_bucket_encryption()
+            .bucket(bucket)
+            .server_side_encryption_configuration(
+                ServerSideEncryptionConfiguration::builder()
+                    .rules(rule)
+                    .build()
+                    .expect("rules are set"),
+            )
+            .send()
+            .await
+            .map_err(|err| aws_error("enable encryption", bucket, &S3Failure::from_sdk(&err)))?;
+    }
     client
         .put_public_access_block()
         .bucket(bucket)
@@ -190,14 +205,76 @@ async fn ensure_bucket(
         .send()
         .await
         .map_err(|err| aws_error("block public access", bucket, &S3Failure::from_sdk(&err)))?;
-    client
-        .put_bucket_policy()
-        .bucket(bucket)
-        .policy(deny_external_access_policy(bucket, account, region).to_string())
-        .send()
-        .await
-        .map_err(|err| aws_error("set the bucket policy", bucket, &S3Failure::from_sdk(&err)))?;
+    let existing = if created {
+        None
+    } else {
+        match client.get_bucket_policy().bucket(bucket).send().await {
+            Ok(found) => found.policy().map(str::to_string),
+            Err(err) => {
+                let failure = S3Failure::from_sdk(&err);
+                if failure.code.as_deref() == Some("NoSuchBucketPolicy") {
+                    None
+                } else {
+                    return Err(aws_error("read the bucket policy", bucket, &failure));
+                }
+            }
+        }
+    };
+    let ours = deny_external_access_policy(bucket, account, region);
+    let policy = match existing {
+        None => Some(ours),
+        Some(text) => merged_policy(&text, &ours).map_err(|detail| StateError::Bucket {
+            operation: "keep its bucket policy".into(),
+            bucket: bucket.to_string(),
+            detail,
+        })?,
+    };
+    if let Some(policy) = policy {
+        client
+            .put_bucket_policy()
+            .bucket(bucket)
+            .policy(policy.to_string())
+            .send()
+            .await
+            .map_err(|err| {
+                aws_error("set the bucket policy", bucket, &S3Failure::from_sdk(&err))
+            })?;
+    }
     Ok(created)
+}
+
+/// `existing` (a bucket policy's text) with the statements of `ours` it lacks added, or `None`
+/// when it has them all. A statement of the same Sid that differs is the owner's choice: it is
+/// kept, with a warning naming it. An unreadable policy is an error: it is never replaced.
+fn merged_policy(existing: &str, ours: &Value) -> Result<Option<Value>, String> {
+    let mut policy: Value = serde_json::from_str(existing).map_err(|err| {
+        format!("its policy is not JSON ({err}); fix it, cdkd will not replace it")
+    })?;
+    let statements = match policy.get_mut("Statement") {
+        Some(Value::Array(statements)) => statements,
+        Some(single @ Value::Object(_)) => {
+            *single = Value::Array(vec![single.take()]);
+            single.as_array_mut().expect("just made an array")
+        }
+        _ => {
+            return Err("its policy has no Statement list; fix it, cdkd will not replace it".into())
+        }
+    };
+    let mut added = false;
+    for statement in ours["Statement"].as_array().into_iter().flatten() {
+        let sid = &statement["Sid"];
+        match statements.iter().find(|s| &s["Sid"] == sid) {
+            None => {
+                statements.push(statement.clone());
+                added = true;
+            }
+            Some(theirs) if theirs != statement => tracing::warn!(
+                "the bucket policy's statement {sid} differs from cdkd's; it is kept as it is"
+            ),
+            Some(_) => {}
+        }
+    }
+    Ok(added.then_some(policy))
 }
 
 /// What a bootstrap did, for the command's output.
@@ -483,6 +560,28 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_existing_policy_keeps_its_statements_and_gains_ours() {
+        let ours = deny_external_access_policy("b", "123456789012", "us-east-1");
+        let theirs = json!({"Version": "2012-10-17", "Statement": {"Sid": "AllowReader", "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:role/reader"}, "Action": "s3:GetObject", "Resource": "arn:aws:s3:::b/*"}});
+        let merged = merged_policy(&theirs.to_string(), &ours).unwrap().unwrap();
+        let sids: Vec<&str> = merged["Statement"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["Sid"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            sids,
+            ["AllowReader", "DenyExternalAccess", "DenyInsecureTransport"]
+        );
+        // Run again: nothing to add, nothing written.
+        assert_eq!(merged_policy(&merged.to_string(), &ours).unwrap(), None);
+        assert!(merged_policy("not json", &ours)
+            .unwrap_err()
+            .contains("not JSON"));
+    }
 
     #[test]
     fn the_policy_denies_other_accounts_and_plain_http() {
