@@ -260,14 +260,15 @@ fn functions_and_apis_run_locally_wired_to_the_deployed_stack() {
         "{}",
         container.stderr
     );
-    // With Docker, the credentials reach `docker run` through its environment (`-e NAME`),
-    // never as values on its command line, which `ps` shows to every user of the machine.
-    // A stand-in docker records its arguments and environment, then refuses the run.
+    // With Docker, the variables (credentials among them) reach `docker run` through an env
+    // file only this user can read: never on its command line, which `ps` shows to every user,
+    // and never in docker's own environment, where a template's DOCKER_HOST would steer it.
+    // A stand-in docker records its arguments, environment and env file, then refuses the run.
     let fake_dir = tempfile::tempdir().unwrap();
     let fake = fake_dir.path().join("docker");
     std::fs::write(
         &fake,
-        "#!/bin/sh\ncase \"$1\" in\n  version) echo 27.0.0 ;;\n  run) printf '%s\\n' \"$@\" > \"$RECORD/args\"; env > \"$RECORD/env\"; echo 'refused by the test' >&2; exit 1 ;;\nesac\n",
+        "#!/bin/sh\ncase \"$1\" in\n  version) echo 27.0.0 ;;\n  run) printf '%s\\n' \"$@\" > \"$RECORD/args\"; env > \"$RECORD/env\"; prev=''; for a in \"$@\"; do if [ \"$prev\" = --env-file ]; then cp \"$a\" \"$RECORD/envfile\"; stat -c %a \"$a\" > \"$RECORD/mode\"; fi; prev=$a; done; echo 'refused by the test' >&2; exit 1 ;;\nesac\n",
     )
     .unwrap();
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -300,15 +301,28 @@ fn functions_and_apis_run_locally_wired_to_the_deployed_stack() {
         !args.contains(secret),
         "a credential on docker's command line:\n{args}"
     );
-    assert!(
-        args.lines().any(|line| line == "AWS_SECRET_ACCESS_KEY"),
-        "the credential is not passed by name:\n{args}"
-    );
+    // The template's variables steer the container, never the docker CLI (the credential is
+    // in docker's environment only because it is in the caller's, which docker inherits).
     let env = std::fs::read_to_string(fake_dir.path().join("env")).unwrap();
     assert!(
-        env.lines()
-            .any(|line| line == format!("AWS_SECRET_ACCESS_KEY={secret}")),
-        "docker's environment lacks the credential"
+        !env.lines().any(|line| line.starts_with("GREETING_STYLE=")),
+        "a template variable in docker's own environment"
+    );
+    let env_file = std::fs::read_to_string(fake_dir.path().join("envfile")).unwrap();
+    for expected in [
+        format!("AWS_SECRET_ACCESS_KEY={secret}"),
+        "GREETING_STYLE=plain".to_string(),
+    ] {
+        assert!(
+            env_file.lines().any(|line| line == expected),
+            "the env file lacks {expected}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(fake_dir.path().join("mode"))
+            .unwrap()
+            .trim(),
+        "600"
     );
 
     // start-api: both APIs on ports of their own.

@@ -32,7 +32,7 @@ use crate::synthesis::assembly::{CloudAssembly, FileAsset, Packaging, StackArtif
 pub fn zip_directory(dir: &Path) -> std::io::Result<Vec<u8>> {
     let root = std::fs::canonicalize(dir)?;
     let mut files = Vec::new();
-    collect_files(&root, &root, "", 0, &mut files)?;
+    collect_files(&root, &root, "", &[], &mut files)?;
     files.sort();
     let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     for (relative, path) in files {
@@ -52,19 +52,24 @@ pub fn zip_directory(dir: &Path) -> std::io::Result<Vec<u8>> {
 /// How deep an asset folder (with the links it follows) may nest.
 const MAX_ASSET_DEPTH: usize = 64;
 
+/// The most files one asset zip may hold: links that fan out (two links to the next folder,
+/// repeated) would otherwise multiply the files without any loop.
+const MAX_ASSET_FILES: usize = 200_000;
+
 /// Collects `(name in the zip, file to read)` for every file under `dir` (a canonical folder
-/// inside `root`), `prefix` being `dir`'s name in the zip.
+/// inside `root`), `prefix` being `dir`'s name in the zip and `ancestors` the canonical folders
+/// above it on this path.
 fn collect_files(
     root: &Path,
     dir: &Path,
     prefix: &str,
-    depth: usize,
+    ancestors: &[PathBuf],
     files: &mut Vec<(String, PathBuf)>,
 ) -> std::io::Result<()> {
     let refused = |message: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, message);
-    if depth > MAX_ASSET_DEPTH {
+    if ancestors.len() > MAX_ASSET_DEPTH || files.len() > MAX_ASSET_FILES {
         return Err(refused(format!(
-            "{} nests more than {MAX_ASSET_DEPTH} folders deep (a link loop?)",
+            "{} nests more than {MAX_ASSET_DEPTH} folders deep or holds more than {MAX_ASSET_FILES} files (with the links it follows)",
             dir.display()
         )));
     }
@@ -87,10 +92,11 @@ fn collect_files(
                     target.display()
                 )));
             }
-            // A link to a folder that encloses it would repeat forever.
-            if dir.starts_with(&target) {
+            // A link to a folder that encloses it, or to one already on this path (two links
+            // naming each other), would repeat forever.
+            if dir.starts_with(&target) || ancestors.iter().any(|seen| seen == &target) {
                 return Err(refused(format!(
-                    "the link {} points to a folder that encloses it ({})",
+                    "the link {} points back to a folder on its own path ({}): a loop",
                     path.display(),
                     target.display()
                 )));
@@ -99,7 +105,12 @@ fn collect_files(
             path = target;
         }
         if kind.is_dir() {
-            collect_files(root, &path, &format!("{name}/"), depth + 1, files)?;
+            let within: Vec<PathBuf> = ancestors
+                .iter()
+                .cloned()
+                .chain([dir.to_path_buf()])
+                .collect();
+            collect_files(root, &path, &format!("{name}/"), &within, files)?;
         } else if kind.is_file() {
             files.push((name, path));
         } else {
@@ -488,8 +499,17 @@ mod tests {
 
         std::os::unix::fs::symlink(".", dir.path().join("lib/loop")).unwrap();
         let err = zip_directory(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("encloses it"), "{err}");
+        assert!(err.contains("a loop"), "{err}");
         std::fs::remove_file(dir.path().join("lib/loop")).unwrap();
+        // Two links naming each other's folders.
+        std::fs::create_dir(dir.path().join("m1")).unwrap();
+        std::fs::create_dir(dir.path().join("m2")).unwrap();
+        std::os::unix::fs::symlink("../m2", dir.path().join("m1/to2")).unwrap();
+        std::os::unix::fs::symlink("../m1", dir.path().join("m2/to1")).unwrap();
+        let err = zip_directory(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("a loop"), "{err}");
+        std::fs::remove_dir_all(dir.path().join("m1")).unwrap();
+        std::fs::remove_dir_all(dir.path().join("m2")).unwrap();
 
         let fifo = dir.path().join("pipe");
         assert!(std::process::Command::new("mkfifo")

@@ -156,20 +156,8 @@ impl ContainerInvoker {
     }
 
     async fn docker_output(&self, args: &[&str]) -> Result<String, LocalError> {
-        self.docker_output_with(args, &BTreeMap::new()).await
-    }
-
-    /// [`Self::docker_output`] with `env` in docker's own environment: `-e NAME` then passes
-    /// each value into the container without it appearing on a command line (`ps` shows those
-    /// to every user of the machine, and credentials are among the values).
-    async fn docker_output_with(
-        &self,
-        args: &[&str],
-        env: &BTreeMap<String, String>,
-    ) -> Result<String, LocalError> {
         let output = tokio::process::Command::new(&self.docker)
             .args(args)
-            .envs(env)
             .output()
             .await
             .map_err(|err| LocalError::Io(format!("docker {}: {err}", args[0])))?;
@@ -209,10 +197,13 @@ impl ContainerInvoker {
         .iter()
         .map(ToString::to_string)
         .collect();
-        for name in self.variables.keys() {
-            args.push("-e".into());
-            args.push(name.clone());
-        }
+        // The variables (the caller's credentials among them) go through an env file only this
+        // user can read, deleted once the container exists: not on docker's command line, which
+        // `ps` shows to every user, and not in docker's own environment, where a template's
+        // variable (DOCKER_HOST, LD_PRELOAD, a proxy) would steer the docker CLI itself.
+        let env_file = self.write_env_file(&request_id)?;
+        args.push("--env-file".into());
+        args.push(env_file.display().to_string());
         args.push(self.image.clone());
         args.push(self.function.handler.clone());
         let borrowed: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -221,7 +212,9 @@ impl ContainerInvoker {
             self.image
         );
         let started = Instant::now();
-        let id = self.docker_output_with(&borrowed, &self.variables).await?;
+        let created = self.docker_output(&borrowed).await;
+        let _ = std::fs::remove_file(&env_file);
+        let id = created?;
         let outcome = self.call(&id, event).await;
         if let Ok(logs) = self.docker_output(&["logs", &id]).await {
             for line in logs.lines() {
@@ -237,6 +230,31 @@ impl ContainerInvoker {
             error,
             duration: started.elapsed(),
         })
+    }
+
+    /// Writes the container's variables as a docker env file (mode 0600) in the private work
+    /// folder. Docker's env files hold one `NAME=VALUE` per line, so a value with a line break
+    /// is refused by name.
+    fn write_env_file(&self, request_id: &str) -> Result<PathBuf, LocalError> {
+        let mut text = String::new();
+        for (name, value) in &self.variables {
+            if value.contains(['\n', '\r']) || name.contains(['\n', '\r', '=']) {
+                return Err(LocalError::Io(format!(
+                    "{}: the environment variable {name} has a line break or '=' where docker's env file cannot carry one; --container cannot pass it",
+                    self.function.label()
+                )));
+            }
+            text.push_str(&format!("{name}={value}\n"));
+        }
+        let path = self.workdir.path().join(format!("env-{request_id}"));
+        let io = |err: std::io::Error| LocalError::Io(format!("{}: {err}", path.display()));
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&path).map_err(io)?;
+        std::io::Write::write_all(&mut file, text.as_bytes()).map_err(io)?;
+        Ok(path)
     }
 
     async fn call(

@@ -158,17 +158,26 @@ async fn ensure_bucket(
     }
     // An existing bucket keeps what its owner chose: its encryption (a customer KMS key stays)
     // and its policy statements (ours are added beside them, by Sid).
-    let encrypted = !created
-        && client
-            .get_bucket_encryption()
-            .bucket(bucket)
-            .send()
-            .await
-            .is_ok_and(|found| {
-                found
-                    .server_side_encryption_configuration()
-                    .is_some_and(|config| !config.rules().is_empty())
-            });
+    let encrypted = if created {
+        false
+    } else {
+        match client.get_bucket_encryption().bucket(bucket).send().await {
+            Ok(found) => found
+                .server_side_encryption_configuration()
+                .is_some_and(|config| !config.rules().is_empty()),
+            Err(err) => {
+                // Only "none configured" means none: any other failure must not lead to
+                // replacing a key the owner chose.
+                let failure = S3Failure::from_sdk(&err);
+                if failure.code.as_deref() == Some("ServerSideEncryptionConfigurationNotFoundError")
+                {
+                    false
+                } else {
+                    return Err(aws_error("read the bucket encryption", bucket, &failure));
+                }
+            }
+        }
+    };
     if !encrypted {
         let rule = ServerSideEncryptionRule::builder()
             .apply_server_side_encryption_by_default(

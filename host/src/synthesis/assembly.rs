@@ -463,6 +463,14 @@ impl CloudAssembly {
     }
 }
 
+/// Whether `relative` (from `dir`) leads outside the canonical folder `root`: an absolute path,
+/// or one that resolves out (a Stage's assets are `../asset.*` from its own folder, inside). An
+/// asset source outside the app's assembly would upload or build any file the user can read.
+fn leaves(dir: &Path, relative: &str, root: &Path) -> bool {
+    Path::new(relative).is_absolute()
+        || std::fs::canonicalize(dir.join(relative)).is_ok_and(|source| !source.starts_with(root))
+}
+
 /// The asset manifest at `path` of the assembly in `dir`, whose outermost assembly (the app's
 /// `cdk.out`, where CDK stages every asset) is the canonical folder `root`.
 fn read_asset_manifest(
@@ -502,13 +510,7 @@ fn read_asset_manifest(
                 region: string_field(d, "region"),
             })
             .collect();
-        // The source must stay inside the app's assembly (a Stage's assets are `../asset.*`
-        // in its own folder): an absolute path, or one leading out, would upload any file the
-        // user can read.
-        let leaves = Path::new(&source_path).is_absolute()
-            || std::fs::canonicalize(dir.join(&source_path))
-                .is_ok_and(|source| !source.starts_with(root));
-        if leaves {
+        if leaves(dir, &source_path, root) {
             return Err(invalid(
                 path,
                 format!("file asset {id}: its source {source_path} is outside the assembly {}; cdkd uploads only what the assembly holds", root.display()),
@@ -533,6 +535,18 @@ fn read_asset_manifest(
     {
         let source = asset.get("source").cloned().unwrap_or_default();
         let directory = string_field(&source, "directory").unwrap_or_default();
+        let docker_file = string_field(&source, "dockerFile");
+        let image_dir = dir.join(&directory);
+        if leaves(dir, &directory, root)
+            || docker_file
+                .as_deref()
+                .is_some_and(|file| leaves(&image_dir, file, root))
+        {
+            return Err(invalid(
+                path,
+                format!("image asset {id}: its directory {directory} or Dockerfile is outside the assembly {}; cdkd builds only what the assembly holds", root.display()),
+            ));
+        }
         let build_args = source
             .get("dockerBuildArgs")
             .and_then(Value::as_object)
@@ -557,8 +571,8 @@ fn read_asset_manifest(
             DockerImageAsset {
                 id: id.clone(),
                 display_name: string_field(asset, "displayName").unwrap_or_else(|| id.clone()),
-                directory: dir.join(directory),
-                docker_file: string_field(&source, "dockerFile"),
+                directory: image_dir,
+                docker_file,
                 build_args,
                 target: string_field(&source, "dockerBuildTarget"),
                 platform: string_field(&source, "platform"),
