@@ -239,7 +239,7 @@ pub async fn run(context: &CommandContext, command: ProvidersCommand) -> anyhow:
                 Some(limit) => tokio::time::timeout(limit, call)
                     .await
                     .unwrap_or_else(|_| {
-                        bail!("{operation} of {type_name} did not finish within {limit:?}; the plugin's task was cancelled")
+                        bail!("{operation} of {type_name} did not finish within {} s; the plugin's task was cancelled", limit.as_secs_f64())
                     }),
                 None => call.await,
             };
