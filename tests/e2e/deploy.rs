@@ -14,6 +14,44 @@ fn demo_world() -> AppWorld {
     AppWorld::without_assets("demo", "DemoStack", "deploy").on_cloud_control()
 }
 
+/// Starts `cdkd deploy` of `world` with the Breaker sleeping `sleep_ms` and `env` set, and
+/// returns once the five resources before it are saved: the Breaker is then in flight.
+fn deploy_to_the_slow_resource(
+    world: &AppWorld,
+    sleep_ms: u64,
+    env: &[(&str, &str)],
+    stderr: Stdio,
+) -> std::process::Child {
+    add_fault(world, json!({"SleepMs": sleep_ms}));
+    let app = world.assembly.path().display().to_string();
+    let child = world
+        .command(&["deploy", "-a", &app])
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    wait_for(
+        "the deploy to reach the slow resource",
+        Duration::from_secs(30),
+        || {
+            world.state()["resources"]
+                .as_object()
+                .is_some_and(|r| r.len() >= 5)
+                .then_some(())
+        },
+    );
+    child
+}
+
+/// Changes the world's assembly manifest in place.
+fn edit_manifest(world: &AppWorld, change: impl FnOnce(&mut Value)) {
+    let path = world.assembly.path().join("manifest.json");
+    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    change(&mut manifest);
+    std::fs::write(&path, manifest.to_string()).unwrap();
+}
+
 fn queue_exists(url: &str) -> bool {
     let name = url.rsplit('/').next().unwrap();
     Emulator::shared()
@@ -327,24 +365,11 @@ fn no_rollback_keeps_the_work_and_cdkd_rollback_undoes_it() {
 #[test]
 fn a_killed_deploy_resumes_without_duplicates() {
     let world = demo_world();
-    add_fault(&world, json!({"SleepMs": 4000}));
-    let app = world.assembly.path().display().to_string();
-    let mut child = world
-        .command(&["deploy", "-a", &app])
-        .env("CDKD_LOCK_TTL_SECONDS", "2")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(
-        "the first resources to be saved",
-        Duration::from_secs(30),
-        || {
-            world.state()["resources"]
-                .as_object()
-                .is_some_and(|r| r.len() >= 5)
-                .then_some(())
-        },
+    let mut child = deploy_to_the_slow_resource(
+        &world,
+        4000,
+        &[("CDKD_LOCK_TTL_SECONDS", "2")],
+        Stdio::null(),
     );
     child.kill().unwrap(); // SIGKILL mid-deploy: the lock stays, the Breaker never finished
     child.wait().unwrap();
@@ -369,24 +394,7 @@ fn a_killed_deploy_resumes_without_duplicates() {
 #[test]
 fn sigint_stops_cleanly_releases_the_lock_and_resumes() {
     let world = demo_world();
-    add_fault(&world, json!({"SleepMs": 3000}));
-    let app = world.assembly.path().display().to_string();
-    let child = world
-        .command(&["deploy", "-a", &app])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(
-        "the deploy to reach the slow resource",
-        Duration::from_secs(30),
-        || {
-            world.state()["resources"]
-                .as_object()
-                .is_some_and(|r| r.len() >= 5)
-                .then_some(())
-        },
-    );
+    let child = deploy_to_the_slow_resource(&world, 3000, &[], Stdio::piped());
     Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -760,26 +768,13 @@ fn ref_of_a_composite_id_is_the_segment_its_plugin_declares() {
 #[test]
 fn a_deploy_that_loses_its_lock_stops_and_fails() {
     let world = demo_world();
-    add_fault(&world, json!({"SleepMs": 4000}));
-    let app = world.assembly.path().display().to_string();
     // A short lock (renewed every half second), so the takeover is seen while the slow
     // resource is in flight.
-    let child = world
-        .command(&["deploy", "-a", &app])
-        .env("CDKD_LOCK_TTL_SECONDS", "2")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(
-        "the deploy to reach the slow resource",
-        Duration::from_secs(30),
-        || {
-            world.state()["resources"]
-                .as_object()
-                .is_some_and(|r| r.len() >= 5)
-                .then_some(())
-        },
+    let child = deploy_to_the_slow_resource(
+        &world,
+        4000,
+        &[("CDKD_LOCK_TTL_SECONDS", "2")],
+        Stdio::piped(),
     );
     // Another process takes the lock over (as a force-unlock and a new acquire would).
     let key = "cdkd/DemoStack/us-east-1/lock.json";
@@ -902,14 +897,12 @@ fn input_that_recursed_without_end_is_refused_by_name_not_by_a_stack_overflow() 
 
     // An assembly that is a Stage of itself.
     let world = demo_world();
-    let manifest_path = world.assembly.path().join("manifest.json");
-    let mut manifest: Value =
-        serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
-    manifest["artifacts"]["Itself"] = json!({
-        "type": "cdk:cloud-assembly",
-        "properties": {"directoryName": ".", "displayName": "Itself"}
+    edit_manifest(&world, |manifest| {
+        manifest["artifacts"]["Itself"] = json!({
+            "type": "cdk:cloud-assembly",
+            "properties": {"directoryName": ".", "displayName": "Itself"}
+        });
     });
-    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
     refused(&world, "this assembly is a Stage of itself");
 }
 
@@ -937,11 +930,9 @@ fn diff_of_a_stack_whose_record_a_newer_cdkd_wrote_fails_instead_of_planning_cre
 fn stack_names_and_logical_ids_follow_cloudformations_rules() {
     // A `/` in a stack name made a record that `state list` and `gc` never saw.
     let world = demo_world();
-    let manifest_path = world.assembly.path().join("manifest.json");
-    let mut manifest: Value =
-        serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
-    manifest["artifacts"]["DemoStack"]["properties"]["stackName"] = json!("Team/Demo");
-    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    edit_manifest(&world, |manifest| {
+        manifest["artifacts"]["DemoStack"]["properties"]["stackName"] = json!("Team/Demo");
+    });
     let refused = world.deploy(&[]);
     assert_eq!(refused.code, Some(1), "{}", refused.stderr);
     assert!(

@@ -243,17 +243,21 @@ fn functions_and_apis_run_locally_wired_to_the_deployed_stack() {
     );
     let no_docker_dir = tempfile::tempdir().unwrap();
     let no_docker = no_docker_dir.path().display().to_string();
-    let container = world.cdkd_with_env(
-        &[
-            "local",
-            "invoke",
-            "-a",
-            &world.assembly.path().display().to_string(),
-            "LocalStack/NodeFn",
-            "--container",
-        ],
-        &[("PATH", &no_docker)],
-    );
+    let assembly = world.assembly.path().display().to_string();
+    let invoke_in_container = |env: &[(&str, &str)]| {
+        world.cdkd_with_env(
+            &[
+                "local",
+                "invoke",
+                "-a",
+                &assembly,
+                "LocalStack/NodeFn",
+                "--container",
+            ],
+            env,
+        )
+    };
+    let container = invoke_in_container(&[("PATH", &no_docker)]);
     assert_eq!(container.code, Some(1));
     assert!(
         container.stderr.contains("--container") && container.stderr.contains("no docker on PATH"),
@@ -279,21 +283,11 @@ fn functions_and_apis_run_locally_wired_to_the_deployed_stack() {
     );
     let record = fake_dir.path().display().to_string();
     let secret = "container-test-secret-1f2e3d";
-    let run = world.cdkd_with_env(
-        &[
-            "local",
-            "invoke",
-            "-a",
-            &world.assembly.path().display().to_string(),
-            "LocalStack/NodeFn",
-            "--container",
-        ],
-        &[
-            ("PATH", &path),
-            ("RECORD", &record),
-            ("AWS_SECRET_ACCESS_KEY", secret),
-        ],
-    );
+    let run = invoke_in_container(&[
+        ("PATH", &path),
+        ("RECORD", &record),
+        ("AWS_SECRET_ACCESS_KEY", secret),
+    ]);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(run.stderr.contains("refused by the test"), "{}", run.stderr);
     let args = std::fs::read_to_string(fake_dir.path().join("args")).unwrap();
