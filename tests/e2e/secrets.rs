@@ -202,3 +202,201 @@ fn secrets_reach_aws_but_never_the_state_bucket() {
 
     world.cdkd(&["destroy", "-a", &app, "--force"]).success();
 }
+
+const DB_PASSWORD: &str = "Pa55-noecho-e2e-1";
+const DB_PASSWORD_2: &str = "Pa55-noecho-e2e-2";
+
+fn ssm_value(name: &str) -> Value {
+    Emulator::shared().boto(&format!(
+        "c('ssm').get_parameter(Name='{name}')['Parameter']['Value']"
+    ))
+}
+
+/// A `NoEcho` template parameter (issue 43): AWS gets the value, whole and embedded; state
+/// (every stored version), `state show`, diff, the printed outputs and `--outputs-file` get the
+/// mask; the record keeps a fingerprint that tells a changed value from the same one; a deploy
+/// without the value is refused by name.
+#[test]
+fn a_no_echo_parameter_reaches_aws_but_is_never_written_down() {
+    let world = AppWorld::of("noechoparam", "NoEchoParams", "noecho-param", |_| {});
+    let app = world.assembly.path().display().to_string();
+    let outputs_file = world.echo.path().join("outputs.json");
+    let given = format!("DbPassword={DB_PASSWORD}");
+    let outputs_arg = outputs_file.display().to_string();
+    let deploy = world
+        .cdkd(&[
+            "deploy",
+            "-a",
+            &app,
+            "--parameters",
+            &given,
+            "--outputs-file",
+            &outputs_arg,
+            "--verbose",
+        ])
+        .success();
+    let secrets = [DB_PASSWORD, DB_PASSWORD_2];
+    let no_plaintext = |what: &str, text: &str| {
+        for secret in secrets {
+            assert!(!text.contains(secret), "{what} holds {secret}:\n{text}");
+        }
+    };
+    no_plaintext(
+        "deploy's output",
+        &format!("{}{}", deploy.stdout, deploy.stderr),
+    );
+    no_plaintext(
+        "the outputs file",
+        &std::fs::read_to_string(&outputs_file).unwrap(),
+    );
+    assert!(deploy.stdout.contains("PasswordOut"), "{}", deploy.stdout);
+
+    // AWS got the value, whole and inside the URL.
+    assert_eq!(ssm_value("/cdkd/noecho/password"), json!(DB_PASSWORD));
+    assert_eq!(
+        ssm_value("/cdkd/noecho/url"),
+        json!(format!("postgres://app:{DB_PASSWORD}@db.internal:5432/app"))
+    );
+
+    // The record holds the mask where the value was, and a fingerprint.
+    let shown = world
+        .cdkd(&["state", "show", "NoEchoParams", "--json"])
+        .success();
+    no_plaintext("state show", &shown.stdout);
+    let record = shown.json()["state"].clone();
+    let value_of = |ssm_name: &str| {
+        let resources = record["resources"].as_object().unwrap();
+        let (_, found) = (resources.iter())
+            .find(|(_, r)| r["properties"]["Name"] == json!(ssm_name))
+            .unwrap_or_else(|| panic!("no record of {ssm_name}: {record}"));
+        found["properties"]["Value"].clone()
+    };
+    assert_eq!(value_of("/cdkd/noecho/password"), json!("***"));
+    assert_eq!(
+        value_of("/cdkd/noecho/url"),
+        json!("postgres://app:***@db.internal:5432/app")
+    );
+    assert_eq!(value_of("/cdkd/noecho/plain"), json!("not-a-secret"));
+    assert_eq!(record["outputs"]["PasswordOut"], json!("***"));
+    let fingerprint = record["noEchoParameters"]["DbPassword"].clone();
+    assert!(
+        fingerprint
+            .as_str()
+            .unwrap()
+            .starts_with("pbkdf2-sha256$600000$"),
+        "{record}"
+    );
+    for body in every_stored_body(&world.bucket) {
+        no_plaintext("a stored object", &body);
+    }
+
+    // The same value: nothing to change. Another one: exactly the resources that receive it.
+    let same = world
+        .cdkd(&["diff", "-a", &app, "--parameters", &given])
+        .success();
+    assert!(!same.stdout.contains("/cdkd/noecho"), "{}", same.stdout);
+    let other = format!("DbPassword={DB_PASSWORD_2}");
+    let changed = world.cdkd(&["diff", "-a", &app, "--parameters", &other]);
+    let text = format!("{}{}", changed.stdout, changed.stderr);
+    no_plaintext("diff's output", &text);
+    assert!(text.contains("Password") && text.contains("Url"), "{text}");
+    assert!(!text.contains("Plain"), "{text}");
+
+    let again = world
+        .cdkd(&["deploy", "-a", &app, "--parameters", &other])
+        .success();
+    no_plaintext(
+        "the second deploy's output",
+        &format!("{}{}", again.stdout, again.stderr),
+    );
+    assert_eq!(ssm_value("/cdkd/noecho/password"), json!(DB_PASSWORD_2));
+    assert_eq!(
+        ssm_value("/cdkd/noecho/url"),
+        json!(format!(
+            "postgres://app:{DB_PASSWORD_2}@db.internal:5432/app"
+        ))
+    );
+    let record = world
+        .cdkd(&["state", "show", "NoEchoParams", "--json"])
+        .success()
+        .json();
+    assert_ne!(
+        record["state"]["noEchoParameters"]["DbPassword"],
+        fingerprint
+    );
+    for body in every_stored_body(&world.bucket) {
+        no_plaintext("a stored object", &body);
+    }
+
+    // Without the value: refused, by name, nothing changed.
+    let missing = world.cdkd(&["deploy", "-a", &app]);
+    assert_eq!(
+        missing.code,
+        Some(1),
+        "{}{}",
+        missing.stdout,
+        missing.stderr
+    );
+    assert!(
+        missing.stderr.contains("DbPassword") && missing.stderr.contains("NoEcho"),
+        "{}",
+        missing.stderr
+    );
+    assert_eq!(ssm_value("/cdkd/noecho/password"), json!(DB_PASSWORD_2));
+
+    // An AWS error that quotes what was sent shows the mask.
+    world.edit(|template| {
+        let resources = template["Resources"].as_object_mut().unwrap();
+        let plain = (resources.values_mut())
+            .find(|r| r["Properties"]["Name"] == json!("/cdkd/noecho/plain"))
+            .unwrap();
+        plain["Properties"]["DataType"] = json!({"Ref": "DbPassword"});
+    });
+    let failed = world.cdkd(&["deploy", "-a", &app, "--parameters", &other]);
+    assert_eq!(failed.code, Some(1), "{}{}", failed.stdout, failed.stderr);
+    let text = format!("{}{}", failed.stdout, failed.stderr);
+    no_plaintext("a failed deploy's output", &text);
+    assert!(text.contains("data type is not supported: ***"), "{text}");
+}
+
+/// Text from a template that comes back in an AWS error is printed with its control sequences
+/// escaped (issue 43): a terminal title (OSC), a screen clear and a bell never reach the
+/// terminal raw, on stdout (events) or stderr (the error, the log).
+#[test]
+fn control_sequences_from_templates_and_aws_are_printed_escaped() {
+    let world = AppWorld::of("noechoparam", "NoEchoParams", "escapes", |template| {
+        let resources = template["Resources"].as_object_mut().unwrap();
+        // Names of their own: the NoEcho test deploys the same fixture beside this one.
+        for resource in resources.values_mut() {
+            if let Some(Value::String(name)) = resource["Properties"].get_mut("Name") {
+                name.push_str("-escapes");
+            }
+        }
+        let plain = (resources.values_mut())
+            .find(|r| r["Properties"]["Name"] == json!("/cdkd/noecho/plain-escapes"))
+            .unwrap();
+        plain["Properties"]["DataType"] = json!("\u{1b}]0;pwned\u{7}\u{1b}[2J");
+    });
+    let app = world.assembly.path().display().to_string();
+    let failed = world.cdkd(&[
+        "deploy",
+        "-a",
+        &app,
+        "--parameters",
+        "DbPassword=x1y2z3w4",
+        "-v",
+    ]);
+    assert_eq!(failed.code, Some(1), "{}{}", failed.stdout, failed.stderr);
+    for (stream, text) in [("stdout", &failed.stdout), ("stderr", &failed.stderr)] {
+        assert!(
+            !text.contains('\u{7}') && !text.contains("\u{1b}]"),
+            "{stream}: {text:?}"
+        );
+        assert!(!text.contains("\u{1b}[2J"), "{stream}: {text:?}");
+    }
+    assert!(
+        failed.stderr.contains("\\u{1b}]0;pwned\\u{7}\\u{1b}[2J"),
+        "{}",
+        failed.stderr
+    );
+}

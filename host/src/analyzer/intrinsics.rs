@@ -170,6 +170,12 @@ impl<'a> Resolver<'a> {
         for (name, parameter) in &template.parameters {
             let raw = match supplied.get(name).or(parameter.default.as_ref()) {
                 Some(value) => value.clone(),
+                None if parameter.no_echo => {
+                    return fail(
+                        &format!("Parameters.{name}"),
+                        "is NoEcho and has no Default, and no value was given: cdkd keeps no copy of a NoEcho value, so every deploy needs it again; pass it with --parameters",
+                    )
+                }
                 None => {
                     return fail(
                         &format!("Parameters.{name}"),

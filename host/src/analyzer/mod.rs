@@ -8,6 +8,7 @@ pub mod dag;
 pub mod diff;
 pub mod drift;
 pub mod intrinsics;
+pub mod no_echo;
 pub mod plan;
 pub mod ref_values;
 pub mod security;

@@ -4,13 +4,14 @@
 //! A reference to a resource that is being created or replaced is "known after deploy"; a
 //! reference to one that stays uses its recorded physical id and attributes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Map, Value};
 
 use super::dag::{Graph, GraphError};
-use super::diff::{deletion, diff_resource, Action, Desired, ResourceChange};
+use super::diff::{deletion, diff_resource, Action, Desired, PropertyChange, ResourceChange};
 use super::intrinsics::{Environment, Lookup, ResolveError, Resolver};
+use super::no_echo::NoEcho;
 use super::ref_values::RefValues;
 use super::template::Template;
 use crate::aws_env::{partition as partition_of, url_suffix as url_suffix_of};
@@ -186,6 +187,65 @@ impl Environment for PlanEnvironment<'_> {
     }
 }
 
+/// The `NoEcho` parameters of a plan: desired values are compared masked (as state holds
+/// them), and a value whose fingerprint changed updates every resource that receives it.
+struct PlannedSecrets {
+    no_echo: NoEcho,
+    changed: BTreeSet<String>,
+}
+
+impl PlannedSecrets {
+    fn new(
+        template: &Template,
+        parameters: &BTreeMap<String, Value>,
+        state: Option<&StackState>,
+    ) -> PlannedSecrets {
+        let no_echo = NoEcho::of(template, parameters);
+        let changed = match no_echo.is_empty() {
+            true => BTreeSet::new(),
+            false => no_echo.changed(state.and_then(|s| s.no_echo_parameters.as_ref())),
+        };
+        PlannedSecrets { no_echo, changed }
+    }
+
+    /// Masks what `change` shows of the record (a record written before masking holds the
+    /// plaintext) and adds the properties that receive a changed `NoEcho` value.
+    fn apply(
+        &self,
+        change: &mut ResourceChange,
+        resolved: &Map<String, Value>,
+        recorded: Option<&crate::state::schema::ResourceState>,
+        create_only: &[String],
+    ) {
+        if self.no_echo.is_empty() {
+            return;
+        }
+        for property in &mut change.properties {
+            property.before = property.before.as_ref().map(|v| self.no_echo.mask(v));
+        }
+        let Some(recorded) = recorded else {
+            return;
+        };
+        for (name, value) in resolved {
+            let receives = (self.changed.iter()).any(|secret| self.no_echo.holds(secret, value));
+            if !receives || change.properties.iter().any(|p| &p.name == name) {
+                continue;
+            }
+            let create_only = create_only.iter().any(|c| c == name);
+            change.properties.push(PropertyChange {
+                name: name.clone(),
+                before: recorded.properties.get(name).map(|v| self.no_echo.mask(v)),
+                after: Some(self.no_echo.mask(value)),
+                create_only,
+            });
+            change.action = Action::Update;
+            change.policies_only = false;
+            change.replacement |= create_only;
+        }
+        change.properties.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+}
+
 /// Plans one stack.
 pub fn plan(
     template: &Template,
@@ -203,23 +263,26 @@ pub fn plan(
     };
     let resolver = Resolver::new(template, &env, parameters)?;
     let graph = Graph::build(template, &resolver)?;
+    let secrets = PlannedSecrets::new(template, parameters, state);
     let mut properties = BTreeMap::new();
     let mut changes = Vec::with_capacity(template.resources.len());
     for logical_id in graph.order() {
         let resource = &template.resources[logical_id];
         let resolved = resolver.resolve_properties(logical_id, &resource.properties)?;
         let recorded = state.and_then(|s| s.resources.get(logical_id));
-        let change = diff_resource(
+        let create_only = create_only.create_only(&resource.kind);
+        let mut change = diff_resource(
             &Desired {
                 logical_id,
                 resource_type: &resource.kind,
-                properties: &resolved,
+                properties: &secrets.no_echo.mask_map(&resolved),
                 deletion_policy: resource.deletion_policy.as_deref(),
                 update_replace_policy: resource.update_replace_policy.as_deref(),
             },
             recorded,
-            &create_only.create_only(&resource.kind),
+            &create_only,
         );
+        secrets.apply(&mut change, &resolved, recorded, &create_only);
         if change.action == Action::Create || change.replacement {
             env.renewed.borrow_mut().insert(logical_id.clone());
         }

@@ -23,6 +23,7 @@ use super::engine::Engine;
 use super::external::StateSnapshot;
 use crate::analyzer::drift::without_sibling_rules;
 use crate::analyzer::intrinsics::contains_unknown;
+use crate::analyzer::no_echo::NoEcho;
 use crate::analyzer::plan::StackPlan;
 use crate::provisioning::names;
 use crate::provisioning::operations::{Observation, ProviderSet, ReadCall};
@@ -175,6 +176,7 @@ impl Engine<'_> {
         scope.record_all(&resolved, &mut records, &mut state);
         outcomes.extend(adopted_outcomes(scope.recorded, &records));
         if !request.dry_run && (!records.is_empty() || request.outputs.is_some()) {
+            NoEcho::of(&input.template, &input.parameters).mask_record(&mut state);
             self.store
                 .save(stack, region, &mut state, stored.as_ref())
                 .await?;

@@ -11,6 +11,7 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
+use crate::analyzer::no_echo::NoEcho;
 pub use crate::state::schema::MASK;
 
 /// Puts the mask into `observed` wherever `recorded` holds it: a value a resource consumed
@@ -78,13 +79,28 @@ pub fn masked_like(
     }
 }
 
-/// The secrets produced in this run, by `(logical id, attribute)`.
+/// The secrets of this run: those produced, by `(logical id, attribute)`, and the stack's
+/// `NoEcho` parameter values.
 #[derive(Debug, Default)]
 pub struct RunSecrets {
     values: Mutex<BTreeMap<(String, String), Value>>,
+    no_echo: NoEcho,
 }
 
 impl RunSecrets {
+    /// The secrets of a run whose stack has these `NoEcho` parameter values.
+    pub fn with_no_echo(no_echo: NoEcho) -> RunSecrets {
+        RunSecrets {
+            values: Mutex::default(),
+            no_echo,
+        }
+    }
+
+    /// `text` (an error message, an event line) with every `NoEcho` parameter value masked.
+    pub fn mask_text(&self, text: &str) -> String {
+        self.no_echo.mask_text(text)
+    }
+
     fn values(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, String), Value>> {
         self.values.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -125,8 +141,14 @@ impl RunSecrets {
             .cloned()
     }
 
-    /// `value` with every whole string equal to a secret of this run replaced by the mask.
+    /// `value` with every whole string equal to a secret of this run replaced by the mask, and
+    /// every `NoEcho` parameter value masked wherever it shows.
     pub fn mask(&self, value: &Value) -> Value {
+        let masked = self.mask_produced(value);
+        self.no_echo.mask(&masked)
+    }
+
+    fn mask_produced(&self, value: &Value) -> Value {
         let values = self.values();
         if values.is_empty() {
             return value.clone();

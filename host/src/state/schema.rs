@@ -53,6 +53,10 @@ pub struct StackState {
     /// v6: the parent's region.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_region: Option<String>,
+    /// `NoEcho` parameter name → a salted fingerprint of the value last deployed, never the
+    /// value (cdkd's addition beside v9; omitted when the stack has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_echo_parameters: Option<BTreeMap<String, String>>,
     /// When the record was last written (Unix milliseconds).
     #[serde(default, deserialize_with = "millis")]
     pub last_modified: i64,
@@ -76,6 +80,7 @@ impl StackState {
             parent_stack: None,
             parent_logical_id: None,
             parent_region: None,
+            no_echo_parameters: None,
             last_modified: 0,
             extra: Map::new(),
         }

@@ -100,7 +100,9 @@ impl StackRun<'_> {
                 (self.engine.reporter).resource(self.stack(), logical_id, kind, &shown, elapsed);
                 Ok(())
             }
-            Err(failure) => {
+            Err(mut failure) => {
+                // AWS error messages may quote what was sent.
+                failure.message = self.secrets.mask_text(&failure.message);
                 {
                     let mut run = self.record();
                     if let Some(action) = failure.action {

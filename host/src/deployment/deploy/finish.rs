@@ -11,6 +11,7 @@ use super::environment::LiveEnvironment;
 use super::{DeployFailed, Deployed, StackRun};
 use crate::analyzer::diff::Action;
 use crate::analyzer::intrinsics::{Environment, Resolver};
+use crate::analyzer::no_echo::NoEcho;
 use crate::analyzer::template::Template;
 use crate::deployment::deletes::{
     delete_one, deletion_tasks, is_retained, is_snapshot, DeleteError, DeleteKind, SnapshotDue,
@@ -337,6 +338,8 @@ pub(super) struct OutputsRecord {
     imports: Vec<StateImportEntry>,
     output_reads: Vec<StateOutputReadEntry>,
     parent: Option<super::ParentStack>,
+    /// The fingerprints of the `NoEcho` parameter values this deploy sent.
+    no_echo_parameters: Option<BTreeMap<String, String>>,
     /// Output name → plaintext, for outputs recorded as the mask (this run's consumers only).
     pub(super) secret_outputs: Map<String, Value>,
 }
@@ -381,12 +384,18 @@ impl OutputsRecord {
                 },
             )
             .collect();
+        let no_echo = NoEcho::of(&input.template, &input.parameters);
+        let no_echo_parameters = (!no_echo.is_empty()).then(|| {
+            let recorded = env.ledger.read(|s| s.no_echo_parameters.clone());
+            no_echo.fingerprints(recorded.as_ref())
+        });
         Ok(OutputsRecord {
             outputs,
             export_names,
             imports,
             output_reads,
             parent: input.parent.clone(),
+            no_echo_parameters,
             secret_outputs,
         })
     }
@@ -400,6 +409,7 @@ impl OutputsRecord {
         }
         s.outputs = self.outputs.clone();
         s.export_names = Some(self.export_names.clone());
+        s.no_echo_parameters = self.no_echo_parameters.clone();
         s.imports = (!self.imports.is_empty()).then(|| self.imports.clone());
         s.output_reads = (!self.output_reads.is_empty()).then(|| self.output_reads.clone());
     }

@@ -31,6 +31,7 @@ use super::nested::{nested_ids, ChildDeploys, NestedStacks, WithNested};
 use super::planning::plan_stack;
 use super::secrets::RunSecrets;
 use crate::analyzer::diff::Action;
+use crate::analyzer::no_echo::NoEcho;
 use crate::analyzer::plan::{StackContext, StackPlan};
 use crate::analyzer::security::{RequireApproval, SecurityChanges};
 use crate::analyzer::template::Template;
@@ -335,7 +336,7 @@ impl Engine<'_> {
             create_only,
             ledger,
             run: Mutex::new(RunRecord::default()),
-            secrets: RunSecrets::default(),
+            secrets: RunSecrets::with_no_echo(NoEcho::of(&input.template, &input.parameters)),
             captures: Captures::new(options.capture_observed),
             started,
         };

@@ -12,15 +12,17 @@
 //! ends there, reported as the normal path reports it. Anything else takes the normal path,
 //! which reads everything again under the lock.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use serde_json::Map;
+use serde_json::{Map, Value};
 
 use super::environment::LiveEnvironment;
 use super::finish::OutputsRecord;
 use super::run::RunRecord;
 use super::{DeployOptions, Deployed, StackInput};
+use crate::analyzer::no_echo::NoEcho;
 use crate::deployment::engine::Engine;
 use crate::deployment::external::StateSnapshot;
 use crate::deployment::ledger::Ledger;
@@ -98,7 +100,7 @@ impl Engine<'_> {
         }
         let ledger = Ledger::new(self.store.clone(), stack, region, Some(stored.clone()));
         let run = Mutex::new(RunRecord::default());
-        let secrets = RunSecrets::default();
+        let secrets = RunSecrets::with_no_echo(NoEcho::of(&input.template, &input.parameters));
         let env = LiveEnvironment {
             context,
             ledger: &ledger,
@@ -199,11 +201,16 @@ impl RememberedDeploys {
 /// A digest of what a stack's plan depends on from the app: its template, parameters and
 /// nested stacks. Built from their `Debug` text, which is deterministic for one cdkd build
 /// (ordered maps, templates in file order); another build may differ, which only costs one
-/// deploy its fast-path attempt.
+/// deploy its fast-path attempt. `NoEcho` values are masked: the digest is kept on disk, and a
+/// changed one still shows in the fast path's plan (its fingerprint).
 fn digest(input: &StackInput) -> String {
     use sha2::{Digest, Sha256};
     fn feed(hasher: &mut Sha256, input: &StackInput) {
-        hasher.update(format!("{:?}\n{:?}", input.template, input.parameters).as_bytes());
+        let no_echo = NoEcho::of(&input.template, &input.parameters);
+        let parameters: BTreeMap<&String, Value> = (input.parameters.iter())
+            .map(|(name, value)| (name, no_echo.mask(value)))
+            .collect();
+        hasher.update(format!("{:?}\n{:?}", input.template, parameters).as_bytes());
         for (id, child) in &input.children {
             hasher.update(id.as_bytes());
             feed(hasher, child);
