@@ -554,3 +554,86 @@ async fn bootstrap_again_keeps_the_owners_encryption_key_and_policy_statements()
         "{policy}"
     );
 }
+
+/// Creates `bucket` as another account (111111111111) would, first.
+fn sniped(bucket: &str) {
+    Emulator::shared().boto(&format!(
+        "boto3.client('s3', endpoint_url=c('s3').meta.endpoint_url, region_name='us-east-1', \
+         aws_access_key_id='111111111111', aws_secret_access_key='x').create_bucket(Bucket='{bucket}') and None"
+    ));
+}
+
+/// A bucket another account created first (the state bucket's name is predictable) is never
+/// used (issue 43): every command refuses it by name, naming the owner check, and nothing is
+/// written to it; `bootstrap` refuses to take it over.
+#[tokio::test]
+async fn a_bucket_another_account_owns_is_never_used() {
+    let bucket = Emulator::unique("sniped");
+    sniped(&bucket);
+    for args in [
+        vec!["state", "list"],
+        vec!["deploy", "--all", "-a", "tests/fixtures/cdk.out/app"],
+    ] {
+        let refused = run(&bucket, &args);
+        assert_eq!(
+            refused.code,
+            Some(1),
+            "{args:?}: {}{}",
+            refused.stdout,
+            refused.stderr
+        );
+        assert!(
+            refused.stderr.contains(&bucket)
+                && refused.stderr.contains("ExpectedBucketOwner=123456789012"),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    let bootstrap = run(&bucket, &["bootstrap", "--no-assets"]);
+    assert_eq!(
+        bootstrap.code,
+        Some(1),
+        "{}{}",
+        bootstrap.stdout,
+        bootstrap.stderr
+    );
+    assert!(
+        bootstrap.stderr.contains(&bucket) && bootstrap.stderr.contains("another account"),
+        "{}",
+        bootstrap.stderr
+    );
+    // The other account sees nothing of ours in its bucket.
+    let keys = Emulator::shared().boto(&format!(
+        "[o['Key'] for o in boto3.client('s3', endpoint_url=c('s3').meta.endpoint_url, region_name='us-east-1', \
+         aws_access_key_id='111111111111', aws_secret_access_key='x').list_objects_v2(Bucket='{bucket}').get('Contents', [])]"
+    ));
+    assert_eq!(keys, json!([]));
+
+    // The default name, taken by the other account first: refused the same way.
+    let account = "222222222222";
+    sniped(&format!("cdkd-state-{account}"));
+    let refused = cdkd_tests::cdkd_on_with_env(
+        Emulator::shared(),
+        &["state", "list"],
+        &[("AWS_ACCESS_KEY_ID", account)],
+    );
+    assert_eq!(
+        refused.code,
+        Some(1),
+        "{}{}",
+        refused.stdout,
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains(&format!("cdkd-state-{account}"))
+            && refused
+                .stderr
+                .contains(&format!("ExpectedBucketOwner={account}")),
+        "{}",
+        refused.stderr
+    );
+
+    // Our own bucket passes the same check.
+    let (_, state, _) = bootstrapped().await;
+    run(&state, &["state", "list"]).success();
+}

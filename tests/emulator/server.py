@@ -32,6 +32,9 @@ SQS, SNS, Logs, DynamoDB, Cloud Control). Around moto's WSGI app it adds:
   taking the new outputs and turning a resource's failure into events and a rollback, nested
   stacks answering ParentId and RootId, and TemplateURLs read from the emulator's S3 in
   path-style (http://127.0.0.1:<port>/<bucket>/<key>) or virtual-hosted form;
+- S3 buckets are their owner's (s3_ownership.py): a request from another account, or whose
+  `x-amz-expected-bucket-owner` names another account, is answered 403 AccessDenied unless the
+  bucket policy allows that account; an access key id of 12 digits is the account it names;
 - bucket-policy statements with a `Condition` are not enforced (moto would deny every call);
 - S3 mutations run one at a time, so conditional writes are atomic as they are on AWS;
 - Lambda `Invoke` runs the function's real handler code (nodejs* and python3* zip functions,
@@ -95,6 +98,7 @@ import autoscaling_service  # noqa: E402,F401  (EC2 Auto Scaling as AWS has it: 
 import cognito_service  # noqa: E402,F401  (Cognito user pool domains as AWS has them: a domain in use or a second one of a kind on a pool refused)
 import appautoscaling_service  # noqa: E402,F401  (Application Auto Scaling as AWS has it: targets need their resource, policies their target, deregister takes policies along, tags)
 import ec2_instances  # noqa: E402,F401  (EC2 RunInstances as AWS has it: ClientToken idempotency, the client-token filter)
+import s3_ownership  # noqa: E402  (S3 buckets are their owner's: ExpectedBucketOwner, other accounts refused; a 12-digit access key is its account)
 from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402
 from moto.core.base_backend import BaseBackend  # noqa: E402
@@ -1081,6 +1085,11 @@ class Emulator:
                 if request["service"] == "s3":
                     return self._error(start_response, request, 503, "SlowDown", "Please reduce your request rate.")
                 return self._error(start_response, request, 400, "ThrottlingException", "Rate exceeded")
+            # A bucket of another account (or not of the ExpectedBucketOwner) is refused before
+            # any fault is drawn: a pass-through fault must not apply what S3 refuses.
+            refusal = s3_ownership.answer(environ, start_response, request)
+            if refusal is not None:
+                return refusal
             fault = self._fault_for(request)
             if fault is not None:
                 status, code, message, pass_through = fault

@@ -97,7 +97,7 @@ pub async fn collect(
     if let Some(marker) = &marker {
         let assets = &marker.asset_bucket;
         report.asset_bucket = Some(assets.clone());
-        let client = bucket::state_bucket_client(aws, assets).await;
+        let client = bucket::state_bucket_client(aws, assets).await?;
         let mut doomed = Vec::new();
         let mut pages = client
             .list_objects_v2()

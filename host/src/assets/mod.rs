@@ -191,7 +191,7 @@ async fn publish_file(
     bucket_name: &str,
     key: &str,
 ) -> anyhow::Result<bool> {
-    let client = bucket::state_bucket_client(aws, bucket_name).await;
+    let client = bucket::state_bucket_client(aws, bucket_name).await?;
     if client
         .head_object()
         .bucket(bucket_name)

@@ -43,7 +43,7 @@ pub async fn run(context: &CommandContext, args: BootstrapArgs) -> anyhow::Resul
     let state_bucket = choice
         .explicit()
         .map_or_else(|| bucket::default_bucket_name(&account), |b| b.name);
-    let client = bucket::s3_client(aws, &region);
+    let client = bucket::owned_s3_client(aws, &region, &account);
     if args.destroy {
         let what = if args.include_state_bucket {
             format!("Delete the asset storage of {region} and the state bucket")
@@ -55,7 +55,7 @@ pub async fn run(context: &CommandContext, args: BootstrapArgs) -> anyhow::Resul
             return Ok(ExitCode::SUCCESS);
         }
         let keys = StateKeys::new(&context.global.state_prefix);
-        let client = bucket::state_bucket_client(aws, &state_bucket).await;
+        let client = bucket::state_bucket_client(aws, &state_bucket).await?;
         let ecr = images::ecr_client(aws, &region);
         // The repository goes after the asset bucket and before the marker, which is last.
         let report = bootstrap::teardown(

@@ -800,7 +800,7 @@ async fn migrate(
     if !bucket::bucket_exists(aws, &source).await? {
         anyhow::bail!("there is no legacy state bucket {source} to migrate");
     }
-    let source_client = bucket::s3_client(aws, &bucket::bucket_region(aws, &source).await);
+    let source_client = bucket::state_bucket_client(aws, &source).await?;
     let keys = crate::state::keys::StateKeys::new(&context.global.state_prefix);
     let source_store =
         crate::state::backend::StateBackend::new(source_client.clone(), &source, keys.clone());
@@ -835,10 +835,14 @@ async fn migrate(
             state_bucket: destination.clone(),
             assets: None,
         };
-        bootstrap::bootstrap(&bucket::s3_client(aws, &aws.region()), &plan).await?;
+        bootstrap::bootstrap(
+            &bucket::owned_s3_client(aws, &aws.region(), &account),
+            &plan,
+        )
+        .await?;
         aws.region()
     };
-    let dest_client = bucket::s3_client(aws, &dest_region);
+    let dest_client = bucket::owned_s3_client(aws, &dest_region, &account);
     for key in &objects {
         dest_client
             .copy_object()

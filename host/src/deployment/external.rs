@@ -29,7 +29,7 @@ use crate::aws_env::AwsEnvironment;
 use crate::cloudformation::{CallError, CloudFormation};
 use crate::provisioning::preflight::NESTED_STACK;
 use crate::state::backend::StateBackend;
-use crate::state::bucket::{default_bucket_name, state_bucket_client};
+use crate::state::bucket::{bucket_region, default_bucket_name, owned_s3_client};
 use crate::state::exports_index::{self, ExportsIndex};
 use crate::state::keys::StateKeys;
 use crate::state::schema::StackState;
@@ -359,7 +359,9 @@ async fn read_through_role(
             detail: err.to_string(),
         })?;
     let bucket = default_bucket_name(&account);
-    let client = state_bucket_client(&assumed, &bucket).await;
+    // The bucket must be the role's account's: S3 refuses it otherwise.
+    let region = bucket_region(&assumed, &bucket).await;
+    let client = owned_s3_client(&assumed, &region, &account);
     let backend = StateBackend::new(client, &bucket, keys.clone());
     let reads = producers.iter().map(|(stack, region)| {
         let (backend, account, bucket) = (&backend, &account, &bucket);

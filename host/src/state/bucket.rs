@@ -155,6 +155,9 @@ pub async fn resolve(
     choice: &BucketChoice,
 ) -> Result<StateBucket, StateError> {
     if let Some(bucket) = choice.explicit() {
+        // A named bucket must be the caller's too; one that does not exist yet is reported by
+        // the command that needs it.
+        bucket_exists(aws, &bucket.name).await?;
         return Ok(bucket);
     }
     let account = account_id(aws).await?;
@@ -177,16 +180,23 @@ pub async fn resolve(
     Err(StateError::NoBucket { name })
 }
 
-/// Whether a bucket exists (a 403 counts as existing: it is there, just not ours to read).
+/// Whether a bucket exists and is the caller's. A bucket S3 refuses (403) with the caller's
+/// account as `ExpectedBucketOwner` is another account's, or not one cdkd may use: an error
+/// naming the bucket, never "exists" (the name is predictable, so another account can take it).
 pub async fn bucket_exists(aws: &AwsEnvironment, name: &str) -> Result<bool, StateError> {
-    let client = s3_client(aws, &aws.region());
+    let account = account_id(aws).await?;
+    let client = owned_s3_client(aws, &aws.region(), &account);
     match client.head_bucket().bucket(name).send().await {
         Ok(_) => Ok(true),
         Err(err) => {
             let failure = S3Failure::from_sdk(&err);
             match failure.status {
                 Some(404) => Ok(false),
-                Some(403) | Some(301) => Ok(true),
+                Some(403) => Err(StateError::NotOwned {
+                    bucket: name.to_string(),
+                    account,
+                }),
+                Some(301) => Ok(true),
                 _ if failure.is_no_such_bucket() => Ok(false),
                 _ => Err(StateError::BucketCheck {
                     bucket: name.to_string(),
@@ -205,6 +215,47 @@ pub fn s3_client(aws: &AwsEnvironment, region: &str) -> Client {
         .retry_partition(cdkd_aws_common::retry_partition("cdkd-s3"))
         .build();
     Client::from_conf(config)
+}
+
+/// An S3 client for `region` whose every bucket call carries `ExpectedBucketOwner: account`,
+/// so S3 itself refuses (403) a bucket another account owns: the state and asset buckets are
+/// only ever reached through one. `CreateBucket` and `ListBuckets` name no owner and go
+/// without it.
+pub fn owned_s3_client(aws: &AwsEnvironment, region: &str, account: &str) -> Client {
+    let config = aws_sdk_s3::config::Builder::from(aws.sdk_config())
+        .region(Region::new(region.to_string()))
+        .force_path_style(aws.s3_force_path_style())
+        .retry_partition(cdkd_aws_common::retry_partition("cdkd-s3"))
+        .interceptor(ExpectedOwner(account.to_string()))
+        .build();
+    Client::from_conf(config)
+}
+
+/// Adds `x-amz-expected-bucket-owner` to every request but those that name no bucket owner.
+#[derive(Debug)]
+struct ExpectedOwner(String);
+
+impl aws_smithy_runtime_api::client::interceptors::Intercept for ExpectedOwner {
+    fn name(&self) -> &'static str {
+        "cdkd-expected-bucket-owner"
+    }
+
+    fn modify_before_signing(
+        &self,
+        context: &mut aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextMut<'_>,
+        _components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
+        cfg: &mut aws_smithy_types::config_bag::ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        let operation = cfg.load::<aws_smithy_runtime_api::client::orchestrator::Metadata>();
+        if operation.is_some_and(|m| matches!(m.name(), "CreateBucket" | "ListBuckets")) {
+            return Ok(());
+        }
+        context
+            .request_mut()
+            .headers_mut()
+            .insert("x-amz-expected-bucket-owner", self.0.clone());
+        Ok(())
+    }
 }
 
 static BUCKET_REGIONS: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
@@ -258,10 +309,12 @@ fn remember_for_the_process(bucket: &str, region: &str) {
         .insert(bucket.to_string(), region.to_string());
 }
 
-/// An S3 client aimed at the state bucket's own region.
-pub async fn state_bucket_client(aws: &AwsEnvironment, bucket: &str) -> Client {
+/// An S3 client aimed at the state (or asset) bucket's own region, proving on every call that
+/// the bucket is the caller's account's ([`owned_s3_client`]).
+pub async fn state_bucket_client(aws: &AwsEnvironment, bucket: &str) -> Result<Client, StateError> {
+    let account = account_id(aws).await?;
     let region = bucket_region(aws, bucket).await;
-    s3_client(aws, &region)
+    Ok(owned_s3_client(aws, &region, &account))
 }
 
 #[cfg(test)]

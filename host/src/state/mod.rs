@@ -107,6 +107,14 @@ pub enum StateError {
         /// The S3 answer.
         detail: String,
     },
+    /// S3 refused a bucket when asked with the caller's account as its expected owner.
+    #[error("bucket {bucket} is not proven to be your account's ({account}): S3 refused it (403) with ExpectedBucketOwner={account}. Another account may own it (its name is predictable), or your credentials cannot read it; cdkd does not use a bucket it cannot prove is yours. Name a bucket your account owns with --state-bucket (`cdkd bootstrap --state-bucket NAME` creates one)")]
+    NotOwned {
+        /// The bucket.
+        bucket: String,
+        /// The caller's account.
+        account: String,
+    },
     /// Whether a bucket exists could not be told.
     #[error("cannot check bucket {bucket}: {detail}")]
     BucketCheck {
