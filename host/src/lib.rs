@@ -3,8 +3,8 @@
 //! The library behind the `cdkd` binary. Layers, each using only those to its right:
 //! [`cli`] → [`app`] → [`local`] → [`deployment`] → [`assets`] → [`synthesis`] →
 //! [`provisioning`] → [`cloudformation`] → [`analyzer`] → [`state`] → [`aws_facts`] →
-//! [`aws_env`] → [`seconds`]. (`deployment` also uses `provisioning` through its seam,
-//! [`provisioning::operations`], and CloudFormation through
+//! [`aws_env`] → [`seconds`] → [`printable`]. (`deployment` also uses `provisioning` through
+//! its seam, [`provisioning::operations`], and CloudFormation through
 //! [`cloudformation::CloudFormationApi`]; `synthesis` needs only `analyzer`.)
 //! Provider plugins are loaded through `cdkd-provider-api`; this crate holds no `unsafe`.
 
@@ -21,6 +21,7 @@ pub mod deployment;
 #[cfg(test)]
 mod layers;
 pub mod local;
+pub mod printable;
 pub mod provisioning;
 pub mod seconds;
 pub mod state;

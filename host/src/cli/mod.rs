@@ -1,5 +1,23 @@
 //! The command line: parsing, logging set-up and dispatch to one module per command group.
 
+// Every line a command prints may carry text from templates, state or AWS: these shadow the
+// standard macros for the whole `cli` module tree (macro_rules! scoping is textual, so they
+// must come before the `mod` lines), so no print site can forget `printable`.
+macro_rules! println {
+    () => { $crate::printable::print_out(format_args!(""), true) };
+    ($($arg:tt)*) => { $crate::printable::print_out(format_args!($($arg)*), true) };
+}
+macro_rules! print {
+    ($($arg:tt)*) => { $crate::printable::print_out(format_args!($($arg)*), false) };
+}
+macro_rules! eprintln {
+    () => { $crate::printable::print_err(format_args!(""), true) };
+    ($($arg:tt)*) => { $crate::printable::print_err(format_args!($($arg)*), true) };
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => { $crate::printable::print_err(format_args!($($arg)*), false) };
+}
+
 mod app;
 mod approval;
 mod assets;
@@ -344,7 +362,7 @@ impl CommandContext {
         let choice =
             BucketChoice::from_environment(self.global.state_bucket.clone(), Path::new("cdk.json"));
         let bucket = bucket::resolve(aws, &choice).await?;
-        let client = bucket::state_bucket_client(aws, &bucket.name).await;
+        let client = bucket::state_bucket_client(aws, &bucket.name).await?;
         // The name carries the account id: only --verbose shows it.
         tracing::debug!(bucket = %bucket.name, source = bucket.source.as_str(), "state bucket");
         let keys = StateKeys::new(&self.global.state_prefix);
@@ -415,7 +433,7 @@ fn init_logging(verbose: bool, color: bool) {
     let filter = EnvFilter::try_from_env("CDKD_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| crate::printable::PrintableWriter(std::io::stderr()))
         .with_ansi(color && std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(verbose)
         .without_time()

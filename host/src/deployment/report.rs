@@ -123,8 +123,9 @@ impl Reporter {
     }
 
     fn line(&self, text: &str) {
+        let text = crate::printable::printable(text);
         match &self.live {
-            Some(view) => view.println(text),
+            Some(view) => view.println(&text),
             None => println!("{text}"),
         }
     }
