@@ -22,4 +22,6 @@ cargo build --workspace
 # for the AWS SDK crates and compiles them, and the host, a second time.
 cargo test --workspace --lib --bins
 cargo test --workspace --doc
+# Fuzzing (host/src/fuzz.rs): five parsers, 12 s each, on inputs mutated from the fixtures.
+CDKD_FUZZ_SECONDS=${CDKD_FUZZ_SECONDS:-12} cargo test --workspace --lib -- --ignored fuzz:: --test-threads=1 --nocapture
 bash tests/parallel.sh

@@ -19,6 +19,8 @@ pub mod cli;
 pub mod cloudformation;
 pub mod deployment;
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod layers;
 pub mod local;
 pub mod printable;

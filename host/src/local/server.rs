@@ -98,7 +98,7 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 
 /// Reads one HTTP/1.1 message (request or response) with a `Content-Length` or chunked body.
 /// `on_expect` is written when the sender asks for `100-continue`.
-async fn read_message<S>(
+pub(crate) async fn read_message<S>(
     stream: &mut BufReader<S>,
     on_expect: Option<&[u8]>,
 ) -> std::io::Result<Message>
