@@ -9,6 +9,9 @@
 //! Provider plugins are loaded through `cdkd-provider-api`; this crate holds no `unsafe`.
 
 #![forbid(unsafe_code)]
+// Input never panics the host: an `unwrap` or `expect` outside tests is an error unless its
+// function says, in an `allow` with a reason, which invariant makes it safe.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod analyzer;
 pub mod app;

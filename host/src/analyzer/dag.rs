@@ -125,6 +125,10 @@ impl Graph {
         Graph::from_nodes(nodes)
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant: every id the plan orders or names is a node of its graph"
+    )]
     fn from_nodes(mut nodes: BTreeMap<String, Node>) -> Result<Graph, GraphError> {
         let edges: Vec<(String, String)> = nodes
             .values()
@@ -231,6 +235,10 @@ impl Graph {
     }
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: every id the plan orders or names is a node of its graph"
+)]
 fn find_cycle(nodes: &BTreeMap<String, Node>, stuck: &BTreeSet<&str>) -> Vec<String> {
     // Walk dependencies inside the stuck set until a node repeats.
     let Some(start) = stuck.iter().next() else {

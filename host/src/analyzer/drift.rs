@@ -264,6 +264,10 @@ pub fn accepted(
     (result, refused)
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: the value was built just above in this function"
+)]
 fn set_path(target: &mut Value, path: &[String], value: Option<Value>) {
     let Some((last, parents)) = path.split_last() else {
         return;

@@ -69,6 +69,10 @@ pub struct AssemblyInputs<'a> {
 
 #[async_trait(?Send)]
 impl StackInputs for AssemblyInputs<'_> {
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant: every id the plan orders or names is a node of its graph"
+    )]
     async fn input(&self, id: &str, template: Template) -> anyhow::Result<StackInput> {
         let stack = (self.assembly.stack(id)).expect("selected stacks are in the assembly");
         let (account, region) = self.targets[id].clone();

@@ -73,6 +73,10 @@ impl RunOrder {
     }
 
     /// The ids in an order where each stack comes after the stacks it waits for.
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant: every id the plan orders or names is a node of its graph"
+    )]
     pub fn deploy_order(&self) -> Vec<String> {
         ordered(&self.ids, &self.waits).expect("checked when the order was made")
     }

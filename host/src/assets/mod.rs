@@ -241,6 +241,10 @@ pub struct BucketRewrites {
 
 impl BucketRewrites {
     /// `template` with the CDK asset storage's names replaced by cdkd's.
+    #[allow(
+        clippy::expect_used,
+        reason = "serialising cdkd's own types (string keys, no custom serialisers) cannot fail"
+    )]
     pub fn apply(&self, template: Template) -> Template {
         if self.buckets.is_empty() && self.repositories.is_empty() {
             return template;

@@ -533,9 +533,16 @@ fn mask_sensitive(doc: &mut Value, sensitive: &dyn Fn(&str) -> Vec<String>) {
         _ => {}
     }
 }
-
 fn print_show(doc: &Value, first: bool) {
-    let state: StackState = serde_json::from_value(doc["state"].clone()).expect("a state document");
+    let state: StackState = match serde_json::from_value(doc["state"].clone()) {
+        Ok(state) => state,
+        Err(err) => {
+            eprintln!(
+                "cannot show this record ({err}); `cdkd state show --json` prints it as stored"
+            );
+            return;
+        }
+    };
     let lock: Option<LockInfo> = serde_json::from_value(doc["lock"].clone()).ok().flatten();
     if !first {
         println!();

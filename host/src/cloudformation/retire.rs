@@ -37,6 +37,10 @@ impl CloudFormation {
 
     /// `stack`'s template with Retain on every resource but its nested stacks, whose own
     /// templates get the same and are uploaded for the update to read; whether it changed.
+    #[allow(
+        clippy::expect_used,
+        reason = "serialising cdkd's own types (string keys, no custom serialisers) cannot fail"
+    )]
     async fn retained_template(
         &self,
         stack: &str,
@@ -78,6 +82,10 @@ impl CloudFormation {
         Ok((template, changed))
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "serialising cdkd's own types (string keys, no custom serialisers) cannot fail"
+    )]
     async fn update_retained(
         &self,
         stack: &str,

@@ -135,6 +135,10 @@ pub async fn take_final_snapshot(
 }
 
 /// Delete tasks: a resource waits for every doomed resource that depends on it.
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: every id the plan orders or names is a node of its graph"
+)]
 pub fn deletion_tasks<'r>(
     doomed: impl IntoIterator<Item = (&'r String, &'r ResourceState)>,
 ) -> Vec<Task> {

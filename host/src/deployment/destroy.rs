@@ -134,7 +134,6 @@ impl Engine<'_> {
         let work = self.destroy_locked(stack, region, template_policies, snapshot, options);
         self.locked(stack, region, "destroy", work).await
     }
-
     pub(crate) async fn destroy_locked(
         &self,
         stack: &str,
@@ -228,7 +227,11 @@ impl Engine<'_> {
                     match deleted.await {
                         Ok(taken) => snapshot = taken,
                         Err(err) => {
-                            teardown.summary.lock().unwrap().failed += 1;
+                            teardown
+                                .summary
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .failed += 1;
                             return Err(err);
                         }
                     }
@@ -481,7 +484,10 @@ impl Teardown<'_, '_> {
             s.imports = None;
             s.output_reads = None;
         });
-        self.summary.lock().unwrap().deleted += 1;
+        self.summary
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .deleted += 1;
         let action = match (retained, snapshot) {
             (true, _) => "kept in AWS (DeletionPolicy); its row goes with the record".to_string(),
             (false, Some(snapshot)) => format!("deleted ({snapshot})"),
@@ -515,7 +521,7 @@ impl Teardown<'_, '_> {
                 _ => None,
             })
             .collect();
-        let summary = self.summary.into_inner().unwrap();
+        let summary = self.summary.into_inner().unwrap_or_else(|e| e.into_inner());
         if outcomes.values().all(|o| *o == Outcome::Done) {
             drop(saver);
             self.ledger.delete().await?;

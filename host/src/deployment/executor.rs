@@ -79,6 +79,10 @@ impl Executor {
     }
 
     /// Runs every task through `work`; `stop` is checked before each dispatch.
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant: every id the plan orders or names is a node of its graph"
+    )]
     pub async fn run<'t, F, Fut, E>(
         &self,
         tasks: &'t [Task],
@@ -205,6 +209,10 @@ impl Executor {
 
 /// Each task's remaining critical path: its expected time plus the longest over the tasks that
 /// wait for it (ids outside `known` are not waited for).
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: every id the plan orders or names is a node of its graph"
+)]
 fn remaining_paths<'t>(tasks: &'t [Task], known: &BTreeSet<&str>) -> BTreeMap<&'t str, Duration> {
     let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut waiting: BTreeMap<&str, usize> = BTreeMap::new();

@@ -177,12 +177,20 @@ struct DeployCalls {
 
 impl ExpectedTimes {
     /// The built-in table.
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant: the JSON and templates are constants compiled into cdkd"
+    )]
     pub fn builtin() -> ExpectedTimes {
         serde_json::from_str(BUILTIN).expect("expected_times.json is valid")
     }
 
     /// The built-in table with `overrides` (the same shape; any subset of types, routes and
     /// operations) laid over it. `source` names where they came from, for the error.
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant: the JSON and templates are constants compiled into cdkd"
+    )]
     pub fn overridden(overrides: &str, source: &str) -> Result<ExpectedTimes, ExpectedTimesError> {
         let mut table: Value = serde_json::from_str(BUILTIN).expect("expected_times.json is JSON");
         let origin = || source.to_string();
@@ -440,6 +448,10 @@ pub fn critical_path(
 }
 
 /// The longest chain of the resources' operations alone.
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: every id the plan orders or names is a node of its graph"
+)]
 fn resource_path(
     plan: &StackPlan,
     template: &Template,

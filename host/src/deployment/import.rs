@@ -276,6 +276,10 @@ impl Engine<'_> {
     /// A reference between two resources adopted together resolves once the one it names is
     /// planned unchanged, which takes one round per link of the chain (a route names its
     /// table, which names its VPC): plan again until nothing more resolves.
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant: every id the plan orders or names is a node of its graph"
+    )]
     async fn resolve_adopted(
         &self,
         input: &StackInput,
@@ -454,6 +458,10 @@ impl Adoption<'_> {
     }
 
     /// The records of the nested stacks whose children were adopted already.
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant: every id the plan orders or names is a node of its graph"
+    )]
     fn nested_records(&self) -> BTreeMap<String, Adopted> {
         let mut records = BTreeMap::new();
         for (logical_id, (physical_id, attributes)) in &self.request.nested {
@@ -666,6 +674,10 @@ fn composite_from_properties(
 
 /// Adopts every wanted resource (several at once): its record without `properties`, and what
 /// AWS reports of it.
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: every id the plan orders or names is a node of its graph"
+)]
 async fn adopt_all(
     providers: &dyn ProviderSet,
     planned: &StackPlan,

@@ -30,10 +30,18 @@ pub struct LiveView {
     stacks: Mutex<BTreeMap<String, StackView>>,
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: the JSON and templates are constants compiled into cdkd"
+)]
 fn header_style() -> ProgressStyle {
     ProgressStyle::with_template("{prefix:.bold} {msg} [{elapsed}]").expect("a valid template")
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: the JSON and templates are constants compiled into cdkd"
+)]
 fn resource_style() -> ProgressStyle {
     ProgressStyle::with_template("  {spinner} {prefix} {elapsed:>4} {wide_msg:.dim}")
         .expect("a valid template")

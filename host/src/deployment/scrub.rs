@@ -133,6 +133,10 @@ pub async fn scrub_stack(
 
 /// The record with the expressions back, the logical ids that changed, and whether the
 /// outputs did.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising cdkd's own types (string keys, no custom serialisers) cannot fail"
+)]
 fn scrubbed(state: &StackState, known: &Resolution) -> (StackState, Vec<String>, bool) {
     let mut clean = state.clone();
     let mut changed = Vec::new();

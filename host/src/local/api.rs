@@ -639,6 +639,10 @@ impl<'r> Common<'r> {
 }
 
 /// The payload format 2.0 event (HTTP APIs).
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: the value was built just above in this function"
+)]
 fn event_v2(
     request: &HttpRequest,
     matched: &Matched<'_>,
@@ -729,6 +733,10 @@ fn event_v2(
 }
 
 /// The payload format 1.0 event (REST APIs, and HTTP APIs that ask for it).
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: the value was built just above in this function"
+)]
 fn event_v1(
     request: &HttpRequest,
     matched: &Matched<'_>,

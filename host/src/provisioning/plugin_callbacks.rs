@@ -21,6 +21,10 @@ struct HostServices {
 static SERVICES: OnceLock<HostServices> = OnceLock::new();
 
 /// Builds the context handed to one plugin's `init`, registering the host services once.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising cdkd's own types (string keys, no custom serialisers) cannot fail"
+)]
 pub fn host_context(config: &HostConfig, aws: &AwsEnvironment) -> HostContext {
     SERVICES.get_or_init(|| HostServices {
         aws: aws.clone(),
@@ -70,6 +74,10 @@ extern "C" fn host_call(name: RStr<'_>, _payload: RStr<'_>) -> FfiResult {
     }
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "serialising cdkd's own types (string keys, no custom serialisers) cannot fail"
+)]
 fn answer_host_call(name: &str) -> Result<String, ProviderError> {
     let services = SERVICES
         .get()

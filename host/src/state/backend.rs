@@ -147,6 +147,10 @@ impl StateBackend {
     /// Writes a record as schema v9, conditional on `previous` (none: the key must not exist).
     /// A record loaded from the legacy key is written to the region-scoped key, then the
     /// legacy key is deleted. Returns the new ETag.
+    #[allow(
+        clippy::expect_used,
+        reason = "serialising cdkd's own types (string keys, no custom serialisers) cannot fail"
+    )]
     pub async fn save(
         &self,
         stack: &str,

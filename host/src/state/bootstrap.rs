@@ -107,6 +107,10 @@ fn aws_error(what: &str, bucket: &str, failure: &S3Failure) -> StateError {
 }
 
 /// Creates a hardened bucket (or confirms it is already ours) in `client`'s region.
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: the builder's required fields are set just above"
+)]
 async fn ensure_bucket(
     client: &Client,
     bucket: &str,
@@ -255,6 +259,10 @@ async fn ensure_bucket(
 /// `existing` (a bucket policy's text) with the statements of `ours` it lacks added, or `None`
 /// when it has them all. A statement of the same Sid that differs is the owner's choice: it is
 /// kept, with a warning naming it. An unreadable policy is an error: it is never replaced.
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: the builder's required fields are set just above"
+)]
 fn merged_policy(existing: &str, ours: &Value) -> Result<Option<Value>, String> {
     let mut policy: Value = serde_json::from_str(existing).map_err(|err| {
         format!("its policy is not JSON ({err}); fix it, cdkd will not replace it")
@@ -296,6 +304,10 @@ pub struct BootstrapReport {
 }
 
 /// Runs a bootstrap. `state_client` and `asset_client` are aimed at the plan's region.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising cdkd's own types (string keys, no custom serialisers) cannot fail"
+)]
 pub async fn bootstrap(
     client: &Client,
     plan: &BootstrapPlan,
@@ -420,6 +432,10 @@ pub async fn opted_in_regions(
 
 /// Deletes every version and delete marker in a bucket, then the bucket; a missing bucket is
 /// already gone.
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: the builder's required fields are set just above"
+)]
 pub async fn delete_bucket_completely(client: &Client, bucket: &str) -> Result<bool, StateError> {
     loop {
         let page = match client.list_object_versions().bucket(bucket).send().await {

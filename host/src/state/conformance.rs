@@ -7,6 +7,11 @@
 //! `state_conformance` runs it on the emulator's S3. A rule that passes on one and fails on the
 //! other is a difference between the in-memory store and S3, and the in-memory store is wrong.
 //! Each rule takes a fresh, empty, versioned bucket and panics when the rule does not hold.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test suite run against each storage: a failed step is a failed test"
+)]
 
 use std::sync::Arc;
 use std::time::Duration;

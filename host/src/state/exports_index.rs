@@ -166,6 +166,10 @@ pub async fn read(
 
 /// Read-modify-write of `region`'s index with `change` (which returns warnings), conditional
 /// on the ETag read and retried after another writer's. An index left empty is deleted.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising cdkd's own types (string keys, no custom serialisers) cannot fail"
+)]
 pub async fn update(
     backend: &StateBackend,
     region: &str,
@@ -248,6 +252,10 @@ pub async fn withdraw(backend: &StateBackend, stack: &str, region: &str) -> Resu
 
 /// Writes `index` as the region's index (a rebuild), unconditionally: it was derived from
 /// every record just read.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising cdkd's own types (string keys, no custom serialisers) cannot fail"
+)]
 pub async fn write(backend: &StateBackend, index: &ExportsIndex) -> Result<(), StateError> {
     let key = index_key(backend, &index.region);
     if index.exports.is_empty() {

@@ -132,6 +132,10 @@ async fn keys_newest_first(
 }
 
 /// Writes one event.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising cdkd's own types (string keys, no custom serialisers) cannot fail"
+)]
 pub async fn write(backend: &StateBackend, event: &HistoryEvent) -> Result<(), StateError> {
     let body = serde_json::to_vec_pretty(event).expect("an event serializes");
     backend

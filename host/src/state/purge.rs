@@ -119,6 +119,10 @@ pub async fn list_versions(
     Ok(ids.iter().map(|id| identifier(key, id)).collect())
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: the builder's required fields are set just above"
+)]
 fn identifier(key: &str, version_id: &str) -> ObjectIdentifier {
     ObjectIdentifier::builder()
         .key(key)

@@ -286,6 +286,10 @@ impl ObjectStorage for S3Storage {
         Ok(listed)
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant: the builder's required fields are set just above"
+    )]
     async fn delete_versions(
         &self,
         key: &str,

@@ -278,6 +278,10 @@ pub trait ContextLookups: Send + Sync {
 
 /// Synthesizes: runs the app (filling missing context through `lookups` and re-running while
 /// that makes progress) or reads the assembly folder.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising cdkd's own types (string keys, no custom serialisers) cannot fail"
+)]
 pub async fn synthesize(
     source: &AppSource,
     options: &AppOptions,

@@ -136,6 +136,10 @@ impl StackRun<'_> {
         &self.planned.changes[self.change_at[logical_id]]
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant: every id the plan orders or names is a node of its graph"
+    )]
     async fn apply(
         &self,
         logical_id: &str,
@@ -197,6 +201,10 @@ impl StackRun<'_> {
     }
 
     /// No provider call; still persists what a newer cdkd records.
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant: every id the plan orders or names is a node of its graph"
+    )]
     fn refresh_unchanged(&self, logical_id: &str, previous: Option<&ResourceState>) {
         let node = self
             .planned
@@ -234,6 +242,10 @@ impl StackRun<'_> {
 
     /// The record written down: masks where AWS got secrets. `secret` names attributes this
     /// result declares sensitive beyond the type's own.
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant: every id the plan orders or names is a node of its graph"
+    )]
     fn record_of(
         &self,
         logical_id: &str,

@@ -578,6 +578,10 @@ impl Engine<'_> {
 
 impl StackRun<'_> {
     /// Runs every resource step in dependency order; reports what was skipped.
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant: every id the plan orders or names is a node of its graph"
+    )]
     async fn execute(&self) -> BTreeMap<String, Outcome> {
         // Longest pole first: each task's expected AWS time on its route, a fresh role's or
         // instance profile's with the propagation its consumers wait out.

@@ -34,6 +34,10 @@ use crate::state::schema::{ProvisionedBy, ResourceState};
 
 impl Engine<'_> {
     /// The finished deploy when nothing would change, else `None` (take the normal path).
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant: every id the plan orders or names is a node of its graph"
+    )]
     pub(super) async fn unchanged(
         &self,
         input: &StackInput,

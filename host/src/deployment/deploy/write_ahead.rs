@@ -46,6 +46,10 @@ fn creates(
 
 /// Reconciles `found` (the journal as the run found it) and records this run's intents.
 #[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::expect_used,
+    reason = "an invariant: every id the plan orders or names is a node of its graph"
+)]
 pub async fn record_intents(
     engine: &Engine<'_>,
     input: &StackInput,

@@ -208,6 +208,10 @@ impl Handover<'_> {
     }
 
     /// One stack: its phases, skipping what its CloudFormation stack already holds.
+    #[allow(
+        clippy::expect_used,
+        reason = "serialising cdkd's own types (string keys, no custom serialisers) cannot fail"
+    )]
     async fn stack(
         &self,
         stack: &TreeStack,
