@@ -75,6 +75,9 @@ where
 /// Whether a `Host` header names this machine's loopback (`localhost`, `127.0.0.1`, `[::1]`,
 /// with or without a port): anything else is a browser led here by another name (DNS
 /// rebinding), and is refused.
+/// The answer to a request whose Host is not this machine (DNS rebinding).
+const NOT_LOCAL: &str = "Forbidden: the Host header must be localhost or 127.0.0.1 (cdkd local start-api serves this machine only)";
+
 fn is_local_host(host: &str) -> bool {
     let name = match host.strip_prefix('[') {
         Some(rest) => rest.split(']').next().unwrap_or_default(),
@@ -132,6 +135,10 @@ where
     }
     if let (Some(answer), Some(expect)) = (on_expect, header(&headers, "expect")) {
         if expect.eq_ignore_ascii_case("100-continue") {
+            // Only a request this server would answer is invited to send its body.
+            if !header(&headers, "host").is_some_and(is_local_host) {
+                return Err(refuse(403, NOT_LOCAL));
+            }
             stream.get_mut().write_all(answer).await?;
         }
     }
@@ -390,13 +397,8 @@ async fn connection(served: Arc<Served>, api: Arc<LocalApi>, stream: TcpStream) 
         Ok(Ok((line, headers, body))) => {
             let mut parts = line.split_whitespace();
             match (parts.next(), parts.next()) {
-                (Some(_), Some(_))
-                    if !header(&headers, "host").is_some_and(is_local_host) =>
-                {
-                    HttpResponse::message(
-                        403,
-                        "Forbidden: the Host header must be localhost or 127.0.0.1 (cdkd local start-api serves this machine only)",
-                    )
+                (Some(_), Some(_)) if !header(&headers, "host").is_some_and(is_local_host) => {
+                    HttpResponse::message(403, NOT_LOCAL)
                 }
                 (Some(method), Some(target)) => {
                     let host = header(&headers, "host").unwrap_or("127.0.0.1").to_string();
@@ -471,11 +473,33 @@ mod tests {
     use super::*;
 
     #[tokio::test]
+    async fn a_foreign_host_is_not_invited_to_send_its_body() {
+        let (mut client, server) = tokio::io::duplex(4096);
+        client
+            .write_all(b"POST / HTTP/1.1\r\nHost: attacker.example\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n")
+            .await
+            .unwrap();
+        let mut server = BufReader::new(server);
+        let err = read_message(&mut server, Some(b"HTTP/1.1 100 Continue\r\n\r\n"))
+            .await
+            .unwrap_err();
+        assert_eq!(status_of(&err), 403);
+        drop(server);
+        let mut answered = Vec::new();
+        client.read_to_end(&mut answered).await.unwrap();
+        assert!(
+            answered.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&answered)
+        );
+    }
+
+    #[tokio::test]
     async fn requests_are_read_with_length_chunked_and_expect() {
         let (client, server) = tokio::io::duplex(4096);
         let mut client = client;
         client
-            .write_all(b"POST /a?b=1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+            .write_all(b"POST /a?b=1 HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
             .await
             .unwrap();
         let mut server = BufReader::new(server);
@@ -484,7 +508,7 @@ mod tests {
                 .await
                 .unwrap();
         assert_eq!(line, "POST /a?b=1 HTTP/1.1");
-        assert_eq!(header(&headers, "host"), Some("x"));
+        assert_eq!(header(&headers, "host"), Some("localhost"));
         assert_eq!(body, b"abcde");
         let mut continued = [0u8; 25];
         client.read_exact(&mut continued).await.unwrap();
