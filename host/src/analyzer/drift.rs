@@ -83,7 +83,7 @@ fn is_empty(value: &Value) -> bool {
 }
 
 fn is_secret(value: &Value) -> bool {
-    matches!(value, Value::String(s) if s == MASK || s.contains("{{resolve:"))
+    matches!(value, Value::String(s) if s.contains(MASK) || s.contains("{{resolve:"))
 }
 
 fn walk(
@@ -94,7 +94,7 @@ fn walk(
     out: &mut Comparison,
 ) {
     match (recorded, live) {
-        (Some(Value::String(mask)), _) if mask == MASK => out.masked.push(path),
+        (Some(Value::String(mask)), _) if mask.contains(MASK) => out.masked.push(path),
         (Some(secret), Some(live)) if is_secret(secret) => {
             // Reads put the expression back where AWS holds the value it resolves to.
             if live != secret {
@@ -333,7 +333,7 @@ fn unmasked(
     path: &str,
 ) -> Result<Value, MaskedWithoutValue> {
     match recorded {
-        Value::String(mask) if mask == MASK => live
+        Value::String(mask) if mask.contains(MASK) => live
             .cloned()
             .ok_or_else(|| MaskedWithoutValue { path: path.into() }),
         Value::Object(map) => {

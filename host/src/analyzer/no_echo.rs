@@ -41,7 +41,17 @@ impl NoEcho {
         let mut values = BTreeMap::new();
         for (name, parameter) in template.parameters.iter().filter(|(_, p)| p.no_echo) {
             if let Some(value) = parameters.get(name).or(parameter.default.as_ref()) {
-                values.insert(name.clone(), value.clone());
+                // A list parameter reaches properties item by item, as the resolver splits it.
+                let value = match (value, parameter.is_list()) {
+                    (Value::String(text), true) => Value::Array(
+                        (text
+                            .split(',')
+                            .map(|item| Value::String(item.trim().to_string())))
+                        .collect(),
+                    ),
+                    _ => value.clone(),
+                };
+                values.insert(name.clone(), value);
             }
         }
         NoEcho::from_values(values)
@@ -134,15 +144,24 @@ impl NoEcho {
         walk(value, &wanted)
     }
 
-    /// The parameters whose value differs from the one `recorded` fingerprints (or that it has
-    /// no fingerprint of): what the last deploy sent is not known to be this value.
+    /// The parameters whose value differs from the one `recorded` fingerprints (an unreadable
+    /// fingerprint counts as a different value).
     pub fn changed(&self, recorded: Option<&BTreeMap<String, String>>) -> BTreeSet<String> {
         (self.values.iter())
             .filter(|(name, value)| {
-                !(recorded.and_then(|r| r.get(*name)))
-                    .is_some_and(|fingerprint| matches(fingerprint, value))
+                (recorded.and_then(|r| r.get(*name)))
+                    .is_some_and(|fingerprint| !matches(fingerprint, value))
             })
             .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// The parameters `recorded` holds no fingerprint of (a first deploy that failed, an
+    /// import, a record from before fingerprints): whether the value changed is not known.
+    pub fn unfingerprinted(&self, recorded: Option<&BTreeMap<String, String>>) -> BTreeSet<String> {
+        (self.values.keys())
+            .filter(|name| !recorded.is_some_and(|r| r.contains_key(*name)))
+            .cloned()
             .collect()
     }
 
@@ -283,6 +302,21 @@ mod tests {
     }
 
     #[test]
+    fn list_parameters_are_masked_item_by_item() {
+        let template = Template::parse(&json!({
+            "Parameters": {"Keys": {"Type": "CommaDelimitedList", "NoEcho": true}},
+            "Resources": {"Q": {"Type": "AWS::SQS::Queue"}},
+        }))
+        .unwrap();
+        let given = BTreeMap::from([("Keys".to_string(), json!("key-one, key-two"))]);
+        let secrets = NoEcho::of(&template, &given);
+        assert_eq!(
+            secrets.mask(&json!(["key-one", "key-two", "key-one, key-two"])),
+            json!([MASK, MASK, "***, ***"])
+        );
+    }
+
+    #[test]
     fn a_parameter_without_no_echo_or_value_hides_nothing() {
         let template = Template::parse(&json!({
             "Parameters": {
@@ -322,10 +356,12 @@ mod tests {
             BTreeSet::from(["DbPassword".to_string()])
         );
         assert_ne!(changed.fingerprints(Some(&recorded)), recorded);
+        assert!(secrets.changed(None).is_empty());
         assert_eq!(
-            secrets.changed(None),
+            secrets.unfingerprinted(None),
             BTreeSet::from(["DbPassword".to_string()])
         );
+        assert!(secrets.unfingerprinted(Some(&recorded)).is_empty());
     }
 
     #[test]

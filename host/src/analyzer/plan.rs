@@ -15,7 +15,7 @@ use super::no_echo::NoEcho;
 use super::ref_values::RefValues;
 use super::template::Template;
 use crate::aws_env::{partition as partition_of, url_suffix as url_suffix_of};
-use crate::state::schema::StackState;
+use crate::state::schema::{ResourceState, StackState};
 
 /// Values from outside the stack: other stacks' outputs and AWS lookups.
 pub trait ExternalValues {
@@ -96,6 +96,9 @@ pub struct StackPlan {
     pub properties: BTreeMap<String, Map<String, Value>>,
     /// Every change, in dependency order, deletions last.
     pub changes: Vec<ResourceChange>,
+    /// The stack's `NoEcho` parameter values: what shows `properties` (IAM statements in an
+    /// approval prompt) masks with.
+    pub no_echo: NoEcho,
 }
 
 impl StackPlan {
@@ -191,7 +194,11 @@ impl Environment for PlanEnvironment<'_> {
 /// them), and a value whose fingerprint changed updates every resource that receives it.
 struct PlannedSecrets {
     no_echo: NoEcho,
+    /// Values whose fingerprint differs: every receiving property changes.
     changed: BTreeSet<String>,
+    /// Values with no fingerprint: receiving properties are updated in place (cheap, and it
+    /// records them masked), never replaced on a guess.
+    unknown: BTreeSet<String>,
 }
 
 impl PlannedSecrets {
@@ -201,11 +208,25 @@ impl PlannedSecrets {
         state: Option<&StackState>,
     ) -> PlannedSecrets {
         let no_echo = NoEcho::of(template, parameters);
-        let changed = match no_echo.is_empty() {
-            true => BTreeSet::new(),
-            false => no_echo.changed(state.and_then(|s| s.no_echo_parameters.as_ref())),
+        let recorded = state.and_then(|s| s.no_echo_parameters.as_ref());
+        let (changed, unknown) = match no_echo.is_empty() {
+            true => (BTreeSet::new(), BTreeSet::new()),
+            false => (no_echo.changed(recorded), no_echo.unfingerprinted(recorded)),
         };
-        PlannedSecrets { no_echo, changed }
+        PlannedSecrets {
+            no_echo,
+            changed,
+            unknown,
+        }
+    }
+
+    /// `recorded` as the plan compares it: masked, as a record written before masking (in
+    /// plaintext) would otherwise differ from every masked desired value.
+    fn masked_record(&self, recorded: &ResourceState) -> ResourceState {
+        ResourceState {
+            properties: self.no_echo.mask_map(&recorded.properties),
+            ..recorded.clone()
+        }
     }
 
     /// Masks what `change` shows of the record (a record written before masking holds the
@@ -214,7 +235,7 @@ impl PlannedSecrets {
         &self,
         change: &mut ResourceChange,
         resolved: &Map<String, Value>,
-        recorded: Option<&crate::state::schema::ResourceState>,
+        recorded: Option<&ResourceState>,
         create_only: &[String],
     ) {
         if self.no_echo.is_empty() {
@@ -227,11 +248,13 @@ impl PlannedSecrets {
             return;
         };
         for (name, value) in resolved {
-            let receives = (self.changed.iter()).any(|secret| self.no_echo.holds(secret, value));
+            let create_only = create_only.iter().any(|c| c == name);
+            let holds =
+                |names: &BTreeSet<String>| names.iter().any(|s| self.no_echo.holds(s, value));
+            let receives = holds(&self.changed) || (!create_only && holds(&self.unknown));
             if !receives || change.properties.iter().any(|p| &p.name == name) {
                 continue;
             }
-            let create_only = create_only.iter().any(|c| c == name);
             change.properties.push(PropertyChange {
                 name: name.clone(),
                 before: recorded.properties.get(name).map(|v| self.no_echo.mask(v)),
@@ -270,6 +293,10 @@ pub fn plan(
         let resource = &template.resources[logical_id];
         let resolved = resolver.resolve_properties(logical_id, &resource.properties)?;
         let recorded = state.and_then(|s| s.resources.get(logical_id));
+        let masked = match secrets.no_echo.is_empty() {
+            true => None,
+            false => recorded.map(|r| secrets.masked_record(r)),
+        };
         let create_only = create_only.create_only(&resource.kind);
         let mut change = diff_resource(
             &Desired {
@@ -279,7 +306,7 @@ pub fn plan(
                 deletion_policy: resource.deletion_policy.as_deref(),
                 update_replace_policy: resource.update_replace_policy.as_deref(),
             },
-            recorded,
+            masked.as_ref().or(recorded),
             &create_only,
         );
         secrets.apply(&mut change, &resolved, recorded, &create_only);
@@ -300,6 +327,7 @@ pub fn plan(
         graph,
         properties,
         changes,
+        no_echo: secrets.no_echo,
     })
 }
 
@@ -372,6 +400,90 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["Queue", "Topic"]
         );
+    }
+
+    /// A queue whose create-only name and in-place policy both receive a NoEcho value.
+    fn no_echo_plan(recorded: Value, value: &str) -> StackPlan {
+        let template = Template::parse(&json!({
+            "Parameters": {"Secret": {"Type": "String", "NoEcho": true}},
+            "Resources": {"Queue": {"Type": "AWS::SQS::Queue", "Properties": {
+                "QueueName": {"Ref": "Secret"},
+                "Policy": {"Fn::Sub": "allow-${Secret}-only"}}}}
+        }))
+        .unwrap();
+        let state: StackState = serde_json::from_value(recorded).unwrap();
+        let parameters = BTreeMap::from([("Secret".to_string(), json!(value))]);
+        plan(
+            &template,
+            Some(&state),
+            &context(),
+            &parameters,
+            &NoExternal,
+            &QueueNamesAreCreateOnly,
+        )
+        .unwrap()
+    }
+
+    fn queue_record(properties: Value, fingerprints: Option<Value>) -> Value {
+        let mut record = json!({
+            "version": 9, "stackName": "Demo", "region": "us-east-1", "outputs": {}, "lastModified": 1,
+            "resources": {"Queue": {"physicalId": "q", "resourceType": "AWS::SQS::Queue", "properties": properties}}
+        });
+        if let Some(fingerprints) = fingerprints {
+            record["noEchoParameters"] = fingerprints;
+        }
+        record
+    }
+
+    #[test]
+    fn a_no_echo_value_is_compared_masked_and_replaces_only_when_known_changed() {
+        let masked = json!({"QueueName": "***", "Policy": "allow-***-only"});
+        let secrets = NoEcho::of(
+            &Template::parse(
+                &json!({"Parameters": {"Secret": {"Type": "String", "NoEcho": true}},
+                "Resources": {"Q": {"Type": "AWS::SQS::Queue"}}}),
+            )
+            .unwrap(),
+            &BTreeMap::from([("Secret".to_string(), json!("hunter22"))]),
+        );
+        let fingerprints = json!(secrets.fingerprints(None));
+
+        // The same value: nothing to do.
+        let same = no_echo_plan(
+            queue_record(masked.clone(), Some(fingerprints.clone())),
+            "hunter22",
+        );
+        assert_eq!(
+            same.changes[0].action,
+            Action::NoChange,
+            "{:?}",
+            same.changes
+        );
+
+        // Another value: the create-only name replaces the queue, both shown masked.
+        let changed = no_echo_plan(queue_record(masked.clone(), Some(fingerprints)), "hunter23");
+        let change = &changed.changes[0];
+        assert_eq!((change.action, change.replacement), (Action::Update, true));
+        assert!(
+            !format!("{:?}", change.properties).contains("hunter2"),
+            "{change:?}"
+        );
+
+        // A record written in plaintext before masking, or with no fingerprint: the in-place
+        // property is rewritten (masked), the create-only one never replaced on a guess.
+        let plaintext = json!({"QueueName": "hunter22", "Policy": "allow-hunter22-only"});
+        for recorded in [plaintext, masked] {
+            let legacy = no_echo_plan(queue_record(recorded, None), "hunter22");
+            let change = &legacy.changes[0];
+            assert_eq!(
+                (change.action, change.replacement),
+                (Action::Update, false),
+                "{change:?}"
+            );
+            let names: Vec<&str> = change.properties.iter().map(|p| p.name.as_str()).collect();
+            assert_eq!(names, ["Policy"]);
+            assert!(!format!("{change:?}").contains("hunter22"), "{change:?}");
+        }
     }
 
     fn deployed() -> StackState {

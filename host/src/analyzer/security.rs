@@ -140,12 +140,14 @@ impl SecurityChanges {
             let id = change.logical_id.as_str();
             if matches!(change.action, Action::Update | Action::Delete) {
                 if let Some(record) = recorded.and_then(|r| r.resources.get(id)) {
-                    before.add(id, &record.resource_type, &record.properties);
+                    let properties = planned.no_echo.mask_map(&record.properties);
+                    before.add(id, &record.resource_type, &properties);
                 }
             }
             if matches!(change.action, Action::Create | Action::Update) {
                 if let Some(properties) = planned.properties.get(id) {
-                    after.add(id, &change.resource_type, properties);
+                    let properties = planned.no_echo.mask_map(properties);
+                    after.add(id, &change.resource_type, &properties);
                 }
             }
         }
@@ -484,6 +486,7 @@ mod tests {
                 .map(|(id, p)| (id.to_string(), p.as_object().cloned().unwrap()))
                 .collect(),
             changes,
+            no_echo: Default::default(),
         }
     }
 

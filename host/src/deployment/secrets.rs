@@ -41,7 +41,7 @@ pub fn mask_as_recorded(recorded: &Value, observed: &mut Value) {
 pub fn mask_path(properties: &Map<String, Value>) -> Option<String> {
     fn walk(value: &Value, path: String) -> Option<String> {
         match value {
-            Value::String(text) if text == MASK => Some(path),
+            Value::String(text) if text.contains(MASK) => Some(path),
             Value::Array(items) => (items.iter().enumerate())
                 .find_map(|(at, item)| walk(item, format!("{path}[{at}]"))),
             Value::Object(object) => {
@@ -173,6 +173,25 @@ impl RunSecrets {
         walk(value, &values)
     }
 
+    /// The attributes of `logical_id` to record, masked; those that held a `NoEcho` value
+    /// (whole or inside) are kept in plaintext for this run's references, as produced secrets
+    /// are. A later run reads the mask and refuses to send it.
+    pub fn mask_attributes(
+        &self,
+        logical_id: &str,
+        attributes: &Map<String, Value>,
+    ) -> Map<String, Value> {
+        let masked = self.mask_map(attributes);
+        for (name, value) in attributes {
+            if masked.get(name) != Some(value) && !self.no_echo.is_empty() {
+                self.values()
+                    .entry((logical_id.to_string(), name.clone()))
+                    .or_insert_with(|| value.clone());
+            }
+        }
+        masked
+    }
+
     /// [`RunSecrets::mask`] of a property or output map.
     pub fn mask_map(&self, map: &Map<String, Value>) -> Map<String, Value> {
         match self.mask(&Value::Object(map.clone())) {
@@ -219,9 +238,9 @@ mod tests {
             "{refusal}"
         );
         assert!(refusal.contains("force the custom resource"), "{refusal}");
-        // Embedded in a longer string it is not the mask (the spec's known bound).
+        // Embedded in a longer string (a NoEcho parameter inside a URL) it is refused too.
         let embedded = json!({"Name": "x-***"});
-        assert_eq!(mask_path(embedded.as_object().unwrap()), None);
+        assert_eq!(mask_path(embedded.as_object().unwrap()), Some("Name".into()));
     }
 
     #[test]

@@ -175,7 +175,8 @@ impl StackRun<'_> {
         };
         if upstream_changed {
             let before = previous.as_ref().map(|p| &p.properties);
-            if before == Some(&self.secrets.mask_map(&properties)) {
+            let masked = self.secrets.mask_map(&properties);
+            if before == Some(&masked) {
                 return Ok(Applied::Unchanged);
             }
             action = Action::Update;
@@ -183,7 +184,7 @@ impl StackRun<'_> {
                 .create_only
                 .create_only(kind)
                 .iter()
-                .any(|key| before.and_then(|b| b.get(key)) != properties.get(key));
+                .any(|key| before.and_then(|b| b.get(key)) != masked.get(key));
         }
         if matches!(action, Action::Create | Action::Update) {
             self.record().changed.insert(logical_id.to_string());
@@ -276,7 +277,7 @@ impl StackRun<'_> {
             resource_type: resource.kind.clone(),
             properties: self.secrets.mask_map(properties),
             observed_properties: None,
-            attributes: Some(self.secrets.mask_map(&attributes)),
+            attributes: Some(self.secrets.mask_attributes(logical_id, &attributes)),
             dependencies: Some(node.dependencies.iter().cloned().collect()),
             metadata: None,
             deletion_policy: resource.deletion_policy.clone(),
@@ -436,8 +437,9 @@ impl StackRun<'_> {
             // replaced, as CloudFormation does.
             Err(err)
                 if err.aws_code() == Some("NotUpdatable")
-                    && (self.create_only.conditional(&resource.kind).iter())
-                        .any(|key| before.properties.get(key) != properties.get(key)) =>
+                    && (self.create_only.conditional(&resource.kind).iter()).any(|key| {
+                        before.properties.get(key) != self.secrets.mask_map(&properties).get(key)
+                    }) =>
             {
                 return self.replace(logical_id, before, properties, false).await;
             }

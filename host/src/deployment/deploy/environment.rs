@@ -36,7 +36,7 @@ impl LiveEnvironment<'_> {
     /// from a producer deployed earlier in this run, and becomes this run's secret (masked in
     /// this stack's own record); otherwise it cannot be sent and the write is refused.
     fn unmasked(&self, stack: &str, region: &str, output: &str, value: Value) -> Lookup {
-        if self.for_outputs || value.as_str() != Some(MASK) {
+        if self.for_outputs || !holds_mask(&value) {
             return Lookup::Known(value);
         }
         match self.snapshot.secret_output(stack, region, output) {
@@ -87,7 +87,7 @@ impl Environment for LiveEnvironment<'_> {
         }
         self.ledger.read(|state| match state.resources.get(logical_id) {
             Some(record) => match record.attributes.as_ref().and_then(|a| attribute_of(a, attribute)) {
-                Some(value) if value.as_str() == Some(MASK) && !self.for_outputs => Lookup::Missing(format!(
+                Some(value) if holds_mask(&value) && !self.for_outputs => Lookup::Missing(format!(
                     "{logical_id}.{attribute} is a secret and state keeps only its mask, so cdkd cannot send it again; make {logical_id} produce it anew in this deploy (change one of its properties, e.g. a nonce for a custom resource, or an access key's Serial)"
                 )),
                 Some(value) => Lookup::Known(value),
@@ -140,7 +140,7 @@ impl Environment for LiveEnvironment<'_> {
         // schema with the producer's account).
         let region = region.unwrap_or(&self.context.region);
         match cross_account_output(self.snapshot, role_arn, stack, region, output) {
-            Lookup::Known(value) if value.as_str() == Some(MASK) && !self.for_outputs => {
+            Lookup::Known(value) if holds_mask(&value) && !self.for_outputs => {
                 Lookup::Missing(format!(
                     "output {output} of stack {stack} ({region}, read through {role_arn}) is a NoEcho secret that state keeps only as its mask; stop marking that response NoEcho"
                 ))
@@ -185,4 +185,10 @@ impl Environment for LiveEnvironment<'_> {
             )),
         }
     }
+}
+
+/// Whether a recorded value holds the mask, whole or inside a string (a `NoEcho` parameter
+/// embedded in a longer one): either way it is not what AWS must be sent.
+fn holds_mask(value: &Value) -> bool {
+    value.as_str().is_some_and(|text| text.contains(MASK))
 }

@@ -340,6 +340,9 @@ pub(super) struct OutputsRecord {
     parent: Option<super::ParentStack>,
     /// The fingerprints of the `NoEcho` parameter values this deploy sent.
     no_echo_parameters: Option<BTreeMap<String, String>>,
+    /// The values themselves, masked once more over the whole record (one written in
+    /// plaintext by a cdkd before masking is cleaned by its next deploy).
+    no_echo: NoEcho,
     /// Output name → plaintext, for outputs recorded as the mask (this run's consumers only).
     pub(super) secret_outputs: Map<String, Value>,
 }
@@ -396,6 +399,7 @@ impl OutputsRecord {
             output_reads,
             parent: input.parent.clone(),
             no_echo_parameters,
+            no_echo,
             secret_outputs,
         })
     }
@@ -410,6 +414,7 @@ impl OutputsRecord {
         s.outputs = self.outputs.clone();
         s.export_names = Some(self.export_names.clone());
         s.no_echo_parameters = self.no_echo_parameters.clone();
+        self.no_echo.mask_record(s);
         s.imports = (!self.imports.is_empty()).then(|| self.imports.clone());
         s.output_reads = (!self.output_reads.is_empty()).then(|| self.output_reads.clone());
     }

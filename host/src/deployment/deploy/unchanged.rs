@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::environment::LiveEnvironment;
 use super::finish::OutputsRecord;
@@ -128,7 +128,7 @@ impl Engine<'_> {
         (self.reporter).finish(stack, &summary, started.elapsed(), &recorded.outputs);
         Ok(Some(Deployed {
             state: recorded.clone(),
-            secret_outputs: Map::new(),
+            secret_outputs: outputs.secret_outputs,
         }))
     }
 

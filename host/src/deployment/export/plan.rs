@@ -138,7 +138,7 @@ pub fn is_custom_resource(resource_type: &str) -> bool {
 /// Whether a recorded value holds the redaction mask of a `NoEcho` value.
 fn holds_mask(value: &Value) -> bool {
     match value {
-        Value::String(s) => s == "***",
+        Value::String(s) => s.contains("***"),
         Value::Array(items) => items.iter().any(holds_mask),
         Value::Object(map) => map.values().any(holds_mask),
         _ => false,
