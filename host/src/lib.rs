@@ -13,6 +13,24 @@
 // function says, in an `allow` with a reason, which invariant makes it safe.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
+// Every line cdkd prints may carry text from templates, state or AWS: these shadow the
+// standard macros for the whole crate (macro_rules! scoping is textual, so they must come
+// before the `mod` lines), so no print site can forget `printable`.
+macro_rules! println {
+    () => { $crate::printable::print_out(format_args!(""), true) };
+    ($($arg:tt)*) => { $crate::printable::print_out(format_args!($($arg)*), true) };
+}
+macro_rules! print {
+    ($($arg:tt)*) => { $crate::printable::print_out(format_args!($($arg)*), false) };
+}
+macro_rules! eprintln {
+    () => { $crate::printable::print_err(format_args!(""), true) };
+    ($($arg:tt)*) => { $crate::printable::print_err(format_args!($($arg)*), true) };
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => { $crate::printable::print_err(format_args!($($arg)*), false) };
+}
+
 pub mod analyzer;
 pub mod app;
 pub mod assets;

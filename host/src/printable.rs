@@ -3,8 +3,10 @@
 //! A resource name, an AWS error message or a tag value can hold escape sequences that move the
 //! cursor, rewrite earlier lines, set the window title or write the clipboard (OSC 52) when
 //! printed as is. Every line cdkd prints goes through [`printable`]: colour sequences
-//! (`ESC [ … m`, which cdkd's own output uses) pass, every other control character is shown
-//! escaped (`\u{1b}`), line breaks and tabs stay.
+//! (`ESC [ … m`, which cdkd's own output uses, but not "conceal") pass, every other C0 control
+//! character is shown escaped (`\u{1b}`), line breaks and tabs stay. DEL and the C1 range are
+//! left as they are: JSON output carries them raw (a JSON parser rejects `\u{7f}`), a
+//! terminal ignores DEL, and UTF-8 terminals do not act on C1 characters.
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -34,16 +36,18 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// C0 and C1 controls and DEL, except line feed and tab.
+/// C0 controls, except line feed and tab.
 fn is_control(c: char) -> bool {
-    c.is_control() && c != '\n' && c != '\t'
+    c.is_ascii_control() && c != '\u{7f}' && c != '\n' && c != '\t'
 }
 
 /// The SGR (colour) sequence `rest` starts with: `ESC [`, digits and semicolons, `m`.
 fn colour_sequence(rest: &str) -> Option<&str> {
     let body = rest.strip_prefix("\u{1b}[")?;
     let end = body.find(|c: char| !(c.is_ascii_digit() || c == ';'))?;
-    (body[end..].starts_with('m') && end <= 32).then(|| &rest[..2 + end + 1])
+    // 8 conceals what follows: text that prints but cannot be read.
+    let conceals = body[..end].split(';').any(|p| p == "8" || p == "08");
+    (body[end..].starts_with('m') && end <= 32 && !conceals).then(|| &rest[..2 + end + 1])
 }
 
 /// Writes one formatted line to stdout through [`printable`]; fails as `println!` does (the
@@ -111,7 +115,8 @@ mod tests {
             "\\u{1b}]52;c;ZXZpbA==\\u{1b}\\"
         );
         assert_eq!(printable("\u{1b}[1A\u{1b}[2K"), "\\u{1b}[1A\\u{1b}[2K");
-        assert_eq!(printable("x\u{9b}2Jy\u{7f}\r"), "x\\u{9b}2Jy\\u{7f}\\u{d}");
+        assert_eq!(printable("x\u{9b}y\u{7f}\r"), "x\u{9b}y\u{7f}\\u{d}");
+        assert_eq!(printable("\u{1b}[8mhidden"), "\\u{1b}[8mhidden");
         assert_eq!(printable("\u{1b}["), "\\u{1b}[");
     }
 }

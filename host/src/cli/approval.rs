@@ -93,7 +93,7 @@ impl Approver for TerminalApprover {
         );
         let answer = tokio::task::spawn_blocking(move || -> std::io::Result<String> {
             let mut stderr = std::io::stderr().lock();
-            stderr.write_all(question.as_bytes())?;
+            stderr.write_all(crate::printable::printable(&question).as_bytes())?;
             stderr.flush()?;
             let mut line = String::new();
             std::io::stdin().lock().read_line(&mut line)?;

@@ -1,23 +1,5 @@
 //! The command line: parsing, logging set-up and dispatch to one module per command group.
 
-// Every line a command prints may carry text from templates, state or AWS: these shadow the
-// standard macros for the whole `cli` module tree (macro_rules! scoping is textual, so they
-// must come before the `mod` lines), so no print site can forget `printable`.
-macro_rules! println {
-    () => { $crate::printable::print_out(format_args!(""), true) };
-    ($($arg:tt)*) => { $crate::printable::print_out(format_args!($($arg)*), true) };
-}
-macro_rules! print {
-    ($($arg:tt)*) => { $crate::printable::print_out(format_args!($($arg)*), false) };
-}
-macro_rules! eprintln {
-    () => { $crate::printable::print_err(format_args!(""), true) };
-    ($($arg:tt)*) => { $crate::printable::print_err(format_args!($($arg)*), true) };
-}
-macro_rules! eprint {
-    ($($arg:tt)*) => { $crate::printable::print_err(format_args!($($arg)*), false) };
-}
-
 mod app;
 mod approval;
 mod assets;

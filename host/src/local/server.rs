@@ -72,12 +72,12 @@ where
     Ok(read)
 }
 
-/// Whether a `Host` header names this machine's loopback (`localhost`, `127.0.0.1`, `[::1]`,
-/// with or without a port): anything else is a browser led here by another name (DNS
-/// rebinding), and is refused.
 /// The answer to a request whose Host is not this machine (DNS rebinding).
 const NOT_LOCAL: &str = "Forbidden: the Host header must be localhost or 127.0.0.1 (cdkd local start-api serves this machine only)";
 
+/// Whether a `Host` header names this machine's loopback (`localhost`, `127.0.0.1`, `[::1]`,
+/// with or without a port): anything else is a browser led here by another name (DNS
+/// rebinding), and is refused.
 fn is_local_host(host: &str) -> bool {
     let name = match host.strip_prefix('[') {
         Some(rest) => rest.split(']').next().unwrap_or_default(),
