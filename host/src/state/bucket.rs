@@ -185,7 +185,8 @@ pub async fn resolve(
 /// naming the bucket, never "exists" (the name is predictable, so another account can take it).
 pub async fn bucket_exists(aws: &AwsEnvironment, name: &str) -> Result<bool, StateError> {
     let account = account_id(aws).await?;
-    let client = owned_s3_client(aws, &aws.region(), &account);
+    // Asked in the bucket's own region: from another one S3 may answer 400 or 301, not 200.
+    let client = owned_s3_client(aws, &bucket_region(aws, name).await, &account);
     match client.head_bucket().bucket(name).send().await {
         Ok(_) => Ok(true),
         Err(err) => {
