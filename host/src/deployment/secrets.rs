@@ -240,7 +240,10 @@ mod tests {
         assert!(refusal.contains("force the custom resource"), "{refusal}");
         // Embedded in a longer string (a NoEcho parameter inside a URL) it is refused too.
         let embedded = json!({"Name": "x-***"});
-        assert_eq!(mask_path(embedded.as_object().unwrap()), Some("Name".into()));
+        assert_eq!(
+            mask_path(embedded.as_object().unwrap()),
+            Some("Name".into())
+        );
     }
 
     #[test]
