@@ -70,11 +70,6 @@ impl NoEcho {
         self.secrets.is_empty()
     }
 
-    /// The parameter names with a value.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.values.keys().map(String::as_str)
-    }
-
     /// `value` with each secret masked: a whole string that is one becomes the mask, and one
     /// embedded in a longer string is replaced by the mask inside it.
     pub fn mask(&self, value: &Value) -> Value {
@@ -333,7 +328,10 @@ mod tests {
             ("Secret".to_string(), json!("s3cret-value")),
         ]);
         let secrets = NoEcho::of(&template, &given);
-        assert_eq!(secrets.names().collect::<Vec<_>>(), ["Defaulted", "Secret"]);
+        assert_eq!(
+            secrets.unfingerprinted(None),
+            BTreeSet::from(["Defaulted".to_string(), "Secret".to_string()])
+        );
         assert_eq!(
             secrets.mask(&json!(["visible", "s3cret-value", "from-default"])),
             json!(["visible", MASK, MASK])
