@@ -126,6 +126,9 @@ impl ErrorKind {
     pub const PANIC: ErrorKind = ErrorKind(9);
     /// Anything else.
     pub const OTHER: ErrorKind = ErrorKind(10);
+    /// The service failed on its side (a 5xx that is not throttling): worth another try, but
+    /// not a reason to slow down, and the same failure twice is an answer (since 0.1.12).
+    pub const SERVICE_ERROR: ErrorKind = ErrorKind(11);
 
     /// The stable lowercase name of a known kind, `None` for a code from a newer peer.
     pub fn name(self) -> Option<&'static str> {
@@ -140,13 +143,14 @@ impl ErrorKind {
             ErrorKind::TIMEOUT => "timeout",
             ErrorKind::PANIC => "panic",
             ErrorKind::OTHER => "other",
+            ErrorKind::SERVICE_ERROR => "service-error",
             _ => return None,
         })
     }
 
     /// Parses a kind from its stable name.
     pub fn from_name(name: &str) -> Option<ErrorKind> {
-        (1..=10)
+        (1..=11)
             .map(ErrorKind)
             .find(|kind| kind.name() == Some(name))
     }
@@ -248,7 +252,7 @@ mod tests {
 
     #[test]
     fn kind_names_round_trip_and_unknown_codes_stay_printable() {
-        for code in 1..=10 {
+        for code in 1..=11 {
             let kind = ErrorKind(code);
             let name = kind.name().expect("known kinds have names");
             assert_eq!(ErrorKind::from_name(name), Some(kind));

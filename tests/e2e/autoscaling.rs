@@ -655,3 +655,69 @@ fn a_scalable_target_and_policy_made_outside_cdkd_are_imported_read_and_created_
     assert_eq!(scalable_target("table/handmade-orders", READS), Value::Null);
     aws("c('dynamodb').delete_table(TableName='handmade-orders') and None");
 }
+
+/// Reads that only refresh the drift baseline have a budget of their own (issue 47): a service
+/// answering 5xx to them must not hold the deploy. Before, a no-change deploy of this stack
+/// waited out the SDK's eight attempts of each target's ListTagsForResource, each retried six
+/// more times by the host as if it were throttling: 79 s.
+#[test]
+fn a_failing_baseline_read_never_holds_a_deploy() {
+    let _serial = serial();
+    let world = AppWorld::of("appscaling", APP_STACK, "appscaling-budget", |template| {
+        template["Resources"][TABLE]["Properties"]["TableName"] = json!("budget-orders");
+    });
+    let app = world.assembly.path().display().to_string();
+    let broken = json!({"rules": [{"service": "application-autoscaling",
+        "action": "ListTagsForResource", "status": 500, "code": "InternalFailure",
+        "message": "We encountered an internal error. Please try again."}]});
+    Emulator::shared().post("/_emulator/faults", &broken);
+    let first = world.cdkd(&["deploy", "-a", &app, APP_STACK]).success();
+    assert!(
+        first.stderr.contains("observed state failed"),
+        "{}",
+        first.stderr
+    );
+    let targets = [READ_TARGET, WRITE_TARGET, INDEX_TARGET];
+    let resources = world.resources(APP_STACK);
+    for id in targets {
+        assert!(resources[id]["observedProperties"].is_null(), "{id}");
+    }
+
+    // The no-change deploy reads the missing baselines while it works and gives up on them
+    // when it is done: far fewer calls than the 3 x 8 x 7 the old retries made.
+    Emulator::shared().post("/_emulator/faults", &broken);
+    let started = std::time::Instant::now();
+    let again = world.cdkd(&["deploy", "-a", &app, APP_STACK]).success();
+    let took = started.elapsed();
+    let hits = Emulator::shared().get("/_emulator/faults")["rules"][0]["hits"]
+        .as_u64()
+        .unwrap_or_default();
+    Emulator::shared().post("/_emulator/faults", &json!({"rules": []}));
+    println!(
+        "no-change deploy with a failing baseline read: {took:?}, {hits} ListTagsForResource calls"
+    );
+    assert!(hits <= 3 * 8, "{hits} calls in {took:?}");
+    assert!(
+        again
+            .stderr
+            .contains("drift baseline was not read before the deploy finished")
+            || again.stderr.contains("observed state failed"),
+        "{}",
+        again.stderr
+    );
+    assert!(again.stdout.contains("unchanged"), "{}", again.stdout);
+
+    // With the service healthy again, the next no-change deploy fills the baselines in.
+    world.cdkd(&["deploy", "-a", &app, APP_STACK]).success();
+    let resources = world.resources(APP_STACK);
+    for id in targets {
+        assert!(
+            resources[id]["observedProperties"].is_object(),
+            "{id}: {}",
+            resources[id]
+        );
+    }
+    world
+        .cdkd(&["destroy", "-a", &app, APP_STACK, "-f"])
+        .success();
+}

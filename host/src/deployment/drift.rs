@@ -18,6 +18,7 @@ use crate::analyzer::drift::{
 };
 use crate::provisioning::operations::{read_record, Observation, ProviderSet, UpdateCall};
 use crate::provisioning::preflight::NESTED_STACK;
+use crate::provisioning::read_budget::ReadPurpose;
 use crate::provisioning::registry::is_custom_resource;
 use crate::state::backend::StoredState;
 use crate::state::schema::ResourceState;
@@ -484,7 +485,7 @@ async fn restore(
             None,
         );
     }
-    let observed = match read_record(provider, logical_id, record).await {
+    let observed = match read_record(provider, logical_id, record, ReadPurpose::Baseline).await {
         Ok(Observation::Live(now)) => Some(masked_like(record, now)),
         _ => None,
     };
@@ -523,7 +524,7 @@ async fn read_all(
                 return None;
             }
             let provider = providers.for_record(record);
-            let read = read_record(provider, logical_id, record).await;
+            let read = read_record(provider, logical_id, record, ReadPurpose::Inspect).await;
             // Unmasked: `--revert` keeps AWS's own value at a masked position. Only paths
             // compared outside a mask are ever shown or written.
             Some((provider.label(), read))

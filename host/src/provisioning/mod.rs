@@ -16,6 +16,7 @@ pub mod plugins_file;
 pub mod preflight;
 pub mod provider;
 pub mod providers;
+pub mod read_budget;
 pub mod registry;
 pub mod router;
 pub mod trust;

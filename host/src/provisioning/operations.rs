@@ -15,6 +15,7 @@ use cdkd_provider_api::ProviderError;
 use serde_json::{Map, Value};
 
 use super::names::ChosenName;
+use super::read_budget::ReadPurpose;
 use super::router::Decision;
 use super::type_schemas::RegistrySchema;
 use crate::state::schema::{ProvisionedBy, ResourceState};
@@ -275,14 +276,18 @@ impl Observation {
     }
 }
 
-/// What AWS holds now for a recorded resource, through `provider`.
+/// What AWS holds now for a recorded resource, through `provider`, within `purpose`'s budget.
 pub async fn read_record(
     provider: &dyn ResourceOperations,
     logical_id: &str,
     record: &ResourceState,
+    purpose: ReadPurpose,
 ) -> Result<Observation, ProviderError> {
-    provider
-        .read_current_state(ReadCall::of(logical_id, record))
+    purpose
+        .bounded(
+            &format!("reading {logical_id} ({})", record.resource_type),
+            provider.read_current_state(ReadCall::of(logical_id, record)),
+        )
         .await
 }
 

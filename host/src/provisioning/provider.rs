@@ -56,6 +56,7 @@ where
 {
     let started = tokio::time::Instant::now();
     let mut attempt: u32 = 0;
+    let mut last_service_error: Option<String> = None;
     loop {
         match call().await {
             Ok(value) => return Ok(value),
@@ -71,6 +72,14 @@ where
                 } else if error.kind.is_retryable() && attempt <= 6 {
                     let base = 200u64 * 2u64.pow(attempt.min(6));
                     Duration::from_millis(base / 2 + rand::random::<u64>() % base)
+                } else if error.kind == ErrorKind::SERVICE_ERROR
+                    && attempt <= 3
+                    && last_service_error.as_deref() != Some(error.message.as_str())
+                {
+                    // The SDK already retried this 5xx; one more round may meet a healthy
+                    // host, but the same failure again is the service's answer.
+                    last_service_error = Some(error.message.to_string());
+                    Duration::from_millis(250 + rand::random::<u64>() % 250)
                 } else {
                     return Err(error);
                 };
@@ -622,6 +631,44 @@ mod tests {
         .await;
         assert!(result.is_err());
         assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_service_error_that_repeats_unchanged_is_the_answer_and_not_throttling() {
+        use super::super::concurrency::{scope, Concurrency, Lanes};
+        let lanes = Lanes::new(Concurrency::Adaptive);
+        assert!(lanes.try_start("AWS::DynamoDB"));
+        let calls = AtomicU32::new(0);
+        let result: Result<(), _> = scope(Arc::clone(&lanes), "AWS::DynamoDB".into(), async {
+            with_retries("s", || async {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Err(ProviderError::new(ErrorKind::SERVICE_ERROR, "read T: 500"))
+            })
+            .await
+        })
+        .await;
+        assert_eq!(result.unwrap_err().kind, ErrorKind::SERVICE_ERROR);
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            2,
+            "one more round, then the answer"
+        );
+        assert_eq!(
+            lanes.figures("AWS::DynamoDB").throttled,
+            0,
+            "not a slow-down"
+        );
+
+        let calls = AtomicU32::new(0);
+        let result = with_retries("s", || async {
+            match calls.fetch_add(1, Ordering::SeqCst) {
+                0 => Err(ProviderError::new(ErrorKind::SERVICE_ERROR, "read T: 500")),
+                1 => Err(ProviderError::new(ErrorKind::SERVICE_ERROR, "read T: 503")),
+                _ => Ok(3),
+            }
+        })
+        .await;
+        assert_eq!(result.unwrap(), 3, "a changing failure is tried again");
     }
 
     #[tokio::test(start_paused = true)]

@@ -202,7 +202,11 @@ pub fn kind_of(code: &str, status: Option<u16>) -> ErrorKind {
             ErrorKind::ALREADY_EXISTS
         }
         _ if status == Some(404) => ErrorKind::NOT_FOUND,
-        _ if matches!(status, Some(500..=599)) => ErrorKind::THROTTLED,
+        // A service's own failure, not a request to slow down: lanes stay as they are.
+        "InternalFailure" | "InternalError" | "InternalServerError" | "ServiceUnavailable" => {
+            ErrorKind::SERVICE_ERROR
+        }
+        _ if matches!(status, Some(500..=599)) => ErrorKind::SERVICE_ERROR,
         _ => ErrorKind::OTHER,
     }
 }
@@ -673,6 +677,11 @@ mod tests {
         assert_eq!(kind_of("NoSuchEntity", Some(404)), ErrorKind::NOT_FOUND);
         assert_eq!(kind_of("BucketNotEmpty", Some(409)), ErrorKind::CONFLICT);
         assert_eq!(kind_of("SlowDown", Some(503)), ErrorKind::THROTTLED);
+        assert_eq!(kind_of("", Some(500)), ErrorKind::SERVICE_ERROR);
+        assert_eq!(
+            kind_of("InternalFailure", Some(500)),
+            ErrorKind::SERVICE_ERROR
+        );
         assert_eq!(kind_of("Whatever", Some(404)), ErrorKind::NOT_FOUND);
         assert_eq!(
             kind_of("InvalidRouteTableID.NotFound", Some(400)),

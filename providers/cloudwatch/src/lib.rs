@@ -46,8 +46,8 @@ pub(crate) const CW_KINDS: &[(&str, ErrorKind)] = &[
     // Another change to the same resource is in flight, or CloudWatch failed inside: a
     // later try succeeds.
     ("ConcurrentModificationException", ErrorKind::THROTTLED),
-    ("InternalServiceError", ErrorKind::THROTTLED),
-    ("InternalServiceFault", ErrorKind::THROTTLED),
+    ("InternalServiceError", ErrorKind::SERVICE_ERROR),
+    ("InternalServiceFault", ErrorKind::SERVICE_ERROR),
     ("ConflictException", ErrorKind::CONFLICT),
     ("ResourceConflict", ErrorKind::CONFLICT),
     ("InvalidParameterInput", ErrorKind::VALIDATION),
@@ -537,7 +537,7 @@ mod tests {
         );
         assert_eq!(
             cdkd_aws_common::kind_in(CW_KINDS, "InternalServiceError"),
-            Some(ErrorKind::THROTTLED)
+            Some(ErrorKind::SERVICE_ERROR)
         );
         assert_eq!(cdkd_aws_common::kind_in(CW_KINDS, "Throttling"), None);
         let err = cdkd_aws_common::reclassify(

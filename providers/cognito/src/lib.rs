@@ -54,7 +54,7 @@ pub(crate) const KINDS: &[(&str, ErrorKind)] = &[
     ("TierChangeNotAllowedException", ErrorKind::VALIDATION),
     ("NotAuthorizedException", ErrorKind::ACCESS_DENIED),
     ("ConcurrentModificationException", ErrorKind::CONFLICT),
-    ("InternalErrorException", ErrorKind::THROTTLED),
+    ("InternalErrorException", ErrorKind::SERVICE_ERROR),
 ];
 
 /// A failed call's error, named by `context`, with Cognito's kinds.

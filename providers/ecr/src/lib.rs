@@ -34,7 +34,7 @@ pub(crate) const KINDS: &[(&str, ErrorKind)] = &[
     ("TooManyTagsException", ErrorKind::VALIDATION),
     ("LimitExceededException", ErrorKind::VALIDATION),
     ("KmsException", ErrorKind::VALIDATION),
-    ("ServerException", ErrorKind::THROTTLED),
+    ("ServerException", ErrorKind::SERVICE_ERROR),
 ];
 
 /// A failed call's error, named by `context`, with ECR's kinds.

@@ -56,7 +56,7 @@ pub(crate) const KINDS: &[(&str, ErrorKind)] = &[
         ErrorKind::VALIDATION,
     ),
     ("LimitExceededException", ErrorKind::VALIDATION),
-    ("ServerException", ErrorKind::THROTTLED),
+    ("ServerException", ErrorKind::SERVICE_ERROR),
 ];
 
 /// A failed call's error, named by `context`, with ECS's kinds.

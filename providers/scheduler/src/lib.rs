@@ -33,7 +33,7 @@ pub(crate) const SCHEDULER_KINDS: &[(&str, ErrorKind)] = &[
     ("ConflictException", ErrorKind::CONFLICT),
     ("ServiceQuotaExceededException", ErrorKind::VALIDATION),
     // A 500 of the service: a later try succeeds.
-    ("InternalServerException", ErrorKind::THROTTLED),
+    ("InternalServerException", ErrorKind::SERVICE_ERROR),
 ];
 
 /// `err` (from [`cdkd_aws_common::aws_error`]) with the kind its Scheduler code stands for;

@@ -15,6 +15,7 @@ use crate::deployment::deletes::{delete_record, is_snapshot, take_final_snapshot
 use crate::deployment::journal::{FailedOperation, Operation, OperationKind};
 use crate::provisioning::names;
 use crate::provisioning::operations::{CreateCall, CreateSpec, UpdateCall};
+use crate::provisioning::read_budget::ReadPurpose;
 use crate::state::schema::ResourceState;
 
 /// Which summary count a completed operation adds to.
@@ -317,7 +318,7 @@ impl StackRun<'_> {
             s.resources.insert(logical_id.to_string(), after.clone());
         });
         if action != OperationKind::Policy {
-            self.captures.request(logical_id);
+            self.captures.request(logical_id, ReadPurpose::Baseline);
         }
         Applied::Done {
             operation: Box::new(Operation {

@@ -2,23 +2,32 @@
 //! baseline), read off the critical path. Steps queue their resource and go on; one reader
 //! loop runs beside the execution, several reads at once, and writes each result into the
 //! ledger, so the final save carries them all. Records an older cdkd wrote without the field
-//! are queued at the start, so even a deploy with no change refreshes them.
+//! (or whose last read failed) are queued at the start, so even a deploy with no change
+//! refreshes them; those reads may wait for the next deploy, so they never hold this one up
+//! for more than [`REFRESH_GRACE`] (`read_budget`).
 
 use std::sync::Mutex;
 
 use futures_util::StreamExt;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::watch;
 
 use super::StackRun;
 use crate::analyzer::diff::Action;
 use crate::deployment::secrets::masked_like;
 use crate::provisioning::operations::{read_record, Observation};
 use crate::provisioning::preflight::NESTED_STACK;
+use crate::provisioning::read_budget::{ReadPurpose, REFRESH_GRACE};
+
+/// One queued read: the resource and what its read is for.
+type Request = (String, ReadPurpose);
 
 /// The queue of resources whose live state is to be captured.
 pub(super) struct Captures {
-    queue: Mutex<Option<UnboundedSender<String>>>,
-    receiver: Mutex<Option<UnboundedReceiver<String>>>,
+    queue: Mutex<Option<UnboundedSender<Request>>>,
+    receiver: Mutex<Option<UnboundedReceiver<Request>>>,
+    /// Turns true when the run's own work is done (refresh reads then get their grace).
+    closed: watch::Sender<bool>,
 }
 
 impl Captures {
@@ -33,31 +42,41 @@ impl Captures {
         Captures {
             queue: Mutex::new(queue),
             receiver: Mutex::new(receiver),
+            closed: watch::Sender::new(false),
         }
     }
 
     /// Asks for `logical_id`'s live state once its current operation is recorded.
-    pub(super) fn request(&self, logical_id: &str) {
+    pub(super) fn request(&self, logical_id: &str, purpose: ReadPurpose) {
         if let Some(queue) = self
             .queue
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
         {
-            let _ = queue.send(logical_id.to_string());
+            let _ = queue.send((logical_id.to_string(), purpose));
         }
     }
 
     /// No more requests: the reader loop ends once the queued ones are read.
     pub(super) fn close(&self) {
         self.queue.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.closed.send_replace(true);
     }
 
-    fn take_receiver(&self) -> Option<UnboundedReceiver<String>> {
+    fn take_receiver(&self) -> Option<UnboundedReceiver<Request>> {
         self.receiver
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
+    }
+
+    /// Resolves [`REFRESH_GRACE`] after [`Self::close`].
+    async fn grace_over(&self) {
+        let mut closed = self.closed.subscribe();
+        // The sender lives as long as `self`, so the wait ends only by closing.
+        let _ = closed.wait_for(|closed| *closed).await;
+        tokio::time::sleep(REFRESH_GRACE).await;
     }
 }
 
@@ -76,7 +95,7 @@ impl StackRun<'_> {
                 && record.observed_properties.is_none()
                 && record.resource_type != NESTED_STACK
             {
-                self.captures.request(logical_id);
+                self.captures.request(logical_id, ReadPurpose::Refresh);
             }
         }
     }
@@ -87,23 +106,36 @@ impl StackRun<'_> {
             return;
         };
         let requests = futures_util::stream::unfold(receiver, |mut receiver| async move {
-            receiver.recv().await.map(|id| (id, receiver))
+            receiver.recv().await.map(|request| (request, receiver))
         });
         requests
-            .for_each_concurrent(self.options.lanes.ceiling(), |logical_id| async move {
-                if !*self.engine.stop.borrow() {
-                    self.capture_one(&logical_id).await;
-                }
-            })
+            .for_each_concurrent(
+                self.options.lanes.ceiling(),
+                |(logical_id, purpose)| async move {
+                    if *self.engine.stop.borrow() {
+                        return;
+                    }
+                    if purpose != ReadPurpose::Refresh {
+                        return self.capture_one(&logical_id, purpose).await;
+                    }
+                    tokio::select! {
+                        () = self.capture_one(&logical_id, purpose) => {}
+                        () = self.captures.grace_over() => tracing::warn!(
+                            "{}: {logical_id}'s drift baseline was not read before the deploy finished; the next deploy reads it again",
+                            self.stack()
+                        ),
+                    }
+                },
+            )
             .await;
     }
 
-    async fn capture_one(&self, logical_id: &str) {
+    async fn capture_one(&self, logical_id: &str, purpose: ReadPurpose) {
         let Some(record) = self.ledger.read(|s| s.resources.get(logical_id).cloned()) else {
             return;
         };
         let provider = self.providers.for_record(&record);
-        let live = match read_record(provider, logical_id, &record).await {
+        let live = match read_record(provider, logical_id, &record, purpose).await {
             Ok(Observation::Live(live)) => live,
             Ok(Observation::Gone) => {
                 tracing::warn!(
