@@ -3,7 +3,8 @@
 //! behind an ALB's target group and listener) whose image comes from an ECR repository in the
 //! same stack; checked in the emulator's ECS and ECR and in the state file, through a no-change
 //! deploy, an in-place update (a new task definition revision and desired count), a replacement
-//! (the cluster, and with it the service), drift, import and destroy. The emulator's services
+//! (the cluster, and with it the service), drift, import and destroy; the task also runs on an
+//! EventBridge rule and a Scheduler schedule (their targets' `EcsParameters`). The emulator's services
 //! roll out and drain over time (tests/emulator/ecs_service.py), so the waits are exercised.
 
 use cdkd_tests::{cdkd_on, AppWorld, Emulator, Run};
@@ -15,6 +16,8 @@ const CLUSTER: &str = "ClusterEB0386A7";
 const TASK: &str = "WebTaskDef1C8E6ED7";
 const SERVICE: &str = "WebServiceD04B5F3E";
 const TARGET_GROUP: &str = "WebLBPublicListenerECSGroupB52EA5B2";
+const NIGHTLY_RULE: &str = "NightlyScheduledEventRuleAFFCD8B7";
+const HOURLY_SCHEDULE: &str = "HourlyF36A3822";
 const PRIVATE_SUBNETS: [&str; 2] = [
     "VpcPrivateSubnet1Subnet536B997A",
     "VpcPrivateSubnet2Subnet3788AAA1",
@@ -203,6 +206,54 @@ fn a_load_balanced_fargate_service_with_its_ecr_image_deploys_through_the_plugin
         (service(&cluster, &arn)["runningCount"] == json!(2)).then_some(())
     });
 
+    // The task on a schedule, both ways: the rule's target and the schedule's carry the task
+    // definition, the private subnets and the tags as written (neither refused nor on Cloud
+    // Control, issue 48).
+    let revision = physical(&world, TASK);
+    let subnets: Vec<String> = PRIVATE_SUBNETS
+        .iter()
+        .map(|id| physical(&world, id))
+        .collect();
+    let rule = resources[NIGHTLY_RULE]["attributes"]["RuleName"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", resources[NIGHTLY_RULE]))
+        .to_string();
+    let rule_target = aws(&format!(
+        "c('events').list_targets_by_rule(Rule='{rule}')['Targets'][0]['EcsParameters']"
+    ));
+    assert_eq!(
+        rule_target["TaskDefinitionArn"],
+        json!(revision),
+        "{rule_target}"
+    );
+    assert_eq!(rule_target["LaunchType"], "FARGATE");
+    assert_eq!(
+        rule_target["NetworkConfiguration"]["awsvpcConfiguration"]["Subnets"],
+        json!(subnets),
+        "{rule_target}"
+    );
+    assert_eq!(
+        rule_target["Tags"],
+        json!([{"Key": "team", "Value": "data"}])
+    );
+    let schedule = physical(&world, HOURLY_SCHEDULE);
+    let hourly = aws(&format!(
+        "c('scheduler').get_schedule(Name='{schedule}')['Target']['EcsParameters']"
+    ));
+    assert_eq!(
+        (
+            hourly["TaskDefinitionArn"].clone(),
+            hourly["TaskCount"].clone()
+        ),
+        (json!(revision), json!(2)),
+        "{hourly}"
+    );
+    assert_eq!(
+        hourly["NetworkConfiguration"]["awsvpcConfiguration"]["Subnets"],
+        json!(subnets)
+    );
+    assert_eq!(hourly["Tags"], json!([{"key": "team", "value": "data"}]));
+
     // A second deploy changes nothing and calls no provider.
     let key = format!("FARGATENOOP{}", std::process::id());
     let again = deploy_as(&world, &key);
@@ -238,14 +289,28 @@ fn a_load_balanced_fargate_service_with_its_ecr_image_deploys_through_the_plugin
         t["Resources"][SERVICE]["Properties"]["DesiredCount"] = json!(3);
     });
     let updated = deploy_as(&world, &format!("FARGATEUPD{}", std::process::id()));
+    // The service, the rule's and the schedule's targets and the two roles' policies follow
+    // the new revision in place.
     assert!(
-        updated.stdout.contains("1 updated, 1 replaced"),
+        updated.stdout.contains("5 updated, 1 replaced"),
         "{}",
         updated.stdout
     );
     let revision = physical(&world, TASK);
     assert_ne!(revision, task);
     assert!(revision.ends_with(":2"), "{revision}");
+    assert_eq!(
+        aws(&format!(
+            "c('scheduler').get_schedule(Name='{schedule}')['Target']['EcsParameters']['TaskDefinitionArn']"
+        )),
+        json!(revision)
+    );
+    assert_eq!(
+        aws(&format!(
+            "c('events').list_targets_by_rule(Rule='{rule}')['Targets'][0]['EcsParameters']['TaskDefinitionArn']"
+        )),
+        json!(revision)
+    );
     assert_eq!(physical(&world, SERVICE), arn);
     let live_service = service(&cluster, &arn);
     assert_eq!(live_service["taskDefinition"], json!(revision));

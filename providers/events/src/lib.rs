@@ -4,6 +4,7 @@
 //! go by ARN.
 
 mod archive;
+mod ecs_target;
 mod event_bus;
 mod rule;
 

@@ -5,7 +5,8 @@
 //! and an imported id of either shape is read too. Attributes `Arn` and `RuleName`.
 //!
 //! Targets are part of the rule: put after the rule, diffed by `Id` on update, removed before
-//! the rule is deleted. A target's `EcsParameters` is refused (not mapped by this plugin).
+//! the rule is deleted. Every target block CloudFormation has is mapped (`EcsParameters` in
+//! `ecs_target`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -41,9 +42,6 @@ const MAX_NAME: usize = 64;
 
 /// The bus a rule without `EventBusName` is on.
 const DEFAULT_BUS: &str = "default";
-
-/// Target blocks this plugin does not map: a target using one is refused by name.
-const REFUSED_TARGET_BLOCKS: &[&str] = &["EcsParameters"];
 
 /// How long a refused PutTargets is tried again: a resource policy created just before (a
 /// queue's or topic's) may not have propagated yet. A target with a role is tried for
@@ -245,16 +243,6 @@ fn target(value: &Value, what: &str) -> Result<Target, ProviderError> {
     })?;
     let arn = string(value.get("Arn"))
         .ok_or_else(|| target_error(what, &id, "property Arn is required and must be a string"))?;
-    if let Some(block) = REFUSED_TARGET_BLOCKS
-        .iter()
-        .find(|block| value.get(**block).is_some_and(|v| !v.is_null()))
-    {
-        return Err(target_error(
-            what,
-            &id,
-            format!("{block} is not supported by cdkd's EventBridge plugin"),
-        ));
-    }
     let built = |block: &str, e: aws_sdk_eventbridge::error::BuildError| {
         target_error(what, &id, format!("{block}: {e}"))
     };
@@ -294,6 +282,10 @@ fn target(value: &Value, what: &str) -> Result<Target, ProviderError> {
         .map(redshift_data_parameters)
         .transpose()
         .map_err(|e| built("RedshiftDataParameters", e))?;
+    let ecs = block("EcsParameters")
+        .map(crate::ecs_target::ecs_parameters)
+        .transpose()
+        .map_err(|(path, e)| built(&path, e))?;
     Target::builder()
         .id(&id)
         .arn(arn)
@@ -334,6 +326,7 @@ fn target(value: &Value, what: &str) -> Result<Target, ProviderError> {
         .set_sage_maker_pipeline_parameters(sage_maker)
         .set_batch_parameters(batch)
         .set_redshift_data_parameters(redshift)
+        .set_ecs_parameters(ecs)
         .build()
         .map_err(|e| target_error(what, &id, e))
 }
@@ -498,10 +491,11 @@ fn target_shape(target: &Target) -> Value {
         "RedshiftDataParameters",
         target.redshift_data_parameters().map(redshift_data_shape),
     );
-    if target.ecs_parameters().is_some() {
-        // Not mapped: shown as present so a drift check sees the live target has one.
-        shape.insert("EcsParameters".into(), json!({}));
-    }
+    put(
+        &mut shape,
+        "EcsParameters",
+        target.ecs_parameters().map(crate::ecs_target::ecs_shape),
+    );
     Value::Object(shape)
 }
 
@@ -1143,11 +1137,12 @@ mod tests {
     }
 
     #[test]
-    fn targets_with_an_unmapped_block_or_no_id_are_refused_by_name() {
+    fn targets_with_an_incomplete_block_or_no_id_are_refused_by_name() {
+        // An ECS task without its task definition names the rule, the target and the block.
         let ecs = json!({
             "Id": "Task",
             "Arn": "arn:aws:ecs:us-east-1:123456789012:cluster/c",
-            "EcsParameters": {"TaskDefinitionArn": "arn:aws:ecs:us-east-1:123456789012:task-definition/t:1"},
+            "EcsParameters": {"LaunchType": "FARGATE"},
         });
         let err = target(&ecs, "AWS::Events::Rule Nightly").unwrap_err();
         assert_eq!(err.kind, ErrorKind::VALIDATION);
@@ -1158,6 +1153,13 @@ mod tests {
             "{}",
             err.message
         );
+        let task = json!({
+            "Id": "Task",
+            "Arn": "arn:aws:ecs:us-east-1:123456789012:cluster/c",
+            "RoleArn": "arn:aws:iam::123456789012:role/r",
+            "EcsParameters": {"TaskDefinitionArn": "arn:aws:ecs:us-east-1:123456789012:task-definition/t:1", "TaskCount": 1},
+        });
+        assert_eq!(target_shape(&target(&task, "T L").unwrap()), task);
         let err = target(&json!({"Arn": "a"}), "T L").unwrap_err();
         assert!(err.message.contains("Id"), "{}", err.message);
         let err = target(&json!({"Id": "x"}), "T L").unwrap_err();

@@ -1,8 +1,8 @@
 //! `AWS::Scheduler::Schedule`: physical id (and `Ref`) is the schedule name; attribute `Arn`.
 //! Every call names the schedule's group too: the template's `GroupName`, `default` without
 //! one. UpdateSchedule replaces the whole definition, so an update sends all of it and a
-//! setting the template dropped goes back to Scheduler's default. A target's
-//! `EcsParameters` is refused (not mapped by this provider).
+//! setting the template dropped goes back to Scheduler's default. Every target block
+//! CloudFormation has is mapped, `EcsParameters` (an ECS task on a schedule) included.
 
 use std::future::Future;
 use std::time::Duration;
@@ -11,13 +11,16 @@ use aws_sdk_scheduler::error::ProvideErrorMetadata;
 use aws_sdk_scheduler::operation::get_schedule::GetScheduleOutput;
 use aws_sdk_scheduler::primitives::DateTime;
 use aws_sdk_scheduler::types::{
-    ActionAfterCompletion, DeadLetterConfig, EventBridgeParameters, FlexibleTimeWindow,
-    FlexibleTimeWindowMode, KinesisParameters, RetryPolicy, SageMakerPipelineParameter,
-    SageMakerPipelineParameters, ScheduleState, SqsParameters, Target,
+    ActionAfterCompletion, AssignPublicIp, AwsVpcConfiguration, CapacityProviderStrategyItem,
+    DeadLetterConfig, EcsParameters, EventBridgeParameters, FlexibleTimeWindow,
+    FlexibleTimeWindowMode, KinesisParameters, LaunchType, NetworkConfiguration,
+    PlacementConstraint, PlacementConstraintType, PlacementStrategy, PlacementStrategyType,
+    PropagateTags, RetryPolicy, SageMakerPipelineParameter, SageMakerPipelineParameters,
+    ScheduleState, SqsParameters, Target,
 };
 use cdkd_aws_common::{
-    aws_error, deleted_unless_failed, does_not_exist, given_or_generated_name, int, put, string,
-    Readable, TypeSchema,
+    aws_error, deleted_unless_failed, does_not_exist, flag, given_or_generated_name, int, put,
+    string, strings, Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
     CreateRequest, CreateResult, DeleteRequest, DeleteResult, ReadCurrentStateRequest,
@@ -39,10 +42,6 @@ const MAX_NAME: usize = 64;
 
 /// The group a schedule without `GroupName` belongs to.
 const DEFAULT_GROUP: &str = "default";
-
-/// Target blocks this provider does not map: a template setting one is refused by name rather
-/// than created without it.
-const UNSUPPORTED_TARGET_BLOCKS: &[&str] = &["EcsParameters"];
 
 /// Scheduler's retry policy when a target names none: a day, 185 attempts.
 const DEFAULT_RETRY: (i32, i32) = (86_400, 185);
@@ -170,21 +169,13 @@ fn flexible_window(
         .map_err(|e| ProviderError::validation(format!("{what}: FlexibleTimeWindow: {e}")))
 }
 
-/// The template's `Target`, required; a block this provider does not map is refused by name.
+/// The template's `Target`, required.
 fn target(properties: &Map<String, Value>, what: &str) -> Result<Target, ProviderError> {
     let target = block(properties, "Target").ok_or_else(|| {
         ProviderError::validation(format!(
             "{what}: property Target is required (with Arn and RoleArn)"
         ))
     })?;
-    if let Some(name) = UNSUPPORTED_TARGET_BLOCKS
-        .iter()
-        .find(|name| target.get(**name).is_some_and(|v| !v.is_null()))
-    {
-        return Err(ProviderError::validation(format!(
-            "{what}: Target.{name} is not supported by cdkd's Scheduler provider"
-        )));
-    }
     let built = |e: aws_sdk_scheduler::error::BuildError, path: &str| {
         ProviderError::validation(format!("{what}: {path}: {e}"))
     };
@@ -258,8 +249,235 @@ fn target(properties: &Map<String, Value>, what: &str) -> Result<Target, Provide
         .set_sqs_parameters(sqs)
         .set_kinesis_parameters(kinesis)
         .set_sage_maker_pipeline_parameters(sagemaker)
+        .set_ecs_parameters(
+            block(target, "EcsParameters")
+                .map(|p| ecs_parameters(p, what))
+                .transpose()?,
+        )
         .build()
         .map_err(|e| built(e, "Target"))
+}
+
+/// The objects of a template list (`CapacityProviderStrategy`, `PlacementConstraints`, ...).
+fn objects<'a>(block: &'a Map<String, Value>, name: &str) -> Vec<&'a Map<String, Value>> {
+    block
+        .get(name)
+        .and_then(Value::as_array)
+        .map(|items| items.iter().filter_map(Value::as_object).collect())
+        .unwrap_or_default()
+}
+
+/// `Target.EcsParameters`: the task Scheduler runs on the cluster the target's `Arn` names.
+fn ecs_parameters(p: &Map<String, Value>, what: &str) -> Result<EcsParameters, ProviderError> {
+    const PATH: &str = "Target.EcsParameters";
+    let built = |e: aws_sdk_scheduler::error::BuildError, path: &str| {
+        ProviderError::validation(format!("{what}: {PATH}{path}: {e}"))
+    };
+    let network = block(p, "NetworkConfiguration")
+        .and_then(|n| block(n, "AwsvpcConfiguration"))
+        .map(|vpc| {
+            AwsVpcConfiguration::builder()
+                .set_subnets(strings(vpc.get("Subnets")))
+                .set_security_groups(strings(vpc.get("SecurityGroups")))
+                .set_assign_public_ip(
+                    setting(vpc, "AssignPublicIp")
+                        .as_deref()
+                        .map(AssignPublicIp::from),
+                )
+                .build()
+                .map_err(|e| built(e, ".NetworkConfiguration.AwsvpcConfiguration"))
+        })
+        .transpose()?
+        .map(|vpc| {
+            NetworkConfiguration::builder()
+                .awsvpc_configuration(vpc)
+                .build()
+        });
+    let strategy = objects(p, "CapacityProviderStrategy")
+        .into_iter()
+        .map(|item| {
+            CapacityProviderStrategyItem::builder()
+                .set_capacity_provider(setting(item, "CapacityProvider"))
+                .set_weight(int(item.get("Weight")))
+                .set_base(int(item.get("Base")))
+                .build()
+                .map_err(|e| built(e, ".CapacityProviderStrategy"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let constraints = objects(p, "PlacementConstraints")
+        .into_iter()
+        .map(|item| {
+            PlacementConstraint::builder()
+                .set_type(
+                    setting(item, "Type")
+                        .as_deref()
+                        .map(PlacementConstraintType::from),
+                )
+                .set_expression(setting(item, "Expression"))
+                .build()
+        })
+        .collect::<Vec<_>>();
+    let placement = objects(p, "PlacementStrategy")
+        .into_iter()
+        .map(|item| {
+            PlacementStrategy::builder()
+                .set_type(
+                    setting(item, "Type")
+                        .as_deref()
+                        .map(PlacementStrategyType::from),
+                )
+                .set_field(setting(item, "Field"))
+                .build()
+        })
+        .collect::<Vec<_>>();
+    // `Tags` is free JSON in CloudFormation; Scheduler takes a list of string maps, and CDK
+    // writes `[{"key": ..., "value": ...}]`, which is one such map per tag.
+    let tags = p.get("Tags").and_then(Value::as_array).map(|items| {
+        items
+            .iter()
+            .filter_map(Value::as_object)
+            .map(|tag| {
+                tag.iter()
+                    .filter_map(|(k, v)| string(Some(v)).map(|v| (k.clone(), v)))
+                    .collect()
+            })
+            .collect::<Vec<std::collections::HashMap<String, String>>>()
+    });
+    EcsParameters::builder()
+        .set_task_definition_arn(setting(p, "TaskDefinitionArn"))
+        .set_task_count(int(p.get("TaskCount")))
+        .set_launch_type(setting(p, "LaunchType").as_deref().map(LaunchType::from))
+        .set_network_configuration(network)
+        .set_platform_version(setting(p, "PlatformVersion"))
+        .set_group(setting(p, "Group"))
+        .set_capacity_provider_strategy(Some(strategy).filter(|s| !s.is_empty()))
+        .set_enable_ecs_managed_tags(flag(p.get("EnableECSManagedTags")))
+        .set_enable_execute_command(flag(p.get("EnableExecuteCommand")))
+        .set_placement_constraints(Some(constraints).filter(|c| !c.is_empty()))
+        .set_placement_strategy(Some(placement).filter(|s| !s.is_empty()))
+        .set_propagate_tags(
+            setting(p, "PropagateTags")
+                .as_deref()
+                .map(PropagateTags::from),
+        )
+        .set_reference_id(setting(p, "ReferenceId"))
+        .set_tags(tags.filter(|t| !t.is_empty()))
+        .build()
+        .map_err(|e| built(e, ""))
+}
+
+/// A live `EcsParameters` in template shape.
+fn ecs_shape(p: &EcsParameters) -> Value {
+    let mut block = Map::new();
+    block.insert("TaskDefinitionArn".into(), json!(p.task_definition_arn()));
+    put(&mut block, "TaskCount", p.task_count().map(|v| json!(v)));
+    put(
+        &mut block,
+        "LaunchType",
+        p.launch_type().map(|v| json!(v.as_str())),
+    );
+    if let Some(vpc) = p
+        .network_configuration()
+        .and_then(NetworkConfiguration::awsvpc_configuration)
+    {
+        let mut config = Map::new();
+        config.insert("Subnets".into(), json!(vpc.subnets()));
+        if !vpc.security_groups().is_empty() {
+            config.insert("SecurityGroups".into(), json!(vpc.security_groups()));
+        }
+        put(
+            &mut config,
+            "AssignPublicIp",
+            vpc.assign_public_ip().map(|v| json!(v.as_str())),
+        );
+        block.insert(
+            "NetworkConfiguration".into(),
+            json!({"AwsvpcConfiguration": config}),
+        );
+    }
+    put(
+        &mut block,
+        "PlatformVersion",
+        p.platform_version().map(|v| json!(v)),
+    );
+    put(&mut block, "Group", p.group().map(|v| json!(v)));
+    let strategy: Vec<Value> = p
+        .capacity_provider_strategy()
+        .iter()
+        .map(|item| {
+            let mut entry = Map::new();
+            entry.insert("CapacityProvider".into(), json!(item.capacity_provider()));
+            put(
+                &mut entry,
+                "Weight",
+                Some(json!(item.weight())).filter(|_| item.weight() != 0),
+            );
+            put(
+                &mut entry,
+                "Base",
+                Some(json!(item.base())).filter(|_| item.base() != 0),
+            );
+            Value::Object(entry)
+        })
+        .collect();
+    if !strategy.is_empty() {
+        block.insert("CapacityProviderStrategy".into(), Value::Array(strategy));
+    }
+    put(
+        &mut block,
+        "EnableECSManagedTags",
+        p.enable_ecs_managed_tags().map(|v| json!(v)),
+    );
+    put(
+        &mut block,
+        "EnableExecuteCommand",
+        p.enable_execute_command().map(|v| json!(v)),
+    );
+    let pairs = |items: Vec<(Option<&str>, Option<&str>)>, second: &str| -> Vec<Value> {
+        items
+            .into_iter()
+            .map(|(kind, other)| {
+                let mut entry = Map::new();
+                put(&mut entry, "Type", kind.map(|v| json!(v)));
+                put(&mut entry, second, other.map(|v| json!(v)));
+                Value::Object(entry)
+            })
+            .collect()
+    };
+    let constraints = pairs(
+        p.placement_constraints()
+            .iter()
+            .map(|c| (c.r#type().map(|t| t.as_str()), c.expression()))
+            .collect(),
+        "Expression",
+    );
+    if !constraints.is_empty() {
+        block.insert("PlacementConstraints".into(), Value::Array(constraints));
+    }
+    let placement = pairs(
+        p.placement_strategy()
+            .iter()
+            .map(|s| (s.r#type().map(|t| t.as_str()), s.field()))
+            .collect(),
+        "Field",
+    );
+    if !placement.is_empty() {
+        block.insert("PlacementStrategy".into(), Value::Array(placement));
+    }
+    put(
+        &mut block,
+        "PropagateTags",
+        p.propagate_tags().map(|v| json!(v.as_str())),
+    );
+    put(
+        &mut block,
+        "ReferenceId",
+        p.reference_id().map(|v| json!(v)),
+    );
+    if !p.tags().is_empty() {
+        block.insert("Tags".into(), json!(p.tags()));
+    }
+    Value::Object(block)
 }
 
 /// The whole definition a template asks for.
@@ -488,6 +706,9 @@ fn target_shape(target: &Target, template: Option<&Value>) -> Value {
             block.insert("PipelineParameterList".into(), Value::Array(list));
         }
         shape.insert("SageMakerPipelineParameters".into(), Value::Object(block));
+    }
+    if let Some(p) = target.ecs_parameters() {
+        shape.insert("EcsParameters".into(), ecs_shape(p));
     }
     Value::Object(shape)
 }
@@ -805,7 +1026,7 @@ mod tests {
     }
 
     #[test]
-    fn target_blocks_map_and_ecs_is_refused_by_name() {
+    fn target_blocks_map_and_read_back_ecs_included() {
         let template = |target: Value| {
             props(json!({
                 "ScheduleExpression": "rate(5 minutes)",
@@ -863,20 +1084,62 @@ mod tests {
             .pipeline_parameter_list();
         assert_eq!((list[0].name(), list[0].value()), ("n", "v"));
 
+        // An ECS task on a schedule, as CDK's EcsRunFargateTask writes it: mapped, and read
+        // back in the template's shape.
+        let ecs_block = json!({
+            "TaskDefinitionArn": "arn:aws:ecs:us-east-1:123456789012:task-definition/td:1",
+            "TaskCount": 2,
+            "LaunchType": "FARGATE",
+            "PlatformVersion": "LATEST",
+            "NetworkConfiguration": {"AwsvpcConfiguration": {
+                "Subnets": ["subnet-1", "subnet-2"], "SecurityGroups": ["sg-1"],
+                "AssignPublicIp": "DISABLED"}},
+            "CapacityProviderStrategy": [{"CapacityProvider": "FARGATE_SPOT", "Weight": 2, "Base": 1}],
+            "EnableECSManagedTags": true,
+            "EnableExecuteCommand": false,
+            "PlacementConstraints": [{"Type": "memberOf", "Expression": "attribute:ecs.os-type == linux"}],
+            "PlacementStrategy": [{"Type": "spread", "Field": "attribute:ecs.availability-zone"}],
+            "PropagateTags": "TASK_DEFINITION",
+            "ReferenceId": "nightly",
+            "Group": "jobs",
+            "Tags": [{"key": "team", "value": "data"}],
+        });
         let ecs = definition(
             &template(json!({
                 "Arn": "arn:aws:ecs:us-east-1:123456789012:cluster/c",
                 "RoleArn": ROLE,
-                "EcsParameters": {"TaskDefinitionArn": "td"},
+                "EcsParameters": ecs_block,
+            })),
+            "AWS::Scheduler::Schedule S",
+        )
+        .unwrap();
+        let p = ecs.target.ecs_parameters().unwrap();
+        assert_eq!(p.task_count(), Some(2));
+        assert_eq!(p.launch_type(), Some(&LaunchType::Fargate));
+        let vpc = p
+            .network_configuration()
+            .unwrap()
+            .awsvpc_configuration()
+            .unwrap();
+        assert_eq!(vpc.subnets(), ["subnet-1", "subnet-2"]);
+        assert_eq!(vpc.assign_public_ip(), Some(&AssignPublicIp::Disabled));
+        assert_eq!(p.capacity_provider_strategy()[0].base(), 1);
+        assert_eq!(p.tags()[0].get("key").map(String::as_str), Some("team"));
+        assert_eq!(target_shape(&ecs.target, None)["EcsParameters"], ecs_block);
+        let no_task = definition(
+            &template(json!({
+                "Arn": "arn:aws:ecs:us-east-1:123456789012:cluster/c",
+                "RoleArn": ROLE,
+                "EcsParameters": {"LaunchType": "FARGATE"},
             })),
             "AWS::Scheduler::Schedule S",
         )
         .unwrap_err();
-        assert_eq!(ecs.kind, ErrorKind::VALIDATION);
+        assert_eq!(no_task.kind, ErrorKind::VALIDATION);
         assert!(
-            ecs.message.contains("Target.EcsParameters"),
+            no_task.message.contains("Target.EcsParameters"),
             "{}",
-            ecs.message
+            no_task.message
         );
 
         let no_partition = definition(
