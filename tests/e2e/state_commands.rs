@@ -637,3 +637,65 @@ async fn a_bucket_another_account_owns_is_never_used() {
     let (_, state, _) = bootstrapped().await;
     run(&state, &["state", "list"]).success();
 }
+
+/// Spec 000's forms (issue 46): `STATE_BUCKET` / `STATE_PREFIX` name the bucket and prefix,
+/// `--stack NAME` names a stack as the positional form does, and every command's help lists
+/// the global options under their own heading.
+#[tokio::test]
+async fn spec_environment_variables_and_the_stack_flag_name_what_the_arguments_do() {
+    let (client, state, _) = bootstrapped().await;
+    let mut doc = fixture(9);
+    doc["stackName"] = json!("Prefixed");
+    doc["region"] = json!("us-east-1");
+    for key in ["parentStack", "parentLogicalId", "parentRegion"] {
+        doc.as_object_mut().unwrap().remove(key);
+    }
+    put_json(
+        &client,
+        &state,
+        "team-a/Prefixed/us-east-1/state.json",
+        &doc,
+    )
+    .await;
+    let env = [("STATE_BUCKET", state.as_str()), ("STATE_PREFIX", "team-a")];
+    let listed = cdkd_tests::cdkd_on_with_env(Emulator::shared(), &["state", "list"], &env)
+        .success()
+        .stdout;
+    assert!(listed.contains("Prefixed"), "{listed}");
+    // The prefixed name wins over spec 000's, and the flag over both.
+    let other = [
+        ("CDKD_STATE_BUCKET", state.as_str()),
+        ("STATE_BUCKET", "no-such-bucket-anywhere"),
+        ("STATE_PREFIX", "team-a"),
+    ];
+    let shown = cdkd_tests::cdkd_on_with_env(
+        Emulator::shared(),
+        &["state", "show", "--stack", "Prefixed"],
+        &other,
+    )
+    .success()
+    .stdout;
+    assert!(shown.contains("Stack:         Prefixed"), "{shown}");
+    let flagged = cdkd_tests::cdkd_on_with_env(
+        Emulator::shared(),
+        &[
+            "state",
+            "show",
+            "--stack=Prefixed",
+            "--state-prefix",
+            "cdkd",
+        ],
+        &env,
+    );
+    assert!(
+        flagged.code == Some(1) && flagged.stderr.contains("Prefixed"),
+        "{}",
+        flagged.stderr
+    );
+
+    let help = run(&state, &["deploy", "--help"]).success().stdout;
+    let global = help.find("Global options:").expect("a heading");
+    let own = help.find("--stack-concurrency").expect("deploy's own flag");
+    let region = help.find("--region").expect("a global flag");
+    assert!(own < global && global < region, "{help}");
+}

@@ -110,6 +110,8 @@ impl AppWorld {
             // Runs as on a developer's machine whether or not the tests run in CI: a test that
             // wants CI's behaviour sets `CI` itself.
             .env_remove("CI")
+            .env_remove("STATE_BUCKET")
+            .env_remove("STATE_PREFIX")
             .env("CDKD_PLUGINS", &self.plugins)
             .env("CDKD_ECHO_DIR", self.echo.path());
         for (key, value) in Emulator::shared().env() {

@@ -388,6 +388,8 @@ pub fn cdkd_with_env(plugins: Option<&Path>, args: &[&str], env: &[(&str, &str)]
         .env_remove("AWS_PROFILE")
         .env_remove("AWS_ENDPOINT_URL")
         .env_remove("CDKD_STATE_BUCKET")
+        .env_remove("STATE_BUCKET")
+        .env_remove("STATE_PREFIX")
         .env_remove("CDKD_S3_FORCE_PATH_STYLE")
         // As on a developer's machine, in CI too: a test that wants CI's behaviour sets `CI`.
         .env_remove("CI")

@@ -14,7 +14,7 @@ use crate::synthesis::selection::select;
 
 #[derive(Debug, Args)]
 pub struct PublishAssetsArgs {
-    /// Stacks whose assets to publish (names or display paths; `*` wildcards).
+    /// Stacks whose assets to publish (names or display paths, `*` wildcards; `--stack NAME` also works).
     stacks: Vec<String>,
     #[command(flatten)]
     app: AppArgs,

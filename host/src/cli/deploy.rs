@@ -150,7 +150,7 @@ impl CfnFallbackArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct DeployArgs {
-    /// Stacks to deploy (names or display paths; `*` wildcards).
+    /// Stacks to deploy (names or display paths, `*` wildcards; `--stack NAME` also works).
     stacks: Vec<String>,
     #[command(flatten)]
     app: AppArgs,
@@ -405,7 +405,7 @@ impl RunLog for History {
 
 #[derive(Debug, Args)]
 pub struct DestroyArgs {
-    /// Stacks to destroy (names or display paths; `*` wildcards).
+    /// Stacks to destroy (names or display paths, `*` wildcards; `--stack NAME` also works).
     stacks: Vec<String>,
     #[command(flatten)]
     app: AppArgs,

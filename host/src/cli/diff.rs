@@ -24,7 +24,7 @@ use crate::synthesis::selection::select;
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// Stacks to compare (names or display paths; `*` wildcards).
+    /// Stacks to compare (names or display paths, `*` wildcards; `--stack NAME` also works).
     stacks: Vec<String>,
     #[command(flatten)]
     app: AppArgs,

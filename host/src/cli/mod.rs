@@ -14,6 +14,7 @@ mod import;
 mod local;
 mod providers;
 mod scrub;
+mod stack_flag;
 mod state;
 mod synth;
 mod table;
@@ -49,8 +50,9 @@ pub struct Cli {
     command: Command,
 }
 
-/// Flags every command accepts.
+/// Flags every command accepts (listed under their own heading in each command's help).
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 struct GlobalArgs {
     /// A plugins file to add over the install's, the trusted ./plugins.toml, the user's and
     /// CDKD_PLUGINS (its entries replace theirs by name; `inherit = false` in it drops them).
@@ -69,12 +71,12 @@ struct GlobalArgs {
     /// Print debug logs.
     #[arg(long, short = 'v', global = true)]
     verbose: bool,
-    /// The state bucket (default: CDKD_STATE_BUCKET, cdk.json context.cdkd.stateBucket, then
-    /// cdkd-state-{accountId}).
+    /// The state bucket (default: CDKD_STATE_BUCKET, STATE_BUCKET, cdk.json
+    /// context.cdkd.stateBucket, then cdkd-state-{accountId}).
     #[arg(long, global = true, value_name = "BUCKET")]
     state_bucket: Option<String>,
     /// The key prefix for stack records in the state bucket.
-    #[arg(long, global = true, default_value = crate::state::keys::DEFAULT_PREFIX, value_name = "PREFIX")]
+    #[arg(long, global = true, env = "STATE_PREFIX", default_value = crate::state::keys::DEFAULT_PREFIX, value_name = "PREFIX")]
     state_prefix: String,
     /// Answer yes to every confirmation.
     #[arg(long, short = 'y', global = true)]
@@ -175,7 +177,7 @@ pub fn main() -> ExitCode {
         }
         default_hook(info);
     }));
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(stack_flag::as_positional(std::env::args_os())) {
         Ok(cli) => cli,
         Err(err) => {
             // clap would exit 2 on a usage error, which `cdkd drift` answers for "drift

@@ -17,7 +17,7 @@ use crate::synthesis::selection::select;
 
 #[derive(Debug, Args)]
 pub struct ScrubArgs {
-    /// Stacks to scrub (names or display paths; `*` wildcards).
+    /// Stacks to scrub (names or display paths, `*` wildcards; `--stack NAME` also works).
     stacks: Vec<String>,
     #[command(flatten)]
     app: AppArgs,

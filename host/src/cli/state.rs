@@ -891,7 +891,7 @@ async fn migrate(
 
 #[derive(Debug, Args)]
 pub struct OrphanArgs {
-    /// Stacks to forget (names or display paths; `*` wildcards), or construct paths
+    /// Stacks to forget (names or display paths, `*` wildcards; `--stack NAME` also works), or construct paths
     /// (`Stack/Construct/Path`) whose resources alone to forget.
     stacks: Vec<String>,
     #[command(flatten)]

@@ -11,7 +11,7 @@ use crate::synthesis::selection::select;
 
 #[derive(Debug, Args)]
 pub struct SynthArgs {
-    /// Stacks to synthesize (names or display paths; `*` wildcards).
+    /// Stacks to synthesize (names or display paths, `*` wildcards; `--stack NAME` also works).
     stacks: Vec<String>,
     #[command(flatten)]
     app: AppArgs,
@@ -54,7 +54,7 @@ pub async fn run_synth(context: &CommandContext, args: SynthArgs) -> anyhow::Res
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// Stacks to list (names or display paths; `*` wildcards); default all.
+    /// Stacks to list (names or display paths, `*` wildcards; `--stack NAME` also works); default all.
     stacks: Vec<String>,
     #[command(flatten)]
     app: AppArgs,

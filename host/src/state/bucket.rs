@@ -1,6 +1,6 @@
 //! Which bucket holds the state, where it lives, and an S3 client aimed at it.
 //!
-//! Name: `--state-bucket` > `CDKD_STATE_BUCKET` > cdk.json `context.cdkd.stateBucket` >
+//! Name: `--state-bucket` > `CDKD_STATE_BUCKET` > `STATE_BUCKET` > cdk.json `context.cdkd.stateBucket` >
 //! `cdkd-state-{accountId}` > the legacy `cdkd-state-{accountId}-{region}` (with a deprecation
 //! warning) > an error asking for `cdkd bootstrap`. Region: `GetBucketLocation`, asked of the
 //! caller's own region, remembered per bucket when it succeeds ([`crate::aws_facts`]).
@@ -22,7 +22,7 @@ use crate::aws_facts::FactsFile;
 pub enum BucketSource {
     /// `--state-bucket`.
     CliFlag,
-    /// `CDKD_STATE_BUCKET`.
+    /// `CDKD_STATE_BUCKET` or `STATE_BUCKET`.
     Env,
     /// cdk.json `context.cdkd.stateBucket`.
     CdkJson,
@@ -59,18 +59,19 @@ pub struct StateBucket {
 pub struct BucketChoice {
     /// `--state-bucket`.
     pub flag: Option<String>,
-    /// `CDKD_STATE_BUCKET`.
+    /// `CDKD_STATE_BUCKET` or `STATE_BUCKET`.
     pub env: Option<String>,
     /// cdk.json `context.cdkd.stateBucket`.
     pub cdk_json: Option<String>,
 }
 
 impl BucketChoice {
-    /// Reads `CDKD_STATE_BUCKET` and `./cdk.json` next to the flag's value.
+    /// Reads `CDKD_STATE_BUCKET` (or `STATE_BUCKET`) and `./cdk.json` next to the flag's value.
     pub fn from_environment(flag: Option<String>, cdk_json: &Path) -> BucketChoice {
-        let env = std::env::var("CDKD_STATE_BUCKET")
-            .ok()
-            .filter(|value| !value.is_empty());
+        // `STATE_BUCKET` is spec 000's name; cdkd's own prefixed name wins when both are set.
+        let env = ["CDKD_STATE_BUCKET", "STATE_BUCKET"]
+            .iter()
+            .find_map(|name| std::env::var(name).ok().filter(|value| !value.is_empty()));
         let cdk_json = std::fs::read(cdk_json)
             .ok()
             .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
