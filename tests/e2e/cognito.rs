@@ -12,6 +12,7 @@ const POOL: &str = "Users0A0EEA89";
 const CLIENT: &str = "UsersWebA39D1A70";
 const DOMAIN: &str = "UsersDomainC6632324";
 const IDENTITIES: &str = "Identities";
+const TRIGGER: &str = "PreSignUp1C2BA29E";
 
 fn aws(expression: &str) -> Value {
     Emulator::shared().boto(expression)
@@ -72,6 +73,33 @@ fn a_user_pool_with_a_client_a_domain_and_an_identity_pool_deploys_through_the_p
         json!(10)
     );
     assert_eq!(live["UsernameAttributes"], json!(["email"]));
+    // The trigger, device remembering and attribute-update verification are the plugin's own
+    // (issue 48: a pool with a trigger went to Cloud Control).
+    assert_eq!(
+        live["LambdaConfig"],
+        json!({"PreSignUp": resources[TRIGGER]["attributes"]["Arn"]}),
+        "{live}"
+    );
+    assert_eq!(
+        live["DeviceConfiguration"],
+        json!({"ChallengeRequiredOnNewDevice": true, "DeviceOnlyRememberedOnUserPrompt": false})
+    );
+    assert_eq!(
+        live["UserAttributeUpdateSettings"],
+        json!({"AttributesRequireVerificationBeforeUpdate": ["email"]})
+    );
+    assert_eq!(
+        resources[POOL]["observedProperties"]["LambdaConfig"],
+        live["LambdaConfig"]
+    );
+    let on_cloud_control: Vec<&String> = resources
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r["provisionedBy"] != "sdk")
+        .map(|(id, _)| id)
+        .collect();
+    assert!(on_cloud_control.is_empty(), "{on_cloud_control:?}");
     assert_eq!(live["AutoVerifiedAttributes"], json!(["email"]));
     assert!(
         live["UserPoolTags"]["cdkd:create-token"].is_string(),

@@ -6,6 +6,7 @@
 //! domain itself; an identity pool's is its id, found like a user pool by name and token tag.
 
 mod identity_pool;
+mod pool_blocks;
 mod user_pool;
 mod user_pool_client;
 mod user_pool_domain;

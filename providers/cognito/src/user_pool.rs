@@ -1,7 +1,8 @@
 //! `AWS::Cognito::UserPool`: physical id (and `Ref`) is the pool's id; attributes `Arn`,
 //! `ProviderName`, `ProviderURL` and `UserPoolId`. Cognito's `UpdateUserPool` resets every
 //! setting it is not given, so an update sends the whole template (and the pool's create-token
-//! tag) again. A pool with `DeletionProtection: ACTIVE` is refused on delete, as under
+//! tag) again (Lambda triggers, device remembering and threat protection included:
+//! `pool_blocks`). A pool with `DeletionProtection: ACTIVE` is refused on delete, as under
 //! CloudFormation.
 
 use aws_sdk_cognitoidentityprovider::types::{
@@ -25,6 +26,10 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
+use crate::pool_blocks::{
+    add_ons, add_ons_shape, attribute_update, attribute_update_shape, device, device_shape,
+    lambda_config, lambda_config_shape,
+};
 use crate::{created_pool_name, failed, idp, live_tags, sent_tags, template_tags};
 
 /// The CloudFormation type name.
@@ -407,6 +412,27 @@ async fn apply_mfa(
 fn template_shape(pool: &UserPoolType) -> Map<String, Value> {
     let mut props = Map::new();
     put(&mut props, "UserPoolName", pool.name().map(Value::from));
+    put(
+        &mut props,
+        "LambdaConfig",
+        pool.lambda_config().and_then(lambda_config_shape),
+    );
+    put(
+        &mut props,
+        "UserAttributeUpdateSettings",
+        pool.user_attribute_update_settings()
+            .and_then(attribute_update_shape),
+    );
+    put(
+        &mut props,
+        "DeviceConfiguration",
+        pool.device_configuration().map(device_shape),
+    );
+    put(
+        &mut props,
+        "UserPoolAddOns",
+        pool.user_pool_add_ons().and_then(add_ons_shape),
+    );
     put(&mut props, "Policies", pool.policies().map(policies_shape));
     let schema: Vec<Value> = pool
         .schema_attributes()
@@ -757,6 +783,10 @@ impl ResourceProvider for UserPool {
                 "UsernameConfiguration",
                 "UserPoolTier",
                 "UserPoolTags",
+                "LambdaConfig",
+                "UserAttributeUpdateSettings",
+                "DeviceConfiguration",
+                "UserPoolAddOns",
             ])
             // Cognito has no call that changes these after the create (CloudFormation
             // replaces the pool too).
@@ -830,6 +860,12 @@ impl ResourceProvider for UserPool {
                 string(props.get("UserPoolTier")).map(|t| UserPoolTierType::from(t.as_str())),
             )
             .set_sms_configuration(sms(props.get("SmsConfiguration"), &what)?)
+            .set_lambda_config(lambda_config(props.get("LambdaConfig"), &what)?)
+            .set_user_attribute_update_settings(attribute_update(
+                props.get("UserAttributeUpdateSettings"),
+            ))
+            .set_device_configuration(device(props.get("DeviceConfiguration")))
+            .set_user_pool_add_ons(add_ons(props.get("UserPoolAddOns"), &what)?)
             .set_user_pool_tags(Some(tags).filter(|t| !t.is_empty()));
         let created = while_sms_role_propagates(props, || async {
             request
@@ -939,6 +975,12 @@ impl ResourceProvider for UserPool {
                 string(after.get("UserPoolTier")).map(|t| UserPoolTierType::from(t.as_str())),
             )
             .set_sms_configuration(sms(after.get("SmsConfiguration"), &what)?)
+            .set_lambda_config(lambda_config(after.get("LambdaConfig"), &what)?)
+            .set_user_attribute_update_settings(attribute_update(
+                after.get("UserAttributeUpdateSettings"),
+            ))
+            .set_device_configuration(device(after.get("DeviceConfiguration")))
+            .set_user_pool_add_ons(add_ons(after.get("UserPoolAddOns"), &what)?)
             .set_user_pool_tags(Some(tags));
         while_sms_role_propagates(after, || async {
             request
