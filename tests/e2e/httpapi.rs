@@ -10,6 +10,7 @@ const STACK: &str = "HttpApiStack";
 const API: &str = "ApiF70053CD";
 const STAGE: &str = "ApiDefaultStage189A7074";
 const INTEGRATION: &str = "ApiGETitemsidItemsIntegrationAC680BD4";
+const UPSTREAM: &str = "ApiGETupstreamUpstreamD9F5864C";
 const GET_ROUTE: &str = "ApiGETitemsid0354A0F7";
 const POST_ROUTE: &str = "ApiPOSTitems1297276D";
 const AUTHORIZER: &str = "ApiJwt046D4791";
@@ -63,6 +64,7 @@ fn an_http_api_with_a_lambda_integration_and_a_jwt_authorizer_deploys_through_th
         API,
         STAGE,
         INTEGRATION,
+        UPSTREAM,
         GET_ROUTE,
         POST_ROUTE,
         AUTHORIZER,
@@ -72,6 +74,22 @@ fn an_http_api_with_a_lambda_integration_and_a_jwt_authorizer_deploys_through_th
         assert_eq!(resources[id]["provisionedBy"], "sdk", "{id}: {resources}");
     }
     let api = physical(&world, API);
+    // The URL integration's parameter mapping, on the plugin (issue 48: it went to Cloud
+    // Control), a `remove:` mapping with CDK's empty value included.
+    let upstream = physical(&world, UPSTREAM);
+    let upstream_id = upstream
+        .strip_prefix(&format!("{api}|"))
+        .unwrap()
+        .to_string();
+    let mapping_of = || {
+        aws(&format!(
+            "c('apigatewayv2').get_integration(ApiId='{api}', IntegrationId='{upstream_id}').get('RequestParameters')"
+        ))
+    };
+    assert_eq!(
+        mapping_of(),
+        json!({"append:header.x-source": "cdkd", "remove:querystring.debug": ""})
+    );
     assert_eq!(resources[API]["attributes"]["ApiId"], json!(api));
     assert!(resources[API]["attributes"]["ApiEndpoint"]
         .as_str()
@@ -119,6 +137,12 @@ fn an_http_api_with_a_lambda_integration_and_a_jwt_authorizer_deploys_through_th
         routes,
         json!([
             ["GET /items/{id}", target, "NONE", null],
+            [
+                "GET /upstream",
+                format!("integrations/{upstream_id}"),
+                "NONE",
+                null
+            ],
             ["POST /items", target, "JWT", authorizer_id]
         ])
     );
@@ -175,12 +199,19 @@ fn an_http_api_with_a_lambda_integration_and_a_jwt_authorizer_deploys_through_th
         t["Resources"][API]["Properties"]["CorsConfiguration"]["AllowOrigins"] =
             json!(["https://shop.example.com"]);
         t["Resources"][GET_ROUTE]["Properties"]["OperationName"] = json!("getItem");
+        t["Resources"][UPSTREAM]["Properties"]["RequestParameters"] =
+            json!({"overwrite:header.x-team": "web", "remove:querystring.debug": ""});
     });
     let updated = deploy(&world);
     assert!(
-        updated.stdout.contains("2 updated, 0 replaced"),
+        updated.stdout.contains("3 updated, 0 replaced"),
         "{}",
         updated.stdout
+    );
+    // The dropped header mapping is gone, the new one is there, the unchanged one stays.
+    assert_eq!(
+        mapping_of(),
+        json!({"overwrite:header.x-team": "web", "remove:querystring.debug": ""})
     );
     assert_eq!(physical(&world, API), api);
     let live = aws(&format!("c('apigatewayv2').get_api(ApiId='{api}')"));

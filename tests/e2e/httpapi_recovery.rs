@@ -18,7 +18,7 @@ fn made() -> Value {
 }
 
 fn one_stack() -> Value {
-    json!({"apis": 1, "stages": 1, "integrations": 1, "routes": 2, "authorizers": 1,
+    json!({"apis": 1, "stages": 1, "integrations": 2, "routes": 3, "authorizers": 1,
         "domains": 1, "mappings": 1})
 }
 

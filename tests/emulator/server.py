@@ -99,6 +99,7 @@ import cognito_service  # noqa: E402,F401  (Cognito user pool domains as AWS has
 import appautoscaling_service  # noqa: E402,F401  (Application Auto Scaling as AWS has it: targets need their resource, policies their target, deregister takes policies along, tags)
 import dynamodb_autoscaling  # noqa: E402,F401  (DynamoDB's Update/DescribeTableReplicaAutoScaling, moto has neither: settings kept as Application Auto Scaling targets and policies, as on AWS)
 import ec2_instances  # noqa: E402,F401  (EC2 RunInstances as AWS has it: ClientToken idempotency, the client-token filter)
+import apigatewayv2_mapping  # noqa: E402,F401  (HTTP API integrations: an update merges parameter mappings, as AWS does)
 import s3_ownership  # noqa: E402  (S3 buckets are their owner's: ExpectedBucketOwner, other accounts refused; a 12-digit access key is its account)
 from moto.core.config import default_user_config  # noqa: E402
 from moto.iam import access_control  # noqa: E402

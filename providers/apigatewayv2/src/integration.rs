@@ -10,6 +10,10 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
+use crate::parameter_mapping::{
+    request_parameters, request_shape, request_update, response_parameters, response_shape,
+    response_update, tls, tls_shape,
+};
 use crate::{api_id, changed, client, failed, found, ChildId};
 
 /// The CloudFormation type name.
@@ -26,6 +30,10 @@ const SETTINGS: &[&str] = &[
     "ConnectionType",
     "ConnectionId",
     "CredentialsArn",
+    "IntegrationSubtype",
+    "RequestParameters",
+    "ResponseParameters",
+    "TlsConfig",
 ];
 
 /// The `AWS::ApiGatewayV2::Integration` provider.
@@ -39,7 +47,11 @@ fn attributes(id: &str) -> Map<String, Value> {
 }
 
 /// An integration in template shape.
-fn template_shape(api: &str, i: &aws_sdk_apigatewayv2::types::Integration) -> Map<String, Value> {
+fn template_shape(
+    api: &str,
+    i: &aws_sdk_apigatewayv2::types::Integration,
+    template: &Map<String, Value>,
+) -> Map<String, Value> {
     let mut props = Map::new();
     props.insert("ApiId".into(), json!(api));
     put(
@@ -87,6 +99,22 @@ fn template_shape(api: &str, i: &aws_sdk_apigatewayv2::types::Integration) -> Ma
         "CredentialsArn",
         i.credentials_arn().map(Value::from),
     );
+    put(
+        &mut props,
+        "IntegrationSubtype",
+        i.integration_subtype().map(Value::from),
+    );
+    put(
+        &mut props,
+        "RequestParameters",
+        request_shape(i.request_parameters()),
+    );
+    put(
+        &mut props,
+        "ResponseParameters",
+        response_shape(i.response_parameters(), template.get("ResponseParameters")),
+    );
+    put(&mut props, "TlsConfig", i.tls_config().map(tls_shape));
     props
 }
 
@@ -126,6 +154,10 @@ impl ResourceProvider for Integration {
             .set_connection_type(text(props.get("ConnectionType")).map(|t| t.as_str().into()))
             .set_connection_id(text(props.get("ConnectionId")))
             .set_credentials_arn(text(props.get("CredentialsArn")))
+            .set_integration_subtype(text(props.get("IntegrationSubtype")))
+            .set_request_parameters(request_parameters(props.get("RequestParameters")))
+            .set_response_parameters(response_parameters(props.get("ResponseParameters")))
+            .set_tls_config(tls(props.get("TlsConfig")))
             .send()
             .await
             .map_err(failed!(format!("{what}: CreateIntegration in {api}")))?;
@@ -168,6 +200,16 @@ impl ResourceProvider for Integration {
                 .set_credentials_arn(
                     text(after.get("CredentialsArn")).or_else(|| cleared("CredentialsArn")),
                 )
+                .set_integration_subtype(text(after.get("IntegrationSubtype")))
+                .set_request_parameters(request_update(
+                    before.get("RequestParameters"),
+                    after.get("RequestParameters"),
+                ))
+                .set_response_parameters(response_update(
+                    before.get("ResponseParameters"),
+                    after.get("ResponseParameters"),
+                ))
+                .set_tls_config(tls(after.get("TlsConfig")))
                 .send()
                 .await
                 .map_err(failed!(format!("{what}: UpdateIntegration {id} in {api}")))?;
@@ -233,8 +275,12 @@ impl Readable for Integration {
                 .set_connection_type(i.connection_type().cloned())
                 .set_connection_id(i.connection_id().map(ToString::to_string))
                 .set_credentials_arn(i.credentials_arn().map(ToString::to_string))
+                .set_integration_subtype(i.integration_subtype().map(ToString::to_string))
+                .set_request_parameters(i.request_parameters().cloned())
+                .set_response_parameters(i.response_parameters().cloned())
+                .set_tls_config(i.tls_config().cloned())
                 .build();
-            template_shape(api, &integration)
+            template_shape(api, &integration, &request.properties)
         }))
     }
 
@@ -313,7 +359,7 @@ mod tests {
             .description("")
             .build();
         assert_eq!(
-            Value::Object(template_shape("a1", &integration)),
+            Value::Object(template_shape("a1", &integration, &Map::new())),
             json!({
                 "ApiId": "a1",
                 "IntegrationType": "AWS_PROXY",

@@ -10,6 +10,7 @@ mod api_mapping;
 mod authorizer;
 mod domain_name;
 mod integration;
+mod parameter_mapping;
 mod route;
 mod stage;
 
