@@ -15,6 +15,8 @@ const TEMPLATE: &str = "Template576A9730";
 const GROUP: &str = "LBHttpAsgGroup22BDA1E2";
 const POLICY: &str = "AsgScalingPolicyCpu89550E50";
 const HOOK: &str = "AsgLifecycleHookDrainF37A0330";
+const SPOT: &str = "SpotASGB094C35E";
+const EVENTS: &str = "ScalingEventsC82541C1";
 
 /// The emulator's call counts are shared by the tests of this binary: a test counting calls
 /// must not see another's, so the tests run one at a time.
@@ -148,6 +150,39 @@ fn an_auto_scaling_group_behind_a_load_balancer_deploys_through_the_plugin() {
     assert_eq!(hooks[0]["DefaultResult"], "CONTINUE");
     assert_eq!(hooks[0]["HeartbeatTimeout"], json!(300));
 
+    // The mixed group: its instance types, on-demand and spot split, and its SNS
+    // notifications, all on the plugin (issue 48: such a group went to Cloud Control).
+    assert_eq!(
+        resources[SPOT]["provisionedBy"], "sdk",
+        "{}",
+        resources[SPOT]
+    );
+    let spot = physical(&world, SPOT);
+    let topic = physical(&world, EVENTS);
+    let mixed = group(&spot)["MixedInstancesPolicy"].clone();
+    assert_eq!(
+        mixed["LaunchTemplate"]["Overrides"],
+        json!([{"InstanceType": "t3.micro"}, {"InstanceType": "t3a.micro", "WeightedCapacity": "1"}]),
+        "{mixed}"
+    );
+    assert_eq!(
+        mixed["InstancesDistribution"]["OnDemandPercentageAboveBaseCapacity"],
+        json!(25),
+        "{mixed}"
+    );
+    let notified = || {
+        aws(&format!(
+            "sorted((n['TopicARN'], n['NotificationType']) for n in c('autoscaling').describe_notification_configurations(AutoScalingGroupNames=['{spot}'])['NotificationConfigurations'])"
+        ))
+    };
+    assert_eq!(
+        notified(),
+        json!([
+            [topic, "autoscaling:EC2_INSTANCE_LAUNCH"],
+            [topic, "autoscaling:EC2_INSTANCE_LAUNCH_ERROR"]
+        ])
+    );
+
     // A second deploy changes nothing and makes no Auto Scaling call.
     Emulator::shared().delete("/_emulator/stats");
     let again = deploy(&world);
@@ -161,15 +196,29 @@ fn an_auto_scaling_group_behind_a_load_balancer_deploys_through_the_plugin() {
         t["Resources"][ASG]["Properties"]["MaxSize"] = json!("4");
         t["Resources"][ASG]["Properties"]["Tags"] =
             json!([{"Key": "team", "Value": "web", "PropagateAtLaunch": true}]);
+        let spot = &mut t["Resources"][SPOT]["Properties"];
+        spot["MixedInstancesPolicy"]["InstancesDistribution"]
+            ["OnDemandPercentageAboveBaseCapacity"] = json!(50);
+        spot["NotificationConfigurations"][0]["NotificationTypes"] =
+            json!(["autoscaling:EC2_INSTANCE_TERMINATE"]);
     });
     let updated = deploy(&world);
     assert!(
-        updated.stdout.contains("2 updated, 0 replaced"),
+        updated.stdout.contains("3 updated, 0 replaced"),
         "{}\n{}",
         updated.stdout,
         updated.stderr
     );
     assert_eq!(physical(&world, ASG), name);
+    assert_eq!(
+        group(&spot)["MixedInstancesPolicy"]["InstancesDistribution"]
+            ["OnDemandPercentageAboveBaseCapacity"],
+        json!(50)
+    );
+    assert_eq!(
+        notified(),
+        json!([[topic, "autoscaling:EC2_INSTANCE_TERMINATE"]])
+    );
     let live = group(&name);
     assert_eq!(live["MaxSize"], json!(4), "{live}");
     assert_eq!(live["Tags"][0]["Key"], "team", "{live}");
@@ -221,6 +270,8 @@ fn an_auto_scaling_group_behind_a_load_balancer_deploys_through_the_plugin() {
     world.cdkd(&["destroy", "-a", &app, STACK, "-f"]).success();
     assert_eq!(group("asg-web-v2"), Value::Null);
     assert_eq!(policies("asg-web-v2"), json!([]));
+    assert_eq!(group(&spot), Value::Null);
+    assert_eq!(notified(), json!([]));
 }
 
 fn call_with(type_name: &str, operation: &str, args: &[&str]) -> cdkd_tests::Run {

@@ -74,3 +74,44 @@ def test_put_scaling_policy_answers_the_policy_arn(emulator):
     arn = asg.describe_policies(AutoScalingGroupName="scaled")["ScalingPolicies"][0]["PolicyARN"]
     assert answer["PolicyARN"] == arn
     asg.delete_auto_scaling_group(AutoScalingGroupName="scaled", ForceDelete=True)
+
+
+def test_notification_configurations_are_kept_per_topic_and_go_with_the_group(emulator):
+    asg = emulator.client("autoscaling")
+    sns = emulator.client("sns")
+    topic = sns.create_topic(Name="scaling-events")["TopicArn"]
+    _group(emulator, "notified")
+    launches = ["autoscaling:EC2_INSTANCE_LAUNCH", "autoscaling:EC2_INSTANCE_TERMINATE"]
+    asg.put_notification_configuration(
+        AutoScalingGroupName="notified", TopicARN=topic, NotificationTypes=launches
+    )
+    described = asg.describe_notification_configurations(AutoScalingGroupNames=["notified"])
+    assert [(c["TopicARN"], c["NotificationType"]) for c in described["NotificationConfigurations"]] == [
+        (topic, kind) for kind in launches
+    ]
+    # A put replaces the topic's types.
+    asg.put_notification_configuration(
+        AutoScalingGroupName="notified", TopicARN=topic,
+        NotificationTypes=["autoscaling:EC2_INSTANCE_LAUNCH_ERROR"],
+    )
+    described = asg.describe_notification_configurations(AutoScalingGroupNames=["notified"])
+    assert [c["NotificationType"] for c in described["NotificationConfigurations"]] == [
+        "autoscaling:EC2_INSTANCE_LAUNCH_ERROR"
+    ]
+    for bad in (
+        dict(AutoScalingGroupName="nobody", TopicARN=topic, NotificationTypes=launches),
+        dict(AutoScalingGroupName="notified", TopicARN=topic + "-gone", NotificationTypes=launches),
+        dict(AutoScalingGroupName="notified", TopicARN=topic, NotificationTypes=["autoscaling:NAP"]),
+    ):
+        with pytest.raises(ClientError) as refused:
+            asg.put_notification_configuration(**bad)
+        assert refused.value.response["Error"]["Code"] == "ValidationError", bad
+    asg.delete_notification_configuration(AutoScalingGroupName="notified", TopicARN=topic)
+    assert asg.describe_notification_configurations(AutoScalingGroupNames=["notified"])[
+        "NotificationConfigurations"
+    ] == []
+    asg.put_notification_configuration(
+        AutoScalingGroupName="notified", TopicARN=topic, NotificationTypes=launches
+    )
+    asg.delete_auto_scaling_group(AutoScalingGroupName="notified", ForceDelete=True)
+    assert asg.describe_notification_configurations()["NotificationConfigurations"] == []

@@ -18,6 +18,8 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
+use crate::mixed_instances::{mixed_instances, mixed_instances_shape};
+use crate::notifications;
 use crate::{client, failed};
 
 /// The CloudFormation type name.
@@ -287,6 +289,11 @@ fn template_shape(group: &AutoScalingGroup) -> Map<String, Value> {
         "MetricsCollection",
         live_metrics_collection(group),
     );
+    put(
+        &mut props,
+        "MixedInstancesPolicy",
+        group.mixed_instances_policy().map(mixed_instances_shape),
+    );
     // `aws:` tags are AWS's own (CloudFormation's stack tags), never the template's.
     let tags: Vec<Value> = group
         .tags()
@@ -423,6 +430,9 @@ impl ResourceProvider for Group {
                 "ServiceLinkedRoleARN",
                 "MetricsCollection",
                 "Tags",
+                "MixedInstancesPolicy",
+                "NotificationConfigurations",
+                "NotificationConfiguration",
             ])
             .create_only(&["AutoScalingGroupName"])
             .read_and_import()
@@ -469,6 +479,7 @@ impl ResourceProvider for Group {
                 .set_context(string(props.get("Context")))
                 .set_desired_capacity_type(string(props.get("DesiredCapacityType")))
                 .set_service_linked_role_arn(string(props.get("ServiceLinkedRoleARN")))
+                .set_mixed_instances_policy(mixed_instances(props.get("MixedInstancesPolicy")))
                 .set_tags(Some(sdk_tags(&name, &group_tags(props))).filter(|t| !t.is_empty()))
                 .send()
                 .await
@@ -476,8 +487,20 @@ impl ResourceProvider for Group {
         };
         cdkd_aws_common::while_iam_propagates(&principals_used(props), role_not_propagated, create)
             .await?;
-        // The group exists from here: a refused metrics setting must not leave it unrecorded.
-        if let Err(err) = apply_metrics(&asg, &what, &name, &[], &metrics_collection(props)).await {
+        // The group exists from here: a refused metrics or notification setting must not leave
+        // it unrecorded.
+        let configured = async {
+            apply_metrics(&asg, &what, &name, &[], &metrics_collection(props)).await?;
+            notifications::apply(
+                &asg,
+                &what,
+                &name,
+                &notifications::Notifications::new(),
+                &notifications::wanted(props),
+            )
+            .await
+        };
+        if let Err(err) = configured.await {
             let undone = asg
                 .delete_auto_scaling_group()
                 .auto_scaling_group_name(&name)
@@ -536,6 +559,7 @@ impl ResourceProvider for Group {
             "Context",
             "DesiredCapacityType",
             "ServiceLinkedRoleARN",
+            "MixedInstancesPolicy",
         ];
         if SETTINGS.iter().any(|k| changed(before, after, k)) {
             // A desired capacity the template dropped is left where scaling put it, as
@@ -571,6 +595,7 @@ impl ResourceProvider for Group {
                     .set_context(string(after.get("Context")))
                     .set_desired_capacity_type(string(after.get("DesiredCapacityType")))
                     .set_service_linked_role_arn(string(after.get("ServiceLinkedRoleARN")))
+                    .set_mixed_instances_policy(mixed_instances(after.get("MixedInstancesPolicy")))
                     .send()
                     .await
                     .map_err(failed!(format!("{what}: UpdateAutoScalingGroup {name}")))
@@ -592,6 +617,14 @@ impl ResourceProvider for Group {
         )
         .await?;
         retag(&asg, &what, name, before, after).await?;
+        notifications::apply(
+            &asg,
+            &what,
+            name,
+            &notifications::wanted(before),
+            &notifications::wanted(after),
+        )
+        .await?;
         Ok(UpdateResult {
             physical_id: name.to_string(),
             ..Default::default()
@@ -650,9 +683,15 @@ impl Readable for Group {
         let asg = client(ctx).await?;
         let group = describe(&asg, what, &request.physical_id).await?;
         // A group being deleted is on its way out: not one cdkd would adopt or compare.
-        Ok(group
-            .filter(|g| g.status().is_none())
-            .map(|g| template_shape(&g)))
+        let Some(group) = group.filter(|g| g.status().is_none()) else {
+            return Ok(None);
+        };
+        let mut props = template_shape(&group);
+        let live = notifications::live(&asg, what, &request.physical_id).await?;
+        if let Some((name, value)) = notifications::shape(&live, &request.properties) {
+            props.insert(name, value);
+        }
+        Ok(Some(props))
     }
 
     async fn attributes(

@@ -13,6 +13,8 @@ mod app_target;
 mod group;
 mod launch_configuration;
 mod lifecycle_hook;
+mod mixed_instances;
+mod notifications;
 mod scaling_policy;
 
 cdkd_provider_api::export_plugin!(description: "AWS::AutoScaling::AutoScalingGroup, LaunchConfiguration, ScalingPolicy and LifecycleHook through the EC2 Auto Scaling API; AWS::ApplicationAutoScaling::ScalableTarget and ScalingPolicy through the Application Auto Scaling API");
