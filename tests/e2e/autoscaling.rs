@@ -352,6 +352,47 @@ fn a_launch_configuration_made_outside_cdkd_is_imported_and_read() {
     );
     assert_ne!(missing.code, Some(0), "{}", missing.stdout);
     aws("c('autoscaling').delete_launch_configuration(LaunchConfigurationName='handmade-lc') and None");
+
+    // The plugin's own create sends the volumes and IMDS options CDK sets (issue 48: such a
+    // launch configuration went to Cloud Control), and reads them back as written.
+    let image = aws("c('ec2').describe_images()['Images'][0]['ImageId']");
+    let properties = json!({
+        "LaunchConfigurationName": "plugin-lc",
+        "ImageId": image,
+        "InstanceType": "t3.micro",
+        "BlockDeviceMappings": [{"DeviceName": "/dev/xvda",
+            "Ebs": {"VolumeSize": 20, "VolumeType": "gp3", "Encrypted": true}}],
+        "MetadataOptions": {"HttpTokens": "required", "HttpPutResponseHopLimit": 2},
+    });
+    call_with(
+        "AWS::AutoScaling::LaunchConfiguration",
+        "create",
+        &["--properties", &properties.to_string()],
+    )
+    .success();
+    let live = aws("c('autoscaling').describe_launch_configurations(LaunchConfigurationNames=['plugin-lc'])['LaunchConfigurations'][0]");
+    assert_eq!(live["MetadataOptions"]["HttpTokens"], "required", "{live}");
+    assert_eq!(
+        live["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"],
+        json!(20),
+        "{live}"
+    );
+    let read = call_with(
+        "AWS::AutoScaling::LaunchConfiguration",
+        "read_current_state",
+        &["--physical-id", "plugin-lc"],
+    )
+    .success()
+    .json();
+    assert_eq!(
+        read["properties"]["BlockDeviceMappings"], properties["BlockDeviceMappings"],
+        "{read}"
+    );
+    assert_eq!(
+        read["properties"]["MetadataOptions"], properties["MetadataOptions"],
+        "{read}"
+    );
+    aws("c('autoscaling').delete_launch_configuration(LaunchConfigurationName='plugin-lc') and None");
 }
 
 const APP_STACK: &str = "AppScalingStack";

@@ -4,9 +4,12 @@
 //! the run after a crash finds it by name. Its delete is refused by Auto Scaling while a group
 //! uses it (`ResourceInUse`), as under CloudFormation.
 
-use aws_sdk_autoscaling::types::{InstanceMonitoring, LaunchConfiguration as LiveConfiguration};
+use aws_sdk_autoscaling::types::{
+    BlockDeviceMapping, Ebs, InstanceMetadataEndpointState, InstanceMetadataHttpTokensState,
+    InstanceMetadataOptions, InstanceMonitoring, LaunchConfiguration as LiveConfiguration,
+};
 use cdkd_aws_common::{
-    deleted_unless_failed, flag, found, given_or_generated_name, put, string, strings, text,
+    deleted_unless_failed, flag, found, given_or_generated_name, int, put, string, strings, text,
     Readable, TypeSchema,
 };
 use cdkd_provider_api::protocol::{
@@ -14,7 +17,7 @@ use cdkd_provider_api::protocol::{
     ResourceTypeSchema, UpdateRequest, UpdateResult,
 };
 use cdkd_provider_api::{async_trait, PluginContext, ProviderError, ResourceProvider};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::{client, failed};
 
@@ -27,6 +30,108 @@ const MAX_NAME: usize = 255;
 /// The `AWS::AutoScaling::LaunchConfiguration` provider.
 #[derive(Default)]
 pub struct LaunchConfiguration;
+
+/// `BlockDeviceMappings` as Auto Scaling's (EBS volumes, instance stores, suppressed devices).
+fn block_devices(value: Option<&Value>) -> Option<Vec<BlockDeviceMapping>> {
+    let items = value.and_then(Value::as_array)?;
+    Some(
+        items
+            .iter()
+            .map(|m| {
+                let ebs = m.get("Ebs").filter(|v| v.is_object()).map(|e| {
+                    Ebs::builder()
+                        .set_snapshot_id(string(e.get("SnapshotId")))
+                        .set_volume_size(int(e.get("VolumeSize")))
+                        .set_volume_type(string(e.get("VolumeType")))
+                        .set_delete_on_termination(flag(e.get("DeleteOnTermination")))
+                        .set_iops(int(e.get("Iops")))
+                        .set_encrypted(flag(e.get("Encrypted")))
+                        .set_throughput(int(e.get("Throughput")))
+                        .build()
+                });
+                BlockDeviceMapping::builder()
+                    .set_device_name(string(m.get("DeviceName")))
+                    .set_virtual_name(string(m.get("VirtualName")))
+                    .set_no_device(flag(m.get("NoDevice")))
+                    .set_ebs(ebs)
+                    .build()
+            })
+            .collect(),
+    )
+}
+
+/// Live block device mappings in template shape.
+fn block_devices_shape(mappings: &[BlockDeviceMapping]) -> Option<Value> {
+    let items: Vec<Value> = mappings
+        .iter()
+        .map(|m| {
+            let mut item = Map::new();
+            put(&mut item, "DeviceName", m.device_name().map(|v| json!(v)));
+            put(&mut item, "VirtualName", m.virtual_name().map(|v| json!(v)));
+            put(
+                &mut item,
+                "NoDevice",
+                m.no_device().filter(|n| *n).map(|v| json!(v)),
+            );
+            if let Some(e) = m.ebs() {
+                let mut ebs = Map::new();
+                put(&mut ebs, "SnapshotId", e.snapshot_id().map(|v| json!(v)));
+                put(&mut ebs, "VolumeSize", e.volume_size().map(|v| json!(v)));
+                put(&mut ebs, "VolumeType", e.volume_type().map(|v| json!(v)));
+                put(
+                    &mut ebs,
+                    "DeleteOnTermination",
+                    e.delete_on_termination().map(|v| json!(v)),
+                );
+                put(&mut ebs, "Iops", e.iops().map(|v| json!(v)));
+                put(&mut ebs, "Encrypted", e.encrypted().map(|v| json!(v)));
+                put(&mut ebs, "Throughput", e.throughput().map(|v| json!(v)));
+                item.insert("Ebs".into(), Value::Object(ebs));
+            }
+            Value::Object(item)
+        })
+        .collect();
+    (!items.is_empty()).then_some(Value::Array(items))
+}
+
+/// `MetadataOptions` (the instance metadata service: IMDSv2 tokens, hop limit, endpoint).
+fn metadata_options(value: Option<&Value>) -> Option<InstanceMetadataOptions> {
+    let value = value.filter(|v| v.is_object())?;
+    Some(
+        InstanceMetadataOptions::builder()
+            .set_http_tokens(
+                string(value.get("HttpTokens"))
+                    .map(|t| InstanceMetadataHttpTokensState::from(t.as_str())),
+            )
+            .set_http_put_response_hop_limit(int(value.get("HttpPutResponseHopLimit")))
+            .set_http_endpoint(
+                string(value.get("HttpEndpoint"))
+                    .map(|e| InstanceMetadataEndpointState::from(e.as_str())),
+            )
+            .build(),
+    )
+}
+
+/// Live metadata options in template shape.
+fn metadata_options_shape(options: &InstanceMetadataOptions) -> Value {
+    let mut shape = Map::new();
+    put(
+        &mut shape,
+        "HttpTokens",
+        options.http_tokens().map(|v| json!(v.as_str())),
+    );
+    put(
+        &mut shape,
+        "HttpPutResponseHopLimit",
+        options.http_put_response_hop_limit().map(|v| json!(v)),
+    );
+    put(
+        &mut shape,
+        "HttpEndpoint",
+        options.http_endpoint().map(|v| json!(v.as_str())),
+    );
+    Value::Object(shape)
+}
 
 /// The live configuration in template shape.
 fn template_shape(config: &LiveConfiguration) -> Map<String, Value> {
@@ -111,6 +216,16 @@ fn template_shape(config: &LiveConfiguration) -> Map<String, Value> {
             .filter(|k| !k.is_empty())
             .map(Value::from),
     );
+    put(
+        &mut props,
+        "BlockDeviceMappings",
+        block_devices_shape(config.block_device_mappings()),
+    );
+    put(
+        &mut props,
+        "MetadataOptions",
+        config.metadata_options().map(metadata_options_shape),
+    );
     props
 }
 
@@ -151,6 +266,8 @@ impl ResourceProvider for LaunchConfiguration {
                 "PlacementTenancy",
                 "KernelId",
                 "RamDiskId",
+                "BlockDeviceMappings",
+                "MetadataOptions",
             ])
             .all_create_only()
             .read_and_import()
@@ -186,6 +303,8 @@ impl ResourceProvider for LaunchConfiguration {
             .set_placement_tenancy(string(props.get("PlacementTenancy")))
             .set_kernel_id(string(props.get("KernelId")))
             .set_ramdisk_id(string(props.get("RamDiskId")))
+            .set_block_device_mappings(block_devices(props.get("BlockDeviceMappings")))
+            .set_metadata_options(metadata_options(props.get("MetadataOptions")))
             .send()
             .await
             .map_err(failed!(format!("{what}: CreateLaunchConfiguration {name}")))?;
@@ -251,7 +370,6 @@ impl Readable for LaunchConfiguration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn the_live_configuration_reads_back_in_template_shape() {
@@ -273,6 +391,28 @@ mod tests {
                 "InstanceMonitoring": false,
             })
         );
+    }
+
+    #[test]
+    fn block_devices_and_metadata_options_convert_and_read_back_as_written() {
+        let template = json!({
+            "BlockDeviceMappings": [
+                {"DeviceName": "/dev/xvda", "Ebs": {"VolumeSize": 20, "VolumeType": "gp3", "Encrypted": true, "DeleteOnTermination": true}},
+                {"DeviceName": "/dev/sdb", "VirtualName": "ephemeral0"},
+                {"DeviceName": "/dev/sdc", "NoDevice": true},
+            ],
+            "MetadataOptions": {"HttpTokens": "required", "HttpPutResponseHopLimit": 2, "HttpEndpoint": "enabled"},
+        });
+        let config = LiveConfiguration::builder()
+            .set_block_device_mappings(block_devices(template.get("BlockDeviceMappings")))
+            .set_metadata_options(metadata_options(template.get("MetadataOptions")))
+            .build();
+        let shape = template_shape(&config);
+        assert_eq!(
+            shape["BlockDeviceMappings"],
+            template["BlockDeviceMappings"]
+        );
+        assert_eq!(shape["MetadataOptions"], template["MetadataOptions"]);
     }
 
     #[test]
