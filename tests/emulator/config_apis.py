@@ -230,6 +230,43 @@ def patch_moto_lambda():
 
     LambdaBackend.delete_alias = delete_alias
 
+    # An event source mapping keeps its LoggingConfig (moto dropped it), and an update applies
+    # the access, metrics, logging and poller settings it is sent (moto ignored them); an empty
+    # setting removes it, as on AWS.
+    from moto.awslambda.models import EventSourceMapping
+
+    original_esm_init = EventSourceMapping.__init__
+
+    def esm_init(self, spec):
+        original_esm_init(self, spec)
+        self.emu_logging = spec.get("LoggingConfig")
+
+    original_esm_config = EventSourceMapping.get_configuration
+
+    def esm_configuration(self):
+        config = original_esm_config(self)
+        config["LoggingConfig"] = getattr(self, "emu_logging", None) or None
+        return config
+
+    original_update_esm = LambdaBackend.update_event_source_mapping
+
+    def update_event_source_mapping(self, uuid, spec):
+        esm = original_update_esm(self, uuid, spec)
+        if esm is not None:
+            if "SourceAccessConfigurations" in spec:
+                esm.source_access_config = spec["SourceAccessConfigurations"] or None
+            if "MetricsConfig" in spec:
+                esm.metrics = spec["MetricsConfig"] if (spec["MetricsConfig"] or {}).get("Metrics") else None
+            if "LoggingConfig" in spec:
+                esm.emu_logging = spec["LoggingConfig"] if (spec["LoggingConfig"] or {}).get("SystemLogLevel") else None
+            if "ProvisionedPollerConfig" in spec:
+                esm.poller_config = spec["ProvisionedPollerConfig"] or None
+        return esm
+
+    EventSourceMapping.__init__ = esm_init
+    EventSourceMapping.get_configuration = esm_configuration
+    LambdaBackend.update_event_source_mapping = update_event_source_mapping
+
 
 # --- S3 ---------------------------------------------------------------------------------------
 

@@ -14,8 +14,10 @@ use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, Re
 use serde_json::{json, Map, Value};
 
 use aws_sdk_lambda::types::{
-    DestinationConfig, EventSourcePosition, Filter, FilterCriteria, FunctionResponseType,
-    OnFailure, OnSuccess, ScalingConfig,
+    DestinationConfig, EventSourceMappingLoggingConfig, EventSourceMappingMetric,
+    EventSourceMappingMetricsConfig, EventSourceMappingSystemLogLevel, EventSourcePosition, Filter,
+    FilterCriteria, FunctionResponseType, OnFailure, OnSuccess, ProvisionedPollerConfig,
+    ScalingConfig, SourceAccessConfiguration, SourceAccessType,
 };
 
 use crate::client;
@@ -84,6 +86,55 @@ async fn current(
                 s,
                 "Enabled" | "Enabling" | "Creating" | "Updating"
             ))
+        }),
+    );
+    let access: Vec<Value> = mapping
+        .source_access_configurations()
+        .iter()
+        .map(|c| json!({"Type": c.r#type().map(|t| t.as_str()), "URI": c.uri()}))
+        .collect();
+    if !access.is_empty() {
+        props.insert("SourceAccessConfigurations".into(), Value::Array(access));
+    }
+    put(
+        &mut props,
+        "MetricsConfig",
+        mapping
+            .metrics_config()
+            .filter(|m| !m.metrics().is_empty())
+            .map(
+                |m| json!({"Metrics": m.metrics().iter().map(|x| x.as_str()).collect::<Vec<_>>()}),
+            ),
+    );
+    put(
+        &mut props,
+        "LoggingConfig",
+        mapping
+            .logging_config()
+            .and_then(|l| l.system_log_level())
+            .map(|level| json!({"SystemLogLevel": level.as_str()})),
+    );
+    put(
+        &mut props,
+        "ProvisionedPollerConfig",
+        mapping.provisioned_poller_config().map(|p| {
+            let mut block = Map::new();
+            put(
+                &mut block,
+                "MinimumPollers",
+                p.minimum_pollers().map(|v| json!(v)),
+            );
+            put(
+                &mut block,
+                "MaximumPollers",
+                p.maximum_pollers().map(|v| json!(v)),
+            );
+            put(
+                &mut block,
+                "PollerGroupName",
+                p.poller_group_name().map(|v| json!(v)),
+            );
+            Value::Object(block)
         }),
     );
     Ok(Some((
@@ -212,6 +263,10 @@ impl ResourceProvider for EventSourceMapping {
                 "Queues",
                 "Topics",
                 "Tags",
+                "SourceAccessConfigurations",
+                "MetricsConfig",
+                "LoggingConfig",
+                "ProvisionedPollerConfig",
             ])
             .create_only(&[
                 "EventSourceArn",
@@ -267,6 +322,10 @@ impl ResourceProvider for EventSourceMapping {
             .set_kms_key_arn(text(props.get("KmsKeyArn")))
             .set_queues(strings(props.get("Queues")))
             .set_topics(strings(props.get("Topics")))
+            .set_source_access_configurations(source_access(props))
+            .set_metrics_config(metrics_config(props))
+            .set_logging_config(logging_config(props))
+            .set_provisioned_poller_config(poller_config(props))
             .set_tags(tags(props.get("Tags")));
         // Lambda checks the source against the function's execution role: a role (or policy)
         // of the same run is refused until IAM has propagated it.
@@ -342,6 +401,24 @@ impl ResourceProvider for EventSourceMapping {
                 text(props.get("KmsKeyArn")),
                 String::new,
             ))
+            .set_source_access_configurations(cleared(
+                was("SourceAccessConfigurations"),
+                source_access(props),
+                Vec::new,
+            ))
+            .set_metrics_config(cleared(was("MetricsConfig"), metrics_config(props), || {
+                EventSourceMappingMetricsConfig::builder()
+                    .set_metrics(Some(Vec::new()))
+                    .build()
+            }))
+            .set_logging_config(cleared(was("LoggingConfig"), logging_config(props), || {
+                EventSourceMappingLoggingConfig::builder().build()
+            }))
+            .set_provisioned_poller_config(cleared(
+                was("ProvisionedPollerConfig"),
+                poller_config(props),
+                || ProvisionedPollerConfig::builder().build(),
+            ))
             .send()
             .await
             .map_err(|e| aws_error(&format!("{what}: UpdateEventSourceMapping"), e))?;
@@ -411,6 +488,62 @@ fn scaling_config(props: &Map<String, Value>) -> Option<ScalingConfig> {
     Some(
         ScalingConfig::builder()
             .set_maximum_concurrency(int(config.get("MaximumConcurrency")))
+            .build(),
+    )
+}
+
+/// `SourceAccessConfigurations: [{Type, URI}]` (a Kafka or MQ source's credentials, VPC).
+fn source_access(props: &Map<String, Value>) -> Option<Vec<SourceAccessConfiguration>> {
+    let items = props.get("SourceAccessConfigurations")?.as_array()?;
+    Some(
+        items
+            .iter()
+            .map(|c| {
+                SourceAccessConfiguration::builder()
+                    .set_type(text(c.get("Type")).map(|t| SourceAccessType::from(t.as_str())))
+                    .set_uri(text(c.get("URI")))
+                    .build()
+            })
+            .collect(),
+    )
+}
+
+/// `MetricsConfig: {Metrics: [EventCount, ...]}`.
+fn metrics_config(props: &Map<String, Value>) -> Option<EventSourceMappingMetricsConfig> {
+    let config = props.get("MetricsConfig")?;
+    Some(
+        EventSourceMappingMetricsConfig::builder()
+            .set_metrics(strings(config.get("Metrics")).map(|metrics| {
+                metrics
+                    .iter()
+                    .map(|m| EventSourceMappingMetric::from(m.as_str()))
+                    .collect()
+            }))
+            .build(),
+    )
+}
+
+/// `LoggingConfig: {SystemLogLevel}`.
+fn logging_config(props: &Map<String, Value>) -> Option<EventSourceMappingLoggingConfig> {
+    let config = props.get("LoggingConfig")?;
+    Some(
+        EventSourceMappingLoggingConfig::builder()
+            .set_system_log_level(
+                text(config.get("SystemLogLevel"))
+                    .map(|l| EventSourceMappingSystemLogLevel::from(l.as_str())),
+            )
+            .build(),
+    )
+}
+
+/// `ProvisionedPollerConfig: {MinimumPollers, MaximumPollers, PollerGroupName}`.
+fn poller_config(props: &Map<String, Value>) -> Option<ProvisionedPollerConfig> {
+    let config = props.get("ProvisionedPollerConfig")?;
+    Some(
+        ProvisionedPollerConfig::builder()
+            .set_minimum_pollers(int(config.get("MinimumPollers")))
+            .set_maximum_pollers(int(config.get("MaximumPollers")))
+            .set_poller_group_name(text(config.get("PollerGroupName")))
             .build(),
     )
 }
