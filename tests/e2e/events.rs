@@ -1,6 +1,7 @@
 //! `cdkd events`: every deploy that changed something, every destroy and rollback leaves one
 //! event next to the state (who, when, what changed, outcome, duration), newest first, with
-//! `--json`, `--limit` and `events prune --keep N`; a deploy that changed nothing adds none.
+//! `--json`, `--limit`, `events prune --keep N` and `destroy --purge-events`; a deploy that
+//! changed nothing adds none.
 //! Driven through `cdkd` with a real CDK app (tests/fixtures/apps/annotated.js, WarnedStack).
 
 use cdkd_tests::{AppWorld, Run};
@@ -123,4 +124,20 @@ fn deploys_destroys_and_failures_are_recorded_newest_first_and_pruned() {
     let left = events(&world, &[]);
     assert_eq!(left.len(), 1);
     assert_eq!(left[0]["operation"], "destroy");
+
+    // `destroy --purge-events` leaves no trace of the stack: its history goes once it is
+    // destroyed, the destroy's own event included (issue 46).
+    let fresh = AppWorld::of("annotated", STACK, "events-purge", |_| {});
+    deploy(&fresh).success();
+    assert_eq!(events(&fresh, &[]).len(), 1);
+    let app = fresh.assembly.path().display().to_string();
+    let purged = fresh
+        .cdkd(&["destroy", "-a", &app, STACK, "-f", "--purge-events"])
+        .success();
+    assert!(
+        purged.stdout.contains("Purged 2 event(s) of WarnedStack."),
+        "{}",
+        purged.stdout
+    );
+    assert_eq!(events(&fresh, &[]), Vec::<Value>::new());
 }

@@ -68,6 +68,19 @@ pub async fn destroy_stacks(
     Ok(())
 }
 
+/// Deletes the event history (`cdkd events`) of each destroyed `(stack, region)`, the destroy's
+/// own event included (`destroy --purge-events`); answers how many events went.
+pub async fn purge_events(
+    backend: &StateBackend,
+    destroyed: &[(String, String)],
+) -> anyhow::Result<usize> {
+    let mut purged = 0;
+    for (stack, region) in destroyed {
+        purged += crate::state::history::prune(backend, Some(stack), Some(region), 0).await?;
+    }
+    Ok(purged)
+}
+
 /// Every recorded stack with its region, consumers first: a stack importing from another goes
 /// before it (the most imports first, then by name).
 pub fn recorded_destroy_order(snapshot: &StateSnapshot) -> Vec<(String, String)> {

@@ -20,7 +20,7 @@ use crate::analyzer::security::RequireApproval;
 use crate::analyzer::template::Template;
 use crate::app::deploy::{initial_snapshot, warn_recreate_consumers, AssemblyInputs, RunLog};
 use crate::app::destroy::{
-    destroy_stacks, journaled_stacks, recorded_destroy_order, DestroyTarget,
+    destroy_stacks, journaled_stacks, purge_events, recorded_destroy_order, DestroyTarget,
 };
 use crate::app::fallback::{read_fallbacks, Consumer};
 use crate::app::{Backends, RunOrder, StackRun};
@@ -433,6 +433,10 @@ pub struct DestroyArgs {
     /// Print one JSON object per event.
     #[arg(long)]
     json: bool,
+    /// Once every stack is destroyed, delete their event history too (`cdkd events`), this
+    /// destroy's own event included.
+    #[arg(long)]
+    purge_events: bool,
 }
 
 pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Result<ExitCode> {
@@ -489,6 +493,10 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
         lanes: Lanes::new(Concurrency::from_flag(args.concurrency.map(|n| n as usize))),
         skip_final_snapshot: args.skip_final_snapshot,
     };
+    let destroyed: Vec<(String, String)> = targets
+        .iter()
+        .map(|t| (t.stack.clone(), t.region.clone()))
+        .collect();
     destroy_stacks(
         &engine,
         &store.backend,
@@ -498,6 +506,10 @@ pub async fn destroy(context: &CommandContext, args: DestroyArgs) -> anyhow::Res
         &history,
     )
     .await?;
+    if args.purge_events {
+        let purged = purge_events(&store.backend, &destroyed).await?;
+        println!("Purged {purged} event(s) of {}.", names.join(", "));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
