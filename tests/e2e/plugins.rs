@@ -695,3 +695,20 @@ fn a_plugin_version_is_swapped_without_rebuilding_the_host() {
         "the host was rebuilt"
     );
 }
+
+/// `providers show AWS::CloudFormation::Stack` names the host, which deploys nested stacks
+/// itself, not the Cloud Control API the registry alone would route the type to (issue 46).
+#[test]
+fn nested_stacks_are_shown_as_the_hosts_own() {
+    let shown = cdkd(
+        None,
+        &["providers", "show", "AWS::CloudFormation::Stack", "--json"],
+    )
+    .success()
+    .json();
+    assert_eq!(shown["provisionedBy"], "host", "{shown}");
+    assert!(
+        shown["handler"].as_str().unwrap().contains("parent~child"),
+        "{shown}"
+    );
+}

@@ -24,7 +24,8 @@ pub struct BootstrapArgs {
     /// The container-asset repository's name (default cdkd-container-assets-{account}-{region}).
     #[arg(long, value_name = "NAME")]
     container_repo: Option<String>,
-    /// Tear the region's bootstrap down instead: the asset bucket, then the marker.
+    /// Tear the region's bootstrap down instead: the asset bucket, the container-asset
+    /// repository, then the marker.
     #[arg(long)]
     destroy: bool,
     /// With --destroy: also delete the state bucket (refused while it holds stack records).

@@ -639,6 +639,18 @@ fn list_json(registry: &Registry) -> Value {
 
 fn show(registry: &Registry, type_name: &str, as_json: bool) -> anyhow::Result<ExitCode> {
     let route = registry.route(type_name);
+    // The host deploys nested stacks itself (each child template is a stack of its own,
+    // recorded as `parent~child`), whatever the registry would route the type to.
+    if type_name == crate::provisioning::preflight::NESTED_STACK {
+        let handler = "the cdkd host: each child template is deployed as a stack of its own, recorded as parent~child";
+        if as_json {
+            let doc = json!({"type": type_name, "provisionedBy": "host", "handler": handler});
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        } else {
+            println!("{type_name}: {handler}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let (provisioned_by, handler, detail) = match &route {
         Route::Plugin { name, version } => ("sdk", format!("plugin {name} {version}"), None),
         Route::CloudControl => ("cc-api", "Cloud Control API".to_string(), None),
