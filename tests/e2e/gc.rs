@@ -124,3 +124,27 @@ fn gc_deletes_only_unreferenced_assets_past_the_age_guard() {
         .cdkd(&["destroy", "-a", &app, "--all", "--force"])
         .success();
 }
+
+/// `deploy --skip-assets` (issue 46) publishes nothing: before `publish-assets` the asset bucket
+/// stays empty and the function's code is missing, after it the deploy uses what is there.
+#[test]
+fn deploy_skip_assets_uses_the_published_assets_and_publishes_none() {
+    let world = AppWorld::new("skipassets", |_| {});
+    let app = world.assembly.path().display().to_string();
+    let early = world.cdkd(&["deploy", "-a", &app, "--all", "--skip-assets"]);
+    assert_eq!(objects(&world.assets), json!([]), "nothing was published");
+    assert_eq!(early.code, Some(1), "{}\n{}", early.stdout, early.stderr);
+
+    world
+        .cdkd(&["publish-assets", "-a", &app, "--all"])
+        .success();
+    assert_eq!(objects(&world.assets), json!([ASSET]));
+    let deployed = world
+        .cdkd(&["deploy", "-a", &app, "--all", "--skip-assets"])
+        .success();
+    assert!(deployed.stdout.contains("created"), "{}", deployed.stdout);
+    assert_eq!(objects(&world.assets), json!([ASSET]));
+    world
+        .cdkd(&["destroy", "-a", &app, "--all", "-f"])
+        .success();
+}

@@ -13,6 +13,9 @@ Lambda (REST-JSON, on the moto function object, so a deleted function takes them
     alias or a published version (not `$LATEST`); the config is `READY` at once (AWS takes
     minutes); a missing one is 404 `ProvisionedConcurrencyConfigNotFoundException`; deleting the
     alias deletes its config;
+  - CreateFunction and UpdateFunctionCode with `S3Bucket`/`S3Key` of an object that does not
+    exist are refused (`InvalidParameterValueException` ... `NoSuchKey`), as on AWS (moto made
+    a function without code);
   - `SnapStart` and `ImageConfig` kept by CreateFunction / UpdateFunctionConfiguration and
     answered by GetFunctionConfiguration (moto always answered `SnapStart: None` and ignored
     an `ImageConfig` update); SnapStart on a runtime that does not support it is refused.
@@ -263,6 +266,24 @@ def patch_moto_lambda():
                 esm.poller_config = spec["ProvisionedPollerConfig"] or None
         return esm
 
+    # Code in S3 that is not there is refused, as AWS refuses it (moto created the function
+    # without code when the bucket existed but the key did not).
+    from moto.awslambda import models as lambda_models
+
+    original_validate = lambda_models._validate_s3_bucket_and_key
+
+    def validate_s3_bucket_and_key(account_id, partition, data):
+        try:
+            key = original_validate(account_id, partition, data)
+        except ValueError:
+            key = None
+        if key is None:
+            raise InvalidParameterValueException(
+                "Error occurred while GetObject. S3 Error Code: NoSuchKey. S3 Error Message: The specified key does not exist."
+            )
+        return key
+
+    lambda_models._validate_s3_bucket_and_key = validate_s3_bucket_and_key
     EventSourceMapping.__init__ = esm_init
     EventSourceMapping.get_configuration = esm_configuration
     LambdaBackend.update_event_source_mapping = update_event_source_mapping

@@ -185,6 +185,10 @@ pub struct DeployArgs {
     /// A template parameter value, `Name=Value` (repeatable).
     #[arg(long = "parameters", value_name = "NAME=VALUE")]
     parameters: Vec<String>,
+    /// Do not publish the app's file and image assets: they are in the asset bucket and
+    /// repository already (`cdkd publish-assets` in an earlier step).
+    #[arg(long)]
+    skip_assets: bool,
     /// The longest one resource operation may take, in seconds (default: 1800, and 3600 for a
     /// custom resource's handler, CloudFormation's limits).
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
@@ -335,6 +339,7 @@ pub(super) async fn deploy_until(
             store: Some(&store),
             ref_values,
             parameters: &parameters,
+            publish_assets: !args.skip_assets,
         },
         targets,
     };

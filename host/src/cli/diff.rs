@@ -279,6 +279,7 @@ pub async fn run(context: &CommandContext, args: DiffArgs) -> anyhow::Result<Exi
         store: store.as_ref(),
         ref_values: std::sync::Arc::new(registry.ref_values()),
         parameters: &parameters,
+        publish_assets: false,
     };
     let live = LiveProviders {
         registry: &registry,

@@ -120,6 +120,7 @@ pub async fn run(context: &CommandContext, args: ImportArgs) -> anyhow::Result<E
         store: Some(&store),
         ref_values: std::sync::Arc::new(registry.ref_values()),
         parameters: &BTreeMap::new(),
+        publish_assets: true,
     };
     let input = preparation
         .stack_input(stack, template, account, region.clone())

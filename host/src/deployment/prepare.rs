@@ -34,6 +34,8 @@ pub struct Preparation<'a> {
     pub ref_values: Arc<RefValues>,
     /// `--parameters` values.
     pub parameters: &'a BTreeMap<String, Value>,
+    /// Publish the assets (`false`: `deploy --skip-assets`, they are in place already).
+    pub publish_assets: bool,
 }
 
 impl Preparation<'_> {
@@ -46,6 +48,13 @@ impl Preparation<'_> {
         account: String,
         region: String,
     ) -> anyhow::Result<StackInput> {
+        if !self.publish_assets {
+            tracing::debug!(
+                "stack {}: assets not published (--skip-assets)",
+                stack.display_name
+            );
+            return self.planned_input(stack, template, account, region).await;
+        }
         let Some(store) = self.store else {
             anyhow::bail!(
                 "stack {}: no state bucket to publish assets to; run `cdkd bootstrap`",
