@@ -2,7 +2,8 @@
 
 UpdateIntegration merges the `RequestParameters` and `ResponseParameters` it is sent into the
 integration's: a request parameter is removed by an empty value, a status code's response
-mapping by an empty map, and what the update does not name stays (moto replaced both maps, so
+mapping is replaced by the one sent (removed by an empty map), and what the update does not
+name stays (moto replaced both maps, so
 a client that forgot to remove a dropped parameter passed here and kept it on AWS). The same
 removals in a create are ignored, as moto already does for request parameters.
 """
@@ -28,7 +29,7 @@ def _merged_response(current, sent):
         if not pairs:
             merged.pop(status, None)
             continue
-        merged.setdefault(status, {}).update(pairs)
+        merged[status] = dict(pairs)
     return merged
 
 

@@ -13,8 +13,8 @@ Lambda (REST-JSON, on the moto function object, so a deleted function takes them
     alias or a published version (not `$LATEST`); the config is `READY` at once (AWS takes
     minutes); a missing one is 404 `ProvisionedConcurrencyConfigNotFoundException`; deleting the
     alias deletes its config;
-  - CreateFunction and UpdateFunctionCode with `S3Bucket`/`S3Key` of an object that does not
-    exist are refused (`InvalidParameterValueException` ... `NoSuchKey`), as on AWS (moto made
+  - CreateFunction (and PublishLayerVersion) with `S3Bucket`/`S3Key` of an object that does
+    not exist are refused (`InvalidParameterValueException` ... `NoSuchKey`), as on AWS (moto made
     a function without code);
   - `SnapStart` and `ImageConfig` kept by CreateFunction / UpdateFunctionConfiguration and
     answered by GetFunctionConfiguration (moto always answered `SnapStart: None` and ignored

@@ -252,7 +252,11 @@ def _check_with_aas(change, account, region):
             f"User: arn:{get_partition(region)}:sts::{account}:assumed-role/AWSServiceRoleForDynamoDBReplication/"
             f"DynamoDBReplication is not authorized to perform: iam:PassRole on resource: {role} because no "
             "identity-based policy allows the iam:PassRole action")
-    value = float(update["ScalingPolicyUpdate"]["TargetTrackingScalingPolicyConfiguration"]["TargetValue"])
+    tracking = (update.get("ScalingPolicyUpdate") or {}).get("TargetTrackingScalingPolicyConfiguration")
+    if not tracking or "TargetValue" not in tracking:
+        raise MockValidationException(
+            "1 validation error detected: Value null at 'scalingPolicyUpdate.targetTrackingScalingPolicyConfiguration' failed to satisfy constraint: Member must not be null")
+    value = float(tracking["TargetValue"])
     if not 8.51592e-109 <= value <= 1.174271e108:
         raise _aas_error(f"For target tracking scaling, target value must be between '8.51592E-109' and "
                          f"'1.174271E108', but was '{value}'.")

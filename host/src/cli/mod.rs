@@ -71,8 +71,8 @@ struct GlobalArgs {
     /// Print debug logs.
     #[arg(long, short = 'v', global = true)]
     verbose: bool,
-    /// The state bucket (default: CDKD_STATE_BUCKET, STATE_BUCKET, cdk.json
-    /// context.cdkd.stateBucket, then cdkd-state-{accountId}).
+    /// The state bucket (default: CDKD_STATE_BUCKET, cdk.json context.cdkd.stateBucket,
+    /// STATE_BUCKET, then cdkd-state-{accountId}).
     #[arg(long, global = true, value_name = "BUCKET")]
     state_bucket: Option<String>,
     /// The key prefix for stack records in the state bucket.

@@ -1,7 +1,7 @@
 //! Which bucket holds the state, where it lives, and an S3 client aimed at it.
 //!
-//! Name: `--state-bucket` > `CDKD_STATE_BUCKET` > `STATE_BUCKET` > cdk.json `context.cdkd.stateBucket` >
-//! `cdkd-state-{accountId}` > the legacy `cdkd-state-{accountId}-{region}` (with a deprecation
+//! Name: `--state-bucket` > `CDKD_STATE_BUCKET` > cdk.json `context.cdkd.stateBucket` >
+//! `STATE_BUCKET` > `cdkd-state-{accountId}` > the legacy `cdkd-state-{accountId}-{region}` (with a deprecation
 //! warning) > an error asking for `cdkd bootstrap`. Region: `GetBucketLocation`, asked of the
 //! caller's own region, remembered per bucket when it succeeds ([`crate::aws_facts`]).
 
@@ -59,19 +59,21 @@ pub struct StateBucket {
 pub struct BucketChoice {
     /// `--state-bucket`.
     pub flag: Option<String>,
-    /// `CDKD_STATE_BUCKET` or `STATE_BUCKET`.
+    /// `CDKD_STATE_BUCKET`.
     pub env: Option<String>,
     /// cdk.json `context.cdkd.stateBucket`.
     pub cdk_json: Option<String>,
+    /// `STATE_BUCKET`, spec 000's name: generic enough that another tool's job may export it,
+    /// so the project's cdk.json wins over it.
+    pub spec_env: Option<String>,
 }
 
 impl BucketChoice {
-    /// Reads `CDKD_STATE_BUCKET` (or `STATE_BUCKET`) and `./cdk.json` next to the flag's value.
+    /// Reads `CDKD_STATE_BUCKET`, `./cdk.json` and `STATE_BUCKET` next to the flag's value.
     pub fn from_environment(flag: Option<String>, cdk_json: &Path) -> BucketChoice {
-        // `STATE_BUCKET` is spec 000's name; cdkd's own prefixed name wins when both are set.
-        let env = ["CDKD_STATE_BUCKET", "STATE_BUCKET"]
-            .iter()
-            .find_map(|name| std::env::var(name).ok().filter(|value| !value.is_empty()));
+        let var = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+        let env = var("CDKD_STATE_BUCKET");
+        let spec_env = var("STATE_BUCKET");
         let cdk_json = std::fs::read(cdk_json)
             .ok()
             .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
@@ -84,6 +86,7 @@ impl BucketChoice {
             flag,
             env,
             cdk_json,
+            spec_env,
         }
     }
 
@@ -94,6 +97,7 @@ impl BucketChoice {
         pick(&self.flag, BucketSource::CliFlag)
             .or_else(|| pick(&self.env, BucketSource::Env))
             .or_else(|| pick(&self.cdk_json, BucketSource::CdkJson))
+            .or_else(|| pick(&self.spec_env, BucketSource::Env))
     }
 }
 
@@ -329,6 +333,7 @@ mod tests {
             flag: Some("flag".into()),
             env: Some("env".into()),
             cdk_json: Some("json".into()),
+            spec_env: Some("spec".into()),
         };
         assert_eq!(choice.explicit().unwrap().source, BucketSource::CliFlag);
         choice.flag = None;
@@ -336,6 +341,8 @@ mod tests {
         choice.env = None;
         assert_eq!(choice.explicit().unwrap().source, BucketSource::CdkJson);
         choice.cdk_json = None;
+        assert_eq!(choice.explicit().unwrap().name, "spec");
+        choice.spec_env = None;
         assert_eq!(choice.explicit(), None);
     }
 

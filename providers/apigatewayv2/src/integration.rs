@@ -201,15 +201,28 @@ impl ResourceProvider for Integration {
                     text(after.get("CredentialsArn")).or_else(|| cleared("CredentialsArn")),
                 )
                 .set_integration_subtype(text(after.get("IntegrationSubtype")))
-                .set_request_parameters(request_update(
-                    before.get("RequestParameters"),
-                    after.get("RequestParameters"),
-                ))
+                .set_request_parameters(
+                    // An AWS service integration's parameters are its action's: AWS wants all
+                    // of them on every update and refuses an empty value (Terraform does the
+                    // same); a mapping's are merged, so only what changed goes.
+                    if after.contains_key("IntegrationSubtype") {
+                        request_parameters(after.get("RequestParameters"))
+                    } else {
+                        request_update(
+                            before.get("RequestParameters"),
+                            after.get("RequestParameters"),
+                        )
+                    },
+                )
                 .set_response_parameters(response_update(
                     before.get("ResponseParameters"),
                     after.get("ResponseParameters"),
                 ))
-                .set_tls_config(tls(after.get("TlsConfig")))
+                .set_tls_config(tls(after.get("TlsConfig")).or_else(|| {
+                    // A dropped setting is cleared, not kept.
+                    changed(before, after, "TlsConfig")
+                        .then(|| aws_sdk_apigatewayv2::types::TlsConfigInput::builder().build())
+                }))
                 .send()
                 .await
                 .map_err(failed!(format!("{what}: UpdateIntegration {id} in {api}")))?;

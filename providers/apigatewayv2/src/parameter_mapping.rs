@@ -3,9 +3,10 @@
 //!
 //! UpdateIntegration merges the maps it is sent into the integration's, so an update sends only
 //! what changed and removes what the template dropped: a request parameter by an empty value,
-//! a status code's response mapping by an empty map (as Terraform does). An unchanged entry is
-//! never sent, so a `remove:` mapping, whose value CDK writes as empty, is not taken for a
-//! removal of itself.
+//! a status code's response mapping by an empty map, a changed status code whole (as Terraform
+//! does). An unchanged entry is never sent, so a `remove:` mapping, whose value CDK writes as
+//! empty, is not taken for a removal of itself; a `remove:` mapping added by an update is
+//! sent empty too, which AWS reads as a removal (docs/providers.md).
 
 use std::collections::HashMap;
 

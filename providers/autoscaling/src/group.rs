@@ -18,7 +18,7 @@ use cdkd_provider_api::protocol::{
 use cdkd_provider_api::{async_trait, ErrorKind, PluginContext, ProviderError, ResourceProvider};
 use serde_json::{json, Map, Value};
 
-use crate::mixed_instances::{mixed_instances, mixed_instances_shape};
+use crate::mixed_instances::{mixed_instances, mixed_instances_shape, mixed_instances_update};
 use crate::notifications;
 use crate::{client, failed};
 
@@ -595,7 +595,10 @@ impl ResourceProvider for Group {
                     .set_context(string(after.get("Context")))
                     .set_desired_capacity_type(string(after.get("DesiredCapacityType")))
                     .set_service_linked_role_arn(string(after.get("ServiceLinkedRoleARN")))
-                    .set_mixed_instances_policy(mixed_instances(after.get("MixedInstancesPolicy")))
+                    .set_mixed_instances_policy(mixed_instances_update(
+                        before.get("MixedInstancesPolicy"),
+                        after.get("MixedInstancesPolicy"),
+                    ))
                     .send()
                     .await
                     .map_err(failed!(format!("{what}: UpdateAutoScalingGroup {name}")))

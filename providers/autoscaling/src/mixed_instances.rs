@@ -337,6 +337,26 @@ pub(crate) fn mixed_instances(value: Option<&Value>) -> Option<MixedInstancesPol
     )
 }
 
+/// The policy an update sends: `after`'s, with a spot price `before` set and `after` dropped
+/// sent empty, which is how Auto Scaling clears it (left out, the old price would stay).
+pub(crate) fn mixed_instances_update(
+    before: Option<&Value>,
+    after: Option<&Value>,
+) -> Option<MixedInstancesPolicy> {
+    let price = |policy: Option<&Value>| {
+        policy
+            .and_then(|p| p.get("InstancesDistribution"))
+            .and_then(|d| d.get("SpotMaxPrice"))
+            .is_some_and(|v| !v.is_null())
+    };
+    if !price(before) || price(after) {
+        return mixed_instances(after);
+    }
+    let mut sent = after.filter(|v| v.is_object())?.clone();
+    sent["InstancesDistribution"]["SpotMaxPrice"] = json!("");
+    mixed_instances(Some(&sent))
+}
+
 /// A live `MixedInstancesPolicy` in template shape.
 pub(crate) fn mixed_instances_shape(policy: &MixedInstancesPolicy) -> Value {
     let mut shape = Map::new();
@@ -458,5 +478,21 @@ mod tests {
         assert_eq!(needs.memory_gib_per_v_cpu().unwrap().min(), Some(1.5));
         assert_eq!(mixed_instances_shape(&policy), written);
         assert!(mixed_instances(None).is_none());
+        let mut cheaper = written.clone();
+        cheaper["InstancesDistribution"]
+            .as_object_mut()
+            .unwrap()
+            .remove("SpotMaxPrice");
+        let sent = mixed_instances_update(Some(&written), Some(&cheaper)).unwrap();
+        assert_eq!(
+            sent.instances_distribution().unwrap().spot_max_price(),
+            Some(""),
+            "a dropped price is cleared"
+        );
+        let kept = mixed_instances_update(Some(&written), Some(&written)).unwrap();
+        assert_eq!(
+            kept.instances_distribution().unwrap().spot_max_price(),
+            Some("0.05")
+        );
     }
 }

@@ -165,7 +165,10 @@ pub fn kind_of(code: &str, status: Option<u16>) -> ErrorKind {
         | "ThrottlingException"
         | "SlowDown"
         | "TooManyRequestsException"
-        | "RequestLimitExceeded" => ErrorKind::THROTTLED,
+        | "RequestLimitExceeded"
+        // Lambda's 5xx answers that do mean "slow down".
+        | "EC2ThrottledException"
+        | "BandwidthLimitExceeded" => ErrorKind::THROTTLED,
         "AccessDenied" | "AccessDeniedException" | "UnauthorizedOperation" => {
             ErrorKind::ACCESS_DENIED
         }
@@ -678,6 +681,10 @@ mod tests {
         assert_eq!(kind_of("BucketNotEmpty", Some(409)), ErrorKind::CONFLICT);
         assert_eq!(kind_of("SlowDown", Some(503)), ErrorKind::THROTTLED);
         assert_eq!(kind_of("", Some(500)), ErrorKind::SERVICE_ERROR);
+        assert_eq!(
+            kind_of("EC2ThrottledException", Some(502)),
+            ErrorKind::THROTTLED
+        );
         assert_eq!(
             kind_of("InternalFailure", Some(500)),
             ErrorKind::SERVICE_ERROR

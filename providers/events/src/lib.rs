@@ -39,7 +39,7 @@ pub(crate) const EVENTS_KINDS: &[(&str, ErrorKind)] = &[
     ("ResourceAlreadyExistsException", ErrorKind::ALREADY_EXISTS),
     // Another change to the same rule or bus is in flight; a later try succeeds.
     ("ConcurrentModificationException", ErrorKind::THROTTLED),
-    ("InternalException", ErrorKind::THROTTLED),
+    ("InternalException", ErrorKind::SERVICE_ERROR),
     ("InvalidEventPatternException", ErrorKind::VALIDATION),
     ("LimitExceededException", ErrorKind::VALIDATION),
     ("PolicyLengthExceededException", ErrorKind::VALIDATION),

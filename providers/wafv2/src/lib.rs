@@ -43,7 +43,7 @@ pub(crate) const KINDS: &[(&str, ErrorKind)] = &[
     ),
     // A resource WAF cannot see yet (a stage just created): worth trying again.
     ("WAFUnavailableEntityException", ErrorKind::THROTTLED),
-    ("WAFInternalErrorException", ErrorKind::THROTTLED),
+    ("WAFInternalErrorException", ErrorKind::SERVICE_ERROR),
     (
         "WAFTagOperationInternalErrorException",
         ErrorKind::THROTTLED,

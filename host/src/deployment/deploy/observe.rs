@@ -26,8 +26,8 @@ type Request = (String, ReadPurpose);
 pub(super) struct Captures {
     queue: Mutex<Option<UnboundedSender<Request>>>,
     receiver: Mutex<Option<UnboundedReceiver<Request>>>,
-    /// Turns true when the run's own work is done (refresh reads then get their grace).
-    closed: watch::Sender<bool>,
+    /// When refresh reads must end: [`REFRESH_GRACE`] after the run's own work is done.
+    deadline: watch::Sender<Option<tokio::time::Instant>>,
 }
 
 impl Captures {
@@ -42,7 +42,7 @@ impl Captures {
         Captures {
             queue: Mutex::new(queue),
             receiver: Mutex::new(receiver),
-            closed: watch::Sender::new(false),
+            deadline: watch::Sender::new(None),
         }
     }
 
@@ -61,7 +61,15 @@ impl Captures {
     /// No more requests: the reader loop ends once the queued ones are read.
     pub(super) fn close(&self) {
         self.queue.lock().unwrap_or_else(|e| e.into_inner()).take();
-        self.closed.send_replace(true);
+        self.deadline
+            .send_replace(Some(tokio::time::Instant::now() + REFRESH_GRACE));
+    }
+
+    /// Whether the refresh deadline has passed (a refresh not started by then is skipped).
+    fn past_deadline(&self) -> bool {
+        self.deadline
+            .borrow()
+            .is_some_and(|at| tokio::time::Instant::now() >= at)
     }
 
     fn take_receiver(&self) -> Option<UnboundedReceiver<Request>> {
@@ -71,12 +79,17 @@ impl Captures {
             .take()
     }
 
-    /// Resolves [`REFRESH_GRACE`] after [`Self::close`].
+    /// Resolves at the refresh deadline: one instant for every read, however late it started.
     async fn grace_over(&self) {
-        let mut closed = self.closed.subscribe();
+        let mut deadline = self.deadline.subscribe();
         // The sender lives as long as `self`, so the wait ends only by closing.
-        let _ = closed.wait_for(|closed| *closed).await;
-        tokio::time::sleep(REFRESH_GRACE).await;
+        let at = match deadline.wait_for(Option::is_some).await {
+            Ok(at) => *at,
+            Err(_) => None,
+        };
+        if let Some(at) = at {
+            tokio::time::sleep_until(at).await;
+        }
     }
 }
 
@@ -118,16 +131,23 @@ impl StackRun<'_> {
                     if purpose != ReadPurpose::Refresh {
                         return self.capture_one(&logical_id, purpose).await;
                     }
+                    if self.captures.past_deadline() {
+                        return self.baseline_abandoned(&logical_id);
+                    }
                     tokio::select! {
                         () = self.capture_one(&logical_id, purpose) => {}
-                        () = self.captures.grace_over() => tracing::warn!(
-                            "{}: {logical_id}'s drift baseline was not read before the deploy finished; the next deploy reads it again",
-                            self.stack()
-                        ),
+                        () = self.captures.grace_over() => self.baseline_abandoned(&logical_id),
                     }
                 },
             )
             .await;
+    }
+
+    fn baseline_abandoned(&self, logical_id: &str) {
+        tracing::warn!(
+            "{}: {logical_id}'s drift baseline was not read before the deploy finished; the next deploy reads it again",
+            self.stack()
+        );
     }
 
     async fn capture_one(&self, logical_id: &str, purpose: ReadPurpose) {
