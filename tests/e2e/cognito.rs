@@ -92,13 +92,7 @@ fn a_user_pool_with_a_client_a_domain_and_an_identity_pool_deploys_through_the_p
         resources[POOL]["observedProperties"]["LambdaConfig"],
         live["LambdaConfig"]
     );
-    let on_cloud_control: Vec<&String> = resources
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(_, r)| r["provisionedBy"] != "sdk")
-        .map(|(id, _)| id)
-        .collect();
+    let on_cloud_control = world.off_plugins(STACK);
     assert!(on_cloud_control.is_empty(), "{on_cloud_control:?}");
     assert_eq!(live["AutoVerifiedAttributes"], json!(["email"]));
     assert!(

@@ -25,11 +25,7 @@ fn forty_eight_resources_of_six_services_go_through_plugins_only() {
     let resources = world.resources("CoreStack");
     let resources = resources.as_object().unwrap();
     assert_eq!(resources.len(), 48);
-    let on_cloud_control: Vec<&String> = resources
-        .iter()
-        .filter(|(_, r)| r["provisionedBy"] != "sdk")
-        .map(|(id, _)| id)
-        .collect();
+    let on_cloud_control = world.off_plugins("CoreStack");
     assert!(on_cloud_control.is_empty(), "{on_cloud_control:?}");
     let again = deploy(&world, "CoreStack");
     assert!(again.stdout.contains("48 unchanged"), "{}", again.stdout);

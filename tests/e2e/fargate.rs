@@ -70,13 +70,7 @@ fn a_load_balanced_fargate_service_with_its_ecr_image_deploys_through_the_plugin
     }
     // Every type of the app is on a plugin (the ALB, target group and listener on elbv2's):
     // none went to Cloud Control.
-    let on_cloud_control: Vec<&String> = resources
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(_, r)| r["provisionedBy"] != "sdk")
-        .map(|(id, _)| id)
-        .collect();
+    let on_cloud_control = world.off_plugins(STACK);
     assert!(
         on_cloud_control.is_empty(),
         "not on a plugin: {on_cloud_control:?}"

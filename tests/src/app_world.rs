@@ -208,6 +208,19 @@ impl AppWorld {
             .json()["state"]["resources"]
             .clone()
     }
+
+    /// The logical ids of `stack`'s recorded resources that no plugin provisioned (Cloud
+    /// Control's), in record order.
+    pub fn off_plugins(&self, stack: &str) -> Vec<String> {
+        let resources = self.resources(stack);
+        resources
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(_, r)| r["provisionedBy"] != "sdk")
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
 }
 
 /// Copies a folder tree.
